@@ -1,0 +1,37 @@
+"""The ``chronus`` command: argparse subcommands, one module each, and the one place that turns
+a :class:`~chronus_py.errors.ChronusError` into a one-line message and an exit code.
+
+Each subcommand module exposes ``add_parser(subparsers)`` (which sets ``func``) and keeps heavy
+imports inside its ``run`` so ``chronus --help`` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from chronus_py.errors import ChronusError
+
+COMMANDS = ("replay",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chronus",
+        description="Deadline-aware scheduling of deep-learning training jobs on GPU clusters.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"chronus_py.cli.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ChronusError as exc:
+        print(f"chronus {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0

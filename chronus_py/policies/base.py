@@ -1,0 +1,69 @@
+"""What a policy is: a queue-sort key plus two flags, and optional hooks.
+
+The policy decides *which* jobs should run (by ordering them); the scheduler's shared placement
+walk decides *where*, and nothing else (Blox, Gavel: policy picks which, mechanism does where).
+The scheduler walks all active jobs in key order and gives each the GPUs it needs while the
+cluster has them; ``backfill`` lets a later job start when an earlier one does not fit, and
+``preemptive`` lets the walk stop running jobs that fell out of the fitting set.
+
+Contract that keeps the scheduler fast without re-sorting the world at every event:
+- a pending job's key does not change while it waits, unless ``prepare`` returns True;
+- a running job's key does not get worse as time passes, except at the instant
+  ``key_worsens_at`` returns for it (the scheduler wakes up then);
+- keys end with the job's submission sequence number, so ties are deterministic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from chronus_py.state import JobState
+
+
+@dataclass(frozen=True)
+class View:
+    """What a policy sees at a decision point: time, jobs, capacity. Read-only by convention."""
+
+    now: float
+    pending: Sequence[JobState]
+    running: Sequence[JobState]
+    free_gpus: int
+    total_gpus: int
+
+
+class Policy(Protocol):
+    name: str
+    preemptive: bool
+    backfill: bool
+
+    def key(self, job: JobState, now: float) -> tuple:
+        """Sort key: smaller runs first."""
+
+    def key_worsens_at(self, job: JobState, now: float) -> float | None:
+        """For a job that just started: when its key next gets worse (None: never)."""
+
+    def prepare(self, view: View) -> bool:
+        """Called once per decision point before ordering; True if pending keys changed."""
+
+    def next_wakeup(self, now: float) -> float | None:
+        """An extra decision point the policy needs (e.g. a lease boundary), or None."""
+
+
+class OrderPolicy:
+    """Base for policies that are only a key: no hooks, no wake-ups."""
+
+    name = "order"
+    preemptive = True
+    backfill = True
+
+    def key(self, job: JobState, now: float) -> tuple:
+        raise NotImplementedError
+
+    def key_worsens_at(self, job: JobState, now: float) -> float | None:
+        return None
+
+    def prepare(self, view: View) -> bool:
+        return False
+
+    def next_wakeup(self, now: float) -> float | None:
+        return None

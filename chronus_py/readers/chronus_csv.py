@@ -1,0 +1,79 @@
+"""The Chronus artifact's trace CSV (Philly SLO / MIX1 / MIX2).
+
+Times are **minutes**; ``expect_time_list`` holds deadlines **relative** to submission, '-'-joined
+and tightest first, with one value each in ``expect_value_list`` (e.g. ``10-8-5-2``). Best-effort
+rows carry a placeholder deadline, which is ignored. Rows asking for 0 GPUs cannot run and are
+dropped and counted, as the artifact skips them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from chronus_py.model import DeadlineOption, Job, JobKind
+from chronus_py.readers.table import Table
+
+COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration",
+           "interval", "expect_time_list", "expect_value_list", "best_effort", "job_type")
+MINUTE = 60.0
+
+
+def _options(table: Table, submit: np.ndarray, slo: np.ndarray) -> list[tuple[DeadlineOption, ...]]:
+    times = table.text("expect_time_list")
+    values = table.text("expect_value_list")
+    out: list[tuple[DeadlineOption, ...]] = [()] * len(table)
+    for row in np.flatnonzero(slo):
+        if row in table.problems:
+            continue
+        column, why = _parse_options(times[row], values[row])
+        if why:
+            table.flag_row(int(row), column, why)
+            continue
+        rel = [float(t) for t in times[row].split("-")]
+        out[row] = tuple(DeadlineOption(float(submit[row] + t * MINUTE), float(v))
+                         for t, v in zip(rel, values[row].split("-")))
+    return out
+
+
+def _parse_options(times: str, values: str) -> tuple[str, str]:
+    """(column, problem) for a row's deadline lists; ("", "") when they are well formed."""
+    t_parts, v_parts = times.split("-"), values.split("-")
+    for column, parts in (("column expect_time_list", t_parts), ("column expect_value_list", v_parts)):
+        for part in parts:
+            try:
+                float(part)
+            except ValueError:
+                return column, f"not a '-'-joined list of numbers: {'-'.join(parts)!r}"
+    if len(t_parts) != len(v_parts):
+        return "column expect_value_list", f"{len(v_parts)} values for {len(t_parts)} deadlines"
+    rel = [float(p) for p in t_parts]
+    if any(b <= a for a, b in zip(rel, rel[1:])):
+        return "column expect_time_list", "deadlines must be listed tightest first, strictly increasing"
+    return "", ""
+
+
+def read(table: Table, skip_bad_rows: bool) -> list[Job]:
+    ids = table.unique("job_id")
+    gpus = table.number("num_gpu", integer=True, minimum=0)
+    submit = table.number("submit_time", minimum=0) * MINUTE
+    duration = table.number("duration", minimum=0) * MINUTE
+    iterations = table.number("iterations", integer=True, minimum=0, optional=True)
+    best = table.number("best_effort", integer=True, minimum=0)
+    table.flag(best > 1, "column best_effort", "must be 0 or 1")
+    options = _options(table, submit, best == 0)
+    table.drop(gpus == 0, "num_gpu is 0")
+    users, models, job_types = table.text("user"), table.text("model_name"), table.text("job_type")
+    jobs = []
+    for row in table.keep(skip_bad_rows):
+        if best[row] == 1:
+            kind = JobKind.BEST_EFFORT
+        elif len(options[row]) > 1 or job_types[row] == "soft":
+            kind = JobKind.SOFT_SLO
+        else:
+            kind = JobKind.STRICT_SLO
+        jobs.append(Job(
+            id=ids[row], tenant=users[row] or "default", gpus=int(gpus[row]), submit=float(submit[row]),
+            kind=kind, deadlines=options[row], duration=float(duration[row]),
+            iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
+            model=models[row] or None,
+        ))
+    return jobs

@@ -1,0 +1,125 @@
+"""Row-checked CSV tables: the shared edge where every trace format meets bad input.
+
+A reader loads the file as strings, declares its checks column by column, and gets back the rows
+that passed plus a count of what was dropped and why. Without ``skip_bad_rows`` the first bad row
+(in file order) raises ``InputError`` as ``FILE:LINE: column X: why``; with it, bad rows are dropped
+and counted per reason, never silently.
+"""
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from chronus_py.errors import InputError
+
+HEADER_LINE = 1
+
+
+def read_header(path: Path) -> list[str]:
+    """The header's column names, or a one-line error for an empty or unreadable file."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(path, f"cannot read: {exc}") from None
+    if not header or not any(h.strip() for h in header):
+        raise InputError(path, "empty file: no header row", line=HEADER_LINE)
+    return [h.strip() for h in header]
+
+
+class Table:
+    """A CSV file's rows as strings, with per-row problems collected as checks run."""
+
+    def __init__(self, path: Path, required: tuple[str, ...]):
+        self.path = path
+        header = read_header(path)
+        for column in required:
+            if column not in header:
+                raise InputError(path, "missing from header", line=HEADER_LINE, field=f"column {column}")
+        try:
+            self.df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
+                                  encoding="utf-8-sig")
+        except (pd.errors.ParserError, ValueError) as exc:
+            raise InputError(path, f"not a CSV table: {str(exc).splitlines()[0]}") from None
+        self.df.columns = [c.strip() for c in self.df.columns]
+        if self.df.empty:
+            raise InputError(path, "no job rows after the header", line=HEADER_LINE + 1)
+        self.problems: dict[int, tuple[str, str, str]] = {}
+        self.dropped: Counter[str] = Counter()
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def line(self, row: int) -> int:
+        return row + HEADER_LINE + 1
+
+    def has(self, column: str) -> bool:
+        return column in self.df.columns
+
+    def text(self, column: str) -> np.ndarray:
+        return self.df[column].str.strip().to_numpy(dtype=object)
+
+    def flag(self, mask: np.ndarray, column: str, reason: str, detail=None) -> None:
+        """Record ``reason`` for every row in ``mask`` that has no problem yet (first one wins).
+
+        ``detail(row)`` may add row-specific text to the error message; the dropped-row count is
+        kept per ``column: reason`` so that it stays a short list.
+        """
+        for row in np.flatnonzero(mask):
+            self.flag_row(int(row), column, reason, None if detail is None else detail(row))
+
+    def flag_row(self, row: int, column: str, reason: str, detail: str | None = None) -> None:
+        if row not in self.problems:
+            self.problems[row] = (column, reason if detail is None else f"{reason} {detail}", reason)
+
+    def number(self, column: str, *, integer: bool = False, minimum: float | None = None,
+               optional: bool = False) -> np.ndarray:
+        """The column as floats; non-numbers, non-integers and values below ``minimum`` are flagged.
+
+        With ``optional``, empty cells are allowed and come back as NaN.
+        """
+        raw = self.text(column)
+        values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=float)
+        empty = raw == ""
+        bad = np.isnan(values) & ~(empty & optional)
+        self.flag(bad, f"column {column}", "not a number:", lambda row: repr(raw[row]))
+        if integer:
+            self.flag(~bad & ~np.isnan(values) & (values != np.round(values)),
+                      f"column {column}", "not a whole number")
+        if minimum is not None:
+            below = ~np.isnan(values) & (values < minimum)
+            self.flag(below, f"column {column}", f"must be >= {minimum:g}")
+        return values
+
+    def unique(self, column: str) -> np.ndarray:
+        """The column as stripped strings; empty cells and repeats of an earlier value are flagged."""
+        ids = self.text(column)
+        self.flag(ids == "", f"column {column}", "empty")
+        first_seen: dict[str, int] = {}
+        for row, value in enumerate(ids):
+            if value in first_seen:
+                self.flag_row(row, f"column {column}", "duplicate id",
+                              f"{value!r} (first on line {self.line(first_seen[value])})")
+            else:
+                first_seen[value] = row
+        return ids
+
+    def drop(self, mask: np.ndarray, reason: str) -> None:
+        """Rows that are valid but cannot run (e.g. 0 GPUs): always dropped and counted."""
+        for row in np.flatnonzero(mask):
+            self.problems.setdefault(int(row), ("", reason, reason))
+
+    def keep(self, skip_bad_rows: bool) -> np.ndarray:
+        """Indices of the rows to turn into jobs; raises on the first bad row unless skipping."""
+        bad_rows = sorted(r for r, (column, _, _) in self.problems.items() if column)
+        if bad_rows and not skip_bad_rows:
+            row = bad_rows[0]
+            column, why, _ = self.problems[row]
+            raise InputError(self.path, why, line=self.line(row), field=column)
+        for column, _, reason in self.problems.values():
+            self.dropped[f"{column}: {reason}" if column else reason] += 1
+        return np.array([r for r in range(len(self.df)) if r not in self.problems], dtype=int)

@@ -1,0 +1,228 @@
+"""The scheduler: job state between rounds and the one placement walk every policy shares.
+
+A cluster manager (or the replay engine, which plays one) calls ``submit`` when a job arrives,
+``finish`` when it ends, and ``plan(now)`` at each decision point. ``plan`` lets the policy order
+the jobs and then walks that order against the allocator: jobs that fit get GPUs, running jobs
+that no longer make the cut are preempted (if the policy is preemptive), the rest wait.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from chronus_py.model import Cluster, Job
+from chronus_py.overhead import restart_overhead
+from chronus_py.policies.base import Policy, View
+from chronus_py.state import JobState, Status
+from placement import Allocator, ConsolidatedAllocator, PodSpec, Request
+
+Estimator = Callable[[Job], float]
+SpeedModel = Callable[[Job, Mapping[str, tuple[int, ...]]], float]
+
+
+def oracle_estimate(job: Job) -> float:
+    """The trace's true duration: what the Chronus artifact's scheduler uses."""
+    return float(job.duration or 0.0)
+
+
+@dataclass(frozen=True)
+class Round:
+    """What one ``plan`` call changed: jobs started (with placements) and jobs preempted."""
+
+    now: float
+    started: tuple[JobState, ...]
+    preempted: tuple[JobState, ...]
+
+
+class Scheduler:
+    def __init__(self, cluster: Cluster, policy: Policy, *, allocator: Allocator | None = None,
+                 estimator: Estimator = oracle_estimate, overhead: Callable[[int], float] = restart_overhead,
+                 speed: SpeedModel | None = None):
+        self.cluster = cluster
+        self.policy = policy
+        self.allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
+        self.estimator = estimator
+        self.overhead = overhead
+        self.speed = speed
+        self.node_gpus = max(n.gpus for n in cluster.nodes)
+        self.jobs: dict[str, JobState] = {}
+        self.running: dict[str, JobState] = {}
+        self._pending: list[tuple[tuple, str]] = []
+        self._pending_key: dict[str, tuple] = {}
+        self._pending_sizes: Counter[int] = Counter()
+        self._running_key: dict[str, tuple] = {}
+        self._running_sorted: list[tuple[tuple, str]] = []
+        self._key_changes: list[tuple[float, int, str, int]] = []
+
+    # -- intake ---------------------------------------------------------------------------------
+    def submit(self, job: Job) -> JobState:
+        if job.id in self.jobs:
+            raise ValueError(f"job {job.id} submitted twice")
+        state = JobState(job=job, seq=len(self.jobs), estimate=self.estimator(job),
+                         overhead=self.overhead(job.gpus))
+        self.jobs[job.id] = state
+        self._enqueue(state, job.submit)
+        return state
+
+    def finish(self, job_id: str, now: float) -> JobState:
+        state = self.running.pop(job_id)
+        self._set_running_key(state, None)
+        self.allocator.release(job_id)
+        state.stop(now)
+        state.status = Status.FINISHED
+        state.finish = now
+        return state
+
+    # -- queues ---------------------------------------------------------------------------------
+    def _enqueue(self, state: JobState, now: float) -> None:
+        key = self.policy.key(state, now)
+        bisect.insort(self._pending, (key, state.id))
+        self._pending_key[state.id] = key
+        self._pending_sizes[state.gpus] += 1
+
+    def _dequeue(self, state: JobState) -> None:
+        key = self._pending_key.pop(state.id)
+        del self._pending[bisect.bisect_left(self._pending, (key, state.id))]
+        self._pending_sizes[state.gpus] -= 1
+        if not self._pending_sizes[state.gpus]:
+            del self._pending_sizes[state.gpus]
+
+    def _rekey_pending(self, now: float) -> None:
+        self._pending = sorted((self.policy.key(self.jobs[i], now), i) for i in self._pending_key)
+        self._pending_key = {i: k for k, i in self._pending}
+
+    def pending(self) -> list[JobState]:
+        """Pending jobs in the policy's order."""
+        return [self.jobs[i] for _, i in self._pending]
+
+    def view(self, now: float) -> View:
+        return View(now=now, pending=self.pending(), running=list(self.running.values()),
+                    free_gpus=self.allocator.free_gpus(), total_gpus=self.cluster.gpus)
+
+    def next_wakeup(self, now: float) -> float | None:
+        """The next instant at which the plan may change without any arrival or completion."""
+        while self._key_changes and not self._live(self._key_changes[0]):
+            heapq.heappop(self._key_changes)
+        times = [t for t in (self.policy.next_wakeup(now),
+                             self._key_changes[0][0] if self._key_changes else None) if t is not None]
+        return min(times) if times else None
+
+    def _live(self, change: tuple[float, int, str, int]) -> bool:
+        """A key-change wake-up still applies only to the run of the job that scheduled it."""
+        state = self.running.get(change[2])
+        return state is not None and state.starts == change[3]
+
+    # -- the round ------------------------------------------------------------------------------
+    def plan(self, now: float) -> Round:
+        """Order every active job, then start and preempt so the best-ordered fitting set runs."""
+        if self.policy.prepare(self.view(now)):
+            self._rekey_pending(now)
+        while self._key_changes and self._key_changes[0][0] <= now:
+            change = heapq.heappop(self._key_changes)
+            if self._live(change):
+                self._set_running_key(self.running[change[2]], self.policy.key(self.running[change[2]], now))
+        if not self._pending:
+            return Round(now, (), ())
+        if self.policy.preemptive and self._running_sorted and self._pending[0] < self._running_sorted[-1]:
+            return self._walk(now)
+        return Round(now, tuple(self._fill(now)), ())
+
+    def _fill(self, now: float) -> list[JobState]:
+        """Start pending jobs in order while GPUs are free (skipping those that do not fit)."""
+        started: list[JobState] = []
+        while True:
+            free = self.allocator.free_gpus()
+            chosen = []
+            smallest = min(self._pending_sizes, default=0)
+            for _, job_id in self._pending:
+                if free < smallest or free == 0:
+                    break
+                state = self.jobs[job_id]
+                if state.gpus <= free:
+                    chosen.append(state)
+                    free -= state.gpus
+                elif not self.policy.backfill:
+                    break
+            placed = [state for state in chosen if self._start(state, now)]
+            started += placed
+            if len(placed) == len(chosen):
+                return started
+
+    def _walk(self, now: float) -> Round:
+        """Merge running and pending jobs in key order and give GPUs to the fitting prefix.
+
+        Running jobs whose (stale, never better than fresh) key sorts before the best pending job
+        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked.
+        """
+        cut = bisect.bisect_left(self._running_sorted, self._pending[0])
+        tail = [self.running[i] for _, i in self._running_sorted[cut:]]
+        for state in tail:
+            self._set_running_key(state, self.policy.key(state, now))
+        fresh = sorted((self._running_key[s.id], s.id) for s in tail)
+        budget = self.allocator.free_gpus() + sum(s.gpus for s in tail)
+        smallest = min(min(self._pending_sizes), min(s.gpus for s in tail))
+        keep, start = set(), []
+        for _, job_id in heapq.merge(fresh, self._pending):
+            if budget < smallest:
+                break
+            state = self.jobs[job_id]
+            if state.gpus <= budget:
+                budget -= state.gpus
+                (keep.add(job_id) if job_id in self.running else start.append(state))
+            elif not self.policy.backfill:
+                break
+        preempted = [s for s in tail if s.id not in keep]
+        for state in preempted:
+            self._preempt(state, now)
+        started = [s for s in start if self._start(s, now)]
+        if len(started) < len(start):
+            started += self._fill(now)
+        return Round(now, tuple(started), tuple(preempted))
+
+    def _set_running_key(self, state: JobState, key: tuple | None) -> None:
+        """Replace a running job's key in the sorted running index (None: remove it)."""
+        old = self._running_key.pop(state.id, None)
+        if old is not None:
+            del self._running_sorted[bisect.bisect_left(self._running_sorted, (old, state.id))]
+        if key is not None:
+            self._running_key[state.id] = key
+            bisect.insort(self._running_sorted, (key, state.id))
+
+    def request_for(self, state: JobState) -> Request:
+        """One gang: whole-node pods plus the remainder, so placement keeps the job on few nodes."""
+        g, per_node = state.gpus, self.node_gpus
+        pods = (PodSpec(g),) if g <= per_node else tuple(
+            p for p in (PodSpec(per_node, g // per_node), PodSpec(g % per_node, 1)) if p.gpus)
+        return Request(job=state.id, pods=pods, vc=state.job.tenant)
+
+    def _start(self, state: JobState, now: float) -> bool:
+        result = self.allocator.allocate(self.request_for(state))
+        if result.outcome != "placed":
+            return False
+        self._dequeue(state)
+        state.placement = result.by_node()
+        state.speed = self.speed(state.job, state.placement) if self.speed else 1.0
+        state.status = Status.RUNNING
+        state.run_since = now
+        state.starts += 1
+        if state.first_start is None:
+            state.first_start = now
+        self.running[state.id] = state
+        self._set_running_key(state, self.policy.key(state, now))
+        change = self.policy.key_worsens_at(state, now)
+        if change is not None:
+            heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+        return True
+
+    def _preempt(self, state: JobState, now: float) -> None:
+        del self.running[state.id]
+        self._set_running_key(state, None)
+        self.allocator.release(state.id)
+        state.stop(now)
+        state.placement = {}
+        state.status = Status.PENDING
+        state.preemptions += 1
+        self._enqueue(state, now)

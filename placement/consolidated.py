@@ -1,0 +1,110 @@
+"""Node-level consolidated placement for clusters described only by nodes and GPU counts.
+
+This is what the baselines and the Chronus artifact use (``consolidate``): each pod goes to the
+best-fitting node (the one with the fewest free GPUs that still holds it), larger pods first, so
+jobs span as few nodes as possible and small jobs fill gaps instead of breaking whole nodes.
+When ``spread`` is on and the pods do not fit whole nodes, the gang's GPUs are split over the
+nodes with the most free GPUs (fewest nodes) instead of waiting: the artifact's fallback, which
+never leaves a job waiting while enough GPUs are free.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from placement.types import NodeUsage, PodPlacement, Request, Result
+
+
+class ConsolidatedAllocator:
+    """Best-fit node placement with optional spreading; no tenants, no preemption."""
+
+    def __init__(self, nodes: Iterable[tuple[str, int]], *, spread: bool = True):
+        self.spread = spread
+        self._size: dict[str, int] = {}
+        self._free: dict[str, list[int]] = {}
+        for name, gpus in nodes:
+            if name in self._size:
+                raise ValueError(f"duplicate node name {name!r}")
+            self._size[name] = gpus
+            self._free[name] = list(range(gpus))
+        self._bad: set[str] = set()
+        self._jobs: dict[str, tuple[PodPlacement, ...]] = {}
+        self._free_total = sum(self._size.values())
+
+    def allocate(self, request: Request) -> Result:
+        if request.job in self._jobs:
+            return Result("error", reason=f"job {request.job} is already placed")
+        if any(p.gpus <= 0 or p.count <= 0 for p in request.pods) or not request.pods:
+            return Result("error", reason="every pod needs at least one GPU")
+        allowed = [
+            n for n in self._free
+            if n not in self._bad and (request.nodes is None or n in request.nodes)
+        ]
+        total = request.total_gpus
+        if sum(len(self._free[n]) for n in allowed) < total:
+            return Result("wait", reason=f"fewer than {total} free GPUs on usable nodes")
+        counts = self._fit_pods(request, allowed)
+        if counts is None and self.spread:
+            counts = self._spread(total, allowed)
+        if counts is None:
+            return Result("wait", reason="no node set holds the pods whole")
+        pods = tuple(PodPlacement(node, self._take(node, n)) for node, n in counts)
+        self._jobs[request.job] = pods
+        self._free_total -= total
+        return Result("placed", pods=pods)
+
+    def _fit_pods(self, request: Request, allowed: list[str]) -> list[tuple[str, int]] | None:
+        free = {n: len(self._free[n]) for n in allowed}
+        sizes = sorted((p.gpus for p in request.pods for _ in range(p.count)), reverse=True)
+        out: list[tuple[str, int]] = []
+        for size in sizes:
+            fits = [n for n, f in free.items() if f >= size]
+            if not fits:
+                return None
+            node = min(fits, key=lambda n: (free[n], n))
+            free[node] -= size
+            out.append((node, size))
+        return out
+
+    def _spread(self, total: int, allowed: list[str]) -> list[tuple[str, int]]:
+        free = {n: len(self._free[n]) for n in allowed if self._free[n]}
+        out: list[tuple[str, int]] = []
+        left = total
+        while left:
+            fits = [n for n, f in free.items() if f >= left]
+            node = min(fits, key=lambda n: (free[n], n)) if fits else max(free, key=lambda n: (free[n], n))
+            n = min(left, free.pop(node))
+            out.append((node, n))
+            left -= n
+        return out
+
+    def _take(self, node: str, n: int) -> tuple[int, ...]:
+        free = self._free[node]
+        taken, self._free[node] = free[:n], free[n:]
+        return tuple(taken)
+
+    def release(self, job: str) -> None:
+        for pod in self._jobs.pop(job, ()):
+            self._free[pod.node] = sorted(self._free[pod.node] + list(pod.gpus))
+            self._free_total += len(pod.gpus)
+
+    def set_bad(self, node: str) -> None:
+        self._check_node(node)
+        self._bad.add(node)
+
+    def set_healthy(self, node: str) -> None:
+        self._check_node(node)
+        self._bad.discard(node)
+
+    def _check_node(self, node: str) -> None:
+        if node not in self._size:
+            raise KeyError(f"unknown node {node!r}")
+
+    def free_gpus(self) -> int:
+        """Free GPUs on healthy nodes."""
+        return self._free_total - sum(len(self._free[n]) for n in self._bad)
+
+    def placement_of(self, job: str) -> Mapping[str, tuple[int, ...]]:
+        return Result("placed", pods=self._jobs.get(job, ())).by_node()
+
+    def nodes(self) -> tuple[NodeUsage, ...]:
+        return tuple(NodeUsage(n, self._size[n], tuple(self._free[n])) for n in self._size)

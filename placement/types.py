@@ -1,0 +1,85 @@
+"""The allocator protocol and its request/result records.
+
+They mirror the cell-scenario format (../spec/cell-scenarios.md): a request is one gang
+(all pods or none), a result is ``placed | wait | error`` with a reason. Every allocator in this
+package, and every caller (replay, ``chronus plan``, scenario runner), speaks only these types.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Protocol
+
+Outcome = Literal["placed", "wait", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """``count`` pods of ``gpus`` GPUs each."""
+
+    gpus: int
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One gang. ``priority`` -1 is opportunistic, 0..1000 guaranteed (higher wins)."""
+
+    job: str
+    pods: tuple[PodSpec, ...]
+    vc: str = "default"
+    priority: int = 0
+    sku: str | None = None
+    pinned: str | None = None
+    lazy_preempt: bool = False
+    nodes: frozenset[str] | None = None
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(p.gpus * p.count for p in self.pods)
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    node: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    outcome: Outcome
+    pods: tuple[PodPlacement, ...] = ()
+    preempted: tuple[str, ...] = ()
+    downgraded: tuple[str, ...] = ()
+    reason: str = ""
+
+    def by_node(self) -> dict[str, tuple[int, ...]]:
+        """GPU indices per node, pods on the same node merged (what a job's placement is)."""
+        out: dict[str, list[int]] = {}
+        for pod in self.pods:
+            out.setdefault(pod.node, []).extend(pod.gpus)
+        return {node: tuple(sorted(gpus)) for node, gpus in out.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """A node as a caller sees it: total and free GPU indices."""
+
+    name: str
+    gpus: int
+    free: tuple[int, ...] = field(default=())
+
+
+class Allocator(Protocol):
+    """What the scheduler needs from placement; ``allocate`` is atomic (all pods or none)."""
+
+    def allocate(self, request: Request) -> Result: ...
+
+    def release(self, job: str) -> None: ...
+
+    def set_bad(self, node: str) -> None: ...
+
+    def set_healthy(self, node: str) -> None: ...
+
+    def free_gpus(self) -> int: ...
+
+    def placement_of(self, job: str) -> Mapping[str, tuple[int, ...]]: ...

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import csv
+import json
+
+from chronus_py.cli import main
+
+
+def test_help_lists_commands(capsys):
+    try:
+        main(["--help"])
+    except SystemExit as exc:
+        assert exc.code == 0
+    out = capsys.readouterr().out
+    assert "replay" in out and "replay a job trace" in out
+
+
+def test_replay_json_and_out_dir(write, tmp_path, capsys):
+    path = write("job_id,submit_time,duration,num_gpu,deadline\na,0,100,1,1000\nb,0,100,1,\nc,0,100,0,\n")
+    out = tmp_path / "out"
+    assert main(["replay", "--trace", str(path), "--policy", "fifo", "--nodes", "1",
+                 "--gpus-per-node", "1", "--json", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    metrics = json.loads(captured.out)
+    assert metrics["jobs"] == 2 and metrics["dropped_rows"] == 1
+    assert metrics["dropped_reasons"] == {"num_gpu is 0": 1}
+    assert metrics["slo_deadline_ratio"] == 1.0 and metrics["be_avg_jct"] == 260.0
+    assert metrics["gpus"] == 1 and metrics["guaranteed_miss_ratio"] is None
+    assert "dropped 1 row(s)" in captured.err
+    rows = list(csv.DictReader(open(out / "jobs.csv")))
+    assert [r["job_id"] for r in rows] == ["a", "b"] and rows[0]["met_deadline_index"] == "0"
+    assert json.loads((out / "metrics.json").read_text())["jobs"] == 2
+
+
+def test_bad_trace_is_one_line_exit_2(write, capsys):
+    path = write("job_id,submit_time,duration,num_gpu\n1,0,oops,1\n")
+    assert main(["replay", "--trace", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"chronus replay: {path}:2: column duration: not a number: 'oops'"
+
+
+def test_skip_bad_rows_replays_the_rest(write, capsys):
+    path = write("job_id,submit_time,duration,num_gpu\n1,0,oops,1\n2,0,10,1\n")
+    assert main(["replay", "--trace", str(path), "--skip-bad-rows", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["jobs"] == 1
+    assert "1 x column duration: not a number:" in captured.err
+
+
+def test_job_wider_than_cluster_is_an_input_error(write, capsys):
+    path = write("job_id,submit_time,duration,num_gpu\n1,0,10,64\n")
+    assert main(["replay", "--trace", str(path), "--nodes", "2"]) == 2
+    assert "needs 64 GPUs, the cluster has 16" in capsys.readouterr().err
