@@ -12,7 +12,7 @@ import sys
 
 from chronus_py.errors import ChronusError
 
-COMMANDS = ("replay",)
+COMMANDS = ("replay", "profile")
 
 
 def build_parser() -> argparse.ArgumentParser:

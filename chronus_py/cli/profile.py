@@ -1,0 +1,113 @@
+"""``chronus profile fit|predict``: fit a runtime profile from timing samples, then query it.
+
+    chronus profile fit stats/imagenet_arch_resnet50_gpu_{1,2,4,8,16}.npy -o profile.json
+    chronus profile predict profile.json --gpus 32 --nodes 4
+    {"iteration_seconds": 0.0796, "low": 0.0669, "high": 0.0923}
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    return [positive_int(part) for part in text.split(",")]
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("profile", help="fit per-iteration runtime profiles and predict from them")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    fit = sub.add_parser("fit", help="fit a profile from the sample files of one model")
+    fit.add_argument("files", nargs="+", metavar="FILE", help=".npy, .json or .csv per-iteration seconds")
+    fit.add_argument("-o", "--output", help="write profile.json here (default: print it)")
+    fit.add_argument("--gpus", type=int_list, metavar="N[,N...]",
+                     help="GPU count of every file, or one per file in order "
+                          "(default: from the name, ..._gpu_<N>)")
+    fit.add_argument("--gpus-per-node", type=positive_int, default=8,
+                     help="node count of a file = ceil(GPUs / this) (default 8)")
+    fit.add_argument("--warmup", type=int, default=1, help="leading iterations to drop (default 1)")
+    fit.add_argument("--model", help="the model to take from a model_info.json table or a multi-model CSV")
+    fit.add_argument("--inter-node", choices=("linear", "ring"), default="linear",
+                     help="growth of the inter-node cost past 2 nodes (default linear)")
+    fit.set_defaults(func=run)
+
+    predict = sub.add_parser("predict", help="print {iteration_seconds, low, high} for a placement")
+    predict.add_argument("profile", metavar="PROFILE", help="profile.json written by `profile fit`")
+    predict.add_argument("--gpus", type=positive_int, help="GPUs in the job")
+    predict.add_argument("--nodes", type=positive_int, help="nodes to spread them over (default: packed)")
+    predict.add_argument("--placement", type=int_list, metavar="N,N,...", help="GPUs on each node")
+    predict.add_argument("--iterations", type=positive_int,
+                         help="print the runtime {seconds, low, high} of this many iterations instead")
+    predict.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return _fit(args) if args.action == "fit" else _predict(args)
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from chronus_py.errors import InputError
+    from chronus_py.profiler import Profile
+    from chronus_py.samples import read_samples
+
+    if args.warmup < 0:
+        raise InputError("--warmup", f"must be >= 0, got {args.warmup}")
+    gpus = args.gpus[0] if args.gpus and len(args.gpus) == 1 else args.gpus
+    samples = read_samples(args.files, gpus=gpus, gpus_per_node=args.gpus_per_node,
+                           warmup=args.warmup, model=args.model)
+    profile = Profile(gpus_per_node=args.gpus_per_node, inter_node=args.inter_node).fit(samples)
+    text = json.dumps(profile.to_dict(), indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(args.output, f"cannot write ({exc.strerror})") from None
+    c = profile.coef_
+    regime = "weak scaling" if c.batch_cap_gpus is None else f"global batch capped at {c.batch_cap_gpus} GPUs"
+    print(f"{args.output}: {profile.model_}, {profile.n_samples_} placements, {regime}; "
+          f"compute {c.compute:.4g} s, overhead {c.overhead:.4g} s, intra {c.intra:.4g} s, "
+          f"inter {c.inter:.4g} s per node; iteration cv {profile.iteration_cv_:.3f}, "
+          f"model cv {profile.model_cv_:.3f}")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from chronus_py.errors import InputError
+    from chronus_py.profiler import Profile
+
+    try:
+        with open(args.profile) as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise InputError(args.profile, f"cannot read ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(args.profile, f"not valid JSON ({exc})") from None
+    profile = Profile.from_dict(data, source=args.profile)
+    if args.gpus is None and args.placement is None:
+        raise InputError("arguments", "give --gpus (with optional --nodes) or --placement")
+    try:
+        if args.iterations is None:
+            est = profile.predict(args.gpus, args.nodes, placement=args.placement)
+            out = {"iteration_seconds": est.iteration_seconds, "low": est.low, "high": est.high}
+        else:
+            rt = profile.runtime(args.iterations, args.gpus, args.nodes, placement=args.placement)
+            out = {"seconds": rt.seconds, "low": rt.low, "high": rt.high}
+    except ValueError as exc:
+        raise InputError("arguments", str(exc)) from None
+    print(json.dumps(out))
+    return 0

@@ -1,0 +1,119 @@
+"""``chronus profile fit|predict`` in-process: output, exit codes and one-line errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import chronus_py.cli as cli
+
+REPO = Path(__file__).resolve().parents[2]
+STATS = REPO / "traces" / "training_trace" / "stats"
+RESNET = [STATS / f"imagenet_arch_resnet50_gpu_{g}.npy" for g in (1, 2, 4, 8, 16)]
+
+
+@pytest.fixture
+def main():
+    return cli.main
+
+
+def test_fit_then_predict_prints_the_estimate(main, tmp_path, capsys):
+    out = tmp_path / "profile.json"
+    assert main(["profile", "fit", *map(str, RESNET), "-o", str(out)]) == 0
+    assert "resnet50, 5 placements, global batch capped at 4 GPUs" in capsys.readouterr().out
+    assert main(["profile", "predict", str(out), "--gpus", "32", "--nodes", "4"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == ["iteration_seconds", "low", "high"]
+    assert printed["low"] < printed["iteration_seconds"] < printed["high"]
+    assert 0.03 < printed["iteration_seconds"] < 0.085  # strong scaling: below the 16-GPU 0.085 s
+    assert main(["profile", "predict", str(out), "--placement", "4,4", "--iterations", "1000"]) == 0
+    runtime = json.loads(capsys.readouterr().out)
+    assert list(runtime) == ["seconds", "low", "high"]
+    assert runtime["seconds"] == pytest.approx(1000 * 0.131, rel=0.1)
+
+
+def test_fit_without_output_prints_the_profile(main, capsys):
+    assert main(["profile", "fit", *map(str, RESNET)]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "resnet50"
+
+
+def test_gpus_option_for_unnamed_files(main, tmp_path, capsys):
+    paths = []
+    for g in (1, 8, 16):
+        path = tmp_path / f"run{g}.npy"
+        np.save(path, np.array([5.0] + [0.5 + 0.01 * g] * 20))
+        paths.append(str(path))
+    assert main(["profile", "fit", *paths, "--gpus", "1,8,16", "--model", "bert"]) == 0
+    assert json.loads(capsys.readouterr().out)["observations"][2]["placement"] == [8, 8]
+    assert main(["profile", "fit", *paths]) == 2
+    assert "GPU count unknown" in capsys.readouterr().err
+
+
+def test_model_info_table_needs_a_model(main, capsys):
+    table = REPO / "traces" / "training_trace" / "model_info.json"
+    assert main(["profile", "fit", str(table), "--model", "vgg16"]) == 0
+    profile = json.loads(capsys.readouterr().out)
+    assert profile["model"] == "vgg16"
+
+
+def one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("values, message", [
+    ([], "no iterations left"),
+    ([1.0, float("nan")], "index 1: iteration time nan is NaN"),
+    ([1.0, 0.5, -0.1], "index 2: iteration time -0.1 is not positive"),
+])
+def test_bad_samples_exit_2_with_one_line(main, tmp_path, capsys, values, message):
+    bad = tmp_path / "imagenet_arch_resnet50_gpu_2.npy"
+    np.save(bad, np.array(values, dtype=float))
+    assert main(["profile", "fit", str(RESNET[0]), str(bad), str(RESNET[4])]) == 2
+    line = one_line_error(capsys)
+    assert line.startswith(f"chronus profile: {bad}: ") and message in line
+
+
+def test_single_node_samples_exit_2(main, capsys):
+    assert main(["profile", "fit", *map(str, RESNET[:4])]) == 2
+    assert "all samples are single-node" in one_line_error(capsys)
+
+
+def test_mixed_models_exit_2(main, capsys):
+    other = STATS / "gan_arch_gan_gpu_16.npy"
+    assert main(["profile", "fit", str(RESNET[0]), str(other)]) == 2
+    assert "model 'gan' differs from 'resnet50'" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpus", "32", "--nodes", "2"], "32 GPUs do not fit on 2 nodes of 8"),
+    (["--gpus", "4", "--placement", "2,1"], "gpus=4 but the placement holds 3 GPUs"),
+    (["--placement", "9"], "a node holds 9 GPUs"),
+    (["--nodes", "2"], "give --gpus"),
+])
+def test_impossible_requests_exit_2(main, tmp_path, capsys, args, message):
+    out = tmp_path / "p.json"
+    assert main(["profile", "fit", *map(str, RESNET), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["profile", "predict", str(out), *args]) == 2
+    assert message in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read"),
+    ("{", "not valid JSON"),
+    ('{"format": "other"}', "not a profile"),
+    ('{"format": "chronus-profile/1", "params": {}}', "coefficients: missing or not a dict"),
+])
+def test_bad_profile_files_exit_2(main, tmp_path, capsys, content, message):
+    path = tmp_path / "p.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["profile", "predict", str(path), "--gpus", "8"]) == 2
+    line = one_line_error(capsys)
+    assert str(path) in line and message in line
