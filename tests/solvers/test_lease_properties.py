@@ -1,0 +1,57 @@
+"""Property: no returned plan ever exceeds capacity or runs a job outside its window, whatever the
+input, backend or time limit; fixed jobs are planned in full unless explicitly dropped."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers import LeaseJob, LeaseOption, LeaseProblem, admit, check, solve
+from solvers.score import score
+
+SLOTS = 6
+
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(0, 7))
+    capacity = np.array(draw(st.lists(st.integers(0, 8), min_size=SLOTS, max_size=SLOTS)))
+    jobs = []
+    for j in range(n):
+        options = draw(st.lists(st.builds(LeaseOption, st.integers(0, SLOTS), st.integers(1, 4),
+                                          st.sampled_from([0, 1, 2.5, 10])), min_size=1, max_size=3))
+        jobs.append(LeaseJob(f"j{j}", draw(st.integers(1, 9)), tuple(options), fixed=draw(st.booleans()),
+                             running=draw(st.booleans()), earliest_slot=draw(st.integers(0, 2))))
+    return LeaseProblem(capacity, tuple(jobs), draw(st.sampled_from(["maximize", "minimize"])))
+
+
+def assert_sound(p, s):
+    assert check(p, s) == []
+    usage = np.zeros(len(p.capacity), dtype=int)
+    for job in p.jobs:
+        k = s.option[job.id]
+        if k is None:
+            assert not s.slots[job.id]
+            assert not job.fixed or job.id in s.dropped
+            continue
+        slots = s.slots[job.id]
+        assert len(set(slots)) == len(slots) == job.options[k].leases_needed
+        assert all(job.earliest_slot <= t < job.options[k].deadline_slot for t in slots)
+        usage[list(slots)] += job.gpus
+    assert np.all(usage <= p.capacity)
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.sampled_from(["greedy", "cpsat", "cbc"]), st.sampled_from([1e-3, 5.0]))
+def test_solve_never_returns_an_infeasible_plan(p, backend, limit):
+    s = solve(p, backend=backend, time_limit_s=limit)
+    assert_sound(p, s)
+    greedy = solve(p, backend="greedy")
+    assert score(p, s.assignment()).key >= score(p, greedy.assignment()).key
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(), st.sampled_from([None, "cpsat"]))
+def test_admit_never_returns_an_infeasible_plan(p, backend):
+    committed = LeaseProblem(p.capacity, tuple(j for j in p.jobs if j.fixed), p.objective)
+    candidates = [j for j in p.jobs if not j.fixed]
+    s = admit(committed, candidates, backend=backend)
+    assert_sound(committed.with_jobs(candidates), s)
