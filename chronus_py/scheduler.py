@@ -49,7 +49,9 @@ class Scheduler:
         self.speed = speed
         self.node_gpus = max(n.gpus for n in cluster.nodes)
         self.jobs: dict[str, JobState] = {}
+        self.active: dict[str, JobState] = {}
         self.running: dict[str, JobState] = {}
+        self._arrived: list[JobState] = []
         self._pending: list[tuple[tuple, str]] = []
         self._pending_key: dict[str, tuple] = {}
         self._pending_sizes: Counter[int] = Counter()
@@ -64,11 +66,14 @@ class Scheduler:
         state = JobState(job=job, seq=len(self.jobs), estimate=self.estimator(job),
                          overhead=self.overhead(job.gpus))
         self.jobs[job.id] = state
+        self.active[job.id] = state
+        self._arrived.append(state)
         self._enqueue(state, job.submit)
         return state
 
     def finish(self, job_id: str, now: float) -> JobState:
         state = self.running.pop(job_id)
+        del self.active[job_id]
         self._set_running_key(state, None)
         self.allocator.release(job_id)
         state.stop(now)
@@ -90,22 +95,32 @@ class Scheduler:
         if not self._pending_sizes[state.gpus]:
             del self._pending_sizes[state.gpus]
 
-    def _rekey_pending(self, now: float) -> None:
-        self._pending = sorted((self.policy.key(self.jobs[i], now), i) for i in self._pending_key)
-        self._pending_key = {i: k for k, i in self._pending}
+    def _rekey(self, job_ids, now: float) -> None:
+        """Re-sort the jobs whose key the policy says changed, pending or running."""
+        for job_id in job_ids:
+            state = self.active.get(job_id)
+            if state is None:
+                continue
+            if state.status is Status.RUNNING:
+                self._set_running_key(state, self.policy.key(state, now))
+            else:
+                self._dequeue(state)
+                self._enqueue(state, now)
 
     def pending(self) -> list[JobState]:
         """Pending jobs in the policy's order."""
         return [self.jobs[i] for _, i in self._pending]
 
     def view(self, now: float) -> View:
-        return View(now=now, pending=self.pending(), running=list(self.running.values()),
+        return View(now=now, active=self.active, running=self.running, arrived=tuple(self._arrived),
                     free_gpus=self.allocator.free_gpus(), total_gpus=self.cluster.gpus)
 
     def next_wakeup(self, now: float) -> float | None:
         """The next instant at which the plan may change without any arrival or completion."""
         while self._key_changes and not self._live(self._key_changes[0]):
             heapq.heappop(self._key_changes)
+        if not self.active:
+            return None
         times = [t for t in (self.policy.next_wakeup(now),
                              self._key_changes[0][0] if self._key_changes else None) if t is not None]
         return min(times) if times else None
@@ -118,8 +133,9 @@ class Scheduler:
     # -- the round ------------------------------------------------------------------------------
     def plan(self, now: float) -> Round:
         """Order every active job, then start and preempt so the best-ordered fitting set runs."""
-        if self.policy.prepare(self.view(now)):
-            self._rekey_pending(now)
+        changed = self.policy.prepare(self.view(now))
+        self._arrived.clear()
+        self._rekey(changed, now)
         while self._key_changes and self._key_changes[0][0] <= now:
             change = heapq.heappop(self._key_changes)
             if self._live(change):

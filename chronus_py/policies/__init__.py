@@ -6,6 +6,7 @@ from typing import Callable
 
 from chronus_py.errors import InputError
 from chronus_py.policies.base import OrderPolicy, Policy, View
+from chronus_py.policies.chronus import Chronus
 from chronus_py.policies.las import LAS
 from chronus_py.policies.priority import EDF, FIFO, SRTF
 
@@ -14,6 +15,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "srtf": SRTF,
     "edf": EDF,
     "las": LAS,
+    "chronus": Chronus,
 }
 
 
@@ -23,4 +25,4 @@ def make_policy(name: str, **options) -> Policy:
     return POLICIES[name](**options)
 
 
-__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "EDF", "LAS"]
+__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "EDF", "LAS", "Chronus"]

@@ -7,7 +7,7 @@ cluster has them; ``backfill`` lets a later job start when an earlier one does n
 ``preemptive`` lets the walk stop running jobs that fell out of the fitting set.
 
 Contract that keeps the scheduler fast without re-sorting the world at every event:
-- a pending job's key does not change while it waits, unless ``prepare`` returns True;
+- a job's key does not change while it waits, unless ``prepare`` names it;
 - a running job's key does not get worse as time passes, except at the instant
   ``key_worsens_at`` returns for it (the scheduler wakes up then);
 - keys end with the job's submission sequence number, so ties are deterministic.
@@ -15,18 +15,23 @@ Contract that keeps the scheduler fast without re-sorting the world at every eve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Collection, Mapping, Protocol, Sequence
 
 from chronus_py.state import JobState
 
 
 @dataclass(frozen=True)
 class View:
-    """What a policy sees at a decision point: time, jobs, capacity. Read-only by convention."""
+    """What a policy sees at a decision point. Read-only by convention.
+
+    ``active`` holds every pending and running job, ``arrived`` the jobs submitted since the
+    previous decision point (in submission order), so a policy can admit them as a batch.
+    """
 
     now: float
-    pending: Sequence[JobState]
-    running: Sequence[JobState]
+    active: Mapping[str, JobState]
+    running: Mapping[str, JobState]
+    arrived: Sequence[JobState]
     free_gpus: int
     total_gpus: int
 
@@ -42,8 +47,8 @@ class Policy(Protocol):
     def key_worsens_at(self, job: JobState, now: float) -> float | None:
         """For a job that just started: when its key next gets worse (None: never)."""
 
-    def prepare(self, view: View) -> bool:
-        """Called once per decision point before ordering; True if pending keys changed."""
+    def prepare(self, view: View) -> Collection[str]:
+        """Called once per decision point before ordering; returns the ids whose key changed."""
 
     def next_wakeup(self, now: float) -> float | None:
         """An extra decision point the policy needs (e.g. a lease boundary), or None."""
@@ -62,8 +67,8 @@ class OrderPolicy:
     def key_worsens_at(self, job: JobState, now: float) -> float | None:
         return None
 
-    def prepare(self, view: View) -> bool:
-        return False
+    def prepare(self, view: View) -> Collection[str]:
+        return ()
 
     def next_wakeup(self, now: float) -> float | None:
         return None

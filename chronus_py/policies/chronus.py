@@ -1,0 +1,49 @@
+"""The Chronus policy: lease-based guarantees from the selector, then SRTF.
+
+Order: jobs the lease plan must run in this lease, then every other job by remaining work
+(non-guaranteed SLO and best-effort alike, plus guaranteed jobs ahead of their plan, which only
+earns them slack), then hopeless SLO jobs. Unlike the artifact, nothing is stopped at a lease
+boundary unless the new order needs its GPUs, so a job that keeps its place runs on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Collection
+
+from chronus_py.policies.base import OrderPolicy, View
+from chronus_py.selector import DEFAULT_LEASE, LeaseSelector
+from chronus_py.state import JobState
+
+
+@dataclass
+class Chronus(OrderPolicy):
+    lease: float = DEFAULT_LEASE
+    objective: str = "minimize"
+    backend: str | None = "cpsat"
+    time_limit_s: float = 0.2
+    gpus_per_node: int = 8
+    headroom: float = 0.0
+    name: str = "chronus"
+    selector: LeaseSelector | None = field(default=None, repr=False)
+
+    def prepare(self, view: View) -> Collection[str]:
+        if self.selector is None:
+            self.selector = LeaseSelector(self.lease, view.total_gpus, self.gpus_per_node, self.objective,
+                                          self.backend, self.time_limit_s, headroom=self.headroom)
+            self.selector.lease_index = -1
+        changed: set[str] = set()
+        if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
+            changed |= self.selector.new_lease(view.active, view.now)
+        if view.arrived:
+            changed |= self.selector.admit_arrivals(view.arrived, view.now)
+        return changed | self.selector.due(view.active, view.now)
+
+    def key(self, job: JobState, now: float) -> tuple:
+        tier = self.selector.tier(job.id) if self.selector else 1
+        return (tier, job.remaining(now), job.seq)
+
+    def next_wakeup(self, now: float) -> float | None:
+        if self.selector is None:
+            return None
+        trigger = self.selector.next_trigger()
+        return self.selector.lease_end() if trigger is None else min(trigger, self.selector.lease_end())

@@ -1,0 +1,6 @@
+"""The Chronus lease selector: guarantees against a lease plan, SRTF for everything else."""
+from chronus_py.selector.admission import LeaseSelector, SelectorStats, Tier
+from chronus_py.selector.leases import DEFAULT_LEASE, lease_of, leases_needed, round_up_gpus
+
+__all__ = ["LeaseSelector", "SelectorStats", "Tier", "DEFAULT_LEASE", "lease_of", "leases_needed",
+           "round_up_gpus"]

@@ -1,0 +1,266 @@
+"""The lease selector's state: who is guaranteed, the lease plan that keeps every guarantee,
+and each job's tier for the current lease.
+
+Guarantees are only ever given against a plan: an SLO job is guaranteed when its remaining work
+fits, in whole leases, into the capacity the existing guarantees leave before its deadline.
+Arrivals are admitted as a batch at the decision point they arrive at (first come, first served,
+each with its best deadline option that fits). At every lease boundary the plan is rebuilt by
+``solvers.admit``: every guaranteed job is re-planned from its current remaining work, and
+non-guaranteed SLO jobs are offered admission again (the artifact never retries). A guaranteed
+job the plan can no longer hold (it overran its estimate) is demoted and reported.
+
+A guaranteed job planned in the current lease does not preempt anyone before it has to: when its
+planned leases are one block ending at its deadline lease, it turns ``MUST_RUN`` only at its
+laxity trigger (deadline - remaining work - one restart - ``guard``), which falls inside that
+block, so it never runs outside the capacity the plan holds for it. Until then GPUs it has not
+claimed serve short unprotected jobs, which is where a lease-granular plan otherwise wastes them.
+
+Tiers, best first: ``MUST_RUN`` (guaranteed and due in the current lease), ``SPOT``
+(non-guaranteed SLO jobs that can still meet a deadline, and best-effort jobs), ``AHEAD``
+(guaranteed jobs not planned in this lease: the plan already holds their capacity later, so
+running them now only earns slack and must not cost an unprotected job its deadline),
+``HOPELESS`` (an SLO job that cannot meet its last deadline even alone: it gets leftover GPUs only,
+so it never pushes a job that can still make it, but it runs whenever GPUs are idle).
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from chronus_py.model import DeadlineOption
+from chronus_py.selector.leases import lease_deadline, lease_of, leases_needed, round_up_gpus
+from chronus_py.state import JobState, Status
+from solvers import LeaseJob, LeaseOption, LeaseProblem, Placement, admit
+from solvers.greedy import latest_slots
+
+
+class Tier(IntEnum):
+    MUST_RUN = 0
+    SPOT = 1
+    AHEAD = 2
+    HOPELESS = 3
+
+
+@dataclass
+class SelectorStats:
+    """What the selector did, for reports and ``chronus plan``."""
+
+    rounds: int = 0
+    solve_seconds: list[float] = field(default_factory=list)
+    fallbacks: int = 0
+    admitted_at_arrival: int = 0
+    admitted_on_retry: int = 0
+    demoted: list[str] = field(default_factory=list)
+    last_status: str = ""
+    last_backend: str = ""
+
+
+@dataclass
+class LeaseSelector:
+    lease: float
+    capacity: int
+    gpus_per_node: int = 8
+    objective: str = "minimize"
+    backend: str | None = "cpsat"
+    time_limit_s: float = 0.2
+    margin: float = 0.0
+    guard: float = 60.0
+    headroom: float = 0.0
+    lease_index: int = 0
+    plan: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    tiers: dict[str, Tier] = field(default_factory=dict)
+    stats: SelectorStats = field(default_factory=SelectorStats)
+
+    def __post_init__(self) -> None:
+        self._used = np.zeros(64, dtype=np.int64)
+        self._triggers: list[tuple[float, str]] = []
+
+    # -- what the policy asks -------------------------------------------------------------------
+    def tier(self, job_id: str) -> Tier:
+        return self.tiers.get(job_id, Tier.SPOT)
+
+    def lease_end(self) -> float:
+        return (self.lease_index + 1) * self.lease
+
+    # -- sizes ----------------------------------------------------------------------------------
+    def _gpus(self, state: JobState) -> int:
+        return round_up_gpus(state.gpus, self.gpus_per_node)
+
+    def _need(self, state: JobState, now: float) -> int:
+        """Leases of remaining work (plus ``margin``), with one restart allowance: a plan may
+        leave a gap between leases, and the job then pays the overhead again."""
+        return leases_needed(state.remaining(now) * (1.0 + self.margin) + state.overhead, self.lease)
+
+    def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
+        """The job's deadline options that still have room for its remaining leases; a
+        guaranteed job keeps only the option it was guaranteed."""
+        need = self._need(state, now)
+        out = []
+        for d in ([state.guaranteed] if state.guaranteed else state.job.deadlines):
+            slots = lease_deadline(d.at, self.lease) - first
+            if slots >= need:
+                out.append((LeaseOption(slots, need, float(d.value)), d))
+        return out
+
+    def hopeless(self, state: JobState, now: float) -> bool:
+        deadlines = state.job.deadlines
+        return bool(deadlines) and now + state.remaining(now) > deadlines[-1].at
+
+    # -- the residual capacity of the plan -------------------------------------------------------
+    def _free(self, first: int, last: int) -> np.ndarray:
+        if last > self._used.size:
+            self._used = np.concatenate([self._used, np.zeros(max(last, 2 * self._used.size) - self._used.size,
+                                                               dtype=np.int64)])
+        return self.capacity - self._used[first:last]
+
+    def _book(self, job_id: str, gpus: int, leases: Iterable[int]) -> None:
+        leases = tuple(int(k) for k in leases)
+        self.plan[job_id] = leases
+        self._free(0, max(leases) + 1)
+        self._used[list(leases)] += gpus
+
+    # -- arrivals ---------------------------------------------------------------------------------
+    def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
+        """Guarantee each arriving SLO job whose best fitting option fits the plan's residual."""
+        changed: set[str] = set()
+        current = lease_of(now, self.lease)
+        first = current if now <= current * self.lease + 1e-9 else current + 1
+        for state in arrived:
+            if not state.job.is_slo:
+                continue
+            if self._try_guarantee(state, now, first):
+                self.stats.admitted_at_arrival += 1
+                self.tiers[state.id] = self._planned_tier(state, now)
+                changed.add(state.id)
+            elif self.hopeless(state, now):
+                self.tiers[state.id] = Tier.HOPELESS
+                changed.add(state.id)
+        return changed
+
+    def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
+        gpus = self._gpus(state)
+        need = self._need(state, now)
+        for option in state.job.deadlines:
+            end = lease_deadline(option.at, self.lease)
+            if end - first < need:
+                continue
+            free = self._free(first, end) - int(self.headroom * self.capacity)
+            slots = latest_slots(free, gpus, 0, end - first, need)
+            if slots is not None:
+                state.guaranteed = state.was_guaranteed = option
+                self._book(state.id, gpus, slots + first)
+                return True
+        return False
+
+    # -- lease boundaries -------------------------------------------------------------------------
+    def new_lease(self, active: Mapping[str, JobState], now: float) -> set[str]:
+        """Re-plan every guarantee from remaining work, retry admission, and re-tier all jobs."""
+        self.lease_index = lease_of(now, self.lease)
+        first = self.lease_index
+        fixed, candidates, states, sources = [], [], {}, {}
+        for state in active.values():
+            if not state.job.is_slo:
+                continue
+            if state.guaranteed is None and self.hopeless(state, now):
+                continue
+            options = self._options(state, now, first)
+            if state.guaranteed is not None and not options:
+                self._demote(state)
+                continue
+            if not options:
+                continue
+            states[state.id] = state
+            sources[state.id] = [d for _, d in options]
+            job = LeaseJob(state.id, self._gpus(state), tuple(o for o, _ in options),
+                           fixed=state.guaranteed is not None, running=state.status is Status.RUNNING)
+            (fixed if job.fixed else candidates).append(job)
+        horizon = max((o.deadline_slot for j in fixed + candidates for o in j.options), default=0)
+        problem = LeaseProblem(np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed),
+                               self.objective)
+        hint = {j: tuple(k - first for k in ks if k >= first) for j, ks in self.plan.items()}
+        started = time.perf_counter()
+        solution = admit(problem, candidates, backend=self.backend, time_limit_s=self.time_limit_s,
+                         hint=_as_hint(hint, problem))
+        self.stats.solve_seconds.append(time.perf_counter() - started)
+        self.stats.rounds += 1
+        self.stats.fallbacks += solution.stats.fallback
+        self.stats.last_status = solution.stats.status
+        self.stats.last_backend = solution.stats.backend
+        for job_id in solution.dropped:
+            self._demote(states[job_id])
+        self.plan = {}
+        self._used = np.zeros(max(64, horizon + first + 1), dtype=np.int64)
+        for job in fixed + candidates:
+            k = solution.option[job.id]
+            if k is None:
+                continue
+            state = states[job.id]
+            if not job.fixed:
+                state.guaranteed = state.was_guaranteed = sources[job.id][k]
+                self.stats.admitted_on_retry += 1
+            self._book(job.id, job.gpus, (s + first for s in solution.slots[job.id]))
+        return self._retier(active, now)
+
+    def _planned_tier(self, state: JobState, now: float) -> Tier:
+        """MUST_RUN if the plan needs the job in the current lease now, else AHEAD (with a
+        trigger queued for the instant its laxity runs out, if that is within this lease)."""
+        leases = self.plan[state.id]
+        if self.lease_index not in leases:
+            return Tier.AHEAD
+        end = lease_deadline(state.guaranteed.at, self.lease)
+        if leases != tuple(range(end - len(leases), end)):
+            return Tier.MUST_RUN
+        trigger = state.guaranteed.at - state.remaining(now) - state.overhead - self.guard
+        if trigger <= now:
+            return Tier.MUST_RUN
+        heapq.heappush(self._triggers, (trigger, state.id))
+        return Tier.AHEAD
+
+    def due(self, active: Mapping[str, JobState], now: float) -> set[str]:
+        """Guaranteed jobs whose laxity trigger has come: they turn MUST_RUN."""
+        changed = set()
+        while self._triggers and self._triggers[0][0] <= now:
+            _, job_id = heapq.heappop(self._triggers)
+            if job_id in active and job_id in self.plan and self.tiers.get(job_id) is Tier.AHEAD:
+                self.tiers[job_id] = Tier.MUST_RUN
+                changed.add(job_id)
+        return changed
+
+    def next_trigger(self) -> float | None:
+        return self._triggers[0][0] if self._triggers else None
+
+    def _demote(self, state: JobState) -> None:
+        state.guaranteed = None
+        self.plan.pop(state.id, None)
+        self.stats.demoted.append(state.id)
+
+    def _retier(self, active: Mapping[str, JobState], now: float) -> set[str]:
+        changed = set()
+        self._triggers = []
+        for job_id, state in active.items():
+            if job_id in self.plan:
+                tier = self._planned_tier(state, now)
+            elif state.guaranteed is None and self.hopeless(state, now):
+                tier = Tier.HOPELESS
+            else:
+                tier = Tier.SPOT
+            if self.tiers.get(job_id, Tier.SPOT) is not tier:
+                changed.add(job_id)
+            if tier is Tier.SPOT:
+                self.tiers.pop(job_id, None)
+            else:
+                self.tiers[job_id] = tier
+        for job_id in [j for j in self.tiers if j not in active]:
+            del self.tiers[job_id]
+        return changed
+
+
+def _as_hint(hint: Mapping[str, tuple[int, ...]], problem: LeaseProblem) -> dict[str, Placement]:
+    """The previous plan as a solver hint (option 0: fixed jobs carry only their guaranteed one)."""
+    ids = problem.index()
+    return {j: Placement(0, s) for j, s in hint.items() if j in ids and s}
