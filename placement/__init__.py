@@ -1,10 +1,17 @@
 """Topology-aware GPU placement, usable on its own (no import of chronus_py).
 
-``Allocator`` is the protocol every placement engine here satisfies; ``ConsolidatedAllocator`` is
-node-level best fit for clusters given only as nodes and GPU counts.
+``Allocator`` is the protocol every placement engine here satisfies. ``CellAllocator`` is a
+HiveD-style buddy cell allocator (tenants with promised cells, lazy binding, priorities, gangs,
+bad nodes) over a HiveD config read by ``load_config``; ``ConsolidatedAllocator`` is node-level
+best fit for clusters given only as nodes and GPU counts. ``run_scenario`` drives a cell
+scenario (../spec/cell-scenarios.md).
 """
 from placement.types import Allocator, NodeUsage, PodPlacement, PodSpec, Request, Result
 from placement.consolidated import ConsolidatedAllocator
+from placement.config import ClusterConfig, load_config
+from placement.errors import ConfigError, PlacementError, ScenarioError
+from placement.allocator import CellAllocator
+from placement.scenario import load_scenario, run_scenario
 
 __all__ = [
     "Allocator",
@@ -14,4 +21,12 @@ __all__ = [
     "Request",
     "Result",
     "ConsolidatedAllocator",
+    "CellAllocator",
+    "ClusterConfig",
+    "load_config",
+    "ConfigError",
+    "PlacementError",
+    "ScenarioError",
+    "load_scenario",
+    "run_scenario",
 ]

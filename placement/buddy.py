@@ -1,0 +1,132 @@
+"""Buddy free lists: per chain and level, the physical cells no tenant holds.
+
+Only whole preassigned cells move in and out (HiveD's granularity): binding a level-k cell takes a
+free level-k cell or splits the smallest free cell above it; unbinding puts it back and merges it
+with its buddies as soon as they are all free. Opportunistic jobs never touch these lists.
+
+"How many level-l cells can still be had" is *computed* from the list lengths when asked
+(:func:`feasible`), never kept in counters: HiveD's counters drift when a bad cell recovers while
+in use (the "VC Safety Broken" panic in ../shared/notes/hived.md §7), ours cannot.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+from placement.cells import Cell, Chain
+
+
+class FreeLists:
+    """Insertion-ordered free cells per chain and level; ``clone`` is cheap (lists are small)."""
+
+    __slots__ = ("levels",)
+
+    def __init__(self, levels: dict[str, list[dict[Cell, None]]]):
+        self.levels = levels
+
+    @classmethod
+    def initial(cls, chains: Mapping[str, Chain]) -> "FreeLists":
+        levels = {}
+        for name, chain in chains.items():
+            per_level: list[dict[Cell, None]] = [{} for _ in range(chain.top_level + 1)]
+            per_level[chain.top_level].update(dict.fromkeys(chain.tops))
+            levels[name] = per_level
+        return cls(levels)
+
+    def clone(self) -> "FreeLists":
+        return FreeLists({name: [dict(d) for d in lv] for name, lv in self.levels.items()})
+
+    def free_ancestor(self, cell: Cell) -> Cell | None:
+        """The free cell that is ``cell`` or contains it, if any."""
+        lv = self.levels[cell.chain]
+        x: Cell | None = cell
+        while x is not None and x not in lv[x.level]:
+            x = x.parent
+        return x
+
+    def take(self, cell: Cell) -> Cell:
+        """Remove ``cell`` from the free lists, splitting the free cell that holds it.
+
+        Returns the free cell that was taken or split (``cell`` itself when it was free whole).
+        """
+        lv = self.levels[cell.chain]
+        path: list[Cell] = []
+        x = cell
+        while x not in lv[x.level]:
+            path.append(x)
+            x = x.parent
+            if x is None:
+                raise ValueError(f"{cell} is not free")
+        del lv[x.level][x]
+        for on_path in reversed(path):
+            for sibling in on_path.parent.children:
+                if sibling is not on_path:
+                    lv[sibling.level][sibling] = None
+        return x
+
+    def give(self, cell: Cell) -> None:
+        """Return ``cell`` and merge it with its buddies while a whole parent is free."""
+        lv = self.levels[cell.chain]
+        x = cell
+        while x.parent is not None:
+            free_at = lv[x.level]
+            siblings = x.parent.children
+            if not all(s is x or s in free_at for s in siblings):
+                break
+            for s in siblings:
+                if s is not x:
+                    del free_at[s]
+            x = x.parent
+        lv[x.level][x] = None
+
+    def candidates(self, chain: Chain, level: int) -> Iterator[Cell]:
+        """Level-``level`` cells that can be taken: free ones first, then inside the smallest
+        free cells above (buddy order), each in list order then tree order. Callers take or give
+        cells only after they stop iterating."""
+        lv = self.levels[chain.name]
+        for upper in range(level, chain.top_level + 1):
+            for cell in lv[upper]:
+                if upper == level:
+                    yield cell
+                else:
+                    yield from descendants_at(cell, level)
+
+    def counts(self, chain: Chain) -> list[int]:
+        return [len(d) for d in self.levels[chain.name]]
+
+
+def descendants_at(cell: Cell, level: int) -> Iterator[Cell]:
+    if cell.level == level:
+        yield cell
+        return
+    for child in cell.children:
+        yield from descendants_at(child, level)
+
+
+def feasible(chain: Chain, counts: list[int], demand: Mapping[int, int]) -> bool:
+    """Can every promised-but-unbound cell (``demand`` by level) still be cut from the free cells?
+
+    Serve the top level first; what is left over splits into children for the level below.
+    """
+    available = 0
+    for level in range(chain.top_level, 0, -1):
+        available += counts[level]
+        left = available - demand.get(level, 0)
+        if left < 0:
+            return False
+        if level > 1:
+            available = left * chain.child_number[level]
+    return True
+
+
+def feasible_after_take(
+    chain: Chain, counts: list[int], demand: Mapping[int, int], cell: Cell, holder: Cell
+) -> bool:
+    """Is the promise still kept after binding ``cell`` (found inside free cell ``holder``) for a
+    tenant whose own demand at ``cell.level`` it serves?"""
+    after = list(counts)
+    after[holder.level] -= 1
+    for level in range(cell.level, holder.level):
+        after[level] += chain.child_number[level + 1] - 1
+    need = dict(demand)
+    need[cell.level] = need.get(cell.level, 0) - 1
+    return feasible(chain, after, need)
