@@ -118,11 +118,10 @@ class LeaseSelector:
                                                                dtype=np.int64)])
         return self.capacity - self._used[first:last]
 
-    def _book(self, job_id: str, gpus: int, leases: Iterable[int]) -> None:
-        leases = tuple(int(k) for k in leases)
-        self.plan[job_id] = leases
-        self._free(0, max(leases) + 1)
-        self._used[list(leases)] += gpus
+    def _book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
+        self.plan[job_id] = tuple(leases.tolist())
+        self._free(0, int(leases[-1]) + 1)
+        self._used[leases] += gpus
 
     # -- arrivals ---------------------------------------------------------------------------------
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
@@ -131,7 +130,7 @@ class LeaseSelector:
         current = lease_of(now, self.lease)
         first = current if now <= current * self.lease + 1e-9 else current + 1
         for state in arrived:
-            if not state.job.is_slo:
+            if not state.job.is_slo or state.id in self.plan:
                 continue
             if self._try_guarantee(state, now, first):
                 self.stats.admitted_at_arrival += 1
@@ -203,7 +202,7 @@ class LeaseSelector:
             if not job.fixed:
                 state.guaranteed = state.was_guaranteed = sources[job.id][k]
                 self.stats.admitted_on_retry += 1
-            self._book(job.id, job.gpus, (s + first for s in solution.slots[job.id]))
+            self._book(job.id, job.gpus, np.asarray(solution.slots[job.id], dtype=np.int64) + first)
         return self._retier(active, now)
 
     def _planned_tier(self, state: JobState, now: float) -> Tier:
