@@ -147,8 +147,12 @@ class Scheduler:
         return Round(now, tuple(self._fill(now)), ())
 
     def _fill(self, now: float) -> list[JobState]:
-        """Start pending jobs in order while GPUs are free (skipping those that do not fit)."""
+        """Start pending jobs in order while GPUs are free (skipping those that do not fit).
+
+        A job the allocator turns down (e.g. its tenant's cells are full) is skipped for the
+        rest of this round and the walk goes on with the GPUs it did not take."""
         started: list[JobState] = []
+        refused: set[str] = set()
         while True:
             free = self.allocator.free_gpus()
             chosen = []
@@ -157,6 +161,8 @@ class Scheduler:
                 if free < smallest or free == 0:
                     break
                 state = self.jobs[job_id]
+                if job_id in refused:
+                    continue
                 if state.gpus <= free:
                     chosen.append(state)
                     free -= state.gpus
@@ -166,6 +172,7 @@ class Scheduler:
             started += placed
             if len(placed) == len(chosen):
                 return started
+            refused.update(s.id for s in chosen if s.status is Status.PENDING)
 
     def _walk(self, now: float) -> Round:
         """Merge running and pending jobs in key order and give GPUs to the fitting prefix.

@@ -23,6 +23,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default="srtf", choices=sorted(POLICIES), help="scheduling policy (default srtf)")
     p.add_argument("--nodes", type=int, default=120, help="nodes in the cluster (default 120)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--cluster", type=Path,
+                   help="a HiveD cluster config: replay on its nodes with the cell allocator placing "
+                        "jobs in their tenant's virtual cluster (overrides --nodes/--gpus-per-node)")
+    p.add_argument("--tenant-map", type=Path,
+                   help="YAML mapping trace tenants (the user/VC column) to virtual clusters; "
+                        "the key 'default' catches the rest")
+    p.add_argument("--slowdown", action="store_true",
+                   help="slow jobs down by how their placement spreads them (off reproduces the artifact)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
     p.set_defaults(func=run)
@@ -31,18 +39,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from chronus_py.cli.progress import progress_bar
     from chronus_py.errors import InputError
-    from chronus_py.model import Cluster
     from chronus_py.policies import make_policy
     from chronus_py.readers import read_trace
     from chronus_py.replay import replay, summarize, write_jobs_csv
 
-    if args.nodes <= 0 or args.gpus_per_node <= 0:
-        raise InputError("--nodes/--gpus-per-node", "must be positive")
     trace = read_trace(args.trace, format=args.format, skip_bad_rows=args.skip_bad_rows)
     if not trace.jobs:
         raise InputError(args.trace, "no job left to replay")
-    cluster = Cluster.uniform(args.nodes, args.gpus_per_node)
-    result = replay(trace.jobs, cluster, make_policy(args.policy), on_progress=progress_bar("replay"))
+    from chronus_py.cluster_setup import setup_cluster
+
+    setup = setup_cluster(trace.jobs, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                          config=args.cluster, tenant_map=args.tenant_map, slowdown=args.slowdown)
+    result = replay(setup.jobs, setup.cluster, make_policy(args.policy), allocator=setup.allocator,
+                    speed=setup.speed, on_progress=progress_bar("replay"))
     metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

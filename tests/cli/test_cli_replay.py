@@ -51,3 +51,26 @@ def test_job_wider_than_cluster_is_an_input_error(write, capsys):
     path = write("job_id,submit_time,duration,num_gpu\n1,0,10,64\n")
     assert main(["replay", "--trace", str(path), "--nodes", "2"]) == 2
     assert "needs 64 GPUs, the cluster has 16" in capsys.readouterr().err
+
+
+CONFIG = "tests/placement/configs/rack-2x2.yaml"
+
+
+def test_replay_on_a_hived_cluster_with_tenant_map(write, tmp_path, capsys):
+    path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\nb,0,100,16,y\nc,5,100,8,x\n")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("x: vcA\ndefault: vcB\n")
+    out = tmp_path / "out"
+    assert main(["replay", "--trace", str(path), "--cluster", CONFIG, "--tenant-map", str(tenants),
+                 "--json", "--out", str(out)]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["gpus"] == 32 and metrics["jobs"] == 3
+    rows = {r["job_id"]: r for r in csv.DictReader(open(out / "jobs.csv"))}
+    # vcA holds one rack (16 GPUs): a and c run side by side, b fills vcB's rack.
+    assert all(float(r["first_start"]) == float(r["submit"]) for r in rows.values())
+
+
+def test_unmapped_tenant_is_a_one_line_error(write, capsys):
+    path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\n")
+    assert main(["replay", "--trace", str(path), "--cluster", CONFIG]) == 2
+    assert "tenant 'x' (job a) has no virtual cluster" in capsys.readouterr().err
