@@ -22,7 +22,7 @@ class Chronus(OrderPolicy):
     backend: str | None = "cpsat"
     time_limit_s: float = 0.2
     gpus_per_node: int = 8
-    headroom: float = 0.0
+    headroom: float = 0.7
     name: str = "chronus"
     selector: LeaseSelector | None = field(default=None, repr=False)
 
