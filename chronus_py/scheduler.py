@@ -11,10 +11,11 @@ import bisect
 import heapq
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from chronus_py.model import Cluster, Job
+from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.overhead import restart_overhead
+from chronus_py.plan import JobDecision, decide
 from chronus_py.policies.base import Policy, View
 from chronus_py.state import JobState, Status
 from placement import Allocator, ConsolidatedAllocator, PodSpec, Request
@@ -226,18 +227,8 @@ class Scheduler:
         if result.outcome != "placed":
             return False
         self._dequeue(state)
-        state.placement = result.by_node()
-        state.speed = self.speed(state.job, state.placement) if self.speed else 1.0
-        state.status = Status.RUNNING
-        state.run_since = now
         state.starts += 1
-        if state.first_start is None:
-            state.first_start = now
-        self.running[state.id] = state
-        self._set_running_key(state, self.policy.key(state, now))
-        change = self.policy.key_worsens_at(state, now)
-        if change is not None:
-            heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+        self._run_on(state, result.by_node(), now)
         return True
 
     def _preempt(self, state: JobState, now: float) -> None:
@@ -249,3 +240,70 @@ class Scheduler:
         state.status = Status.PENDING
         state.preemptions += 1
         self._enqueue(state, now)
+
+    # -- cluster managers: restoring state, progress reports, decisions --------------------------
+    def restore(self, job: Job, now: float, *, work_done: float = 0.0,
+                guaranteed: DeadlineOption | None = None,
+                placement: Mapping[str, Iterable[int]] | None = None) -> JobState:
+        """Load a job a cluster manager already tracks: submitted, with ``work_done`` seconds of
+        its estimated work behind it, optionally guaranteed ``guaranteed`` (one of its deadline
+        options) and, if ``placement`` (node -> GPU indices) is given, running there since ``now``.
+
+        The allocator must then hold exactly those GPUs (``reserve``); if it cannot, nothing is
+        changed and ValueError says why. Like ``submit``, the job counts as arrived at the next
+        ``plan``, so the policy sees it (a guaranteed job keeps its guarantee)."""
+        if guaranteed is not None and guaranteed not in job.deadlines:
+            raise ValueError(f"job {job.id}: guaranteed deadline {guaranteed.at} is not one of its options")
+        state = self.submit(job)
+        self._dequeue(state)
+        state.guaranteed = state.was_guaranteed = guaranteed
+        if placement is not None:
+            result = self.allocator.reserve(self.request_for(state), placement)
+            if result.outcome != "placed":
+                del self.jobs[job.id], self.active[job.id]
+                self._arrived.pop()
+                raise ValueError(result.reason)
+            state.starts = 1
+            state.service = work_done + state.overhead
+            self._run_on(state, result.by_node(), now)
+        else:
+            state.service = work_done
+            self._enqueue(state, now)
+        return state
+
+    def report_progress(self, job_id: str, work_done: float, now: float) -> JobState:
+        """Replace the scheduler's idea of an active job's progress with an observation:
+        ``work_done`` seconds of its estimated work are behind it at ``now`` (restart overheads
+        are the scheduler's own, added on top). Its key is refreshed at once."""
+        state = self.active[job_id]
+        state.service = work_done + state.starts * state.overhead
+        if state.status is Status.RUNNING:
+            state.run_since = now
+            self._set_running_key(state, self.policy.key(state, now))
+            change = self.policy.key_worsens_at(state, now)
+            if change is not None:
+                heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+        else:
+            self._dequeue(state)
+            self._enqueue(state, now)
+        return state
+
+    def decisions(self, decided: Round) -> tuple[JobDecision, ...]:
+        """Start / continue / preempt / wait for every active job after ``decided``, in submission
+        order, with placement, guarantee, deadline and reason: what a cluster manager acts on."""
+        return decide(self, decided)
+
+    def _run_on(self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float) -> None:
+        """Mark a job running on GPUs the allocator already holds for it (``_start``'s bookkeeping
+        after placement, without counting a new start)."""
+        state.placement = placement
+        state.speed = self.speed(state.job, placement) if self.speed else 1.0
+        state.status = Status.RUNNING
+        state.run_since = now
+        if state.first_start is None:
+            state.first_start = now
+        self.running[state.id] = state
+        self._set_running_key(state, self.policy.key(state, now))
+        change = self.policy.key_worsens_at(state, now)
+        if change is not None:
+            heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from placement.binding import Tenant, Tenants
-from placement.buddy import FreeLists, feasible
-from placement.cells import Cell, Topology
+from placement.buddy import FreeLists, feasible, feasible_after_take
+from placement.cells import Cell, Topology, leaf_cells
 from placement.config import ClusterConfig, load_config
 from placement.health import doomed_cells, mark_bad, mark_healthy
 from placement.jobs import Job, Ledger, gpu_indices
@@ -110,6 +110,93 @@ class CellAllocator:
     def placement_of(self, job: str) -> Mapping[str, tuple[int, ...]]:
         record = self._jobs.get(job)
         return {} if record is None else Result("placed", pods=record.placement).by_node()
+
+    # -- restoring ------------------------------------------------------------------------------
+
+    def reserve(self, request: Request, placement: Mapping[str, Iterable[int]]) -> Result:
+        """Hold exactly ``placement`` (node -> GPU indices) for ``request``: a job already running
+        there, e.g. restored from a cluster manager's state. All or nothing, nobody is evicted.
+
+        A guaranteed job's GPUs must lie in cells of its VC. A GPU in no bound cell gets the lowest
+        cell of the VC's unbound promise that holds it, bound only if every VC's promise can still
+        be met afterwards (the same VC-safety test ``allocate`` uses); otherwise the reservation is
+        an error, since a job outside its VC's cells would break the invariants ``audit`` checks.
+        """
+        why = self._invalid(request)
+        if why:
+            return Result("error", reason=why)
+        positions = self._positions(placement)
+        if isinstance(positions, str):
+            return Result("error", reason=positions)
+        if len(positions) != request.total_gpus:
+            return Result("error", reason=f"placement holds {len(positions)} GPUs, the request {request.total_gpus}")
+        tenant = self._tenants.by_name[request.vc] if request.priority >= 0 else None
+        binds: list[Cell] = []
+        masks: dict[Cell, int] = {}
+        sim: FreeLists | None = None
+        need: dict[str, dict[int, int]] = {}
+        taken: dict[tuple[str, int], int] = {}
+        for node, pos in positions:
+            slot = node
+            if tenant is not None:
+                region = next((c for c in binds if _covers(c, node, pos)), None) or _bound_ancestor(node, pos)
+                if region is None:
+                    sim = sim or self._free.clone()
+                    region = self._bind_for_gpu(tenant, node, pos, sim, need, taken)
+                    if region is None:
+                        return Result("error", reason=f"GPU {node.gpus[pos]} of node {node.name} is outside "
+                                                      f"VC {tenant.name}'s cells and none of its promise can be bound there")
+                    binds.append(region)
+                elif region.bound not in (None, tenant.name):
+                    return Result("error", reason=f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s cells")
+                if region.node is not None and not region.is_node:
+                    slot = region
+            masks[slot] = masks.get(slot, 0) | 1 << (pos - slot.offset)
+        pods = [(i, slot, mask) for i, (slot, mask) in enumerate(masks.items())]
+        chain = positions[0][0].chain
+        return self._commit(request, Plan(chain, pods, binds, frozenset(), ()), tenant, ())
+
+    def _positions(self, placement: Mapping[str, Iterable[int]]) -> list[tuple[Cell, int]] | str:
+        """(node cell, position) of every GPU named, or why they cannot be held."""
+        out: list[tuple[Cell, int]] = []
+        seen: set[tuple[str, int]] = set()
+        for name, gpus in placement.items():
+            cells = self.topology.node_cells.get(name)
+            if cells is None:
+                return f"unknown node {name!r}"
+            where = {g: (cell, p) for cell in cells for p, g in enumerate(cell.gpus)}
+            for g in gpus:
+                if g not in where:
+                    return f"node {name} has no GPU {g}"
+                if (name, g) in seen:
+                    return f"GPU {g} of node {name} is listed twice"
+                seen.add((name, g))
+                cell, p = where[g]
+                if not cell.free_mask >> p & 1:
+                    holder = next(j.name for j, m in cell.jobs.items() if m >> p & 1)
+                    return f"GPU {g} of node {name} is held by job {holder}"
+                out.append((cell, p))
+        return out
+
+    def _bind_for_gpu(self, tenant: Tenant, node: Cell, pos: int, sim: FreeLists,
+                      need: dict[str, dict[int, int]], taken: dict[tuple[str, int], int]) -> Cell | None:
+        """The lowest cell holding GPU ``pos`` of ``node`` that the VC's unbound promise may bind.
+        ``sim`` (free lists), ``need`` (unbound promises per chain) and ``taken`` (this VC's binds
+        per chain and level) already count the binds planned so far, and are updated."""
+        chain = self.topology.chains[node.chain]
+        demand = need.setdefault(chain.name, self._tenants.demand(chain.name))
+        cell: Cell | None = leaf_cells(node, 1 << pos)[0]
+        while cell is not None:
+            key = (chain.name, cell.level)
+            holder = sim.free_ancestor(cell)
+            if (tenant.unbound(*key) - taken.get(key, 0) > 0 and holder is not None
+                    and feasible_after_take(chain, sim.counts(chain), demand, cell, holder)):
+                sim.take(cell)
+                demand[cell.level] -= 1
+                taken[key] = taken.get(key, 0) + 1
+                return cell
+            cell = cell.parent
+        return None
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -394,6 +481,16 @@ def _bound_ancestor(node: Cell, pos: int) -> Cell | None:
         if slot.bits >> pos & 1:
             return slot.region
     return None
+
+
+def _covers(cell: Cell, node: Cell, pos: int) -> bool:
+    """Does ``cell`` contain position ``pos`` of ``node``?"""
+    if cell.node is node:
+        return bool(cell.bits >> pos & 1)
+    x = node.parent
+    while x is not None and x is not cell:
+        x = x.parent
+    return x is cell
 
 
 def _describe(sizes: list[int], sku: str | None) -> str:

@@ -1,0 +1,496 @@
+"""STATE.yaml: what a cluster manager knows at a decision point, read and checked at the edge.
+
+``chronus plan STATE.yaml`` plans one round from it. Every problem is one line,
+``STATE.yaml: key.path: why`` (exit 2), and nothing deeper re-validates. Times are absolute
+seconds; only ``now`` and ``cluster`` are required::
+
+    now: 3600                  # the decision instant (>= 0)
+    lease: 1200                # lease length in seconds (chronus), > 0; default 1200
+    policy: chronus            # chronus (default) | edf | fifo | las | srtf
+    solver:                    # chronus only: how the lease plan is solved
+      backend: cpsat           #   cpsat (default) | cbc | greedy
+      time_limit_s: 0.2        #   > 0; default 0.2
+    cluster:                   # exactly one form:
+      nodes: 4                 #   N nodes named node0..node<N-1> (zero-padded) ...
+      gpus_per_node: 8         #   ... of G GPUs each (default 8); consolidated placement
+      # nodes: [{name: gpu-a01, gpus: 8}, ...]        explicit nodes; consolidated placement
+      # hived: cluster.yaml                           a HiveD config (relative to this file)
+      # physicalCluster: ...  virtualClusters: ...    the same, inline; both use the cell allocator
+    hosts:                     # node -> host model YAML (relative path), for --layers-dir;
+      node0: hosts/2socket-8gpu.yaml   # a node not listed, or null, gets no layer config
+    running:                   # jobs holding GPUs now
+      - id: j1                 # string (or integer), unique over running and pending
+        gpus: 8                # >= 1, at most the cluster's GPUs
+        submit: 0              # <= now
+        placement: {node0: [0, 1, 2, 3, 4, 5, 6, 7]}   # running only: node -> GPU indices
+        estimate_seconds: 7200 # total work, or:
+        # profile: {file: profiles/resnet50.json, iterations: 40000}   (chronus profile fit)
+        progress_seconds: 1800 # work done so far, same units as the estimate (default 0)
+        deadlines: [{at: 9000, value: 1}]   # tightest first; value defaults to 1; none = best-effort
+        guaranteed_deadline: 9000   # the `at` of the option it was guaranteed, or null (default)
+        tenant: default        # on HiveD clusters: the job's virtual cluster
+        model: resnet50
+        cgroup: training.slice/j1.scope    # host layers: the job's cgroup (default: none)
+        preset: pytorch+nccl+dataloader    # host layers: thread-name presets
+        thread_names: {support: ["pcomm:ckpt_agent"]}   # host layers: whole tiers replaced
+        opt_in: true           # false: the job stays out of host layer configs
+    pending:                   # jobs waiting: the same keys without placement
+      - {id: j2, gpus: 4, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 7200}]}
+
+One deadline makes a strict SLO job, several a soft one; a job without deadlines is best-effort.
+``progress_seconds`` on a pending job is work done before it was preempted; a restart is then
+charged again, as for any start (see ``chronus_py.overhead``).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from chronus_py.errors import InputError
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
+
+_TOP_KEYS = ("now", "lease", "policy", "solver", "cluster", "hosts", "running", "pending")
+_JOB_KEYS = ("id", "gpus", "submit", "estimate_seconds", "profile", "progress_seconds", "deadlines",
+             "guaranteed_deadline", "tenant", "model", "cgroup", "preset", "thread_names", "opt_in")
+_SOLVER_KEYS = ("backend", "time_limit_s")
+_BACKENDS = {"cpsat": "cpsat", "cbc": "cbc", "greedy": None}
+DEFAULT_LEASE = 1200.0
+DEFAULT_TIME_LIMIT = 0.2
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class JobEntry:
+    """One job of the state file, checked. ``key`` (e.g. ``pending[3]``) names it in messages;
+    ``placement`` is None for pending jobs."""
+
+    key: str
+    job: Job
+    estimate: float
+    work_done: float
+    guaranteed: DeadlineOption | None
+    placement: Mapping[str, tuple[int, ...]] | None
+    cgroup: str | None
+    preset: str
+    thread_names: Mapping[str, tuple[str, ...]]
+    opt_in: bool
+
+
+@dataclass(frozen=True)
+class State:
+    """A checked state file: everything one planning round needs."""
+
+    source: str
+    now: float
+    lease: float
+    policy: str
+    backend: str | None
+    time_limit_s: float
+    cluster: Cluster
+    hived: Any  # placement.ClusterConfig when the cluster is a HiveD config, else None
+    node_gpus: Mapping[str, tuple[int, ...]]
+    hosts: Mapping[str, Any]  # node -> chronus_py.layers.HostTopology
+    jobs: tuple[JobEntry, ...]  # running first, then pending, each in file order
+
+
+def load_state(path: str | Path) -> State:
+    """Read and check ``path``; raises one-line :class:`InputError` naming the key at fault.
+
+    A ``.json`` file, or any file that starts with ``{``, is read as JSON (the same schema):
+    PyYAML takes seconds for thousands of jobs, json milliseconds."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if path.suffix == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if path.suffix == ".json":
+                raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+        else:
+            return _Reader(path).state(data)
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                         line=None if mark is None else mark.line + 1) from None
+    return _Reader(path).state(data)
+
+
+def scheduler_for(state: State):
+    """A :class:`~chronus_py.scheduler.Scheduler` holding the state's jobs: running ones on their
+    GPUs, with their progress and guarantees. The allocator's objections (e.g. a GPU outside the
+    job's virtual cluster) come back as InputError naming the job's placement key."""
+    from chronus_py.policies import Chronus, make_policy
+    from chronus_py.scheduler import Scheduler
+    from placement import CellAllocator
+
+    if state.policy == "chronus":
+        policy = Chronus(lease=state.lease, backend=state.backend, time_limit_s=state.time_limit_s,
+                         gpus_per_node=max(n.gpus for n in state.cluster.nodes))
+    else:
+        policy = make_policy(state.policy)
+    allocator = None if state.hived is None else CellAllocator(state.hived)
+    estimates = {entry.job.id: entry.estimate for entry in state.jobs}
+    scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=lambda job: estimates[job.id])
+    for entry in state.jobs:
+        try:
+            scheduler.restore(entry.job, state.now, work_done=entry.work_done, guaranteed=entry.guaranteed,
+                              placement=entry.placement)
+        except ValueError as exc:
+            raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
+    return scheduler
+
+
+def layers_for(state: State, scheduler) -> dict:
+    """node -> :class:`~chronus_py.layers.HostLayers` for every node with a host model and at least
+    one opted-in job running there after the round (others get nothing: they keep their default
+    CPU scheduler, so a fleet can opt in host by host and job by job)."""
+    from chronus_py.layers import PlacedJob, emit_host_layers
+
+    entries = {entry.job.id: entry for entry in state.jobs}
+    per_node: dict[str, list[PlacedJob]] = {}
+    for job_id, job_state in scheduler.running.items():
+        entry = entries[job_id]
+        for node, gpus in job_state.placement.items():
+            if node in state.hosts:
+                per_node.setdefault(node, []).append(PlacedJob(
+                    job_id, tuple(gpus), cgroup=entry.cgroup, preset=entry.preset,
+                    thread_names=entry.thread_names, opt_in=entry.opt_in))
+    out = {}
+    for node in sorted(per_node):
+        layers = emit_host_layers(state.hosts[node], per_node[node])
+        if layers is not None:
+            out[node] = layers
+    return out
+
+
+class _Reader:
+    """Checks one parsed state file; every ``fail`` names the source and the key path."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.base = path.parent
+        self.source = str(path)
+        self._profiles: dict[Path, Any] = {}
+        self.total_gpus = 0
+        self._presets: set[tuple] = set()  # (preset, thread_names) pairs already checked
+
+    def fail(self, key: str, why: str) -> InputError:
+        return InputError(self.source, why, field=key or None)
+
+    # -- scalars --------------------------------------------------------------------------------
+    def mapping(self, value: Any, key: str, allowed: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(key, "expected a mapping")
+        for name in value:
+            if name not in allowed:
+                raise self.fail(_join(key, str(name)), f"unknown key (expected one of: {', '.join(allowed)})")
+        return value
+
+    def number(self, data: dict, name: str, key: str, *, default: Any = _MISSING, positive: bool = False) -> float:
+        where = _join(key, name)
+        value = data.get(name, default)
+        if value is _MISSING:
+            raise self.fail(where, "required")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(where, f"expected a number, got {value!r}")
+        if value < 0 or (positive and value == 0):
+            raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        return float(value)
+
+    def integer(self, value: Any, where: str, *, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(where, f"expected an integer, got {value!r}")
+        if value < minimum:
+            raise self.fail(where, f"must be >= {minimum}, got {value}")
+        return value
+
+    def text(self, data: dict, name: str, key: str, default: Any = _MISSING) -> Any:
+        where = _join(key, name)
+        value = data.get(name, default)
+        if value is _MISSING:
+            raise self.fail(where, "required")
+        if value is not None and (not isinstance(value, str) or not value):
+            raise self.fail(where, f"expected a non-empty string, got {value!r}")
+        return value
+
+    # -- the file -------------------------------------------------------------------------------
+    def state(self, data: Any) -> State:
+        from chronus_py.policies import POLICIES
+
+        data = self.mapping(data, "", _TOP_KEYS)
+        now = self.number(data, "now", "")
+        lease = self.number(data, "lease", "", default=DEFAULT_LEASE, positive=True)
+        policy = self.text(data, "policy", "", "chronus")
+        if policy not in POLICIES:
+            raise self.fail("policy", f"unknown policy {policy!r} (have: {', '.join(sorted(POLICIES))})")
+        backend, limit = self.solver(data.get("solver"), policy)
+        if "cluster" not in data:
+            raise self.fail("cluster", "required")
+        cluster, hived, node_gpus = self.cluster(data["cluster"])
+        self.total_gpus = cluster.gpus
+        hosts = self.hosts(data.get("hosts"), node_gpus)
+        vcs = None if hived is None else set(hived.virtual_clusters)
+        jobs: list[JobEntry] = []
+        owners: dict[tuple[str, int], str] = {}
+        seen: dict[str, str] = {}
+        for section in ("running", "pending"):
+            items = data.get(section) or []
+            if not isinstance(items, list):
+                raise self.fail(section, "expected a list of jobs")
+            for i, item in enumerate(items):
+                entry = self.job(item, f"{section}[{i}]", now, node_gpus, vcs,
+                                 running=section == "running", owners=owners)
+                if entry.job.id in seen:
+                    raise self.fail(f"{entry.key}.id", f"duplicate id {entry.job.id!r} (also {seen[entry.job.id]})")
+                seen[entry.job.id] = entry.key
+                jobs.append(entry)
+        return State(self.source, now, lease, policy, backend, limit, cluster, hived, node_gpus, hosts, tuple(jobs))
+
+    def solver(self, raw: Any, policy: str) -> tuple[str | None, float]:
+        if raw is None:
+            return _BACKENDS["cpsat"], DEFAULT_TIME_LIMIT
+        if policy != "chronus":
+            raise self.fail("solver", f"only the chronus policy plans leases (policy is {policy})")
+        raw = self.mapping(raw, "solver", _SOLVER_KEYS)
+        name = self.text(raw, "backend", "solver", "cpsat")
+        if name not in _BACKENDS:
+            raise self.fail("solver.backend", f"unknown backend {name!r} (have: {', '.join(_BACKENDS)})")
+        return _BACKENDS[name], self.number(raw, "time_limit_s", "solver", default=DEFAULT_TIME_LIMIT, positive=True)
+
+    def cluster(self, raw: Any) -> tuple[Cluster, Any, dict[str, tuple[int, ...]]]:
+        if isinstance(raw, dict) and ("physicalCluster" in raw or "hived" in raw):
+            return self.hived(raw)
+        raw = self.mapping(raw, "cluster", ("nodes", "gpus_per_node"))
+        nodes = raw.get("nodes", _MISSING)
+        if nodes is _MISSING:
+            raise self.fail("cluster", "give nodes (+ gpus_per_node), a nodes list, hived: PATH or an inline HiveD config")
+        if isinstance(nodes, list):
+            if "gpus_per_node" in raw:
+                raise self.fail("cluster.gpus_per_node", "only applies when nodes is a count")
+            if not nodes:
+                raise self.fail("cluster.nodes", "expected at least one node")
+            out = []
+            for i, item in enumerate(nodes):
+                where = f"cluster.nodes[{i}]"
+                item = self.mapping(item, where, ("name", "gpus"))
+                name = self.text(item, "name", where)
+                if any(n.name == name for n in out):
+                    raise self.fail(f"{where}.name", f"duplicate node name {name!r}")
+                out.append(Node(name, self.integer(item.get("gpus"), f"{where}.gpus", minimum=1)))
+            cluster = Cluster(tuple(out))
+        else:
+            count = self.integer(nodes, "cluster.nodes", minimum=1)
+            per_node = self.integer(raw.get("gpus_per_node", 8), "cluster.gpus_per_node", minimum=1)
+            cluster = Cluster.uniform(count, per_node)
+        return cluster, None, {n.name: tuple(range(n.gpus)) for n in cluster.nodes}
+
+    def hived(self, raw: dict) -> tuple[Cluster, Any, dict[str, tuple[int, ...]]]:
+        from placement import CellAllocator, ConfigError, load_config
+        from placement.config import parse_config
+
+        if "hived" in raw:
+            raw = self.mapping(raw, "cluster", ("hived",))
+            name = self.text(raw, "hived", "cluster")
+            path = self.base / name
+            try:
+                config = load_config(path)
+            except ConfigError as exc:
+                raise InputError(exc.source or path, exc.why, line=exc.line, field=exc.key or None) from None
+        else:
+            try:
+                config = parse_config(raw, self.source)
+            except ConfigError as exc:
+                raise self.fail(_join("cluster", exc.key), exc.why) from None
+        nodes = CellAllocator(config).nodes()
+        cluster = Cluster(tuple(Node(n.name, n.gpus) for n in nodes))
+        return cluster, config, {n.name: tuple(sorted(n.free)) for n in nodes}
+
+    def hosts(self, raw: Any, node_gpus: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+        from chronus_py.layers import HostTopology
+
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail("hosts", "expected a mapping of node -> host YAML")
+        models: dict[Path, HostTopology] = {}
+        out = {}
+        for node, name in raw.items():
+            where = f"hosts.{node}"
+            self.node(node, where, node_gpus)
+            if name is None:
+                continue
+            path = self.base / self.text(raw, node, "hosts")
+            if path not in models:
+                models[path] = HostTopology.from_yaml(path)
+            host = models[path]
+            for g in node_gpus[node]:
+                try:
+                    host.gpu(g)
+                except KeyError:
+                    raise self.fail(where, f"host {host.name} ({path}) has no GPU {g}, which node {node} has") from None
+            out[node] = host
+        return out
+
+    def node(self, name: Any, where: str, node_gpus: Mapping[str, tuple[int, ...]]) -> None:
+        if name not in node_gpus:
+            raise self.fail(where, f"unknown node {name!r} (the cluster has {len(node_gpus)} nodes)")
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def job(self, raw: Any, key: str, now: float, node_gpus: Mapping[str, tuple[int, ...]],
+            vcs: set[str] | None, *, running: bool, owners: dict[tuple[str, int], str]) -> JobEntry:
+        raw = self.mapping(raw, key, _JOB_KEYS + (("placement",) if running else ()))
+        job_id = raw.get("id")
+        if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
+            raise self.fail(f"{key}.id", "required: a string or integer id")
+        job_id = str(job_id)
+        if "gpus" not in raw:
+            raise self.fail(f"{key}.gpus", "required")
+        gpus = self.integer(raw["gpus"], f"{key}.gpus", minimum=1)
+        if gpus > self.total_gpus:
+            raise self.fail(f"{key}.gpus", f"{gpus} is more than the cluster's {self.total_gpus} GPUs")
+        submit = self.number(raw, "submit", key)
+        if submit > now:
+            raise self.fail(f"{key}.submit", f"must be <= now ({_show(now)})")
+        deadlines = self.deadlines(raw.get("deadlines"), f"{key}.deadlines", submit)
+        guaranteed = self.guarantee(raw, key, deadlines)
+        tenant = self.text(raw, "tenant", key, "default")
+        if vcs is not None and tenant not in vcs:
+            raise self.fail(f"{key}.tenant", f"no virtual cluster {tenant!r} (have: {', '.join(sorted(vcs))})")
+        placement = self.placement(raw.get("placement"), f"{key}.placement", gpus, node_gpus, owners, job_id) \
+            if running else None
+        estimate, model = self.estimate(raw, key, gpus, placement)
+        work_done = self.number(raw, "progress_seconds", key, default=0.0)
+        kind = JobKind.BEST_EFFORT if not deadlines else JobKind.STRICT_SLO if len(deadlines) == 1 \
+            else JobKind.SOFT_SLO
+        job = Job(id=job_id, tenant=tenant, gpus=gpus, submit=submit, kind=kind, deadlines=deadlines,
+                  model=self.text(raw, "model", key, None) or model)
+        cgroup, preset, names, opt_in = self.layers(raw, key)
+        return JobEntry(key, job, estimate, work_done, guaranteed, placement, cgroup, preset, names, opt_in)
+
+    def deadlines(self, raw: Any, key: str, submit: float) -> tuple[DeadlineOption, ...]:
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            raise self.fail(key, "expected a list of {at, value} (tightest first)")
+        out: list[DeadlineOption] = []
+        for i, item in enumerate(raw):
+            where = f"{key}[{i}]"
+            item = self.mapping(item, where, ("at", "value"))
+            at = self.number(item, "at", where)
+            if at < submit:
+                raise self.fail(f"{where}.at", f"must be >= submit ({_show(submit)})")
+            if out and at <= out[-1].at:
+                raise self.fail(f"{where}.at", f"must be later than {key}[{i - 1}].at (tightest first)")
+            out.append(DeadlineOption(at, self.number(item, "value", where, default=1.0)))
+        return tuple(out)
+
+    def guarantee(self, raw: dict, key: str, deadlines: tuple[DeadlineOption, ...]) -> DeadlineOption | None:
+        if raw.get("guaranteed_deadline") is None:
+            return None
+        at = self.number(raw, "guaranteed_deadline", key)
+        for option in deadlines:
+            if option.at == at:
+                return option
+        if not deadlines:
+            raise self.fail(f"{key}.guaranteed_deadline", "a job without deadlines cannot be guaranteed")
+        raise self.fail(f"{key}.guaranteed_deadline", f"{_show(at)} is not the `at` of one of its deadlines")
+
+    def placement(self, raw: Any, key: str, gpus: int, node_gpus: Mapping[str, tuple[int, ...]],
+                  owners: dict[tuple[str, int], str], job_id: str) -> dict[str, tuple[int, ...]]:
+        if raw is None:
+            raise self.fail(key, "required for a running job: node -> GPU indices")
+        if not isinstance(raw, dict):
+            raise self.fail(key, "expected a mapping of node -> GPU indices")
+        out: dict[str, tuple[int, ...]] = {}
+        for node, indices in raw.items():
+            where = f"{key}.{node}"
+            self.node(node, where, node_gpus)
+            if not isinstance(indices, list) or not indices:
+                raise self.fail(where, "expected a non-empty list of GPU indices")
+            for g in indices:
+                self.integer(g, where, minimum=0)
+                if g not in node_gpus[node]:
+                    raise self.fail(where, f"node {node} has no GPU {g}")
+                if (node, g) in owners:
+                    raise self.fail(where, f"GPU {g} is also placed for job {owners[node, g]}")
+                owners[node, g] = job_id
+            out[node] = tuple(sorted(indices))
+        held = sum(len(v) for v in out.values())
+        if held != gpus:
+            raise self.fail(key, f"holds {held} GPUs, but gpus is {gpus}")
+        return out
+
+    def estimate(self, raw: dict, key: str, gpus: int, placement: Mapping[str, tuple[int, ...]] | None
+                 ) -> tuple[float, str | None]:
+        has_seconds, has_profile = "estimate_seconds" in raw, "profile" in raw
+        if has_seconds == has_profile:
+            raise self.fail(key, "give exactly one of estimate_seconds and profile")
+        if has_seconds:
+            return self.number(raw, "estimate_seconds", key, positive=True), None
+        where = f"{key}.profile"
+        spec = self.mapping(raw["profile"], where, ("file", "iterations"))
+        profile = self.profile(self.text(spec, "file", where))
+        iterations = self.integer(spec.get("iterations"), f"{where}.iterations", minimum=1)
+        try:
+            if placement is None:
+                seconds = profile.runtime(iterations, gpus).seconds
+            else:
+                seconds = profile.runtime(iterations, placement=placement).seconds
+        except ValueError as exc:
+            raise self.fail(where, str(exc)) from None
+        return seconds, profile.model_ or None
+
+    def profile(self, name: str):
+        from chronus_py.profiler import Profile
+
+        path = self.base / name
+        if path not in self._profiles:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+            except json.JSONDecodeError as exc:
+                raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+            self._profiles[path] = Profile.from_dict(data, source=str(path))
+        return self._profiles[path]
+
+    def layers(self, raw: dict, key: str) -> tuple[str | None, str, dict[str, tuple[str, ...]], bool]:
+        from chronus_py.layers.presets import DEFAULT_PRESET, resolve_thread_names
+
+        cgroup = self.text(raw, "cgroup", key, None)
+        preset = self.text(raw, "preset", key, DEFAULT_PRESET)
+        names = raw.get("thread_names") or {}
+        if not isinstance(names, dict) or not all(isinstance(v, list) for v in names.values()):
+            raise self.fail(f"{key}.thread_names", "expected tier -> list of thread names")
+        names = {str(k): tuple(v) for k, v in names.items()}
+        checked = (preset, tuple(sorted(names.items())))
+        if checked not in self._presets:
+            try:
+                resolve_thread_names(preset, names)
+            except (TypeError, ValueError) as exc:
+                field = "thread_names" if names and "thread_names" in str(exc) else "preset"
+                raise self.fail(f"{key}.{field}", str(exc)) from None
+            self._presets.add(checked)
+        opt_in = raw.get("opt_in", True)
+        if not isinstance(opt_in, bool):
+            raise self.fail(f"{key}.opt_in", f"expected true or false, got {opt_in!r}")
+        return cgroup, preset, names, opt_in
+
+
+def _join(base: str, name: str) -> str:
+    return f"{base}.{name}" if base else name
+
+
+def _show(value: float) -> str:
+    """A time as the user wrote it: 120, not 120.0."""
+    return str(int(value)) if float(value).is_integer() else str(value)
