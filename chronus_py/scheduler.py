@@ -288,6 +288,14 @@ class Scheduler:
             self._enqueue(state, now)
         return state
 
+    def reestimate(self, job_id: str, estimate: float, now: float) -> JobState:
+        """Replace an active job's estimated total work (online re-estimation from observed
+        progress); its key is refreshed at once, and a lease planner re-plans it next round."""
+        state = self.active[job_id]
+        state.estimate = estimate
+        self._rekey([job_id], now)
+        return state
+
     def decisions(self, decided: Round) -> tuple[JobDecision, ...]:
         """Start / continue / preempt / wait for every active job after ``decided``, in submission
         order, with placement, guarantee, deadline and reason: what a cluster manager acts on."""

@@ -31,6 +31,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "the key 'default' catches the rest")
     p.add_argument("--slowdown", action="store_true",
                    help="slow jobs down by how their placement spreads them (off reproduces the artifact)")
+    p.add_argument("--profiling", action="store_true",
+                   help="run every new job on a profiling pool first and schedule by the profiler's "
+                        "estimate instead of the trace's true duration")
+    p.add_argument("--profiling-nodes", type=int, default=4, help="nodes in the profiling pool (default 4)")
+    p.add_argument("--profile-minutes", type=float, default=5.0, help="profiling window (default 5)")
+    p.add_argument("--estimate-sigma", type=float, default=0.0,
+                   help="log-normal error between estimates and true runtimes (robustness study)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
     p.set_defaults(func=run)
@@ -51,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     setup = setup_cluster(trace.jobs, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
                           config=args.cluster, tenant_map=args.tenant_map, slowdown=args.slowdown)
     result = replay(setup.jobs, setup.cluster, make_policy(args.policy), allocator=setup.allocator,
-                    speed=setup.speed, on_progress=progress_bar("replay"))
+                    speed=setup.speed, on_progress=progress_bar("replay"), **estimation(args))
     metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -65,6 +73,30 @@ def run(args: argparse.Namespace) -> int:
         reasons = ", ".join(f"{n} x {why}" for why, n in sorted(trace.dropped.items()))
         print(f"dropped {trace.dropped_rows} row(s): {reasons}", file=sys.stderr)
     return 0
+
+
+def estimation(args: argparse.Namespace) -> dict:
+    """Replay options for how estimates relate to true runtimes.
+
+    Default: the scheduler knows each true duration (as the Chronus artifact). ``--profiling``:
+    jobs pass the profiling pool and are scheduled by its estimate, off by ``--estimate-sigma``.
+    ``--estimate-sigma`` alone: the trace duration is the estimate and true runtimes deviate.
+    Whenever estimates can be wrong, running jobs are re-estimated from observed progress."""
+    from chronus_py.errors import InputError
+    from chronus_py.replay.noise import lognormal_truth
+    from chronus_py.replay.profiling import ProfilingPool
+
+    if args.estimate_sigma < 0:
+        raise InputError("--estimate-sigma", "must be >= 0")
+    if args.profiling and (args.profiling_nodes <= 0 or args.profile_minutes <= 0):
+        raise InputError("--profiling-nodes/--profile-minutes", "must be positive")
+    if args.profiling:
+        pool = ProfilingPool(args.profiling_nodes, args.gpus_per_node, args.profile_minutes * 60,
+                             sigma=args.estimate_sigma, seed=args.seed)
+        return {"profiling": pool, "reestimate_every": 300.0}
+    if args.estimate_sigma > 0:
+        return {"truth": lognormal_truth(args.estimate_sigma, args.seed), "reestimate_every": 300.0}
+    return {}
 
 
 def format_table(metrics: dict) -> str:

@@ -3,7 +3,10 @@
 The engine plays the cluster manager. It knows each job's true work (the trace duration unless a
 ``truth`` function says otherwise) and the placement slowdown; the scheduler sees only estimates
 and observed service. Same-instant order is fixed: completions free GPUs first, then every
-arrival at that instant is submitted, then one decision is taken.
+arrival at that instant is submitted (or sent to the profiling pool first), then one decision is
+taken. When estimates can be wrong, the engine re-estimates every ``reestimate_every`` seconds:
+a job that has run for ``observe`` seconds reports its iteration rate, which with its known
+iteration count gives its true work, and the scheduler gets that figure.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from chronus_py.errors import InputError
 from chronus_py.model import Cluster, Job
 from chronus_py.policies.base import Policy
 from chronus_py.replay.clock import Clock
+from chronus_py.replay.profiling import ProfilingPool
 from chronus_py.scheduler import Estimator, Scheduler, SpeedModel, oracle_estimate
 from chronus_py.state import JobState, Status
 from placement import Allocator
@@ -35,7 +39,8 @@ class ReplayResult:
 def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
            allocator: Allocator | None = None, estimator: Estimator = oracle_estimate,
            truth: Callable[[Job], float] = oracle_estimate, speed: SpeedModel | None = None,
-           on_progress: Progress | None = None) -> ReplayResult:
+           profiling: ProfilingPool | None = None, reestimate_every: float | None = None,
+           observe: float = 300.0, on_progress: Progress | None = None) -> ReplayResult:
     """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished."""
     started_at = time.perf_counter()
     ordered = sorted(jobs, key=lambda j: j.submit)
@@ -43,13 +48,19 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     for job in ordered:
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
-    scheduler = Scheduler(cluster, policy, allocator=allocator, estimator=estimator, speed=speed)
+    scheduler = Scheduler(cluster, policy, allocator=allocator,
+                          estimator=profiling.estimate if profiling else estimator, speed=speed)
     work = {job.id: truth(job) for job in ordered}
     clock = Clock(ordered)
+    profiled: list[JobState] = []
+    unsure: set[str] = set()
+    next_check = math.inf
     finished = 0
     now = 0.0
     while True:
-        now = clock.next_time(scheduler.next_wakeup(now))
+        wakeups = [t for t in (scheduler.next_wakeup(now), next_check,
+                               profiling.next_time() if profiling else None) if t is not None]
+        now = clock.next_time(min(wakeups, default=None))
         if now == math.inf:
             break
         for job_id, run in clock.pop_completions(now):
@@ -58,7 +69,22 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
                 scheduler.finish(job_id, now)
                 finished += 1
         for job in clock.pop_arrivals(now):
-            scheduler.submit(job)
+            if profiling:
+                profiling.arrive(job, work[job.id], now)
+            else:
+                unsure.add(scheduler.submit(job).id)
+        for job, start, done, end in profiling.pop(now) if profiling else ():
+            if done:
+                profiled.append(_finished_in_pool(job, start, end, work[job.id]))
+                finished += 1
+            else:
+                unsure.add(scheduler.submit(job).id)
+        unsure = {i for i in unsure if scheduler.jobs[i].estimate != work[i]}
+        if now >= next_check:
+            unsure = _reestimate(scheduler, unsure, work, now, observe)
+            next_check = math.inf
+        if reestimate_every and unsure and next_check == math.inf:
+            next_check = now + reestimate_every
         decided = scheduler.plan(now)
         for state in decided.started:
             left = work[state.id] + state.starts * state.overhead - state.service
@@ -69,7 +95,28 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     if stuck:
         raise InputError(stuck[0], f"{len(stuck)} job(s) could never be placed on this cluster")
     return ReplayResult(
-        jobs=tuple(scheduler.jobs.values()), cluster=cluster, policy=policy.name,
+        jobs=tuple(scheduler.jobs.values()) + tuple(profiled), cluster=cluster, policy=policy.name,
         wall_seconds=time.perf_counter() - started_at,
         guaranteed_ids=frozenset(s.id for s in scheduler.jobs.values() if s.was_guaranteed),
     )
+
+
+def _finished_in_pool(job: Job, start: float, end: float, work: float) -> JobState:
+    """A job whose work ended inside its profiling window: it never met the scheduler."""
+    return JobState(job=job, seq=-1, estimate=work, overhead=0.0, status=Status.FINISHED,
+                    service=work, wall=end - start, starts=1, first_start=start, finish=end)
+
+
+def _reestimate(scheduler: Scheduler, unsure: set[str], work: dict[str, float], now: float,
+                observe: float) -> set[str]:
+    """Give every job observed long enough its true work; return the jobs still unobserved."""
+    left = set()
+    for job_id in sorted(unsure, key=lambda i: scheduler.jobs[i].seq):
+        state = scheduler.jobs[job_id]
+        if state.status is Status.FINISHED:
+            continue
+        if state.service_at(now) >= observe:
+            scheduler.reestimate(job_id, work[job_id], now)
+        else:
+            left.add(job_id)
+    return left

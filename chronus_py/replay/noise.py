@@ -6,12 +6,12 @@ only on the seed and the job id, so a job gets the same error whatever else is i
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Callable
 
 import numpy as np
 
 from chronus_py.model import Job
+from chronus_py.replay.profiling import draw
 
 
 def lognormal_truth(sigma: float, seed: int = 0) -> Callable[[Job], float]:
@@ -19,8 +19,7 @@ def lognormal_truth(sigma: float, seed: int = 0) -> Callable[[Job], float]:
         raise ValueError("sigma must be >= 0")
 
     def truth(job: Job) -> float:
-        digest = hashlib.blake2b(f"{seed}:{job.id}".encode(), digest_size=8).digest()
-        rng = np.random.default_rng(int.from_bytes(digest, "little"))
-        return float(job.duration or 0.0) * float(np.exp(rng.normal(-sigma * sigma / 2, sigma)))
+        error = draw(seed, job.id, "truth").normal(-sigma * sigma / 2, sigma)
+        return float(job.duration or 0.0) * float(np.exp(error))
 
     return truth

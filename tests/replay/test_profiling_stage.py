@@ -1,0 +1,59 @@
+"""The profiling stage and online re-estimation, on hand-computed traces."""
+from __future__ import annotations
+
+import math
+
+from chronus_py.model import Cluster, Job, JobKind
+from chronus_py.policies import SRTF
+from chronus_py.replay import replay
+from chronus_py.replay.noise import lognormal_truth
+from chronus_py.replay.profiling import ProfilingPool
+
+
+def job(id, submit, duration, gpus=1, iterations=None):
+    return Job(id=id, tenant="t", gpus=gpus, submit=submit, kind=JobKind.BEST_EFFORT,
+               duration=duration, iterations=iterations)
+
+
+def test_short_jobs_finish_in_the_pool_and_others_wait_for_it():
+    pool = ProfilingPool(nodes=1, gpus_per_node=1, window=300, cv=0.0)
+    jobs = [job("short", 0, 100), job("long", 0, 1000), job("late", 10, 1000)]
+    done = {s.id: s for s in replay(jobs, Cluster.uniform(2, 1), SRTF(), profiling=pool).jobs}
+    assert done["short"].finish == 100 and done["short"].starts == 1
+    # "long" waits for the pool (100 s), is profiled 300 s, then runs 1000 s + 30 s overhead.
+    assert done["long"].first_start == 400 and done["long"].finish == 400 + 1030
+    assert done["late"].first_start == 700 and done["late"].finish == 700 + 1030
+
+
+def test_wide_jobs_are_profiled_on_one_node():
+    pool = ProfilingPool(nodes=1, gpus_per_node=8, window=300, cv=0.0)
+    assert pool.gpus_for(job("w", 0, 10, gpus=32)) == 8
+
+
+def test_profiled_estimate_error_shrinks_with_observed_iterations():
+    def spread(iterations):
+        pool = ProfilingPool(window=300, cv=0.05)
+        errors = [math.log(pool._measure(job(str(i), 0, 3000, iterations=iterations), 3000.0) / 3000)
+                  for i in range(2000)]
+        return math.sqrt(sum(e * e for e in errors) / len(errors))
+    assert abs(spread(10) - 0.05) < 0.005          # one iteration seen in the window
+    assert abs(spread(1000) - 0.05 / 10) < 0.0005  # a hundred seen
+
+
+def test_reestimation_corrects_a_wrong_estimate_and_srtf_follows_it():
+    # A's estimate says 100 s but it really needs 2000 s; B (500 s) arrives later.
+    jobs = [job("A", 0, 100), job("B", 50, 500)]
+    truth = {"A": 2000.0, "B": 500.0}
+    result = replay(jobs, Cluster.uniform(1, 1), SRTF(), truth=lambda j: truth[j.id],
+                    reestimate_every=300.0, observe=300.0)
+    done = {s.id: s for s in result.jobs}
+    # Without re-estimation A (remaining 100) keeps B waiting; at t=300 A is re-estimated
+    # to 2000 s of work, B (530) now beats A's 1730 left and preempts it.
+    assert done["B"].first_start == 300 and done["B"].finish == 830
+    assert done["A"].finish == 830 + 2000 + 60 - 300
+
+
+def test_lognormal_truth_is_per_job_and_seeded():
+    a = job("a", 0, 100)
+    assert lognormal_truth(0.3, 1)(a) == lognormal_truth(0.3, 1)(a) != lognormal_truth(0.3, 2)(a)
+    assert lognormal_truth(0.0, 1)(a) == 100
