@@ -1,0 +1,70 @@
+"""``chronus compare``: policies x traces x parameters into results.csv, report.md and plots."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+
+def _list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare policies side by side over traces and a parameter grid",
+                       description="Replay every trace x policy x parameter combination and write "
+                                   "results.csv (one row per run), report.md and PNG plots into --out. "
+                                   "Runs already in --out are skipped, failed ones retried.")
+    p.add_argument("--out", type=Path, required=True, help="results directory (created; resumed if it exists)")
+    p.add_argument("--config", type=Path, help="grid YAML (keys as the options below); options given override it")
+    p.add_argument("--traces", type=_list, help="comma-separated bundled trace names or CSV files")
+    p.add_argument("--policies", type=_list, help="comma-separated policies (fifo, srtf, edf, las, chronus)")
+    p.add_argument("--lease-min", type=_list, help="lease lengths in minutes, for policies with a lease (default 20)")
+    p.add_argument("--nodes", type=_list, help="cluster sizes in nodes (default 120)")
+    p.add_argument("--gpus-per-node", type=int, help="GPUs per node (default 8)")
+    p.add_argument("--load", type=_list,
+                   help="load factors: submit times divided by this, deadlines keep their offsets (default 1)")
+    p.add_argument("--sigma", type=_list, help="log-normal runtime estimation error sigmas (default 0)")
+    p.add_argument("--seeds", type=_list, help="seeds of the estimation error, used when sigma > 0 (default 0)")
+    p.add_argument("--executor", choices=("serial", "process", "ray"), default="process",
+                   help="where runs execute (default: a local process pool)")
+    p.add_argument("--workers", type=int, help="parallel runs (default: the CPUs available; Ray: its cluster's)")
+    p.add_argument("--ray-address", help="Ray cluster to join (default: start Ray locally)")
+    p.add_argument("--no-plots", action="store_true", help="write the table and report without figures")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from chronus_py.cli.progress import progress_bar
+    from chronus_py.errors import InputError
+    from chronus_py.sweep import compare, make_grid, read_grid
+
+    values = read_grid(args.config) if args.config else {}
+    for key in ("traces", "policies", "lease_min", "nodes", "gpus_per_node", "load", "sigma", "seeds"):
+        given = getattr(args, key)
+        if given is not None:
+            values[key] = given
+    if args.workers is not None and args.workers <= 0:
+        raise InputError("--workers", "must be positive")
+    if args.ray_address and args.executor != "ray":
+        raise InputError("--ray-address", "only applies with --executor ray")
+    grid = make_grid(args.config or "command line", values)
+    bar = progress_bar("compare")
+
+    def on_result(result, done: int, total: int) -> None:
+        if bar:
+            bar(done, total)
+        else:
+            status = f"FAILED: {result.row['error']}" if result.failed else f"{result.row['wall_seconds']:.1f} s"
+            print(f"[{done}/{total}] {result.config.key}  {status}", file=sys.stderr, flush=True)
+
+    command = "chronus " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["compare"] \
+        else "chronus compare"
+    outcome = compare(grid, args.out, executor=args.executor, workers=args.workers,
+                      ray_address=args.ray_address, on_result=on_result, plots=not args.no_plots, command=command)
+    print(f"{outcome.ran} run(s) made, {outcome.skipped} already in {outcome.out / 'results.csv'}, "
+          f"{outcome.failed} failed; report: {outcome.report}")
+    if outcome.plots_skipped:
+        print(outcome.plots_skipped, file=sys.stderr)
+    return 1 if outcome.failed else 0
