@@ -9,7 +9,7 @@ seconds; only ``now`` and ``cluster`` are required::
     policy: chronus            # chronus (default) | edf | fifo | las | srtf
     solver:                    # chronus only: how the lease plan is solved
       backend: cpsat           #   cpsat (default) | cbc | greedy
-      time_limit_s: 0.2        #   > 0; default 0.2
+      time_limit_s: 2.0        #   > 0; default 2.0 (a safety cap: CP-SAT stops on a deterministic budget first)
     cluster:                   # exactly one form:
       nodes: 4                 #   N nodes named node0..node<N-1> (zero-padded) ...
       gpus_per_node: 8         #   ... of G GPUs each (default 8); consolidated placement
@@ -60,7 +60,7 @@ _JOB_KEYS = ("id", "gpus", "submit", "estimate_seconds", "profile", "progress_se
 _SOLVER_KEYS = ("backend", "time_limit_s")
 _BACKENDS = {"cpsat": "cpsat", "cbc": "cbc", "greedy": None}
 DEFAULT_LEASE = 1200.0
-DEFAULT_TIME_LIMIT = 0.2
+DEFAULT_TIME_LIMIT = 2.0
 _MISSING = object()
 
 

@@ -20,7 +20,8 @@ class Chronus(OrderPolicy):
     lease: float = DEFAULT_LEASE
     objective: str = "minimize"
     backend: str | None = "cpsat"
-    time_limit_s: float = 0.2
+    time_limit_s: float = 2.0
+    deterministic_time: float | None = 0.2
     gpus_per_node: int = 8
     headroom: float = 0.7
     name: str = "chronus"
@@ -29,7 +30,8 @@ class Chronus(OrderPolicy):
     def prepare(self, view: View) -> Collection[str]:
         if self.selector is None:
             self.selector = LeaseSelector(self.lease, view.total_gpus, self.gpus_per_node, self.objective,
-                                          self.backend, self.time_limit_s, headroom=self.headroom)
+                                          self.backend, self.time_limit_s, headroom=self.headroom,
+                                          deterministic_time=self.deterministic_time)
             self.selector.lease_index = -1
         changed: set[str] = set()
         if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:

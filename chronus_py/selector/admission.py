@@ -74,7 +74,8 @@ class LeaseSelector:
     gpus_per_node: int = 8
     objective: str = "minimize"
     backend: str | None = "cpsat"
-    time_limit_s: float = 0.2
+    time_limit_s: float = 2.0
+    deterministic_time: float | None = 0.2
     margin: float = 0.0
     guard: float = 60.0
     headroom: float = 0.0
@@ -141,23 +142,18 @@ class LeaseSelector:
                 continue
             if self._try_guarantee(state, now, first):
                 self.stats.admitted_at_arrival += 1
-                self.tiers[state.id] = self._planned_tier(state, now)
+            if self._set_tier(state.id, self._tier(state, now)):
                 changed.add(state.id)
-            else:
-                tier = self._unguaranteed_tier(state, now)
-                if tier is not Tier.SPOT:
-                    self.tiers[state.id] = tier
-                    changed.add(state.id)
         return changed
 
-    def _target(self, state: JobState, now: float) -> DeadlineOption | None:
-        """The tightest deadline option the job can still meet if it ran from now on."""
+    def _target(self, state: JobState, now: float, before: float) -> DeadlineOption | None:
+        """The tightest deadline option before ``before`` the job can still meet from now on."""
         finish = now + state.remaining(now)
-        return next((d for d in state.job.deadlines if d.at >= finish), None)
+        return next((d for d in state.job.deadlines if finish <= d.at < before), None)
 
-    def _unguaranteed_tier(self, state: JobState, now: float) -> Tier:
+    def _unguaranteed_tier(self, state: JobState, now: float, before: float = float("inf")) -> Tier:
         """HOPELESS, URGENT, or SPOT with a trigger queued for when its laxity runs out."""
-        target = self._target(state, now)
+        target = self._target(state, now, before)
         if target is None:
             return Tier.HOPELESS
         trigger = target.at - state.remaining(now) - state.overhead - self.guard
@@ -207,7 +203,9 @@ class LeaseSelector:
                                self.objective)
         hint = {j: tuple(k - first for k in ks if k >= first) for j, ks in self.plan.items()}
         started = time.perf_counter()
-        solution = solve(problem, backend=self.backend or "greedy", time_limit_s=self.time_limit_s,
+        backend = self.backend or "greedy"
+        solution = solve(problem, backend=backend, time_limit_s=self.time_limit_s,
+                         deterministic_time=self.deterministic_time if backend == "cpsat" else None,
                          hint=_as_hint(hint, problem))
         self.stats.solve_seconds.append(time.perf_counter() - started)
         self.stats.rounds += 1
@@ -241,23 +239,44 @@ class LeaseSelector:
         heapq.heappush(self._triggers, (trigger, state.id))
         return Tier.AHEAD
 
+    def _tier(self, state: JobState, now: float) -> Tier:
+        """The job's tier now, queueing a trigger for when it next has to change.
+
+        A soft job guaranteed only a later option still competes, unguaranteed, for the
+        tighter options it can meet: the guarantee is its floor, not its target."""
+        if state.id in self.plan:
+            planned = self._planned_tier(state, now)
+            if planned is Tier.AHEAD and state.guaranteed != state.job.deadlines[0]:
+                tighter = self._unguaranteed_tier(state, now, before=state.guaranteed.at)
+                if tighter is not Tier.HOPELESS:
+                    return tighter
+            return planned
+        if not state.job.is_slo:
+            return Tier.SPOT
+        if state.status is Status.PENDING:
+            return self._unguaranteed_tier(state, now)
+        if self.hopeless(state, now):
+            return Tier.HOPELESS
+        return Tier.URGENT if self.tier(state.id) is Tier.URGENT else Tier.SPOT
+
+    def _set_tier(self, job_id: str, tier: Tier) -> bool:
+        """Record a tier; True if it changed."""
+        if self.tier(job_id) is tier:
+            return False
+        if tier is Tier.SPOT:
+            self.tiers.pop(job_id, None)
+        else:
+            self.tiers[job_id] = tier
+        return True
+
     def due(self, active: Mapping[str, JobState], now: float) -> set[str]:
-        """Jobs whose laxity trigger has come: guaranteed ones turn MUST_RUN, others URGENT
-        (or HOPELESS if the trigger came too late for every deadline)."""
+        """Jobs whose laxity trigger has come, re-tiered (MUST_RUN, URGENT or HOPELESS)."""
         changed = set()
         while self._triggers and self._triggers[0][0] <= now:
             _, job_id = heapq.heappop(self._triggers)
             state = active.get(job_id)
-            if state is None:
-                continue
-            if job_id in self.plan and self.tiers.get(job_id) is Tier.AHEAD:
-                self.tiers[job_id] = Tier.MUST_RUN
+            if state is not None and self._set_tier(job_id, self._tier(state, now)):
                 changed.add(job_id)
-            elif job_id not in self.plan and self.tier(job_id) is Tier.SPOT:
-                tier = self._unguaranteed_tier(state, now)
-                if tier is not Tier.SPOT:
-                    self.tiers[job_id] = tier
-                    changed.add(job_id)
         return changed
 
     def next_trigger(self) -> float | None:
@@ -272,22 +291,8 @@ class LeaseSelector:
         changed = set()
         self._triggers = []
         for job_id, state in active.items():
-            if job_id in self.plan:
-                tier = self._planned_tier(state, now)
-            elif state.job.is_slo and state.status is Status.PENDING:
-                tier = self._unguaranteed_tier(state, now)
-            elif state.job.is_slo and self.hopeless(state, now):
-                tier = Tier.HOPELESS
-            elif self.tier(job_id) is Tier.URGENT:
-                tier = Tier.URGENT
-            else:
-                tier = Tier.SPOT
-            if self.tiers.get(job_id, Tier.SPOT) is not tier:
+            if self._set_tier(job_id, self._tier(state, now)):
                 changed.add(job_id)
-            if tier is Tier.SPOT:
-                self.tiers.pop(job_id, None)
-            else:
-                self.tiers[job_id] = tier
         for job_id in [j for j in self.tiers if j not in active]:
             del self.tiers[job_id]
         return changed
