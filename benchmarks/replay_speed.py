@@ -23,6 +23,8 @@ KEYS = ("slo_deadline_ratio", "slo_value_ratio", "slo_last_deadline_ratio", "gua
 
 def one(trace: str, policy: str) -> dict:
     """Run inside the child: load, replay, report metrics plus load time and peak memory."""
+    import numpy as np
+
     from chronus_py.model import Cluster
     from chronus_py.policies import make_policy
     from chronus_py.readers import read_trace
@@ -31,8 +33,15 @@ def one(trace: str, policy: str) -> dict:
     started = time.perf_counter()
     loaded = read_trace(trace)
     load_s = time.perf_counter() - started
-    result = replay(loaded.jobs, Cluster.uniform(120, 8), make_policy(policy))
+    chosen = make_policy(policy)
+    result = replay(loaded.jobs, Cluster.uniform(120, 8), chosen)
     metrics = summarize(result, trace=trace, dropped=loaded.dropped)
+    selector = getattr(chosen, "selector", None)
+    if selector is not None:
+        solve = np.array(selector.stats.solve_seconds)
+        metrics.update(lease_rounds=selector.stats.rounds, solve_fallbacks=selector.stats.fallbacks,
+                       solve_median_s=float(np.median(solve)), solve_p99_s=float(np.percentile(solve, 99)),
+                       solve_max_s=float(solve.max()), demoted=len(selector.stats.demoted))
     metrics["load_seconds"] = load_s
     metrics["total_seconds"] = time.perf_counter() - started
     metrics["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -59,7 +68,9 @@ def main() -> None:
             print(f"{trace:12s} {policy:8s} replay {row['wall_seconds']:6.1f} s  total {row['total_seconds']:6.1f} s  "
                   f"peak {row['peak_rss_mib']:6.0f} MiB  DSR {row['slo_deadline_ratio']:.4f}  "
                   f"BE JCT {row['be_avg_jct'] / 60 if row['be_avg_jct'] else float('nan'):7.1f} min  "
-                  f"preempt/job {row['preemptions_per_job']:.3f}", flush=True)
+                  f"preempt/job {row['preemptions_per_job']:.3f}"
+                  + (f"  solve median {row['solve_median_s']:.4f} s p99 {row['solve_p99_s']:.3f} s"
+                     if "solve_median_s" in row else ""), flush=True)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / args.out).write_text(json.dumps(rows, indent=1) + "\n")
 

@@ -24,13 +24,14 @@ class Chronus(OrderPolicy):
     deterministic_time: float | None = 0.2
     gpus_per_node: int = 8
     headroom: float = 0.7
+    margin: float = 0.0
     name: str = "chronus"
     selector: LeaseSelector | None = field(default=None, repr=False)
 
     def prepare(self, view: View) -> Collection[str]:
         if self.selector is None:
             self.selector = LeaseSelector(self.lease, view.total_gpus, self.gpus_per_node, self.objective,
-                                          self.backend, self.time_limit_s, headroom=self.headroom,
+                                          self.backend, self.time_limit_s, headroom=self.headroom, margin=self.margin,
                                           deterministic_time=self.deterministic_time)
             self.selector.lease_index = -1
         changed: set[str] = set()

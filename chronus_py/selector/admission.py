@@ -104,6 +104,12 @@ class LeaseSelector:
         leave a gap between leases, and the job then pays the overhead again."""
         return leases_needed(state.remaining(now) * (1.0 + self.margin) + state.overhead, self.lease)
 
+    def _cover(self, state: JobState, now: float) -> float:
+        """How long before a deadline the job must start: its remaining work with the estimate's
+        safety ``margin``, one restart and ``guard`` seconds. Without the margin here too, a job
+        waiting for its laxity would find out only after starting that it was underestimated."""
+        return state.remaining(now) * (1.0 + self.margin) + state.overhead + self.guard
+
     def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
         """The job's deadline options that still have room for its remaining leases; a
         guaranteed job keeps only the option it was guaranteed."""
@@ -156,7 +162,7 @@ class LeaseSelector:
         target = self._target(state, now, before)
         if target is None:
             return Tier.HOPELESS
-        trigger = target.at - state.remaining(now) - state.overhead - self.guard
+        trigger = target.at - self._cover(state, now)
         if trigger <= now:
             return Tier.URGENT
         heapq.heappush(self._triggers, (trigger, state.id))
@@ -233,7 +239,7 @@ class LeaseSelector:
         end = lease_deadline(state.guaranteed.at, self.lease)
         if leases != tuple(range(end - len(leases), end)):
             return Tier.MUST_RUN
-        trigger = state.guaranteed.at - state.remaining(now) - state.overhead - self.guard
+        trigger = state.guaranteed.at - self._cover(state, now)
         if trigger <= now:
             return Tier.MUST_RUN
         heapq.heappush(self._triggers, (trigger, state.id))
