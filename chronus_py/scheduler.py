@@ -41,11 +41,12 @@ class Round:
 class Scheduler:
     def __init__(self, cluster: Cluster, policy: Policy, *, allocator: Allocator | None = None,
                  estimator: Estimator = oracle_estimate, overhead: Callable[[int], float] = restart_overhead,
-                 speed: SpeedModel | None = None):
+                 speed: SpeedModel | None = None, uncertainty: Callable[[Job], float] | None = None):
         self.cluster = cluster
         self.policy = policy
         self.allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
         self.estimator = estimator
+        self.uncertainty = uncertainty
         self.overhead = overhead
         self.speed = speed
         self.node_gpus = max(n.gpus for n in cluster.nodes)
@@ -65,7 +66,8 @@ class Scheduler:
         if job.id in self.jobs:
             raise ValueError(f"job {job.id} submitted twice")
         state = JobState(job=job, seq=len(self.jobs), estimate=self.estimator(job),
-                         overhead=self.overhead(job.gpus))
+                         overhead=self.overhead(job.gpus),
+                         uncertainty=self.uncertainty(job) if self.uncertainty else 0.0)
         self.jobs[job.id] = state
         self.active[job.id] = state
         self._arrived.append(state)
@@ -288,11 +290,13 @@ class Scheduler:
             self._enqueue(state, now)
         return state
 
-    def reestimate(self, job_id: str, estimate: float, now: float) -> JobState:
-        """Replace an active job's estimated total work (online re-estimation from observed
-        progress); its key is refreshed at once, and a lease planner re-plans it next round."""
+    def reestimate(self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0) -> JobState:
+        """Replace an active job's estimated total work and its relative uncertainty (online
+        re-estimation from observed progress); its key is refreshed at once, and a lease planner
+        re-plans it next round."""
         state = self.active[job_id]
         state.estimate = estimate
+        state.uncertainty = uncertainty
         self._rekey([job_id], now)
         return state
 

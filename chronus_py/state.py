@@ -25,6 +25,7 @@ class JobState:
     seq: int
     estimate: float
     overhead: float
+    uncertainty: float = 0.0
     status: Status = Status.PENDING
     service: float = 0.0
     wall: float = 0.0

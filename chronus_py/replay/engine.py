@@ -49,7 +49,8 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
     scheduler = Scheduler(cluster, policy, allocator=allocator,
-                          estimator=profiling.estimate if profiling else estimator, speed=speed)
+                          estimator=profiling.estimate if profiling else estimator, speed=speed,
+                          uncertainty=profiling.uncertainty if profiling else None)
     work = {job.id: truth(job) for job in ordered}
     clock = Clock(ordered)
     profiled: list[JobState] = []

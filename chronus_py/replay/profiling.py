@@ -11,6 +11,8 @@ true work times ``exp(e)``, ``e ~ Normal(0, s)``, with ``s = sqrt(sigma^2 + cv^2
 number of iterations the window observed (the trace's ``iterations`` column; 1 when unknown), ``cv``
 the per-iteration spread after warm-up (1-5% in the artifact's training traces), and ``sigma`` the
 extra extrapolation error of a robustness study. The draw depends only on the seed and the job id.
+The profiler knows its own measurement spread, so it reports an uncertainty band with the
+estimate (``z * cv / sqrt(n)``, relative); it cannot know ``sigma``.
 """
 from __future__ import annotations
 
@@ -39,8 +41,10 @@ class ProfilingPool:
     window: float = 5 * MINUTE
     cv: float = 0.03
     sigma: float = 0.0
+    z: float = 2.0
     seed: int = 0
     estimates: dict[str, float] = field(default_factory=dict)
+    bands: dict[str, float] = field(default_factory=dict)
     _queue: deque = field(default_factory=deque)
     _running: list = field(default_factory=list)
     _free: int = 0
@@ -54,6 +58,10 @@ class ProfilingPool:
     def estimate(self, job: Job) -> float:
         """The profiler's estimate of the job's work (set when its window ends)."""
         return self.estimates[job.id]
+
+    def uncertainty(self, job: Job) -> float:
+        """The relative half-width of the estimate's band (what a careful planner adds)."""
+        return self.bands[job.id]
 
     def arrive(self, job: Job, work: float, now: float) -> None:
         self._queue.append((job, work))
@@ -85,6 +93,7 @@ class ProfilingPool:
     def _measure(self, job: Job, work: float) -> float:
         per_iteration = work / job.iterations if job.iterations else work
         observed = max(1.0, self.window / per_iteration) if job.iterations else 1.0
+        self.bands[job.id] = self.z * self.cv / math.sqrt(observed)
         spread = math.sqrt(self.sigma ** 2 + self.cv ** 2 / observed)
         return work * float(np.exp(draw(self.seed, job.id, "profile").normal(0.0, spread)))
 

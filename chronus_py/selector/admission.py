@@ -100,15 +100,19 @@ class LeaseSelector:
         return round_up_gpus(state.gpus, self.gpus_per_node)
 
     def _need(self, state: JobState, now: float) -> int:
-        """Leases of remaining work (plus ``margin``), with one restart allowance: a plan may
-        leave a gap between leases, and the job then pays the overhead again."""
-        return leases_needed(state.remaining(now) * (1.0 + self.margin) + state.overhead, self.lease)
+        """Leases of remaining work (top of its band, plus ``margin``), with one restart
+        allowance: a plan may leave a gap between leases, and the job then pays it again."""
+        return leases_needed(self._padded(state, now) + state.overhead, self.lease)
 
     def _cover(self, state: JobState, now: float) -> float:
         """How long before a deadline the job must start: its remaining work with the estimate's
         safety ``margin``, one restart and ``guard`` seconds. Without the margin here too, a job
         waiting for its laxity would find out only after starting that it was underestimated."""
-        return state.remaining(now) * (1.0 + self.margin) + state.overhead + self.guard
+        return self._padded(state, now) + state.overhead + self.guard
+
+    def _padded(self, state: JobState, now: float) -> float:
+        """Remaining work at the top of its estimate's band, plus the safety ``margin``."""
+        return state.remaining(now) * (1.0 + self.margin + state.uncertainty)
 
     def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
         """The job's deadline options that still have room for its remaining leases; a

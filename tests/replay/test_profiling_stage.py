@@ -8,6 +8,8 @@ from chronus_py.policies import SRTF
 from chronus_py.replay import replay
 from chronus_py.replay.noise import lognormal_truth
 from chronus_py.replay.profiling import ProfilingPool
+from chronus_py.selector import LeaseSelector
+from chronus_py.state import JobState
 
 
 def job(id, submit, duration, gpus=1, iterations=None):
@@ -57,3 +59,23 @@ def test_lognormal_truth_is_per_job_and_seeded():
     a = job("a", 0, 100)
     assert lognormal_truth(0.3, 1)(a) == lognormal_truth(0.3, 1)(a) != lognormal_truth(0.3, 2)(a)
     assert lognormal_truth(0.0, 1)(a) == 100
+
+
+def test_profiler_reports_its_band_and_planning_pads_by_it():
+    pool = ProfilingPool(nodes=1, gpus_per_node=1, window=300, cv=0.05)
+    jobs = [job("G", 0, 6000.0, iterations=10)]   # one iteration per window: band = 2 x 5%
+    replay(jobs, Cluster.uniform(1, 1), SRTF(), profiling=pool)
+    assert math.isclose(pool.uncertainty(jobs[0]), 0.10)
+
+    selector = LeaseSelector(lease=1200.0, capacity=8)
+    state = JobState(job=jobs[0], seq=0, estimate=2350.0, overhead=30.0)
+    assert selector._need(state, 0.0) == 3            # 2350 + 2 x 30 = 2410 s
+    state.uncertainty = 0.10
+    assert selector._need(state, 0.0) == 3            # 2380 x 1.1 + 30 = 2648 s
+    state.estimate = 2000.0
+    state.uncertainty = 0.0
+    assert selector._need(state, 0.0) == 2            # 2060 s
+    state.uncertainty = 0.10
+    assert selector._need(state, 0.0) == 2            # 2030 x 1.1 + 30 = 2263 s
+    state.uncertainty = 0.20
+    assert selector._need(state, 0.0) == 3            # 2030 x 1.2 + 30 = 2466 s
