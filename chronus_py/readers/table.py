@@ -31,6 +31,21 @@ def read_header(path: Path) -> list[str]:
     return [h.strip() for h in header]
 
 
+def check_row_widths(path: Path, width: int) -> None:
+    """Every non-blank row must have the header's number of fields: a longer row would otherwise
+    shift its values into the wrong columns without a word."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            next(reader, None)
+            for row in reader:
+                if row and any(cell.strip() for cell in row) and len(row) != width:
+                    raise InputError(path, f"{len(row)} fields, the header has {width}",
+                                     line=reader.line_num)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(path, f"cannot read: {exc}") from None
+
+
 class Table:
     """A CSV file's rows as strings, with per-row problems collected as checks run."""
 
@@ -40,9 +55,10 @@ class Table:
         for column in required:
             if column not in header:
                 raise InputError(path, "missing from header", line=HEADER_LINE, field=f"column {column}")
+        check_row_widths(path, len(header))
         try:
             self.df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
-                                  encoding="utf-8-sig")
+                                  encoding="utf-8-sig", index_col=False)
         except (pd.errors.ParserError, ValueError) as exc:
             raise InputError(path, f"not a CSV table: {str(exc).splitlines()[0]}") from None
         self.df.columns = [c.strip() for c in self.df.columns]
@@ -87,6 +103,7 @@ class Table:
         empty = raw == ""
         bad = np.isnan(values) & ~(empty & optional)
         self.flag(bad, f"column {column}", "not a number:", lambda row: repr(raw[row]))
+        self.flag(np.isinf(values), f"column {column}", "must be finite")
         if integer:
             self.flag(~bad & ~np.isnan(values) & (values != np.round(values)),
                       f"column {column}", "not a whole number")

@@ -33,7 +33,6 @@ class ReplayResult:
     cluster: Cluster
     policy: str
     wall_seconds: float
-    guaranteed_ids: frozenset[str] = frozenset()
 
 
 def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
@@ -98,7 +97,6 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     return ReplayResult(
         jobs=tuple(scheduler.jobs.values()) + tuple(profiled), cluster=cluster, policy=policy.name,
         wall_seconds=time.perf_counter() - started_at,
-        guaranteed_ids=frozenset(s.id for s in scheduler.jobs.values() if s.was_guaranteed),
     )
 
 

@@ -66,6 +66,8 @@ BAD = [
     ("job_id,submit_time,duration,num_gpu,deadline\n1,50,5,1,40\n", 2, "column deadline: is before submit_time"),
     ("job_id,submit_time,duration,num_gpu\n1,0,5,1\n1,3,5,1\n", 3, "column job_id: duplicate id '1' (first on line 2)"),
     (f"{ELASTICFLOW_HEADER}\n1,100,5,m,50,1,1,5\n", 2, "column deadline: is before submission_time"),
+    ("job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,0,5,1,9,9\n", 3, "6 fields, the header has 4"),
+    ("job_id,submit_time,duration,num_gpu\n1,0,inf,1\n", 2, "column duration: must be finite"),
     (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30-20,10-8,0,soft\n", 2, "column expect_time_list: deadlines must be"),
     (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30-40,10,0,soft\n", 2, "column expect_value_list: 1 values for 2 deadlines"),
     (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,abc,10,0,strict\n", 2, "column expect_time_list: not a '-'-joined"),
