@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
-from chronus_py.model import Cluster, Job, JobKind
+import pytest
+
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import SRTF
 from chronus_py.replay import replay
 from chronus_py.replay.noise import lognormal_truth
@@ -79,3 +81,37 @@ def test_profiler_reports_its_band_and_planning_pads_by_it():
     assert selector._need(state, 0.0) == 2            # 2030 x 1.1 + 30 = 2263 s
     state.uncertainty = 0.20
     assert selector._need(state, 0.0) == 3            # 2030 x 1.2 + 30 = 2466 s
+
+
+def slo(id, submit, duration, deadline, gpus=1):
+    return Job(id=id, tenant="t", gpus=gpus, submit=submit, kind=JobKind.STRICT_SLO, duration=duration,
+               deadlines=(DeadlineOption(deadline, 1.0),))
+
+
+def pool_starts(order):
+    """Profiling start per job: a 2-GPU pool, an 8-GPU job queued ahead of two 1-GPU jobs."""
+    pool = ProfilingPool(nodes=1, gpus_per_node=2, window=300, cv=0.0, order=order)
+    jobs = [job("busy", 0, 1000), slo("wide", 1, 1000, 10_000, gpus=2), job("be", 2, 1000),
+            slo("tight", 3, 1000, 2_000)]
+    starts = {}
+    for j in jobs:
+        pool.arrive(j, j.duration, j.submit)
+    while pool.next_time() < math.inf:
+        for j, start, _, _ in pool.pop(pool.next_time()):
+            starts[j.id] = start
+    return starts
+
+
+def test_fifo_pool_profiles_in_arrival_order_and_blocks_behind_the_head():
+    assert pool_starts("fifo") == {"busy": 0, "wide": 300, "be": 600, "tight": 600}
+
+
+def test_deadline_pool_profiles_the_tightest_deadline_first_and_backfills():
+    # "be" fills the GPU "wide" (2 GPUs) cannot use yet; when "busy" ends, "tight" goes before
+    # "wide" (earlier deadline), which gets both GPUs once "tight" and "be" are done.
+    assert pool_starts("deadline") == {"busy": 0, "be": 2, "tight": 300, "wide": 600}
+
+
+def test_unknown_pool_order_is_rejected():
+    with pytest.raises(ValueError, match="order"):
+        ProfilingPool(order="lifo")
