@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from chronus_py.estimate_error import EstimateErrors
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.overhead import restart_overhead
 from chronus_py.plan import JobDecision, decide
@@ -49,6 +50,7 @@ class Scheduler:
         self.uncertainty = uncertainty
         self.overhead = overhead
         self.speed = speed
+        self.estimate_errors = EstimateErrors()
         self.node_gpus = max(n.gpus for n in cluster.nodes)
         self.jobs: dict[str, JobState] = {}
         self.active: dict[str, JobState] = {}
@@ -116,7 +118,8 @@ class Scheduler:
 
     def view(self, now: float) -> View:
         return View(now=now, active=self.active, running=self.running, arrived=tuple(self._arrived),
-                    free_gpus=self.allocator.free_gpus(), total_gpus=self.cluster.gpus)
+                    free_gpus=self.allocator.free_gpus(), total_gpus=self.cluster.gpus,
+                    estimate_pad=self.estimate_errors.pad())
 
     def next_wakeup(self, now: float) -> float | None:
         """The next instant at which the plan may change without any arrival or completion."""
@@ -185,9 +188,11 @@ class Scheduler:
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
         tail = [self.running[i] for _, i in self._running_sorted[cut:]]
-        for state in tail:
-            self._set_running_key(state, self.policy.key(state, now))
-        fresh = sorted((self._running_key[s.id], s.id) for s in tail)
+        fresh = sorted((self.policy.key(s, now), s.id) for s in tail)
+        self._running_key.update((job_id, key) for key, job_id in fresh)
+        del self._running_sorted[cut:]
+        self._running_sorted += fresh
+        self._running_sorted.sort()  # two sorted runs: one linear merge, not a bisect per job
         budget = self.allocator.free_gpus() + sum(s.gpus for s in tail)
         smallest = min(min(self._pending_sizes), min(s.gpus for s in tail))
         keep, start = set(), []
@@ -293,8 +298,12 @@ class Scheduler:
     def reestimate(self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0) -> JobState:
         """Replace an active job's estimated total work and its relative uncertainty (online
         re-estimation from observed progress); its key is refreshed at once, and a lease planner
-        re-plans it next round."""
+        re-plans it next round. A job's first re-estimate also teaches ``estimate_errors`` how far
+        off first estimates are, which pads the plans of jobs not observed yet."""
         state = self.active[job_id]
+        if not state.observed:
+            self.estimate_errors.record(state.estimate, estimate)
+            state.observed = True
         state.estimate = estimate
         state.uncertainty = uncertainty
         self._rekey([job_id], now)

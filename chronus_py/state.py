@@ -26,6 +26,7 @@ class JobState:
     estimate: float
     overhead: float
     uncertainty: float = 0.0
+    observed: bool = False
     status: Status = Status.PENDING
     service: float = 0.0
     wall: float = 0.0

@@ -34,6 +34,7 @@ class Chronus(OrderPolicy):
                                           self.backend, self.time_limit_s, headroom=self.headroom, margin=self.margin,
                                           deterministic_time=self.deterministic_time)
             self.selector.lease_index = -1
+        self.selector.estimate_pad = view.estimate_pad
         changed: set[str] = set()
         if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
             changed |= self.selector.new_lease(view.active, view.now)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from itertools import chain
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable, Mapping
@@ -79,6 +80,7 @@ class LeaseSelector:
     margin: float = 0.0
     guard: float = 60.0
     headroom: float = 0.0
+    estimate_pad: float = 0.0
     lease_index: int = 0
     plan: dict[str, tuple[int, ...]] = field(default_factory=dict)
     tiers: dict[str, Tier] = field(default_factory=dict)
@@ -111,8 +113,10 @@ class LeaseSelector:
         return self._padded(state, now) + state.overhead + self.guard
 
     def _padded(self, state: JobState, now: float) -> float:
-        """Remaining work at the top of its estimate's band, plus the safety ``margin``."""
-        return state.remaining(now) * (1.0 + self.margin + state.uncertainty)
+        """Remaining work at the top of its estimate's band, plus the safety ``margin``; a job not
+        observed yet gets at least ``estimate_pad``, what earlier estimates turned out to miss."""
+        band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_pad)
+        return state.remaining(now) * (1.0 + self.margin + band)
 
     def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
         """The job's deadline options that still have room for its remaining leases; a
@@ -211,12 +215,11 @@ class LeaseSelector:
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
         problem = LeaseProblem(np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed),
                                self.objective)
-        hint = {j: tuple(k - first for k in ks if k >= first) for j, ks in self.plan.items()}
         started = time.perf_counter()
         backend = self.backend or "greedy"
         solution = solve(problem, backend=backend, time_limit_s=self.time_limit_s,
                          deterministic_time=self.deterministic_time if backend == "cpsat" else None,
-                         hint=_as_hint(hint, problem))
+                         hint=_as_hint(self.plan, first, problem))
         self.stats.solve_seconds.append(time.perf_counter() - started)
         self.stats.rounds += 1
         self.stats.fallbacks += solution.stats.fallback
@@ -308,7 +311,18 @@ class LeaseSelector:
         return changed
 
 
-def _as_hint(hint: Mapping[str, tuple[int, ...]], problem: LeaseProblem) -> dict[str, Placement]:
-    """The previous plan as a solver hint (option 0: fixed jobs carry only their guaranteed one)."""
+def _as_hint(plan: Mapping[str, tuple[int, ...]], first: int, problem: LeaseProblem) -> dict[str, Placement]:
+    """The previous plan's leases from ``first`` on, as solver slots (option 0: fixed jobs carry
+    only their guaranteed one). One array pass over all jobs: plans hold thousands of leases."""
     ids = problem.index()
-    return {j: Placement(0, s) for j, s in hint.items() if j in ids and s}
+    names = [j for j in plan if j in ids]
+    if not names:
+        return {}
+    sizes = np.fromiter((len(plan[j]) for j in names), dtype=np.int64, count=len(names))
+    slots = np.fromiter(chain.from_iterable(plan[j] for j in names), dtype=np.int64, count=int(sizes.sum())) - first
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    past = np.add.reduceat((slots < 0).astype(np.int64), starts)
+    flat = slots.tolist()
+    return {j: Placement(0, tuple(flat[a + p:b]))
+            for j, a, p, b in zip(names, starts.tolist(), past.tolist(), ends.tolist()) if a + p < b}
