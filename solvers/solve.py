@@ -39,7 +39,8 @@ def as_assignment(hint: Hint) -> dict[str, Placement] | None:
         return None
     if isinstance(hint, LeaseSolution):
         return hint.assignment()
-    return {j: Placement(int(p[0]), tuple(int(t) for t in p[1])) for j, p in hint.items()}
+    return {j: p if isinstance(p, Placement) else Placement(int(p[0]), tuple(int(t) for t in p[1]))
+            for j, p in hint.items()}
 
 
 def greedy_start(problem: LeaseProblem, hint: Hint = None, b: Bounds | None = None) -> GreedyPlan:
