@@ -58,7 +58,7 @@ def place(problem: LeaseProblem, i: int, free: np.ndarray) -> Placement | None:
         slots = latest_slots(free, job.gpus, job.earliest_slot, opt.deadline_slot, opt.leases_needed)
         if slots is not None:
             free[slots] -= job.gpus
-            return Placement(k, tuple(int(t) for t in slots))
+            return Placement(k, tuple(slots.tolist()))
     return None
 
 

@@ -4,6 +4,11 @@ Order: jobs the lease plan must run in this lease, then every other job by remai
 (non-guaranteed SLO and best-effort alike, plus guaranteed jobs ahead of their plan, which only
 earns them slack), then hopeless SLO jobs. Unlike the artifact, nothing is stopped at a lease
 boundary unless the new order needs its GPUs, so a job that keeps its place runs on.
+
+A guaranteed job running ahead of its plan (it started on GPUs nobody else wanted) competes by
+remaining work like any spot job, instead of being the first to go: stopping it for a longer job
+only wastes its restart and adds a preemption (Philly SLO: 0.58 -> 0.46 preemptions per job,
+first-deadline ratio unchanged).
 """
 from __future__ import annotations
 
@@ -11,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Collection
 
 from chronus_py.policies.base import OrderPolicy, View
-from chronus_py.selector import DEFAULT_LEASE, LeaseSelector
-from chronus_py.state import JobState
+from chronus_py.selector import DEFAULT_LEASE, LeaseSelector, Tier
+from chronus_py.state import JobState, Status
 
 
 @dataclass
@@ -43,7 +48,9 @@ class Chronus(OrderPolicy):
         return changed | self.selector.due(view.active, view.now)
 
     def key(self, job: JobState, now: float) -> tuple:
-        tier = self.selector.tier(job.id) if self.selector else 1
+        tier = self.selector.tier(job.id) if self.selector else Tier.SPOT
+        if tier is Tier.AHEAD and job.status is Status.RUNNING:
+            tier = Tier.SPOT
         return (tier, job.remaining(now), job.seq)
 
     def next_wakeup(self, now: float) -> float | None:

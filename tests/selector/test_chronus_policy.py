@@ -64,3 +64,14 @@ def test_plan_never_exceeds_capacity_and_guarantees_hold(rows):
     for s in result.jobs:
         if s.was_guaranteed is not None and s.id not in policy.selector.stats.demoted:
             assert s.finish <= s.was_guaranteed.at + 1e-6
+
+
+def test_guaranteed_job_running_ahead_of_its_plan_is_not_stopped_for_a_longer_job():
+    # G is guaranteed for lease 7 (latest slot) but starts at once on the idle GPU. A longer
+    # best-effort job arriving later does not stop it; a shorter one does (SRTF among spot jobs).
+    g = job("G", 0, 1000, deadlines=[(9600, 10)])
+    done = {s.id: s for s in replay([g, job("long", 100, 5000)], Cluster.uniform(1, 1), Chronus(backend=None)).jobs}
+    assert done["G"].was_guaranteed is not None and done["G"].first_start == 0
+    assert done["G"].preemptions == 0 and done["long"].first_start == done["G"].finish == 1030
+    done = {s.id: s for s in replay([g, job("short", 100, 100)], Cluster.uniform(1, 1), Chronus(backend=None)).jobs}
+    assert done["short"].first_start == 100 and done["G"].preemptions == 1
