@@ -36,6 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "estimate instead of the trace's true duration")
     p.add_argument("--profiling-nodes", type=int, default=4, help="nodes in the profiling pool (default 4)")
     p.add_argument("--profile-minutes", type=float, default=5.0, help="profiling window (default 5)")
+    p.add_argument("--profiling-order", choices=("deadline", "fifo"), default="deadline",
+                   help="who the pool profiles first: tightest deadline, with backfill (default), "
+                        "or arrival order (the artifact)")
     p.add_argument("--estimate-sigma", type=float, default=0.0,
                    help="log-normal error between estimates and true runtimes (robustness study)")
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
@@ -92,7 +95,7 @@ def estimation(args: argparse.Namespace) -> dict:
         raise InputError("--profiling-nodes/--profile-minutes", "must be positive")
     if args.profiling:
         pool = ProfilingPool(args.profiling_nodes, args.gpus_per_node, args.profile_minutes * 60,
-                             sigma=args.estimate_sigma, seed=args.seed)
+                             sigma=args.estimate_sigma, seed=args.seed, order=args.profiling_order)
         return {"profiling": pool, "reestimate_every": 300.0}
     if args.estimate_sigma > 0:
         return {"truth": lognormal_truth(args.estimate_sigma, args.seed), "reestimate_every": 300.0}

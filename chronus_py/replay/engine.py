@@ -70,7 +70,7 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
                 finished += 1
         for job in clock.pop_arrivals(now):
             if profiling:
-                profiling.arrive(job, work[job.id], now)
+                profiling.arrive(job, work[job.id])
             else:
                 unsure.add(scheduler.submit(job).id)
         for job, start, done, end in profiling.pop(now) if profiling else ():

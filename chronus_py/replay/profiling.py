@@ -73,11 +73,12 @@ class ProfilingPool:
         """The relative half-width of the estimate's band (what a careful planner adds)."""
         return self.bands[job.id]
 
-    def arrive(self, job: Job, work: float, now: float) -> None:
+    def arrive(self, job: Job, work: float) -> None:
+        """Queue a new job; it starts at the next ``pop``, so jobs arriving at the same instant
+        are profiled in the pool's order, not in the order they were handed over."""
         first = job.first_deadline if self.order == "deadline" else 0.0
         bisect.insort(self._queue, (first, self._arrivals, job, work))
         self._arrivals += 1
-        self._start_waiting(now)
 
     def _start_waiting(self, now: float) -> None:
         """Start queued jobs in order; under ``deadline`` order, later ones fill GPUs the head
@@ -101,7 +102,8 @@ class ProfilingPool:
         return self._running[0][0] if self._running else math.inf
 
     def pop(self, now: float) -> list[tuple[Job, float, bool, float]]:
-        """Jobs whose window ended by ``now``: (job, start, finished in the pool, end)."""
+        """Jobs whose window ended by ``now``: (job, start, finished in the pool, end); then the
+        freed GPUs go to queued jobs."""
         out = []
         while self._running and self._running[0][0] <= now:
             end, _, _, job, work, done, start = heapq.heappop(self._running)

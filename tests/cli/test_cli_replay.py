@@ -74,3 +74,15 @@ def test_unmapped_tenant_is_a_one_line_error(write, capsys):
     path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\n")
     assert main(["replay", "--trace", str(path), "--cluster", CONFIG]) == 2
     assert "tenant 'x' (job a) has no virtual cluster" in capsys.readouterr().err
+
+
+def test_profiling_pool_order(write, capsys):
+    # One profiling GPU: by deadline, b is profiled first (0-300) and ends at 300 + 1000 + 30;
+    # in arrival order it waits for a's profile and misses its 1500 s deadline.
+    path = write("job_id,submit_time,duration,num_gpu,deadline\na,0,1000,1,\nb,0,1000,1,1500\n")
+    ratios = {}
+    for order in ("deadline", "fifo"):
+        assert main(["replay", "--trace", str(path), "--nodes", "2", "--gpus-per-node", "1", "--json",
+                     "--profiling", "--profiling-nodes", "1", "--profiling-order", order]) == 0
+        ratios[order] = json.loads(capsys.readouterr().out)["slo_deadline_ratio"]
+    assert ratios == {"deadline": 1.0, "fifo": 0.0}

@@ -95,7 +95,8 @@ def pool_starts(order):
             slo("tight", 3, 1000, 2_000)]
     starts = {}
     for j in jobs:
-        pool.arrive(j, j.duration, j.submit)
+        pool.arrive(j, j.duration)
+        pool.pop(j.submit)
     while pool.next_time() < math.inf:
         for j, start, _, _ in pool.pop(pool.next_time()):
             starts[j.id] = start
