@@ -173,7 +173,7 @@ def assemble_plan(scheduler: Scheduler, decided: Round, *, host_layers: Mapping[
     if selector is not None:
         lease_end = selector.lease_end()
         order = sorted(selector.plan, key=lambda j: scheduler.jobs[j].seq)
-        lease_plan = {j: tuple(k * selector.lease for k in selector.plan[j]) for j in order}
+        lease_plan = {j: tuple(k * selector.settings.lease for k in selector.plan[j]) for j in order}
         stats = selector.stats
         solver = {
             "backend": stats.last_backend,

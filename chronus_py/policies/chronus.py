@@ -16,28 +16,20 @@ from dataclasses import dataclass, field
 from typing import Collection
 
 from chronus_py.policies.base import OrderPolicy, View
-from chronus_py.selector import DEFAULT_LEASE, LeaseSelector, Tier
+from chronus_py.selector import LeaseSelector, LeaseSettings, Tier
 from chronus_py.state import JobState, Status
 
 
 @dataclass
-class Chronus(OrderPolicy):
-    lease: float = DEFAULT_LEASE
-    objective: str = "minimize"
-    backend: str | None = "cpsat"
-    time_limit_s: float = 2.0
-    deterministic_time: float | None = 0.2
-    gpus_per_node: int = 8
-    headroom: float = 0.7
-    margin: float = 0.0
+class Chronus(LeaseSettings, OrderPolicy):
+    """The policy's constructor takes every :class:`LeaseSettings` knob (``Chronus(headroom=0.5)``)."""
+
     name: str = "chronus"
     selector: LeaseSelector | None = field(default=None, repr=False)
 
     def prepare(self, view: View) -> Collection[str]:
         if self.selector is None:
-            self.selector = LeaseSelector(self.lease, view.total_gpus, self.gpus_per_node, self.objective,
-                                          self.backend, self.time_limit_s, headroom=self.headroom, margin=self.margin,
-                                          deterministic_time=self.deterministic_time)
+            self.selector = LeaseSelector(self.settings(), view.total_gpus)
             self.selector.lease_index = -1
         self.selector.estimate_pad = view.estimate_pad
         changed: set[str] = set()

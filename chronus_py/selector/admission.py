@@ -41,6 +41,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption
 from chronus_py.selector.leases import lease_deadline, lease_of, leases_needed, round_up_gpus
+from chronus_py.selector.settings import LeaseSettings
 from chronus_py.state import JobState, Status
 from solvers import LeaseJob, LeaseOption, LeaseProblem, Placement, solve
 from solvers.greedy import latest_slots
@@ -70,16 +71,8 @@ class SelectorStats:
 
 @dataclass
 class LeaseSelector:
-    lease: float
+    settings: LeaseSettings
     capacity: int
-    gpus_per_node: int = 8
-    objective: str = "minimize"
-    backend: str | None = "cpsat"
-    time_limit_s: float = 2.0
-    deterministic_time: float | None = 0.2
-    margin: float = 0.0
-    guard: float = 60.0
-    headroom: float = 0.0
     estimate_pad: float = 0.0
     lease_index: int = 0
     plan: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -95,28 +88,28 @@ class LeaseSelector:
         return self.tiers.get(job_id, Tier.SPOT)
 
     def lease_end(self) -> float:
-        return (self.lease_index + 1) * self.lease
+        return (self.lease_index + 1) * self.settings.lease
 
     # -- sizes ----------------------------------------------------------------------------------
     def _gpus(self, state: JobState) -> int:
-        return round_up_gpus(state.gpus, self.gpus_per_node)
+        return round_up_gpus(state.gpus, self.settings.gpus_per_node)
 
     def _need(self, state: JobState, now: float) -> int:
         """Leases of remaining work (top of its band, plus ``margin``), with one restart
         allowance: a plan may leave a gap between leases, and the job then pays it again."""
-        return leases_needed(self._padded(state, now) + state.overhead, self.lease)
+        return leases_needed(self._padded(state, now) + state.overhead, self.settings.lease)
 
     def _cover(self, state: JobState, now: float) -> float:
         """How long before a deadline the job must start: its remaining work with the estimate's
         safety ``margin``, one restart and ``guard`` seconds. Without the margin here too, a job
         waiting for its laxity would find out only after starting that it was underestimated."""
-        return self._padded(state, now) + state.overhead + self.guard
+        return self._padded(state, now) + state.overhead + self.settings.guard
 
     def _padded(self, state: JobState, now: float) -> float:
         """Remaining work at the top of its estimate's band, plus the safety ``margin``; a job not
         observed yet gets at least ``estimate_pad``, what earlier estimates turned out to miss."""
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_pad)
-        return state.remaining(now) * (1.0 + self.margin + band)
+        return state.remaining(now) * (1.0 + self.settings.margin + band)
 
     def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
         """The job's deadline options that still have room for its remaining leases; a
@@ -124,7 +117,7 @@ class LeaseSelector:
         need = self._need(state, now)
         out = []
         for d in ([state.guaranteed] if state.guaranteed else state.job.deadlines):
-            slots = lease_deadline(d.at, self.lease) - first
+            slots = lease_deadline(d.at, self.settings.lease) - first
             if slots >= need:
                 out.append((LeaseOption(slots, need, float(d.value)), d))
         return out
@@ -149,8 +142,8 @@ class LeaseSelector:
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
         """Guarantee each arriving SLO job whose best fitting option fits the plan's residual."""
         changed: set[str] = set()
-        current = lease_of(now, self.lease)
-        first = current if now <= current * self.lease + 1e-9 else current + 1
+        current = lease_of(now, self.settings.lease)
+        first = current if now <= current * self.settings.lease + 1e-9 else current + 1
         for state in arrived:
             if not state.job.is_slo or state.id in self.plan:
                 continue
@@ -180,10 +173,10 @@ class LeaseSelector:
         gpus = self._gpus(state)
         need = self._need(state, now)
         for option in state.job.deadlines:
-            end = lease_deadline(option.at, self.lease)
+            end = lease_deadline(option.at, self.settings.lease)
             if end - first < need:
                 continue
-            free = self._free(first, end) - int(self.headroom * self.capacity)
+            free = self._free(first, end) - int(self.settings.headroom * self.capacity)
             slots = latest_slots(free, gpus, 0, end - first, need)
             if slots is not None:
                 state.guaranteed = state.was_guaranteed = option
@@ -194,7 +187,7 @@ class LeaseSelector:
     # -- lease boundaries -------------------------------------------------------------------------
     def new_lease(self, active: Mapping[str, JobState], now: float) -> set[str]:
         """Re-plan every guarantee from remaining work, retry admission, and re-tier all jobs."""
-        self.lease_index = lease_of(now, self.lease)
+        self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
         for state in active.values():
@@ -214,11 +207,11 @@ class LeaseSelector:
             (fixed if job.fixed else candidates).append(job)
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
         problem = LeaseProblem(np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed),
-                               self.objective)
+                               self.settings.objective)
         started = time.perf_counter()
-        backend = self.backend or "greedy"
-        solution = solve(problem, backend=backend, time_limit_s=self.time_limit_s,
-                         deterministic_time=self.deterministic_time if backend == "cpsat" else None,
+        backend = self.settings.backend or "greedy"
+        solution = solve(problem, backend=backend, time_limit_s=self.settings.time_limit_s,
+                         deterministic_time=self.settings.deterministic_time if backend == "cpsat" else None,
                          hint=_as_hint(self.plan, first, problem))
         self.stats.solve_seconds.append(time.perf_counter() - started)
         self.stats.rounds += 1
@@ -243,7 +236,7 @@ class LeaseSelector:
         leases = self.plan[state.id]
         if self.lease_index not in leases:
             return Tier.AHEAD
-        end = lease_deadline(state.guaranteed.at, self.lease)
+        end = lease_deadline(state.guaranteed.at, self.settings.lease)
         if leases != tuple(range(end - len(leases), end)):
             return Tier.MUST_RUN
         trigger = state.guaranteed.at - self._cover(state, now)

@@ -8,7 +8,7 @@ from chronus_py.estimate_error import EstimateErrors
 from chronus_py.model import Cluster, Job, JobKind
 from chronus_py.policies import SRTF
 from chronus_py.scheduler import Scheduler
-from chronus_py.selector import LeaseSelector
+from chronus_py.selector import LeaseSelector, LeaseSettings
 from chronus_py.state import JobState
 
 
@@ -51,7 +51,7 @@ def test_scheduler_learns_from_the_first_re_estimate_of_each_job_only():
 
 
 def test_selector_pads_only_jobs_not_observed_yet():
-    selector = LeaseSelector(lease=1200.0, capacity=8, estimate_pad=0.5)
+    selector = LeaseSelector(LeaseSettings(lease=1200.0), capacity=8, estimate_pad=0.5)
     state = JobState(job=be("a", 2000.0), seq=0, estimate=2000.0, overhead=0.0, uncertainty=0.1)
     assert selector._padded(state, 0.0) == pytest.approx(3000.0)   # pad beats the band
     state.observed = True

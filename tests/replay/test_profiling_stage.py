@@ -10,7 +10,7 @@ from chronus_py.policies import SRTF
 from chronus_py.replay import replay
 from chronus_py.replay.noise import lognormal_truth
 from chronus_py.replay.profiling import ProfilingPool
-from chronus_py.selector import LeaseSelector
+from chronus_py.selector import LeaseSelector, LeaseSettings
 from chronus_py.state import JobState
 
 
@@ -69,7 +69,7 @@ def test_profiler_reports_its_band_and_planning_pads_by_it():
     replay(jobs, Cluster.uniform(1, 1), SRTF(), profiling=pool)
     assert math.isclose(pool.uncertainty(jobs[0]), 0.10)
 
-    selector = LeaseSelector(lease=1200.0, capacity=8)
+    selector = LeaseSelector(LeaseSettings(lease=1200.0), capacity=8)
     state = JobState(job=jobs[0], seq=0, estimate=2350.0, overhead=30.0)
     assert selector._need(state, 0.0) == 3            # 2350 + 2 x 30 = 2410 s
     state.uncertainty = 0.10
