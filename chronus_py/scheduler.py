@@ -52,6 +52,7 @@ class Scheduler:
         self.speed = speed
         self.estimate_errors = EstimateErrors()
         self.node_gpus = max(n.gpus for n in cluster.nodes)
+        self.total_gpus = cluster.gpus
         self.jobs: dict[str, JobState] = {}
         self.active: dict[str, JobState] = {}
         self.running: dict[str, JobState] = {}
@@ -118,7 +119,7 @@ class Scheduler:
 
     def view(self, now: float) -> View:
         return View(now=now, active=self.active, running=self.running, arrived=tuple(self._arrived),
-                    free_gpus=self.allocator.free_gpus(), total_gpus=self.cluster.gpus,
+                    free_gpus=self.allocator.free_gpus(), total_gpus=self.total_gpus,
                     estimate_pad=self.estimate_errors.pad())
 
     def next_wakeup(self, now: float) -> float | None:

@@ -39,14 +39,13 @@ class JobState:
     placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     guaranteed: DeadlineOption | None = None
     was_guaranteed: DeadlineOption | None = None
+    id: str = field(init=False)
+    gpus: int = field(init=False)
 
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def gpus(self) -> int:
-        return self.job.gpus
+    def __post_init__(self) -> None:
+        # Copies of the job's, as plain slots: the scheduler reads them millions of times a replay.
+        self.id = self.job.id
+        self.gpus = self.job.gpus
 
     def service_at(self, now: float) -> float:
         """Seconds of progress (at full speed) received so far, including the current run."""

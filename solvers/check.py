@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solvers.flat import flatten
 from solvers.problem import LeaseProblem
 from solvers.solution import Assignment, LeaseSolution, Placement
 
@@ -35,6 +36,8 @@ def check(problem: LeaseProblem, solution: LeaseSolution) -> list[str]:
 
 def check_assignment(problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...] = ()) -> list[str]:
     """``check`` for a bare assignment (admitted jobs only), as backends produce it."""
+    if not dropped and _plainly_feasible(problem, assignment):
+        return []
     errors: list[str] = []
     dropped_set = set(dropped)
     index = problem.index()
@@ -77,6 +80,16 @@ def check_assignment(problem: LeaseProblem, assignment: Assignment, dropped: tup
     for t in over:
         errors.append(f"slot {int(t)}: {int(usage[t])} GPUs planned > capacity {int(problem.capacity[t])}")
     return errors
+
+
+def _plainly_feasible(problem: LeaseProblem, assignment: Assignment) -> bool:
+    """The common case in one array pass: every placement valid, every fixed job admitted,
+    capacity kept. False only means the line-by-line check has to say what is wrong."""
+    flat = flatten(problem, assignment)
+    if not flat.complete or not flat.valid.all() or any(j.fixed and j.id not in assignment for j in problem.jobs):
+        return False
+    used = flat.usage(flat.valid, len(problem.capacity))
+    return used.size <= len(problem.capacity) and not np.any(used > problem.capacity)
 
 
 def require_feasible(problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...] = ()) -> None:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
+from solvers.flat import flatten
 from solvers.problem import LeaseJob, LeaseProblem
 from solvers.solution import Assignment, Placement
 
@@ -92,37 +92,15 @@ def _take_all_hints(problem: LeaseProblem, hint: Assignment, free: np.ndarray,
                     assignment: dict[str, Placement]) -> bool:
     """Keep every valid hinted placement at once when together they fit ``free`` (then updated
     in place). Invalid ones (wrong length, outside the window) are left for packing, as the
-    one-by-one check would; so the result is the same, from a few array operations instead of
-    a loop per job over plans that hold thousands of leases. False (nothing changed): the
-    valid ones overflow some slot, and the caller checks them one by one in problem order."""
-    index = problem.index()
-    jobs = problem.jobs
-    rows = [(index[j], p) for j, p in hint.items()
-            if j in index and p[1] and 0 <= p[0] < len(jobs[index[j]].options)]
-    if not rows:
-        return True
-    sizes = np.fromiter((len(p[1]) for _, p in rows), dtype=np.int64, count=len(rows))
-    needs = np.fromiter((jobs[i].options[p[0]].leases_needed for i, p in rows), dtype=np.int64, count=len(rows))
-    lo = np.fromiter((jobs[i].earliest_slot for i, _ in rows), dtype=np.int64, count=len(rows))
-    hi = np.fromiter((jobs[i].options[p[0]].deadline_slot for i, p in rows), dtype=np.int64, count=len(rows))
-    gpus = np.fromiter((jobs[i].gpus for i, _ in rows), dtype=np.int64, count=len(rows))
-    slots = np.fromiter(chain.from_iterable(p[1] for _, p in rows), dtype=np.int64, count=int(sizes.sum()))
-    ends = np.cumsum(sizes)
-    starts = ends - sizes
-    rising = np.ones(slots.size, dtype=bool)
-    rising[1:] = slots[1:] > slots[:-1]
-    rising[starts] = True
-    valid = ((sizes == needs) & np.logical_and.reduceat(rising, starts)
-             & (slots[starts] >= lo) & (slots[ends - 1] < hi))
-    taken = np.repeat(valid, sizes)
-    used = np.bincount(slots[taken], weights=np.repeat(gpus, sizes)[taken], minlength=free.size).astype(np.int64)
+    one-by-one check would, so the result is the same from a few array operations. False
+    (nothing changed): the valid ones overflow some slot; the caller goes one by one."""
+    flat = flatten(problem, hint)
+    used = flat.usage(flat.valid, free.size)
     if used.size > free.size or np.any(used > free):
         return False
     free -= used
-    flat = slots.tolist()
-    for (i, p), a, b, ok in zip(rows, starts.tolist(), ends.tolist(), valid.tolist()):
-        if ok:
-            assignment[jobs[i].id] = Placement(int(p[0]), tuple(flat[a:b]))
+    for i, placed in flat.placements(flat.valid).items():
+        assignment[problem.jobs[i].id] = placed
     return True
 
 

@@ -39,7 +39,7 @@ def as_assignment(hint: Hint) -> dict[str, Placement] | None:
         return None
     if isinstance(hint, LeaseSolution):
         return hint.assignment()
-    return {j: p if isinstance(p, Placement) else Placement(int(p[0]), tuple(int(t) for t in p[1]))
+    return {j: p if isinstance(p, Placement) else Placement(int(p[0]), tuple(sorted(int(t) for t in p[1])))
             for j, p in hint.items()}
 
 
