@@ -13,8 +13,11 @@ Workload: fill the cluster with random jobs (1-8 GPUs, uniform, one pod, priorit
 tenant) to ``--load`` of the GPUs, then time ``--pairs`` iterations of "allocate a new random job,
 release a random running job" (steady state). A pair counts whether or not the allocation was
 placed; the placed fraction is reported. Throughput is given per wall-clock second and per CPU second of
-this process (the latter is what the code costs when the machine is shared). The latency run
-times single ``allocate`` calls on the big cluster at the same load.
+this process (the latter is what the code costs when the machine is shared), per seed and as the
+median over seeds per setting. The latency runs time single ``allocate`` calls on 1,024- and
+10,000-node clusters at the same load, each followed by the release of a random running job:
+guaranteed one-pod jobs, guaranteed gangs of 2-4 whole nodes (released at once), and the same two
+shapes as opportunistic (priority -1) jobs, which may use any idle GPU of the cluster.
 
     PYTHONPATH=. python benchmarks/allocator.py [--pairs 200000] [--repeat 3] [--quick]
 """
@@ -104,6 +107,30 @@ def throughput(nodes: int, pairs: int, *, load: float, promise: str, tenants: in
     }
 
 
+def _timed(allocator: CellAllocator, requests: list[Request], running: list[str], rng: random.Random,
+           *, keep: bool) -> dict:
+    """Latency summary of ``allocate`` over ``requests``; a placed job joins ``running``
+    (``keep``) or is released at once. After each request of a kept kind a random running job is
+    released, so the load stays put."""
+    times = []
+    placed = 0
+    for request in requests:
+        t0 = time.perf_counter()
+        result = allocator.allocate(request)
+        times.append(time.perf_counter() - t0)
+        if result.outcome == "placed":
+            placed += 1
+            if not keep:
+                allocator.release(request.job)
+                continue
+            running.append(request.job)
+        if keep:
+            i = rng.randrange(len(running))
+            running[i], running[-1] = running[-1], running[i]
+            allocator.release(running.pop())
+    return {**_summary(times), "placed_fraction": round(placed / len(requests), 4)}
+
+
 def latency(nodes: int, samples: int, *, load: float, promise: str, tenants: int, seed: int) -> dict:
     started = time.perf_counter()
     config = load_config(cluster_config(nodes, tenants=tenants, promise=promise))
@@ -112,29 +139,21 @@ def latency(nodes: int, samples: int, *, load: float, promise: str, tenants: int
     rng = random.Random(seed)
     names = list(config.virtual_clusters)
     running = steady_state(allocator, rng, names, load)
-    times = []
-    for i in range(samples):
-        request = Request(f"probe{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names))
-        t0 = time.perf_counter()
-        result = allocator.allocate(request)
-        times.append(time.perf_counter() - t0)
-        if result.outcome == "placed":
-            running.append(request.job)
-        i = rng.randrange(len(running))
-        running[i], running[-1] = running[-1], running[i]
-        allocator.release(running.pop())
-    gangs = []
-    for i in range(samples // 10):
-        request = Request(f"gang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names))
-        t0 = time.perf_counter()
-        result = allocator.allocate(request)
-        gangs.append(time.perf_counter() - t0)
-        if result.outcome == "placed":
-            allocator.release(request.job)
+    one = [Request(f"probe{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names)) for i in range(samples)]
+    one_pod = _timed(allocator, one, running, rng, keep=True)
+    gangs = [Request(f"gang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names)) for i in range(samples // 10)]
+    gang = _timed(allocator, gangs, running, rng, keep=False)
+    opp = [Request(f"opp{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names), priority=-1) for i in range(samples)]
+    opp_pod = _timed(allocator, opp, running, rng, keep=True)
+    opp_gangs = [Request(f"oppgang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names), priority=-1)
+                 for i in range(samples // 10)]
+    opp_gang = _timed(allocator, opp_gangs, running, rng, keep=False)
+    assert allocator.audit() == [], "allocator state inconsistent after the run"
     return {
         "nodes": nodes, "gpus": nodes * 8, "tenants": tenants, "promise": promise, "load": load,
         "build_seconds": round(build, 2),
-        "one_pod_1_8_gpus": _summary(times), "gang_2_4_nodes": _summary(gangs),
+        "one_pod_1_8_gpus": one_pod, "gang_2_4_nodes": gang,
+        "opportunistic_one_pod_1_8_gpus": opp_pod, "opportunistic_gang_2_4_nodes": opp_gang,
     }
 
 
@@ -155,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="throughput runs per setting (seeds seed..)")
     parser.add_argument("--quick", action="store_true", help="small run (for a smoke test)")
     args = parser.parse_args(argv)
+    load_at_start = os.getloadavg()[0]
     pairs, samples = (5_000, 1_000) if args.quick else (args.pairs, args.samples)
     if args.quick:
         args.repeat = 1
@@ -166,19 +186,36 @@ def main(argv: list[str] | None = None) -> int:
                   f"allocate+release pairs/s wall, {r['pairs_per_cpu_second']:,} per CPU second "
                   f"({r['placed_fraction']:.1%} placed)", flush=True)
             runs.append(r)
-    big = []
+    settings = []
     for promise in ("rack", "node"):
-        r = latency(10_000, samples, load=args.load, promise=promise, tenants=5, seed=args.seed)
-        one, gang = r["one_pod_1_8_gpus"], r["gang_2_4_nodes"]
-        print(f"10,000 nodes, {promise} promises: allocate median {one['median_ms']} ms (p99 {one['p99_ms']}), "
-              f"2-4 node gangs median {gang['median_ms']} ms (p99 {gang['p99_ms']}); build {r['build_seconds']} s",
-              flush=True)
-        big.append(r)
+        per_seed = [r for r in runs if r["promise"] == promise]
+        wall = statistics.median(r["pairs_per_second"] for r in per_seed)
+        cpu = statistics.median(r["pairs_per_cpu_second"] for r in per_seed)
+        settings.append({"promise": promise, "seeds": len(per_seed), "median_pairs_per_second": round(wall),
+                         "median_pairs_per_cpu_second": round(cpu),
+                         "min_pairs_per_second": min(r["pairs_per_second"] for r in per_seed)})
+        print(f"1,024 nodes, {promise} promises, median of {len(per_seed)} seeds: {round(wall):,} pairs/s wall, "
+              f"{round(cpu):,} per CPU second", flush=True)
+    big = []
+    for size, tenants in ((1024, 4), (10_000, 5)):
+        for promise in ("rack", "node"):
+            r = latency(size, samples, load=args.load, promise=promise, tenants=tenants, seed=args.seed)
+            rows = (("guaranteed 1-8 GPU pod", "one_pod_1_8_gpus"), ("guaranteed 2-4 node gang", "gang_2_4_nodes"),
+                    ("opportunistic 1-8 GPU pod", "opportunistic_one_pod_1_8_gpus"),
+                    ("opportunistic 2-4 node gang", "opportunistic_gang_2_4_nodes"))
+            for label, key in rows:
+                t = r[key]
+                print(f"{size:,} nodes, {promise} promises, {label}: allocate median {t['median_ms']} ms, "
+                      f"p99 {t['p99_ms']} ms, max {t['max_ms']} ms ({t['samples']} samples, "
+                      f"{t['placed_fraction']:.1%} placed)", flush=True)
+            print(f"{size:,} nodes, {promise} promises: build {r['build_seconds']} s", flush=True)
+            big.append(r)
     result = {
         "command": "PYTHONPATH=. python benchmarks/allocator.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "python": sys.version.split()[0], "machine": platform.machine(), "processor": platform.processor(),
-        "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg()[0],
-        "throughput": runs, "latency": big,
+        "cpus": os.cpu_count(),
+        "load_average_at_start": load_at_start, "load_average_at_end": os.getloadavg()[0],
+        "throughput": runs, "throughput_medians": settings, "latency": big,
         "targets": {"pairs_per_second": 50_000, "median_ms": 5.0},
     }
     if not args.quick:

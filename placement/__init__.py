@@ -6,7 +6,7 @@ bad nodes) over a HiveD config read by ``load_config``; ``ConsolidatedAllocator`
 best fit for clusters given only as nodes and GPU counts. ``run_scenario`` drives a cell
 scenario (../spec/cell-scenarios.md).
 """
-from placement.types import Allocator, NodeUsage, PodPlacement, PodSpec, Request, Result
+from placement.types import Allocator, NodeUsage, PodPlacement, PodSpec, Request, Result, RunningJob
 from placement.consolidated import ConsolidatedAllocator
 from placement.config import ClusterConfig, load_config
 from placement.errors import ConfigError, PlacementError, ScenarioError
@@ -20,6 +20,7 @@ __all__ = [
     "PodSpec",
     "Request",
     "Result",
+    "RunningJob",
     "ConsolidatedAllocator",
     "CellAllocator",
     "ClusterConfig",

@@ -8,6 +8,11 @@ That is what keeps fragmentation low and lets a tenant route around bad hardware
 
 VC safety: a cell is bound only for the VC's own unbound quota and only if
 :func:`placement.buddy.feasible` still holds for everyone's remaining promise afterwards.
+
+The unbound promise per chain and level (``demand``) is kept up to date by ``bind``/``unbind``
+because every binding decision asks for it; ``recount_demand`` derives it from the tenants'
+bindings again, and ``CellAllocator.audit`` checks that the two agree. (The free side of the
+safety test is never counted: it is read off the free lists.)
 """
 from __future__ import annotations
 
@@ -45,11 +50,15 @@ class Tenant:
 
 
 class Tenants:
-    """All VCs plus the free lists and slot index their bindings keep in step."""
+    """All VCs plus the free lists and slot index their bindings keep in step; nodes whose
+    binding changes go into ``touched`` (see :class:`placement.idle.IdleNodes`)."""
 
-    def __init__(self, config: ClusterConfig, topology: Topology, free: FreeLists, index: SlotIndex):
+    def __init__(
+        self, config: ClusterConfig, topology: Topology, free: FreeLists, index: SlotIndex, touched: set[Cell]
+    ):
         self.free = free
         self.index = index
+        self.touched = touched
         self.by_name: dict[str, Tenant] = {}
         for name, spec in config.virtual_clusters.items():
             quota: dict[tuple[str, int], int] = {}
@@ -68,9 +77,19 @@ class Tenants:
                         slot.node.slots.append(slot)
                 tenant.pinned[pid] = cell
             self.by_name[name] = tenant
+        self._demand = {chain: self.recount_demand(chain) for chain in topology.chains}
 
     def demand(self, chain: str) -> dict[int, int]:
-        """Promised-but-unbound cells of all VCs in ``chain``, by level."""
+        """Promised-but-unbound cells of all VCs in ``chain``, by level (a copy: callers may
+        change it to simulate binds)."""
+        return {level: n for level, n in self._demand[chain].items() if n}
+
+    def demand_view(self, chain: str) -> dict[int, int]:
+        """``demand`` without the copy, for callers that only read it."""
+        return self._demand[chain]
+
+    def recount_demand(self, chain: str) -> dict[int, int]:
+        """``demand`` derived from every tenant's quota and bound cells."""
         out: dict[int, int] = {}
         for tenant in self.by_name.values():
             for (c, level), n in tenant.quota.items():
@@ -83,14 +102,22 @@ class Tenants:
     def bind(self, tenant: Tenant, cell: Cell) -> None:
         self.free.take(cell)
         cell.bound = tenant.name
-        tenant.bound.setdefault((cell.chain, cell.level), {})[cell] = None
+        cells = tenant.bound.get((cell.chain, cell.level))
+        if cells is None:
+            cells = tenant.bound[(cell.chain, cell.level)] = {}
+        cells[cell] = None
         tenant.refs[cell] = 0
+        demand = self._demand[cell.chain]
+        demand[cell.level] = demand.get(cell.level, 0) - 1
         key = (tenant.name, cell.chain)
+        touched = self.touched
         for slot in slots_of(cell):
             slot.region = cell
-            if slot is not slot.node:
-                slot.node.slots.append(slot)
-            if slot.healthy():
+            node = slot.node
+            if slot is not node:
+                node.slots.append(slot)
+            touched.add(node)
+            if not node.bad:
                 self.index.put(key, slot)
 
     def unbind(self, tenant: Tenant, cell: Cell) -> None:
@@ -99,7 +126,10 @@ class Tenants:
             slot.region = None
             if slot is not slot.node:
                 slot.node.slots.remove(slot)
+            self.touched.add(slot.node)
         del tenant.bound[(cell.chain, cell.level)][cell]
         del tenant.refs[cell]
+        demand = self._demand[cell.chain]
+        demand[cell.level] = demand.get(cell.level, 0) + 1
         cell.bound = None
         self.free.give(cell)

@@ -91,7 +91,7 @@ class FreeLists:
                     yield from descendants_at(cell, level)
 
     def counts(self, chain: Chain) -> list[int]:
-        return [len(d) for d in self.levels[chain.name]]
+        return list(map(len, self.levels[chain.name]))
 
 
 def descendants_at(cell: Cell, level: int) -> Iterator[Cell]:
@@ -122,11 +122,24 @@ def feasible_after_take(
     chain: Chain, counts: list[int], demand: Mapping[int, int], cell: Cell, holder: Cell
 ) -> bool:
     """Is the promise still kept after binding ``cell`` (found inside free cell ``holder``) for a
-    tenant whose own demand at ``cell.level`` it serves?"""
-    after = list(counts)
-    after[holder.level] -= 1
-    for level in range(cell.level, holder.level):
-        after[level] += chain.child_number[level + 1] - 1
-    need = dict(demand)
-    need[cell.level] = need.get(cell.level, 0) - 1
-    return feasible(chain, after, need)
+    tenant whose own demand at ``cell.level`` it serves?
+
+    :func:`feasible` on the counts after the split (``holder`` leaves its level, each level from
+    ``cell``'s up to ``holder``'s gains the buddies split off) and one cell less demanded at
+    ``cell.level``, computed in one pass because every binding asks it.
+    """
+    child_number = chain.child_number
+    low, high = cell.level, holder.level
+    available = 0
+    for level in range(chain.top_level, 0, -1):
+        available += counts[level]
+        if level == high:
+            available -= 1
+        elif low <= level < high:
+            available += child_number[level + 1] - 1
+        left = available - demand.get(level, 0) + (level == low)
+        if left < 0:
+            return False
+        if level > 1:
+            available = left * child_number[level]
+    return True

@@ -1,7 +1,7 @@
 """The physical cell tree built from a :class:`~placement.config.ClusterConfig`.
 
-Cells above the node level keep counters (GPUs in use, bad nodes below). A node keeps its GPUs'
-state as bitmasks over *positions* (its leaves in tree order), so a cell inside a node is just a
+Cells above the node level keep counters (GPUs in use, nodes with every GPU free, bad nodes below).
+A node keeps its GPUs' state as bitmasks over *positions* (its leaves in tree order), so a cell inside a node is just a
 range of positions: GPU choice, "is this switch free" and "how many GPUs are free" are bit
 operations, not walks over leaf objects. ``gpus[pos]`` maps a position to the GPU index HiveD
 would report (the leaf's ``cellAddress``, or its default number).
@@ -23,8 +23,8 @@ class Cell:
     __slots__ = (
         "id", "type", "level", "chain", "address", "parent", "children", "size", "node",
         "offset", "bits", "nodes", "gpu", "is_node", "sizes",
-        "used", "bad", "bound", "fixed", "region", "bkey", "bver", "bucket",
-        "name", "free_mask", "opp_mask", "nfree", "jobs", "gpus", "layout", "slots",
+        "used", "idle", "bad", "bound", "fixed", "region", "bkey", "bver", "bucket",
+        "name", "free_mask", "opp_mask", "nfree", "jobs", "gpus", "layout", "slots", "ikey", "iver",
     )
 
     def __init__(self, id: int, type: str, level: int, chain: str, address: str, parent: "Cell | None"):
@@ -44,6 +44,7 @@ class Cell:
         self.is_node = False
         self.sizes: tuple[int, ...] = ()
         self.used = 0
+        self.idle = 0  # above the nodes: nodes below with every GPU free
         self.bad = 0
         self.bound: str | None = None
         self.fixed = False  # bound for good: a pinned cell some VC lists
@@ -51,6 +52,8 @@ class Cell:
         self.bkey = -1
         self.bver = 0
         self.bucket = None
+        self.ikey = -1  # the node's bucket in placement.idle.IdleNodes (-1: none)
+        self.iver = 0
 
     def __repr__(self) -> str:
         return f"Cell({self.type} {self.address})"
@@ -92,6 +95,10 @@ class Chain:
     child_number: dict[int, int]
     leaves: dict[int, int]  # GPUs in a cell of each level
     tops: list[Cell] = field(default_factory=list)
+    level_of: dict[str, int] = field(default_factory=dict)  # cell type -> its level
+
+    def __post_init__(self) -> None:
+        self.level_of = {t: level for level, t in self.type_at.items()}
 
 
 class Topology:
@@ -171,6 +178,8 @@ class Topology:
             cell.size += child.size
             if node is None or cell.is_node:
                 cell.nodes.extend(child.nodes if not child.is_node else [child])
+        if node is None:
+            cell.idle = len(cell.nodes)
         if cell.is_node:
             cell.nodes = [cell]
             size = cell.size

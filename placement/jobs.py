@@ -10,13 +10,24 @@ from functools import lru_cache
 
 from placement.cells import Cell
 from placement.packing import SlotIndex, bit_positions
-from placement.types import PodPlacement
+from placement.types import PodPlacement, Result
 
 
 @lru_cache(maxsize=1 << 16)
 def gpu_indices(gpus: tuple[int, ...], mask: int) -> tuple[int, ...]:
     """GPU indices (as the config numbers them) of the node positions in ``mask``."""
     return tuple(gpus[p] for p in bit_positions(mask))
+
+
+@lru_cache(maxsize=1 << 15)
+def placed_on(node: str, gpus: tuple[int, ...], mask: int) -> Result:
+    """The result of placing a one-pod job on positions ``mask`` of a node (its name and GPU
+    numbering), nobody evicted.
+
+    Results are immutable, and building one (with its pod record) costs a fifth of a fast
+    allocate + release, so equal ones are shared. The key holds no cell, so a cache entry never
+    keeps an allocator's cell tree alive; the size bound caps the memory (a few MB)."""
+    return Result("placed", (PodPlacement(node, gpu_indices(gpus, mask)),))
 
 
 class Job:
@@ -41,14 +52,17 @@ class Job:
 
 
 class Ledger:
-    """Flips GPU bits for jobs and keeps counters, free totals and the slot index in step."""
+    """Flips GPU bits for jobs and keeps counters, free totals and the slot index in step, and
+    adds every node it changes to ``touched`` (see :class:`placement.idle.IdleNodes`)."""
 
-    def __init__(self, index: SlotIndex, total_gpus: int):
+    def __init__(self, index: SlotIndex, total_gpus: int, touched: set[Cell]):
         self.index = index
         self.free_total = total_gpus
+        self.touched = touched
 
     def occupy(self, job: Job, node: Cell, mask: int) -> None:
         k = mask.bit_count()
+        was_idle = node.nfree == node.size
         node.free_mask &= ~mask
         node.nfree -= k
         if job.priority < 0:
@@ -58,8 +72,10 @@ class Ledger:
         cell = node.parent
         while cell is not None:
             cell.used += k
+            cell.idle -= was_idle
             cell = cell.parent
         self.free_total -= k
+        self.touched.add(node)
         if node.bkey >= 0:
             self.index.refresh(node)
         if node.slots:
@@ -73,11 +89,14 @@ class Ledger:
         left = node.jobs.pop(job) & ~mask
         if left:
             node.jobs[job] = left
+        now_idle = node.nfree == node.size
         cell = node.parent
         while cell is not None:
             cell.used -= k
+            cell.idle += now_idle
             cell = cell.parent
         self.free_total += k
+        self.touched.add(node)
         if node.bkey >= 0:
             self.index.refresh(node)
         if node.slots:
@@ -90,6 +109,7 @@ class Ledger:
                 node.opp_mask |= mask
             else:
                 node.opp_mask &= ~mask
+            self.touched.add(node)
         job.priority = priority
 
     def _refresh_slots(self, node: Cell, mask: int) -> None:

@@ -143,10 +143,20 @@ class SlotIndex:
             slot.bver += 1
 
     def refresh(self, slot: Cell) -> None:
-        """Re-bucket an indexed slot whose free GPU count changed."""
+        """Re-bucket an indexed slot whose free GPU count changed (``_push`` inlined: every
+        allocation and release calls this)."""
         buckets = slot.bucket
-        buckets.live[slot.bkey] -= 1
-        self._push(buckets, slot)
+        live = buckets.live
+        live[slot.bkey] -= 1
+        free = slot.nfree if slot.is_node else slot.free_count()
+        slot.bkey = free
+        ver = slot.bver = slot.bver + 1
+        live[free] += 1
+        heap = buckets.heaps[free]
+        heapq.heappush(heap, (slot.id, ver, slot))
+        if len(heap) > 2 * live[free] + 32:
+            heap[:] = [e for e in heap if e[2].bkey == free and e[2].bver == e[1]]
+            heapq.heapify(heap)
 
     def slots_with(self, key: tuple[str, str], n: int) -> list[Cell]:
         """Every indexed slot with at least ``n`` free GPUs, in id order."""
@@ -226,12 +236,15 @@ def containers(
     total: int,
     usable_count: Callable[[Cell], int],
     cell_count: Callable[[Cell], int] | None = None,
+    idle_nodes: int = 0,
 ) -> list[Cell]:
     """Cells (at or above a slot) inside ``roots`` with at least ``total`` usable GPUs, best first:
     single slots by fewest usable GPUs, then larger cells by size and fewest usable GPUs.
 
     ``usable_count`` counts a slot; ``cell_count`` may count a cell above the nodes faster (from
-    its counters) than summing its nodes. Nodes smaller than ``total`` are not looked at.
+    its counters) than summing its nodes. Nodes smaller than ``total`` are not looked at, nor are
+    cells above the nodes with fewer than ``idle_nodes`` wholly free nodes (a gang of free GPUs
+    only, with that many whole-node pods, cannot fit there; their idle counters say so at once).
     """
     found: list[tuple[tuple, Cell]] = []
     stack = list(roots)
@@ -243,6 +256,8 @@ def containers(
             u = usable_count(cell)
             if u >= total:
                 found.append(((0, u, cell.id), cell))
+            continue
+        if cell.idle < idle_nodes:
             continue
         u = cell_count(cell) if cell_count else sum(usable_count(n) for n in cell.nodes)
         if u >= total:

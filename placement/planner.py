@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from placement.buddy import FreeLists, feasible_after_take
+from placement.buddy import FreeLists, descendants_at, feasible_after_take
 from placement.cells import Cell, Chain, Topology, lowest_common_cell
-from placement.packing import containers, fit_pods, lca_size, slots_of
+from placement.packing import containers, fit_pods, lca_size, pick, slots_of
 from placement.binding import Tenant, Tenants
+from placement.idle import IdleNodes
 
 
 @dataclass(slots=True)
@@ -37,11 +38,14 @@ class Plan:
 class Planner:
     """Computes plans against the current state; it never mutates it."""
 
-    def __init__(self, topology: Topology, tenants: Tenants, free: FreeLists):
+    def __init__(self, topology: Topology, tenants: Tenants, free: FreeLists, idle: IdleNodes):
         self.topology = topology
         self.tenants = tenants
         self.free = free
+        self.idle = idle
         self.chain_index = {name: i for i, name in enumerate(topology.chains)}
+        # (VC, chain) -> (level, GPUs per cell, GPUs per slot) of its promised levels, lowest first
+        self._shapes: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
 
     # -- masks ---------------------------------------------------------------------------------
 
@@ -147,17 +151,23 @@ class Planner:
             usable[s], free[s] = masks(s)
         return fit_pods(slots, pods, usable, free, key)
 
+    def _shapes_of(self, tenant: Tenant, chain: Chain) -> list[tuple[int, int, int]]:
+        """(level, GPUs per cell, GPUs per slot) of the VC's promised levels in ``chain``, lowest
+        first (cached: quotas never change)."""
+        shapes = self._shapes.get((tenant.name, chain.name))
+        if shapes is None:
+            shapes = self._shapes[(tenant.name, chain.name)] = [
+                (level, chain.leaves[level], chain.leaves[min(level, chain.node_level)])
+                for level in sorted(lv for (c, lv) in tenant.quota if c == chain.name)
+            ]
+        return shapes
+
     def _levels(self, tenant: Tenant, chain: Chain, need_cell: int, need_slot: int) -> list[int]:
         """The VC's unbound levels in ``chain`` (lowest first) whose cells can hold the request."""
-        out = []
-        for level in sorted(lv for (c, lv) in tenant.quota if c == chain.name):
-            if tenant.unbound(chain.name, level) <= 0:
-                continue
-            size = chain.leaves[level]
-            slot = size if level <= chain.node_level else chain.leaves[chain.node_level]
-            if size >= need_cell and slot >= need_slot:
-                out.append(level)
-        return out
+        return [
+            level for level, size, slot in self._shapes_of(tenant, chain)
+            if size >= need_cell and slot >= need_slot and tenant.unbound(chain.name, level) > 0
+        ]
 
     def _new_cell(self, tenant, chain: Chain, pods, total, masks, usable_count) -> Plan | None:
         counts = self.free.counts(chain)
@@ -173,6 +183,50 @@ class Planner:
                     fitted = self._fit(slots_of(box), pods, masks)
                     if fitted:
                         return self._plan(chain.name, fitted, [cell], [holder])
+        return None
+
+    def new_cell_for_pod(self, tenant: Tenant, chain: Chain, n: int) -> tuple[Cell, Cell, Cell, int] | None:
+        """:meth:`_new_cell` for one pod of ``n`` GPUs on free healthy GPUs, every node allowed,
+        without the general machinery (the common slow case when tenants are promised small
+        cells): the same cell, holder, slot and GPUs, as ``(cell, holder, slot, slot mask)``.
+
+        Cells are tried in :meth:`FreeLists.candidates` order (inlined: the holder of a cell is
+        the free cell it was cut from). The slot is what :func:`containers` and
+        :func:`fit_pods` would choose for one pod: the cell itself when it lies in a node,
+        otherwise its busiest node with ``n`` free GPUs (lowest id among equals).
+        """
+        name = chain.name
+        quota, bound = tenant.quota, tenant.bound
+        levels = self.free.levels[name]
+        counts = None
+        for level, size, slot_size in self._shapes_of(tenant, chain):
+            if size < n or slot_size < n or quota[(name, level)] - len(bound.get((name, level), ())) <= 0:
+                continue
+            for upper in range(level, chain.top_level + 1):
+                for holder in levels[upper]:
+                    for cell in (holder,) if upper == level else descendants_at(holder, level):
+                        node = cell.node
+                        if node is not None:
+                            if node.bad:
+                                continue
+                            avail = node.free_mask
+                            if cell is not node:
+                                avail = (avail >> cell.offset) & ((1 << cell.size) - 1)
+                            if avail.bit_count() < n:
+                                continue
+                            slot = cell
+                        else:
+                            slot, least = None, 0
+                            for x in cell.nodes:
+                                if not x.bad and x.nfree >= n and (slot is None or x.nfree < least):
+                                    slot, least = x, x.nfree
+                            if slot is None:
+                                continue
+                            avail = slot.free_mask
+                        if counts is None:
+                            counts = list(map(len, levels))
+                        if feasible_after_take(chain, counts, self.tenants.demand_view(name), cell, holder):
+                            return cell, holder, slot, pick(slot.sizes, avail, n)
         return None
 
     def _spread(self, tenant, chain: Chain, pods, slots: list[Cell], masks) -> Plan | None:
@@ -227,7 +281,12 @@ class Planner:
     # -- opportunistic -------------------------------------------------------------------------
 
     def opportunistic(self, chains: Sequence[str], pods, allowed: Collection[str] | None) -> Plan | None:
-        """Idle GPUs anywhere in the chain; prefer nodes no VC holds and with little guaranteed work."""
+        """Idle GPUs anywhere in the chain; prefer nodes no VC holds and with little guaranteed work.
+
+        One pod: the node :class:`IdleNodes` names (or, with ``allowed``, the best of those nodes).
+        A gang: the best cell that holds it (:func:`containers`, counting cells from their
+        counters and skipping those with fewer wholly idle nodes than it has whole-node pods).
+        """
         masks = self._masker(None, allowed)
         usable_count = _counter(masks)
         total = sum(n for _, n in pods)
@@ -241,13 +300,24 @@ class Planner:
         for name in chains:
             chain = self.topology.chains[name]
             plan = None
-            if len(pods) == 1:
-                slots = [n for top in chain.tops for n in top.nodes]
+            if len(pods) == 1 and allowed is None:
+                idx, n = pods[0]
+                node = self.idle.best(name, n)
+                if node is not None:
+                    plan = self._plan(name, [(idx, node, pick(node.sizes, node.free_mask, n))], [], [])
+            elif len(pods) == 1:
+                if allowed is None:
+                    slots = [n for top in chain.tops for n in top.nodes]
+                else:
+                    slots = [c for a in allowed for c in self.topology.node_cells.get(a, ()) if c.chain == name]
                 fitted = self._fit(slots, pods, masks, key)
                 if fitted:
                     plan = self._plan(name, fitted, [], [])
             else:
-                for box in containers(chain.tops, total, usable_count):
+                cell_count = self._cell_count(None, allowed, usable_count)
+                node_size = chain.leaves[chain.node_level]
+                whole = sum(1 for _, n in pods if n == node_size)
+                for box in containers(chain.tops, total, usable_count, cell_count, whole):
                     fitted = self._fit(slots_of(box), pods, masks, key)
                     if fitted:
                         plan = self._plan(name, fitted, [], [])
