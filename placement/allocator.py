@@ -10,31 +10,32 @@
 
 Placement order for a guaranteed job: (1) inside cells the VC already holds, free GPUs only;
 (2) also binding new cells, free GPUs only; (3) evicting opportunistic jobs, then the VC's own
-jobs one priority level at a time. The common case (one pod that fits a node the VC already holds)
-is a heap peek and a cached bitmask pick; one pod that needs a newly bound cell takes the first
-cell the buddy allocator offers without building general plans (``_fast_bind``); an
-opportunistic pod asks :class:`placement.idle.IdleNodes` instead of scanning the nodes. Tests check
-that each shortcut chooses what the general planner chooses.
+jobs one priority level at a time. One guaranteed pod first tries the shortcuts of
+:mod:`placement.fastpath` (stages 1 and 2 without general plans); an opportunistic pod asks
+:class:`placement.idle.IdleNodes` instead of scanning the nodes. Tests check that each shortcut
+chooses what the general planner chooses.
 
 ``reserve`` holds a given placement for a running job; with ``restart=True`` (and
-:meth:`CellAllocator.restart`) it re-adds jobs after a restart on a changed config.
+:meth:`CellAllocator.restart`) it re-adds jobs after a restart on a changed config. Both map GPUs
+back into VC cells with :mod:`placement.restore`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from placement.binding import Tenant, Tenants
-from placement.buddy import FreeLists, feasible, feasible_after_take
-from placement.cells import Cell, Topology, leaf_cells
+from placement.buddy import FreeLists, feasible
+from placement.cells import Cell, Topology
 from placement.config import ClusterConfig, load_config
+from placement.fastpath import FastPath
 from placement.health import doomed_cells, mark_bad, mark_healthy
 from placement.idle import IdleNodes
-from placement.jobs import Job, Ledger, placed_on
-from placement.packing import SlotIndex, best_fit, bit_positions, lca_size, pick
+from placement.jobs import Job, Ledger
+from placement.packing import SlotIndex, bit_positions
 from placement.planner import Plan, Planner
 from placement.preemption import downgrade, thresholds, undo
+from placement.restore import Restorer, Unmapped, bound_ancestor
 from placement.types import NodeUsage, Request, Result, RunningJob
 
 
@@ -63,9 +64,11 @@ class CellAllocator:
         self._jobs: dict[str, Job] = {}
         self._bad: set[Cell] = set()
         self._round_up = round_up
-        self._chain_index = {name: i for i, name in enumerate(self.topology.chains)}
         self._chains_cache: dict[tuple[str, str | None], list[str]] = {}
-        self._buckets_cache: dict[tuple[str, str | None], list] = {}
+        self._fast = FastPath(
+            self.topology, self._tenants, self._planner, self._index, self._ledger, self._jobs, self._tenant_chains
+        )
+        self._restorer = Restorer(self.topology, self._tenants, self._free, self._ledger, self._jobs, self._commit)
 
     @classmethod
     def restart(
@@ -99,14 +102,14 @@ class CellAllocator:
             and request.pinned is None and request.nodes is None and request.job not in self._jobs
         ):
             tenant = self._tenants.by_name.get(request.vc)
-            buckets = self._buckets_cache.get((request.vc, request.sku))
+            buckets = self._fast.cached.get((request.vc, request.sku))
             if buckets is None and tenant is not None:
                 buckets = self._fast_buckets(tenant, request.sku)
             if buckets:
                 n = self._round_up(pod.gpus) if self._round_up else pod.gpus
                 return (
-                    self._fast(request, tenant, buckets, n)
-                    or self._fast_bind(request, tenant, n)
+                    self._fast.held(request, tenant, buckets, n)
+                    or self._fast.new_cell(request, tenant, n)
                     or self._guaranteed(request, tenant, [(0, n)], [n], tried_free=True, preempt=preempt)
                 )
         why = self._invalid(request)
@@ -185,165 +188,20 @@ class CellAllocator:
         Jobs lazily preempted by this call (the job itself or others) are in ``downgraded``.
         """
         if restart:
-            return self._readd(request, placement, cell_types or {})
+            return self._restorer.readd(request, placement, cell_types or {})
         why = self._invalid(request)
         if why:
             return Result("error", reason=why)
-        positions = self._positions(placement)
+        positions = self._restorer.positions(placement)
         if isinstance(positions, str):
             return Result("error", reason=positions)
         if len(positions) != request.total_gpus:
             return Result("error", reason=f"placement holds {len(positions)} GPUs, the request {request.total_gpus}")
         tenant = self._tenants.by_name[request.vc] if request.priority >= 0 else None
-        mapped = self._map(request, tenant, positions, {})
-        if isinstance(mapped, _Unmapped):
+        mapped = self._restorer.map(request, tenant, positions, {})
+        if isinstance(mapped, Unmapped):
             return Result("error", reason=mapped.reason)
         return self._commit(request, mapped, tenant, ())
-
-    def _readd(self, request: Request, placement: Mapping[str, Iterable[int]],
-               cell_types: Mapping[str, Mapping[int, str]]) -> Result:
-        """``reserve(restart=True)``: see there."""
-        if request.job in self._jobs:
-            return Result("error", reason=f"job {request.job} is already placed")
-        if not -1 <= request.priority <= 1000:
-            return Result("error", reason=f"priority {request.priority} is out of range -1..1000")
-        positions = self._positions(placement, ignore_missing=True)
-        if isinstance(positions, str):
-            return Result("error", reason=positions)
-        if not positions:
-            return Result("error", reason="none of its GPUs is in the config any more")
-        if request.priority < 0:
-            return self._commit(request, self._map(request, None, positions, {}), None, ())
-        tenant = self._tenants.by_name.get(request.vc)
-        why = _unmappable(request, tenant, positions)
-        if why:
-            return self._hold_lazily_preempted(request, positions, why)
-        types = {(node, gpu): t for node, per_gpu in cell_types.items() for gpu, t in per_gpu.items()}
-        records = []
-        while True:
-            mapped = self._map(request, tenant, positions, types)
-            if not isinstance(mapped, _Unmapped):
-                return self._commit(request, mapped, tenant, tuple(r.job.name for r in records))
-            if mapped.blocker is None:
-                break
-            holders = sorted((j for j in self._jobs.values() if mapped.blocker in j.regions), key=lambda j: j.name)
-            records.extend(downgrade(j, self._ledger, self._tenants) for j in holders)
-        for record in reversed(records):
-            undo(record, self._ledger, self._tenants)
-        return self._hold_lazily_preempted(request, positions, mapped.reason)
-
-    def _hold_lazily_preempted(self, request: Request, positions: list[tuple[Cell, int]], why: str) -> Result:
-        held = replace(request, priority=-1)
-        placed = self._commit(held, self._map(held, None, positions, {}), None, (request.job,))
-        return replace(placed, reason=f"lazily preempted: {why}")
-
-    def _map(self, request: Request, tenant: Tenant | None, positions: list[tuple[Cell, int]],
-             types: Mapping[tuple[str, int], str]) -> "Plan | _Unmapped":
-        """The plan that holds ``positions`` for ``request``, binding the VC cells the GPUs need
-        (only cells of the type ``types`` names for a GPU, when it names one), or why it cannot."""
-        binds: list[Cell] = []
-        masks: dict[Cell, int] = {}
-        sim: FreeLists | None = None
-        need: dict[str, dict[int, int]] = {}
-        taken: dict[tuple[str, int], int] = {}
-        for node, pos in positions:
-            slot = node
-            if tenant is not None:
-                region = next((c for c in binds if _covers(c, node, pos)), None) or _bound_ancestor(node, pos)
-                if region is None:
-                    sim = sim or self._free.clone()
-                    want = types.get((node.name, node.gpus[pos]))
-                    level = None
-                    if want is not None:
-                        level = self.topology.chains[node.chain].level_of.get(want)
-                        if level is None:
-                            return _Unmapped(f"cell type {want} of GPU {node.gpus[pos]} of node {node.name} "
-                                             f"is not in chain {node.chain}")
-                    region = self._bind_for_gpu(tenant, node, pos, sim, need, taken, level)
-                    if region is None:
-                        blocker = None if level is None else self._taken_back(request, tenant, node, pos, level, sim, taken)
-                        return _Unmapped(f"GPU {node.gpus[pos]} of node {node.name} is outside VC {tenant.name}'s "
-                                         f"cells and none of its promise can be bound there", blocker)
-                    binds.append(region)
-                elif region.bound not in (None, tenant.name):  # None: bound by this plan
-                    return _Unmapped(f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s cells")
-                if region.node is not None and not region.is_node:
-                    slot = region
-            masks[slot] = masks.get(slot, 0) | 1 << (pos - slot.offset)
-        pods = [(i, slot, mask) for i, (slot, mask) in enumerate(masks.items())]
-        return Plan(positions[0][0].chain, pods, binds, frozenset(), ())
-
-    def _taken_back(self, request: Request, tenant: Tenant, node: Cell, pos: int, level: int,
-                    sim: FreeLists, taken: dict[tuple[str, int], int]) -> Cell | None:
-        """The VC's bound cell to take back so that GPU ``pos`` of ``node`` can have its level-
-        ``level`` cell: only when that cell is free and the VC has no unbound promise left at
-        the level; the lowest-priority bound cell of that level whose priority is below the
-        request's (first bound among equals), as HiveD maps a physical cell back."""
-        chain = node.chain
-        cell = leaf_cells(node, 1 << pos)[0]
-        while cell.level < level:
-            cell = cell.parent
-        if sim.free_ancestor(cell) is None or tenant.unbound(chain, level) - taken.get((chain, level), 0) > 0:
-            return None
-        best, lowest = None, request.priority
-        for bound in tenant.bound.get((chain, level), ()):
-            priority = max((j.priority for j in self._jobs.values() if bound in j.regions), default=-1)
-            if priority < lowest:
-                best, lowest = bound, priority
-        return best
-
-    def _positions(self, placement: Mapping[str, Iterable[int]], *, ignore_missing: bool = False
-                   ) -> list[tuple[Cell, int]] | str:
-        """(node cell, position) of every GPU named, or why they cannot be held. With
-        ``ignore_missing``, GPUs on nodes (or at indices) the config does not have are skipped."""
-        out: list[tuple[Cell, int]] = []
-        seen: set[tuple[str, int]] = set()
-        for name, gpus in placement.items():
-            cells = self.topology.node_cells.get(name)
-            if cells is None:
-                if ignore_missing:
-                    continue
-                return f"unknown node {name!r}"
-            where = {g: (cell, p) for cell in cells for p, g in enumerate(cell.gpus)}
-            for g in gpus:
-                if g not in where:
-                    if ignore_missing:
-                        continue
-                    return f"node {name} has no GPU {g}"
-                if (name, g) in seen:
-                    return f"GPU {g} of node {name} is listed twice"
-                seen.add((name, g))
-                cell, p = where[g]
-                if not cell.free_mask >> p & 1:
-                    holder = next(j.name for j, m in cell.jobs.items() if m >> p & 1)
-                    return f"GPU {g} of node {name} is held by job {holder}"
-                out.append((cell, p))
-        return out
-
-    def _bind_for_gpu(self, tenant: Tenant, node: Cell, pos: int, sim: FreeLists,
-                      need: dict[str, dict[int, int]], taken: dict[tuple[str, int], int],
-                      level: int | None = None) -> Cell | None:
-        """The lowest cell holding GPU ``pos`` of ``node`` (the one at ``level``, if given) that
-        the VC's unbound promise may bind. ``sim`` (free lists), ``need`` (unbound promises per
-        chain) and ``taken`` (this VC's binds per chain and level) already count the binds
-        planned so far, and are updated."""
-        chain = self.topology.chains[node.chain]
-        demand = need.setdefault(chain.name, self._tenants.demand(chain.name))
-        cell: Cell | None = leaf_cells(node, 1 << pos)[0]
-        while cell is not None:
-            if level is not None and cell.level != level:
-                cell = cell.parent if cell.level < level else None
-                continue
-            key = (chain.name, cell.level)
-            holder = sim.free_ancestor(cell)
-            if (tenant.unbound(*key) - taken.get(key, 0) > 0 and holder is not None
-                    and feasible_after_take(chain, sim.counts(chain), demand, cell, holder)):
-                sim.take(cell)
-                demand[cell.level] -= 1
-                taken[key] = taken.get(key, 0) + 1
-                return cell
-            cell = cell.parent
-        return None
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -383,7 +241,7 @@ class CellAllocator:
             for node, mask in record.pods:
                 per_gpu = out.setdefault(node.name, {})
                 for p in bit_positions(mask):
-                    per_gpu[node.gpus[p]] = _bound_ancestor(node, p).type
+                    per_gpu[node.gpus[p]] = bound_ancestor(node, p).type
         return out
 
     def jobs(self) -> dict[str, int]:
@@ -446,83 +304,20 @@ class CellAllocator:
                     problems.append(f"{job.name}: its GPUs on {node.name} are not recorded as held")
                 for p in bit_positions(mask):
                     if job.priority >= 0:
-                        region = _bound_ancestor(node, p)
+                        region = bound_ancestor(node, p)
                         if region is None or region.bound != job.vc:
                             problems.append(f"{job.name}: GPU {node.gpus[p]} of {node.name} is outside {job.vc}'s cells")
         return problems
 
     # -- placing --------------------------------------------------------------------------------
 
-    def _fast(self, request: Request, tenant: Tenant, buckets, n: int) -> Result | None:
-        """One pod on the busiest node the VC already holds, free GPUs only: stage 1 of
-        :meth:`_plan_guaranteed` for the common case, as a heap peek and a cached pick."""
-        best = None
-        for index, per_chain in buckets:
-            slot = best_fit(per_chain, n)
-            if slot is None:
-                continue
-            node = slot.node
-            mask = pick(slot.sizes, (node.free_mask >> slot.offset) & ((1 << slot.size) - 1), n)
-            if len(buckets) == 1:
-                best = (None, slot, mask)
-                break
-            score = (lca_size(slot.sizes, mask), index)
-            if best is None or score < best[0]:
-                best = (score, slot, mask)
-        if best is None:
-            return None
-        return self._place_one(request, tenant, best[1], best[2], n)
-
-    def _fast_bind(self, request: Request, tenant: Tenant, n: int) -> Result | None:
-        """One pod in a cell newly bound for the VC, free GPUs only: stage 2 of
-        :meth:`_plan_guaranteed` for one pod (same cell, node and GPUs, same score across chains),
-        without building general plans."""
-        best = None
-        chains = self._tenant_chains(tenant, request.sku)
-        for name in chains:
-            found = self._planner.new_cell_for_pod(tenant, self.topology.chains[name], n)
-            if found is None:
-                continue
-            if len(chains) == 1:
-                best = (None, found)
-                break
-            _, holder, slot, mask = found
-            score = (lca_size(slot.node.sizes, mask << slot.offset), holder.size, self._chain_index[name])
-            if best is None or score < best[0]:
-                best = (score, found)
-        if best is None:
-            return None
-        cell, _, slot, mask = best[1]
-        return self._place_one(request, tenant, slot, mask, n, bind=cell)
-
-    def _place_one(
-        self, request: Request, tenant: Tenant, slot: Cell, mask: int, n: int, bind: Cell | None = None
-    ) -> Result:
-        """Commit a one-pod job on free GPUs ``mask`` (slot-relative) of a slot of the VC. A new
-        cell ``bind`` is bound for the VC right after the GPUs are taken, so that its slots enter
-        the VC's index once, with their final free counts."""
-        job = Job(request.job, request.vc, request.priority, request.lazy_preempt)
-        node = slot.node
-        mask <<= slot.offset
-        self._ledger.occupy(job, node, mask)
-        if bind is not None:
-            self._tenants.bind(tenant, bind)
-        region = slot.region
-        job.regions[region] = n
-        tenant.refs[region] += n
-        job.pods.append((node, mask))
-        result = placed_on(node.name, node.gpus, mask)
-        job.placement = result.pods
-        self._jobs[job.name] = job
-        return result
-
     def _plan_guaranteed(
         self, request: Request, tenant: Tenant, pods, *, tried_free: bool = False, preempt: bool = True
     ) -> Plan | None:
         """Stages: inside the VC's cells, then binding new ones (free GPUs only), then evicting.
 
-        ``tried_free=True`` skips the two free-GPU stages when :meth:`_fast` and
-        :meth:`_fast_bind` have already found them empty.
+        ``tried_free=True`` skips the two free-GPU stages when :meth:`FastPath.held` and
+        :meth:`FastPath.new_cell` have already found them empty.
         """
         pinned = tenant.pinned[request.pinned] if request.pinned else None
         chains = [pinned.chain] if pinned else self._tenant_chains(tenant, request.sku)
@@ -630,6 +425,10 @@ class CellAllocator:
             return f"VC {request.vc} has no {what}"
         return ""
 
+    def _fast_buckets(self, tenant: Tenant, sku: str | None) -> list:
+        """The one-pod shortcuts' slot buckets for ``tenant`` and ``sku`` (empty: no shortcut)."""
+        return self._fast.buckets(tenant, sku)
+
     def _sku_chains(self, sku: str | None) -> list[str]:
         if sku is None:
             return list(self.topology.chains)
@@ -643,21 +442,6 @@ class CellAllocator:
             chains = self._chains_cache[key] = [c for c in self._sku_chains(sku) if c in own]
         return chains
 
-    def _fast_buckets(self, tenant: Tenant, sku: str | None) -> list:
-        """(chain order, slot buckets) of the chains a VC may use for ``sku``, cached."""
-        key = (tenant.name, sku)
-        out = self._buckets_cache.get(key)
-        if out is None:
-            out = self._buckets_cache[key] = [
-                (self._chain_index[c], self._index.buckets((tenant.name, c), self._node_size(c)))
-                for c in self._tenant_chains(tenant, sku)
-            ]
-        return out
-
-    def _node_size(self, chain: str) -> int:
-        info = self.topology.chains[chain]
-        return info.leaves[info.node_level]
-
     def _node_cells(self, name: str) -> list[Cell]:
         cells = self.topology.node_cells.get(name)
         if cells is None:
@@ -670,53 +454,6 @@ class CellAllocator:
             for level in range(chain.top_level, 0, -1):
                 out[chain.type_at[level]] = None
         return list(out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Unmapped:
-    """Why a held placement cannot be mapped into its VC; ``blocker``: a bound cell of the VC
-    whose jobs a restarted job may lazily preempt to map (see ``reserve(restart=True)``)."""
-
-    reason: str
-    blocker: Cell | None = None
-
-
-def _unmappable(request: Request, tenant: Tenant | None, positions: list[tuple[Cell, int]]) -> str:
-    """Why a restarted guaranteed job cannot be in its VC whatever cells are bound, or ''."""
-    if tenant is None:
-        return f"VC {request.vc} does not exist"
-    if len({node.chain for node, _ in positions}) > 1:
-        return "its GPUs are in more than one chain"
-    if request.pinned is not None:
-        cell = tenant.pinned.get(request.pinned)
-        if cell is None:
-            return f"VC {request.vc} does not have pinned cell {request.pinned}"
-        if any(_bound_ancestor(node, pos) is not cell for node, pos in positions):
-            return f"its GPUs are not all in pinned cell {request.pinned}"
-    return ""
-
-
-def _bound_ancestor(node: Cell, pos: int) -> Cell | None:
-    """The bound (or pinned) cell containing position ``pos`` of ``node``, if any."""
-    cell: Cell | None = node
-    while cell is not None and cell.bound is None:
-        cell = cell.parent
-    if cell is not None:
-        return cell
-    for slot in node.slots:
-        if slot.bits >> pos & 1:
-            return slot.region
-    return None
-
-
-def _covers(cell: Cell, node: Cell, pos: int) -> bool:
-    """Does ``cell`` contain position ``pos`` of ``node``?"""
-    if cell.node is node:
-        return bool(cell.bits >> pos & 1)
-    x = node.parent
-    while x is not None and x is not cell:
-        x = x.parent
-    return x is cell
 
 
 def _describe(sizes: list[int], sku: str | None) -> str:

@@ -14,9 +14,12 @@ the last one x log n) plus a look at each bucket, not a pass over every node.
 """
 from __future__ import annotations
 
-import heapq
+from operator import attrgetter
 
 from placement.cells import Cell, Chain
+from placement.lazyheap import first_current, push
+
+_version = attrgetter("iver")
 
 
 class _ChainNodes:
@@ -63,17 +66,7 @@ class IdleNodes:
         nodes = self._chains[chain]
         if n > nodes.size:
             return None
-        live, heaps = nodes.live, nodes.heaps
-        for b in nodes.order[n]:
-            if not live[b]:
-                continue
-            heap = heaps[b]
-            while heap:
-                _, version, node = heap[0]
-                if node.ikey == b and node.iver == version:
-                    return node
-                heapq.heappop(heap)
-        return None
+        return first_current(nodes.heaps, nodes.live, nodes.order[n], _version)
 
     def _rebucket(self) -> None:
         for node in self.touched:
@@ -87,9 +80,5 @@ class IdleNodes:
             node.iver += 1
             if b >= 0:
                 live = nodes.live[b] = nodes.live[b] + 1
-                heap = nodes.heaps[b]
-                heapq.heappush(heap, (node.id, node.iver, node))
-                if len(heap) > 2 * live + 32:
-                    heap[:] = [e for e in heap if e[2].ikey == b and e[2].iver == e[1]]
-                    heapq.heapify(heap)
+                push(nodes.heaps[b], live, node, node.iver, _version)
         self.touched.clear()

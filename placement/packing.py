@@ -13,11 +13,14 @@
 """
 from __future__ import annotations
 
-import heapq
 from functools import lru_cache
+from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
 from placement.cells import Cell
+from placement.lazyheap import first_current, push
+
+_version = attrgetter("bver")
 
 
 def _count(mask: int, lo: int, size: int) -> int:
@@ -130,11 +133,7 @@ class SlotIndex:
         slot.bkey = free
         slot.bver += 1
         live = buckets.live[free] = buckets.live[free] + 1
-        heap = buckets.heaps[free]
-        heapq.heappush(heap, (slot.id, slot.bver, slot))
-        if len(heap) > 2 * live + 32:
-            heap[:] = [e for e in heap if e[2].bkey == free and e[2].bver == e[1]]
-            heapq.heapify(heap)
+        push(buckets.heaps[free], live, slot, slot.bver, _version)
 
     def drop(self, slot: Cell) -> None:
         if slot.bkey >= 0:
@@ -152,11 +151,7 @@ class SlotIndex:
         slot.bkey = free
         ver = slot.bver = slot.bver + 1
         live[free] += 1
-        heap = buckets.heaps[free]
-        heapq.heappush(heap, (slot.id, ver, slot))
-        if len(heap) > 2 * live[free] + 32:
-            heap[:] = [e for e in heap if e[2].bkey == free and e[2].bver == e[1]]
-            heapq.heapify(heap)
+        push(buckets.heaps[free], live[free], slot, ver, _version)
 
     def slots_with(self, key: tuple[str, str], n: int) -> list[Cell]:
         """Every indexed slot with at least ``n`` free GPUs, in id order."""
@@ -179,18 +174,8 @@ class SlotIndex:
 
 def best_fit(buckets: _Buckets, n: int) -> Cell | None:
     """The slot in ``buckets`` with the fewest free GPUs >= ``n`` (lowest id among equals)."""
-    live = buckets.live
     heaps = buckets.heaps
-    for free in range(n, len(heaps)):
-        if not live[free]:
-            continue
-        heap = heaps[free]
-        while heap:
-            _, ver, slot = heap[0]
-            if slot.bkey == free and slot.bver == ver:
-                return slot
-            heapq.heappop(heap)
-    return None
+    return first_current(heaps, buckets.live, range(n, len(heaps)), _version)
 
 
 Pods = Sequence[tuple[int, int]]  # (pod index in the request, GPUs), largest first

@@ -1,8 +1,8 @@
-"""The shortcuts (for one pod: ``_fast``, a node the VC holds; ``_fast_bind``, a newly bound
-cell; the opportunistic node index; for opportunistic gangs: pruning cells by their idle-node
-counters) must choose exactly what the general planner chooses. Each random sequence runs on two
-allocators, one that never takes the shortcuts, and every result and the free lists must agree
-after every step."""
+"""The shortcuts (for one pod: ``FastPath.held``, a node the VC holds; ``FastPath.new_cell``, a
+newly bound cell; the opportunistic node index; for opportunistic gangs: pruning cells by their
+idle-node counters) must choose exactly what the general planner chooses. Each random sequence
+runs on two allocators, one that never takes the shortcuts, and every result and the free lists
+must agree after every step."""
 from __future__ import annotations
 
 import random
