@@ -16,9 +16,10 @@ and reported.
 
 A guaranteed job planned in the current lease does not preempt anyone before it has to: when its
 planned leases are one block ending at its deadline lease, it turns ``MUST_RUN`` only at its
-laxity trigger (deadline - remaining work - one restart - ``guard``), which falls inside that
-block, so it never runs outside the capacity the plan holds for it. Until then GPUs it has not
+laxity trigger (deadline - remaining work - one restart - ``guard``), and never before its block
+starts, so it never runs outside the capacity the plan holds for it. Until then GPUs it has not
 claimed serve short unprotected jobs, which is where a lease-granular plan otherwise wastes them.
+An unguaranteed SLO job turns ``URGENT`` at the same trigger.
 
 Tiers, best first: ``MUST_RUN`` (guaranteed and due in the current lease), ``URGENT`` (a
 non-guaranteed SLO job that can still meet a deadline and whose laxity has run out: it must
