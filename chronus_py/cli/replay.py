@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=sorted(FORMATS), help="force the trace format (default: from the header)")
     p.add_argument("--skip-bad-rows", action="store_true",
                    help="drop malformed rows (counted per reason) instead of stopping at the first")
-    p.add_argument("--policy", default="srtf", choices=sorted(POLICIES), help="scheduling policy (default srtf)")
+    p.add_argument("--policy", default="chronus", choices=sorted(POLICIES),
+                   help="scheduling policy (default chronus: lease-based deadline guarantees)")
     p.add_argument("--nodes", type=int, default=120, help="nodes in the cluster (default 120)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
     p.add_argument("--cluster", type=Path,
