@@ -82,7 +82,10 @@ class ProfilingPool:
 
     def _start_waiting(self, now: float) -> None:
         """Start queued jobs in order; under ``deadline`` order, later ones fill GPUs the head
-        cannot use (``fifo`` keeps the artifact's head-of-line blocking)."""
+        cannot use (``fifo`` keeps the artifact's head-of-line blocking). Called at every event
+        of a replay, so a full pool returns at once instead of copying the queue."""
+        if not self._free or not self._queue:
+            return
         kept: list = []
         for i, entry in enumerate(self._queue):
             if not self._free or (self.order == "fifo" and kept):
