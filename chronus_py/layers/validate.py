@@ -415,20 +415,33 @@ class _Checker:
             groups.append(parsed)
         return groups if ok else None
 
-    def check_matcher(self, value: Any, where: str) -> tuple[str, Any] | None:
+    def variant(self, value: Any, where: str, rule: str, names, *, holder: str, label: str,
+                expected: str, choices: str = "") -> tuple[str, Any] | None:
+        """(name, payload) of a one-key object naming one of ``names`` (serde's externally tagged
+        enum: matchers, layer kinds), or None once the reason is reported."""
         if not isinstance(value, dict):
-            self.report("matcher", where, f"invalid type: {_kind_of(value)}, expected a one-key matcher object such as {{\"CommPrefix\": \"x\"}}")
+            self.report(rule, where, f"invalid type: {_kind_of(value)}, expected {expected}")
             return None
         pairs = _pairs(value)
         if len(pairs) != 1:
-            self.report("matcher", where, f"a matcher object must have exactly one key, found {len(pairs)}")
+            listed = f" ({choices})" if choices else ""
+            self.report(rule, where, f"{holder} must have exactly one key{listed}, found {len(pairs)}")
             return None
         name, payload = pairs[0]
-        if name not in S.MATCHERS:
-            near = [m for m in S.MATCHERS if m.lower() == name.lower()]
-            hint = f" (did you mean {near[0]!r}? case matters)" if near else ""
-            self.report("matcher", f"{where}.{name}", f"unknown matcher variant {name!r}{hint}")
+        if name not in names:
+            near = [n for n in names if n.lower() == name.lower()]
+            hint = f" (did you mean {near[0]!r}? case matters)" if near else (f"; expected {choices}" if choices else "")
+            self.report(rule, f"{where}.{name}", f"unknown {label} {name!r}{hint}")
             return None
+        return name, payload
+
+    def check_matcher(self, value: Any, where: str) -> tuple[str, Any] | None:
+        variant = self.variant(value, where, "matcher", S.MATCHERS, holder="a matcher object",
+                               label="matcher variant",
+                               expected='a one-key matcher object such as {"CommPrefix": "x"}')
+        if variant is None:
+            return None
+        name, payload = variant
         typ, since = S.MATCHERS[name]
         if self.too_new(since):
             self.report("version-enum", f"{where}.{name}",
@@ -442,19 +455,12 @@ class _Checker:
         if isinstance(value, str) and value in S.KINDS:
             self.report("kind", where, f"\"{value}\" must be an object: {{\"{value}\": {{...}}}}")
             return None
-        if not isinstance(value, dict):
-            self.report("kind", where, f"invalid type: {_kind_of(value)}, expected {{\"Confined\"|\"Grouped\"|\"Open\": {{...}}}}")
+        variant = self.variant(value, where, "kind", S.KINDS, holder="`kind`", label="variant",
+                               expected='{"Confined"|"Grouped"|"Open": {...}}',
+                               choices="Confined, Grouped or Open")
+        if variant is None:
             return None
-        pairs = _pairs(value)
-        if len(pairs) != 1:
-            self.report("kind", where, f"`kind` must have exactly one key (Confined, Grouped or Open), found {len(pairs)}")
-            return None
-        kind, body = pairs[0]
-        if kind not in S.KINDS:
-            near = [k for k in S.KINDS if k.lower() == kind.lower()]
-            hint = f" (did you mean {near[0]!r}? case matters)" if near else "; expected Confined, Grouped or Open"
-            self.report("kind", f"{where}.{kind}", f"unknown variant {kind!r}{hint}")
-            return None
+        kind, body = variant
         at = f"{where}.{kind}"
         if not isinstance(body, dict):
             self.report("type", at, f"invalid type: {_kind_of(body)}, expected an object of layer settings")
