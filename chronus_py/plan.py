@@ -111,8 +111,7 @@ def format_json(obj: Mapping[str, Any]) -> str:
 
 _TIERS = {
     "MUST_RUN": "guaranteed, due in this lease",
-    "URGENT": "not guaranteed, must start now to meet a deadline",
-    "SPOT": "not guaranteed, runs on spare capacity by remaining work",
+    "SPOT": "runs on spare capacity by remaining GPU-time",
     "AHEAD": "guaranteed, ahead of its lease plan (capacity is held for it later)",
     "HOPELESS": "cannot meet its last deadline even alone; leftover GPUs only",
 }

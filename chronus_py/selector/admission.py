@@ -3,10 +3,10 @@ and each job's tier for the current lease.
 
 Guarantees are only ever given against a plan: an SLO job is guaranteed when its remaining work
 fits, in whole leases, into the capacity the existing guarantees leave before its deadline.
-New guarantees may only use ``1 - headroom`` of the capacity: the rest stays for the short
-unguaranteed jobs that SRTF serves best. Without it, long multi-GPU guarantees deferred to their
-deadlines fill whole days of the plan and thousands of 1-GPU jobs miss (measured on Philly SLO:
-first-deadline ratio 0.775 at headroom 0, 0.980 at 0.4, 0.988 at 0.7, 0.987 at 0.8).
+New guarantees may only use ``1 - headroom`` of the capacity: the rest stays for the SRTF pool,
+which serves short unguaranteed jobs best. Long multi-GPU guarantees deferred to their deadlines
+otherwise fill whole days of the plan, and thousands of 1-GPU jobs miss behind them (first
+session, Philly SLO: first-deadline ratio 0.775 with no headroom).
 Arrivals are admitted as a batch at the decision point they arrive at (first come, first served,
 each with its best deadline option that fits). At every lease boundary every guaranteed job is
 re-planned from its current remaining work by ``solvers.solve`` (greedy latest-slot packing,
@@ -18,16 +18,20 @@ A guaranteed job planned in the current lease does not preempt anyone before it 
 planned leases are one block ending at its deadline lease, it turns ``MUST_RUN`` only at its
 laxity trigger (deadline - remaining work - one restart - ``guard``), and never before its block
 starts, so it never runs outside the capacity the plan holds for it. Until then GPUs it has not
-claimed serve short unprotected jobs, which is where a lease-granular plan otherwise wastes them.
-An unguaranteed SLO job turns ``URGENT`` at the same trigger.
+claimed serve the SRTF pool, which is where a lease-granular plan otherwise wastes them.
 
-Tiers, best first: ``MUST_RUN`` (guaranteed and due in the current lease), ``URGENT`` (a
-non-guaranteed SLO job that can still meet a deadline and whose laxity has run out: it must
-start now or miss), ``SPOT`` (other non-guaranteed SLO jobs, and best-effort jobs), ``AHEAD``
-(guaranteed jobs not planned in this lease: the plan already holds their capacity later, so
-running them now only earns slack and must not cost an unprotected job its deadline),
-``HOPELESS`` (an SLO job that cannot meet its last deadline even alone: it gets leftover GPUs only,
-so it never pushes a job that can still make it, but it runs whenever GPUs are idle).
+Tiers, best first: ``MUST_RUN`` (guaranteed and due in the current lease), ``SPOT`` (the SRTF
+pool: unguaranteed SLO jobs, best-effort jobs, and guaranteed jobs still competing for a tighter
+deadline option than the one they hold), ``AHEAD`` (guaranteed jobs not planned in this lease: the
+plan already holds their capacity later, so running them now only earns slack and must not cost
+an unprotected job its deadline), ``HOPELESS`` (an SLO job that cannot meet its last deadline even
+alone: it gets leftover GPUs only, so it never pushes a job that can still make it, but it runs
+whenever GPUs are idle).
+
+There is no tier that lifts an unguaranteed job whose laxity runs out above the pool. Such a tier
+(``URGENT``, until the third session) met more deadlines (MIX1: 0.9991 against 0.9947, headroom
+0.7), but every job it lifted held its GPUs against all shorter work until it finished: best-effort
+JCT 459 against 295 min, 0.45 against 0.22 preemptions per job (benchmarks/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption
 from chronus_py.selector.leases import lease_deadline, lease_of, leases_needed, round_up_gpus
-from chronus_py.selector.settings import LeaseSettings
+from chronus_py.selector.settings import ADAPTIVE, LeaseSettings
 from chronus_py.state import JobState, Status
 from solvers import LeaseJob, LeaseOption, LeaseProblem, Placement, solve
 from solvers.greedy import latest_slots
@@ -50,10 +54,9 @@ from solvers.greedy import latest_slots
 
 class Tier(IntEnum):
     MUST_RUN = 0
-    URGENT = 1
-    SPOT = 2
-    AHEAD = 3
-    HOPELESS = 4
+    SPOT = 1
+    AHEAD = 2
+    HOPELESS = 3
 
 
 @dataclass
@@ -83,6 +86,7 @@ class LeaseSelector:
     def __post_init__(self) -> None:
         self._used = np.zeros(64, dtype=np.int64)
         self._triggers: list[tuple[float, str]] = []
+        self._refused = False  # some SLO job was refused a guarantee since the last re-plan
 
     # -- what the policy asks -------------------------------------------------------------------
     def tier(self, job_id: str) -> Tier:
@@ -150,25 +154,16 @@ class LeaseSelector:
                 continue
             if self._try_guarantee(state, now, first):
                 self.stats.admitted_at_arrival += 1
+            else:
+                self._refused = True
             if self._set_tier(state.id, self._tier(state, now)):
                 changed.add(state.id)
         return changed
 
-    def _target(self, state: JobState, now: float, before: float) -> DeadlineOption | None:
-        """The tightest deadline option before ``before`` the job can still meet from now on."""
+    def _can_still_meet(self, state: JobState, now: float, before: float) -> bool:
+        """Whether some deadline option before ``before`` can still be met from now on."""
         finish = now + state.remaining(now)
-        return next((d for d in state.job.deadlines if finish <= d.at < before), None)
-
-    def _unguaranteed_tier(self, state: JobState, now: float, before: float = float("inf")) -> Tier:
-        """HOPELESS, URGENT, or SPOT with a trigger queued for when its laxity runs out."""
-        target = self._target(state, now, before)
-        if target is None:
-            return Tier.HOPELESS
-        trigger = target.at - self._cover(state, now)
-        if trigger <= now:
-            return Tier.URGENT
-        heapq.heappush(self._triggers, (trigger, state.id))
-        return Tier.SPOT
+        return any(finish <= d.at < before for d in state.job.deadlines)
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         gpus = self._gpus(state)
@@ -208,7 +203,7 @@ class LeaseSelector:
             (fixed if job.fixed else candidates).append(job)
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
         problem = LeaseProblem(np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed),
-                               self.settings.objective)
+                               self._objective())
         started = time.perf_counter()
         backend = self.settings.backend or "greedy"
         solution = solve(problem, backend=backend, time_limit_s=self.settings.time_limit_s,
@@ -226,10 +221,20 @@ class LeaseSelector:
         for job in fixed:
             if solution.option[job.id] is not None:
                 self._book(job.id, job.gpus, np.asarray(solution.slots[job.id], dtype=np.int64) + first)
+        self._refused = False
         for job in candidates:
             if self._try_guarantee(states[job.id], now, first):
                 self.stats.admitted_on_retry += 1
+            else:
+                self._refused = True
         return self._retier(active, now)
+
+    def _objective(self) -> str:
+        """The plan's secondary goal this round: ``adaptive`` runs guaranteed work early only when
+        no SLO job was refused since the last re-plan (nobody waits for the capacity it takes)."""
+        if self.settings.objective != ADAPTIVE:
+            return self.settings.objective
+        return "minimize" if self._refused else "maximize"
 
     def _planned_tier(self, state: JobState, now: float) -> Tier:
         """MUST_RUN if the plan needs the job in the current lease now, else AHEAD (with a
@@ -249,22 +254,17 @@ class LeaseSelector:
     def _tier(self, state: JobState, now: float) -> Tier:
         """The job's tier now, queueing a trigger for when it next has to change.
 
-        A soft job guaranteed only a later option still competes, unguaranteed, for the
-        tighter options it can meet: the guarantee is its floor, not its target."""
+        A soft job guaranteed only a later option still competes in the pool for the tighter
+        options it can meet: the guarantee is its floor, not its target."""
         if state.id in self.plan:
             planned = self._planned_tier(state, now)
-            if planned is Tier.AHEAD and state.guaranteed != state.job.deadlines[0]:
-                tighter = self._unguaranteed_tier(state, now, before=state.guaranteed.at)
-                if tighter is not Tier.HOPELESS:
-                    return tighter
+            if (planned is Tier.AHEAD and state.guaranteed != state.job.deadlines[0]
+                    and self._can_still_meet(state, now, before=state.guaranteed.at)):
+                return Tier.SPOT
             return planned
-        if not state.job.is_slo:
+        if not state.job.is_slo or not self.hopeless(state, now):
             return Tier.SPOT
-        if state.status is Status.PENDING:
-            return self._unguaranteed_tier(state, now)
-        if self.hopeless(state, now):
-            return Tier.HOPELESS
-        return Tier.URGENT if self.tier(state.id) is Tier.URGENT else Tier.SPOT
+        return Tier.HOPELESS
 
     def _set_tier(self, job_id: str, tier: Tier) -> bool:
         """Record a tier; True if it changed."""
@@ -277,7 +277,7 @@ class LeaseSelector:
         return True
 
     def due(self, active: Mapping[str, JobState], now: float) -> set[str]:
-        """Jobs whose laxity trigger has come, re-tiered (MUST_RUN, URGENT or HOPELESS)."""
+        """Jobs whose laxity trigger has come, re-tiered (MUST_RUN)."""
         changed = set()
         while self._triggers and self._triggers[0][0] <= now:
             _, job_id = heapq.heappop(self._triggers)

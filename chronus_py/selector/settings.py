@@ -5,23 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from chronus_py.selector.leases import DEFAULT_LEASE
+from solvers import BACKENDS, OBJECTIVES
+
+ADAPTIVE = "adaptive"
 
 
 @dataclass
 class LeaseSettings:
     """``lease``: seconds per lease. ``objective``: the plan's secondary goal (``minimize`` keeps
-    guaranteed work out of the current lease, ``maximize`` runs it early, ``adaptive`` switches as
-    the artifact does). ``backend``: ``cpsat``, ``cbc`` or None (greedy only), with
+    guaranteed work out of the current lease, ``maximize`` runs it early, ``adaptive`` maximizes
+    only after a round that left no SLO job unguaranteed, as the artifact does). ``backend``: ``cpsat``, ``cbc`` or None (greedy only), with
     ``time_limit_s`` per solve and CP-SAT's ``deterministic_time`` budget (same plan on any
     machine). ``gpus_per_node``: for rounding GPU requests up in the plan. ``headroom``: the share
-    of capacity new guarantees may not use (kept for short unguaranteed jobs). ``margin``: extra
-    relative work planned for every job. ``guard``: seconds of slack a laxity trigger keeps: a job
-    turns due (guaranteed) or urgent (unguaranteed) that long before it would have to start.
-    Defaults are the measured best on the Philly traces (benchmarks/RESULTS.md). For ``guard``
-    that is a trade: 2 h instead of 60 s lifts the first-deadline ratio from 0.9874 / 0.9940 /
-    0.9790 to 0.9902 / 0.9979 / 0.9861 (SLO / MIX1 / MIX2) and stops fewer jobs, because long
-    jobs no longer start at the last moment and get preempted; best-effort jobs wait longer
-    (MIX1 488 -> 558 min, MIX2 596 -> 759). 4 h gains little more DSR for much more JCT."""
+    of capacity new guarantees may not use (kept for the SRTF pool). ``margin``: extra relative
+    work planned for every job. ``guard``: seconds of slack a guaranteed job's laxity trigger
+    keeps: it turns due that long before it would have to start.
+    Defaults are the measured best on the Philly traces (benchmarks/RESULTS.md): headroom 0.9 gives
+    first-deadline ratio 0.9953 / 0.9943 / 0.9929 (SLO / MIX1 / MIX2) against 0.9952 / 0.9947 /
+    0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time, meets more deadlines
+    than guarantees carved out of it. ``guard`` 60 s and 2 h measure the same on MIX2 (0.9930 and
+    0.9929); 2 h leaves room for estimates that turn out short."""
 
     lease: float = DEFAULT_LEASE
     objective: str = "minimize"
@@ -29,9 +32,30 @@ class LeaseSettings:
     time_limit_s: float = 2.0
     deterministic_time: float | None = 0.2
     gpus_per_node: int = 8
-    headroom: float = 0.7
+    headroom: float = 0.9
     margin: float = 0.0
     guard: float = 7200.0
+
+    def __post_init__(self) -> None:
+        """Refuse a setting no plan could use, naming it: sweeps and cluster managers build these
+        from their own input, and a negative guard or a headroom of 2 would only show up as odd
+        plans much later."""
+        if self.objective not in (*OBJECTIVES, ADAPTIVE):
+            raise ValueError(f"objective: unknown {self.objective!r} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise ValueError(f"backend: unknown {self.backend!r} (have: {', '.join(BACKENDS)} or None)")
+        for name in ("lease", "time_limit_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: must be > 0, got {getattr(self, name)!r}")
+        for name in ("margin", "guard"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
+        if not 0 <= self.headroom <= 1:
+            raise ValueError(f"headroom: must be in [0, 1], got {self.headroom!r}")
+        if self.deterministic_time is not None and not self.deterministic_time > 0:
+            raise ValueError(f"deterministic_time: must be > 0 or None, got {self.deterministic_time!r}")
+        if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
+            raise ValueError(f"gpus_per_node: must be an integer >= 1, got {self.gpus_per_node!r}")
 
     def settings(self) -> LeaseSettings:
         """These settings alone (a copy, also when called on a subclass such as the policy)."""

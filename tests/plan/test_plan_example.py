@@ -33,10 +33,10 @@ def test_example_plans_as_documented(capsys):
     assert decisions["mnist-quick"]["placement"] == {"gpu-b01": [2]}
     assert decisions["bert-sweep"]["placement"] == {} and decisions["resnet-train"]["placement"] == {}
     guaranteed = {j for j, d in decisions.items() if d["guaranteed"]}
-    # With the default admission headroom the new 8-GPU job is not guaranteed, but its laxity
-    # has run out, so it starts now ahead of spot work.
+    # The example's headroom leaves no room to guarantee the new 8-GPU job this late, but it has
+    # less GPU-time left than the best-effort job, so it takes that job's GPUs.
     assert guaranteed == {"llama-ft", "resnet-train"} == set(plan["lease_plan"])
-    assert "must start now" in decisions["vit-urgent"]["reason"]
+    assert "by remaining GPU-time" in decisions["vit-urgent"]["reason"]
     assert decisions["vit-urgent"]["deadline"] == 9600 and decisions["bert-sweep"]["deadline"] is None
     assert decisions["resnet-train"]["deadline"] == 36000
     assert "needs 4 GPUs, 1 free" in decisions["resnet-train"]["reason"]
@@ -105,7 +105,7 @@ def test_other_policies_have_no_lease_plan(tmp_path, capsys):
     path = tmp_path / "examples" / "state.yaml"
     data = yaml.safe_load(path.read_text())
     data["policy"] = "srtf"
-    del data["solver"]
+    del data["solver"], data["headroom"]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     plan, _ = plan_json(capsys, path)
     assert plan["lease_end"] is None and plan["lease_plan"] == {} and plan["solver"] is None

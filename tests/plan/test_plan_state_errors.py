@@ -30,7 +30,10 @@ CASES = [
     ("now", "soon", "now: expected a number, got 'soon'"),
     ("lease", 0, "lease: must be > 0, got 0"),
     ("policy", "magic", "policy: unknown policy 'magic' (have: chronus, edf, fifo, las, srtf)"),
-    ("extra", 1, "extra: unknown key (expected one of: now, lease, policy, solver, cluster, hosts, running, pending)"),
+    ("extra", 1, "extra: unknown key (expected one of: now, lease, policy, headroom, solver, cluster, hosts, running, pending)"),
+    ("headroom", 1.5, "headroom: must be <= 1, got 1.5"),
+    ("headroom", -0.1, "headroom: must be >= 0, got -0.1"),
+    ("headroom", "most", "headroom: expected a number, got 'most'"),
     ("solver", {"backend": "gurobi"}, "solver.backend: unknown backend 'gurobi' (have: cpsat, cbc, greedy)"),
     ("solver", {"time_limit_s": -1}, "solver.time_limit_s: must be > 0, got -1"),
     ("cluster", ..., "cluster: required"),
@@ -97,12 +100,16 @@ def test_the_base_state_is_valid(tmp_path, capsys):
     assert main(["plan", str(write_state(tmp_path, base()))]) == 0
 
 
-def test_solver_needs_the_chronus_policy(tmp_path, capsys):
+@pytest.mark.parametrize("key, value, message", [
+    ("solver", {"backend": "greedy"}, "solver: only the chronus policy plans leases (policy is fifo)"),
+    ("headroom", 0.5, "headroom: only the chronus policy gives guarantees (policy is fifo)"),
+])
+def test_lease_settings_need_the_chronus_policy(tmp_path, capsys, key, value, message):
     state = base()
-    state.update(policy="fifo", solver={"backend": "greedy"})
+    state.update(policy="fifo", **{key: value})
     file = write_state(tmp_path, state)
     assert main(["plan", str(file)]) == 2
-    assert capsys.readouterr().err == f"chronus plan: {file}: solver: only the chronus policy plans leases (policy is fifo)\n"
+    assert capsys.readouterr().err == f"chronus plan: {file}: {message}\n"
 
 
 def test_unreadable_and_malformed_files(tmp_path, capsys):

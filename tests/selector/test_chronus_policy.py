@@ -3,12 +3,14 @@ guard keeps the trigger arithmetic readable)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import Chronus
 from chronus_py.replay import replay, summarize
-from chronus_py.selector import LeaseSelector
+from chronus_py.selector import LeaseSelector, LeaseSettings
+from chronus_py.state import JobState
 
 
 def job(id, submit, duration, gpus=1, deadlines=()):
@@ -80,3 +82,54 @@ def test_guaranteed_job_running_ahead_of_its_plan_is_not_stopped_for_a_longer_jo
     assert done["G"].preemptions == 0 and done["long"].first_start == done["G"].finish == 1030
     done = {s.id: s for s in replay([g, job("short", 100, 100)], Cluster.uniform(1, 1), Chronus(backend=None, guard=60.0)).jobs}
     assert done["short"].first_start == 100 and done["G"].preemptions == 1
+
+
+def test_pool_orders_by_remaining_gpu_time():
+    # W (2 GPUs, 3000 s) holds more GPU-time than S (1 GPU, 5000 s), so S goes first although
+    # W is shorter in time, as the SRTF baseline would order them.
+    jobs = [job("W", 0, 3000, gpus=2), job("S", 0, 5000)]
+    done = {s.id: s for s in replay(jobs, Cluster.uniform(1, 2), Chronus(backend=None)).jobs}
+    assert done["S"].first_start == 0 and done["W"].first_start == done["S"].finish == 5030
+
+
+def test_unguaranteed_job_whose_laxity_runs_out_does_not_jump_the_pool():
+    # No guarantees (headroom 1). T's laxity runs out at 3100 - 2030 - 30 - 60 = 980, while it
+    # waits behind S, which has less GPU-time left: T still waits, and S is not stopped.
+    jobs = [job("S", 0, 1000), job("T", 0, 2000, deadlines=[(3100, 10)])]
+    done = {s.id: s for s in replay(jobs, Cluster.uniform(1, 1), Chronus(backend=None, guard=60.0, headroom=1.0)).jobs}
+    assert done["T"].was_guaranteed is None and done["S"].preemptions == 0
+    assert done["T"].first_start == 1030 and done["T"].finish == 3060
+
+
+def _state(id, gpus, duration, deadlines):
+    return JobState(job=job(id, 0, duration, gpus, deadlines), seq=0, estimate=duration, overhead=0.0)
+
+
+def test_adaptive_objective_runs_guarantees_early_only_when_nobody_was_refused():
+    def planned(refuse: bool) -> tuple[int, ...]:
+        selector = LeaseSelector(LeaseSettings(objective="adaptive", backend=None, headroom=0.5), capacity=2)
+        g = _state("G", 1, 1000, [(12000, 10)])
+        active = {"G": g}
+        if refuse:
+            active["R"] = _state("R", 2, 1000, [(2400, 10)])  # new guarantees may use one GPU only
+        selector.new_lease({"G": g}, 0.0)
+        selector.admit_arrivals(list(active.values()), 0.0)
+        selector.new_lease(active, 1200.0)
+        return selector.plan["G"]
+
+    assert planned(refuse=False) == (1,)   # maximize: the lease that starts now
+    assert planned(refuse=True) == (9,)    # minimize: the last lease before the deadline
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"headroom": 1.5}, "headroom: must be in [0, 1], got 1.5"),
+    ({"guard": -1.0}, "guard: must be >= 0, got -1.0"),
+    ({"lease": 0}, "lease: must be > 0, got 0"),
+    ({"objective": "asap"}, "objective: unknown 'asap' (have: maximize, minimize, adaptive)"),
+    ({"backend": "gurobi"}, "backend: unknown 'gurobi' (have: cpsat, cbc, greedy or None)"),
+    ({"gpus_per_node": 0}, "gpus_per_node: must be an integer >= 1, got 0"),
+])
+def test_bad_lease_settings_are_refused_by_name(options, message):
+    with pytest.raises(ValueError) as raised:
+        Chronus(**options)
+    assert str(raised.value) == message
