@@ -8,11 +8,12 @@ from chronus_py.errors import InputError
 from chronus_py.policies.base import OrderPolicy, Policy, View
 from chronus_py.policies.chronus import Chronus
 from chronus_py.policies.las import LAS
-from chronus_py.policies.priority import EDF, FIFO, SRTF
+from chronus_py.policies.priority import EDF, FIFO, SRTF, SRTFGPU
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     "fifo": FIFO,
     "srtf": SRTF,
+    "srtf-gpu": SRTFGPU,
     "edf": EDF,
     "las": LAS,
     "chronus": Chronus,
@@ -25,4 +26,4 @@ def make_policy(name: str, **options) -> Policy:
     return POLICIES[name](**options)
 
 
-__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "EDF", "LAS", "Chronus"]
+__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "SRTFGPU", "EDF", "LAS", "Chronus"]

@@ -24,6 +24,16 @@ class SRTF(OrderPolicy):
         return (job.remaining(now), job.seq)
 
 
+class SRTFGPU(OrderPolicy):
+    """Preemptive shortest remaining GPU-time first: SRTF weighted by GPUs, the order of the
+    Chronus policy's pool. The baseline that tells how much of Chronus' result is that order."""
+
+    name = "srtf-gpu"
+
+    def key(self, job: JobState, now: float) -> tuple:
+        return (job.remaining(now) * job.gpus, job.seq)
+
+
 class EDF(OrderPolicy):
     """Preemptive earliest deadline first: SLO jobs by first deadline, then best-effort by SRTF."""
 

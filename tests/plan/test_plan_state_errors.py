@@ -29,7 +29,7 @@ CASES = [
     ("now", -1, "now: must be >= 0, got -1"),
     ("now", "soon", "now: expected a number, got 'soon'"),
     ("lease", 0, "lease: must be > 0, got 0"),
-    ("policy", "magic", "policy: unknown policy 'magic' (have: chronus, edf, fifo, las, srtf)"),
+    ("policy", "magic", "policy: unknown policy 'magic' (have: chronus, edf, fifo, las, srtf, srtf-gpu)"),
     ("extra", 1, "extra: unknown key (expected one of: now, lease, policy, headroom, solver, cluster, hosts, running, pending)"),
     ("headroom", 1.5, "headroom: must be <= 1, got 1.5"),
     ("headroom", -0.1, "headroom: must be >= 0, got -0.1"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
-from chronus_py.policies import EDF, FIFO, LAS, SRTF
+from chronus_py.policies import EDF, FIFO, LAS, SRTF, SRTFGPU
 from chronus_py.replay import replay
 
 
@@ -41,6 +41,16 @@ def test_srtf_preempts_for_shorter_remaining_and_charges_restart():
     done, pre = finishes(LONG_THEN_SHORT, SRTF())
     # B (230 s incl. overhead) beats A's 930 left; A resumes at 330 with 1000 + 2x30 - 100 left.
     assert done == {"B": 330, "A": 330 + 960} and pre == {"A": 1, "B": 0}
+
+
+def test_srtf_gpu_weighs_remaining_work_by_gpus():
+    # On 2 GPUs, W (2 GPUs, 3000 s: 6120 GPU-s with its start) loses to S (1 GPU, 5000 s: 5030
+    # GPU-s), which plain SRTF would run second; W then waits for S's GPU.
+    jobs = [job("W", 0, 3000, gpus=2), job("S", 0, 5000)]
+    done, _ = finishes(jobs, SRTFGPU(), gpus=2)
+    assert done == {"S": 5030, "W": 5030 + 3060}
+    done, _ = finishes(jobs, SRTF(), gpus=2)
+    assert done == {"W": 3060, "S": 3060 + 5030}
 
 
 def test_edf_orders_by_deadline_then_best_effort():
