@@ -120,7 +120,7 @@ class Scheduler:
     def view(self, now: float) -> View:
         return View(now=now, active=self.active, running=self.running, arrived=tuple(self._arrived),
                     free_gpus=self.allocator.free_gpus(), total_gpus=self.total_gpus,
-                    estimate_pad=self.estimate_errors.pad())
+                    estimate_pad=self.estimate_errors.pad(), estimate_cut=self.estimate_errors.cut())
 
     def next_wakeup(self, now: float) -> float | None:
         """The next instant at which the plan may change without any arrival or completion."""

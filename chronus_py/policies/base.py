@@ -27,7 +27,8 @@ class View:
     ``active`` holds every pending and running job, ``arrived`` the jobs submitted since the
     previous decision point (in submission order), so a policy can admit them as a batch.
     ``estimate_pad`` is how much work (relative) to add to a job not observed yet, learned from
-    the errors of earlier estimates (``chronus_py.estimate_error``).
+    the errors of earlier estimates (``chronus_py.estimate_error``), and ``estimate_cut`` how much
+    less it may need.
     """
 
     now: float
@@ -37,6 +38,7 @@ class View:
     free_gpus: int
     total_gpus: int
     estimate_pad: float = 0.0
+    estimate_cut: float = 0.0
 
 
 class Policy(Protocol):

@@ -37,6 +37,7 @@ class Chronus(LeaseSettings, OrderPolicy):
             self.selector = LeaseSelector(self.settings(), view.total_gpus)
             self.selector.lease_index = -1
         self.selector.estimate_pad = view.estimate_pad
+        self.selector.estimate_cut = view.estimate_cut
         changed: set[str] = set()
         if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
             changed |= self.selector.new_lease(view.active, view.now)
