@@ -138,7 +138,8 @@ def scheduler_for(state: State):
     from placement import CellAllocator
 
     if state.policy == "chronus":
-        policy = Chronus(lease=state.lease, headroom=state.headroom, backend=state.backend, time_limit_s=state.time_limit_s,
+        policy = Chronus(lease=state.lease, headroom=state.headroom, backend=state.backend,
+                         time_limit_s=state.time_limit_s,
                          gpus_per_node=max(n.gpus for n in state.cluster.nodes))
     else:
         policy = make_policy(state.policy)
@@ -259,7 +260,8 @@ class _Reader:
                     raise self.fail(f"{entry.key}.id", f"duplicate id {entry.job.id!r} (also {seen[entry.job.id]})")
                 seen[entry.job.id] = entry.key
                 jobs.append(entry)
-        return State(self.source, now, lease, policy, headroom, backend, limit, cluster, hived, node_gpus, hosts, tuple(jobs))
+        return State(self.source, now, lease, policy, headroom, backend, limit, cluster, hived, node_gpus, hosts,
+                     tuple(jobs))
 
     def headroom(self, data: dict, policy: str) -> float:
         if "headroom" not in data:

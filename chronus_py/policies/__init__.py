@@ -26,4 +26,5 @@ def make_policy(name: str, **options) -> Policy:
     return POLICIES[name](**options)
 
 
-__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "SRTFGPU", "EDF", "LAS", "Chronus"]
+__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "SRTFGPU", "EDF", "LAS",
+           "Chronus"]

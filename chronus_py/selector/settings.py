@@ -14,9 +14,9 @@ ADAPTIVE = "adaptive"
 class LeaseSettings:
     """``lease``: seconds per lease. ``objective``: the plan's secondary goal (``minimize`` keeps
     guaranteed work out of the current lease, ``maximize`` runs it early, ``adaptive`` maximizes
-    only after a round that left no SLO job unguaranteed, as the artifact does). ``backend``: ``cpsat``, ``cbc`` or None (greedy only), with
-    ``time_limit_s`` per solve and CP-SAT's ``deterministic_time`` budget (same plan on any
-    machine). ``gpus_per_node``: for rounding GPU requests up in the plan. ``headroom``: the share
+    only after a round that refused no SLO job a guarantee, as the artifact does). ``backend``:
+    ``cpsat``, ``cbc`` or None (greedy only), with ``time_limit_s`` per solve and CP-SAT's
+    ``deterministic_time`` budget (same plan on any machine). ``gpus_per_node``: for rounding GPU requests up in the plan. ``headroom``: the share
     of capacity new guarantees may not use (kept for the SRTF pool). ``margin``: extra relative
     work planned for every job. ``guard``: seconds of slack a guaranteed job's laxity trigger
     keeps: it turns due that long before it would have to start.
