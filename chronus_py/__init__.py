@@ -10,7 +10,7 @@ list as a command; ``replay`` runs it at every decision point of a trace):
    scheduler's view of the job (:class:`Scheduler` takes an estimator).
 3. **Select**: the policy orders the jobs. :class:`Chronus` asks its lease selector
    (:class:`LeaseSelector`) which SLO jobs are guaranteed and which must run in this lease, the
-   MILP in ``solvers`` keeping every guarantee; everything else follows by remaining work.
+   MILP in ``solvers`` keeping every guarantee; everything else follows by remaining GPU-time.
 4. **Place**: :meth:`Scheduler.plan` walks that order against an allocator from ``placement``
    (the HiveD-style :class:`CellAllocator`, or a consolidated one) and starts, keeps or
    preempts jobs.
