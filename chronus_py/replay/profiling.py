@@ -7,9 +7,10 @@ hours, and an SLO job that waited an hour for a 5-minute profile has lost its de
 scheduler sees it (Philly SLO, SRTF: pool wait median 9 min, p90 55 min; 4,934 jobs missed that
 met their deadline without the pool). ``order="deadline"`` (the default) profiles the tightest
 deadline first (best-effort jobs last, arrival order among equals) and lets a job that fits start
-when an earlier one does not. A job whose work ends within the ``window`` finishes there and never enters the
-main queue; waiting for the pool counts in its JCT. Every other job enters the main queue at the
-end of its window with the profiler's estimate of its work, which is what the scheduler then uses.
+when an earlier one does not. A job whose work ends within the ``window`` finishes there and never
+enters the main queue; waiting for the pool counts in its JCT. Every other job enters the main
+queue at the end of its window with the profiler's estimate of its work, which is what the
+scheduler then uses.
 
 The estimate is modelled, not fitted per job (the traces carry no per-iteration samples): it is the
 true work times ``exp(e)``, ``e ~ Normal(0, s)``, with ``s = sqrt(sigma^2 + cv^2 / n)``. ``n`` is the

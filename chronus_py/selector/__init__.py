@@ -3,5 +3,5 @@ from chronus_py.selector.admission import LeaseSelector, SelectorStats, Tier
 from chronus_py.selector.leases import DEFAULT_LEASE, lease_of, leases_needed, round_up_gpus
 from chronus_py.selector.settings import LeaseSettings
 
-__all__ = ["LeaseSelector", "LeaseSettings", "SelectorStats", "Tier", "DEFAULT_LEASE", "lease_of", "leases_needed",
-           "round_up_gpus"]
+__all__ = ["LeaseSelector", "LeaseSettings", "SelectorStats", "Tier", "DEFAULT_LEASE", "lease_of",
+           "leases_needed", "round_up_gpus"]

@@ -2,6 +2,7 @@
 (``Chronus(headroom=0.5)``, sweep options) and hands them to its :class:`LeaseSelector`."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from chronus_py.selector.leases import DEFAULT_LEASE
@@ -44,19 +45,26 @@ class LeaseSettings:
             raise ValueError(f"objective: unknown {self.objective!r} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
         if self.backend is not None and self.backend not in BACKENDS:
             raise ValueError(f"backend: unknown {self.backend!r} (have: {', '.join(BACKENDS)} or None)")
-        for name in ("lease", "time_limit_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}: must be > 0, got {getattr(self, name)!r}")
-        for name in ("margin", "guard"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
-        if not 0 <= self.headroom <= 1:
-            raise ValueError(f"headroom: must be in [0, 1], got {self.headroom!r}")
-        if self.deterministic_time is not None and not self.deterministic_time > 0:
-            raise ValueError(f"deterministic_time: must be > 0 or None, got {self.deterministic_time!r}")
+        _check("lease", self.lease, positive=True)
+        _check("time_limit_s", self.time_limit_s, positive=True)
+        _check("margin", self.margin)
+        _check("guard", self.guard)
+        _check("headroom", self.headroom, most=1.0)
+        if self.deterministic_time is not None:
+            _check("deterministic_time", self.deterministic_time, positive=True)
         if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
             raise ValueError(f"gpus_per_node: must be an integer >= 1, got {self.gpus_per_node!r}")
 
     def settings(self) -> LeaseSettings:
         """These settings alone (a copy, also when called on a subclass such as the policy)."""
         return LeaseSettings(**{f.name: getattr(self, f.name) for f in fields(LeaseSettings)})
+
+
+def _check(name: str, value: object, *, positive: bool = False, most: float = math.inf) -> None:
+    """A finite number, >= 0 (> 0 if ``positive``) and <= ``most``, or a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}: expected a number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    if value > most:
+        raise ValueError(f"{name}: must be <= {most:g}, got {value!r}")

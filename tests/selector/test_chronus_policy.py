@@ -122,7 +122,9 @@ def test_adaptive_objective_runs_guarantees_early_only_when_nobody_was_refused()
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"headroom": 1.5}, "headroom: must be in [0, 1], got 1.5"),
+    ({"headroom": 1.5}, "headroom: must be <= 1, got 1.5"),
+    ({"headroom": "0.5"}, "headroom: expected a number, got '0.5'"),
+    ({"deterministic_time": 0}, "deterministic_time: must be > 0, got 0"),
     ({"guard": -1.0}, "guard: must be >= 0, got -1.0"),
     ({"lease": 0}, "lease: must be > 0, got 0"),
     ({"objective": "asap"}, "objective: unknown 'asap' (have: maximize, minimize, adaptive)"),
