@@ -1,0 +1,113 @@
+"""The backend interface: how ``chronus serve`` talks to the cluster manager that runs the jobs.
+
+The service owns the scheduling loop, the promises and the database; a backend owns the truth
+about what runs where. Everything a backend reports is an observation (the service never assumes
+that a command it gave took effect until the backend shows it), which is what makes a restart
+safe: on start the service asks the backend what runs, and believes it.
+
+To write a backend for another cluster manager (Kubernetes, LSF, ...), implement the methods of
+:class:`Backend` below. Calls come from one thread (the scheduling loop); a backend may block
+inside a call (e.g. retrying a REST request) but must raise :class:`BackendUnavailable` rather
+than hang for long, so the service can report the outage and retry the round later without
+deciding anything.
+
+Times are absolute seconds on the backend's own clock (``now()``): the sim backend's accelerated
+clock, or Unix time for a real cluster. Job ids are the chronus ids (strings); a backend maps them
+to its own (a Slurm job id) and back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping, Protocol, Sequence
+
+from chronus_py.model import Job
+
+
+class BackendUnavailable(RuntimeError):
+    """The cluster manager cannot be reached or answered garbage; nothing was changed by the call
+    that raised it (or, for ``start``/``preempt``, the service must re-observe before retrying)."""
+
+
+class RunState(StrEnum):
+    PENDING = "pending"      # known to the backend, not running (never started, or preempted)
+    RUNNING = "running"      # holding GPUs
+    FINISHED = "finished"    # completed its work
+    FAILED = "failed"        # ended without completing (crash, node failure): the job is over
+    CANCELLED = "cancelled"  # cancelled outside chronus (e.g. ``scancel``) or by ``cancel``
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """One node: its name, GPU indices, and whether placement may use it (``healthy`` False for a
+    drained/down node; ``reason`` says why)."""
+
+    name: str
+    gpus: tuple[int, ...]
+    healthy: bool = True
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedJob:
+    """What the backend knows of one chronus job.
+
+    ``placement`` (node -> GPU indices) is where it runs while RUNNING, else empty. ``run_since``
+    is when the current run started (RUNNING only), ``ended_at`` when it ended (terminal states).
+    ``work_done`` is seconds of the job's work behind it if the backend can tell (the sim backend
+    can; a real one may only know elapsed run time, then None and the service counts from
+    ``run_since``). ``starts`` counts runs so far, the current one included."""
+
+    id: str
+    state: RunState
+    placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    run_since: float | None = None
+    ended_at: float | None = None
+    work_done: float | None = None
+    starts: int = 0
+
+
+class Backend(Protocol):
+    name: str
+
+    def now(self) -> float:
+        """The backend's clock, in absolute seconds."""
+
+    def wall_seconds_until(self, t: float) -> float:
+        """Real seconds the loop should sleep before backend time ``t`` (0 if it is past); the sim
+        backend divides by its speed-up."""
+
+    def nodes(self) -> Sequence[NodeInfo]:
+        """Every node of the partition chronus schedules, with health."""
+
+    def jobs(self) -> Sequence[ObservedJob]:
+        """Every chronus job the backend still tracks (pending, running, or ended since it was
+        last reported), so the service can reconcile its database with the truth."""
+
+    def arrivals(self) -> Sequence[Mapping[str, Any]]:
+        """Jobs that entered through the backend itself since the last call (Slurm: held jobs that
+        carry the chronus marker; sim: trace arrivals up to ``now()``), each as the job fields of
+        ``POST /v1/jobs`` (``id``, ``gpus``, ``deadlines``, ``estimate_seconds``, ``tenant``, ...),
+        so the service checks them on the same path as API submissions. A job is returned until
+        the service has accepted it (``submit``) or refused it (``cancel``), so a crash in between
+        loses nothing."""
+
+    def submit(self, job: Job) -> None:
+        """Make an accepted API job known to the backend, not running (Slurm: a held job). Must be
+        idempotent: after a crash the service may submit a job again."""
+
+    def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        """Run a pending job on exactly these GPUs. Idempotent for a job already running there."""
+
+    def preempt(self, job_id: str) -> None:
+        """Checkpoint-and-stop a running job; it becomes PENDING and keeps its progress."""
+
+    def cancel(self, job_id: str) -> None:
+        """End a job for good (CANCELLED). Idempotent."""
+
+    def next_event(self) -> float | None:
+        """The next backend time something is known to happen without a command (a sim
+        completion or trace arrival), or the next poll instant of a real backend; None: nothing."""
+
+    def close(self) -> None:
+        """Release connections and threads; jobs keep running."""
