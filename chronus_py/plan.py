@@ -1,8 +1,8 @@
 """What one scheduling round decided, as data: a :class:`Plan` of :class:`JobDecision` s.
 
-The scheduler decides in memory; this module turns its state after ``plan(now)`` into values a
-cluster manager can act on (start, continue, preempt, wait: with placements, guarantees and
-reasons) and into the ``chronus plan`` JSON. Acting on them is the caller's business, last.
+"Plan" means this and only this: the output of a round (``chronus_py.round.run_round``), values
+a cluster manager can act on (start, continue, preempt, wait: with placements, guarantees and
+reasons), and the ``chronus plan`` JSON. Acting on them is the caller's business, last.
 
 Times in the JSON are absolute seconds, as in the state file. ``lease_plan`` maps each guaranteed
 job to the start times of the future leases (from the current one on) the lease plan reserves for
@@ -16,11 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Mapping
 
-from chronus_py.state import JobState, Status
-
 if TYPE_CHECKING:
     from chronus_py.layers import HostLayers
-    from chronus_py.scheduler import Round, Scheduler
 
 
 class Action(StrEnum):
@@ -105,92 +102,3 @@ def format_json(obj: Mapping[str, Any]) -> str:
         return json.dumps(value)
 
     return "{\n" + ",\n".join(f"  {json.dumps(k)}: {block(v)}" for k, v in obj.items()) + "\n}\n"
-
-
-# -- from scheduler state to decisions --------------------------------------------------------
-
-_TIERS = {
-    "MUST_RUN": "guaranteed, due in this lease",
-    "SPOT": "runs on spare capacity by remaining GPU-time",
-    "AHEAD": "guaranteed, ahead of its lease plan (capacity is held for it later)",
-    "HOPELESS": "cannot meet its last deadline even alone; leftover GPUs only",
-}
-
-
-def decide(scheduler: Scheduler, decided: Round) -> tuple[JobDecision, ...]:
-    """Every active job's decision after ``decided`` (preempted jobs are pending again, so they
-    are among them), by submission order. Reads the scheduler; changes nothing."""
-    started = {s.id for s in decided.started}
-    preempted = {s.id for s in decided.preempted}
-    free = scheduler.allocator.free_gpus()
-    out = []
-    for state in sorted(scheduler.active.values(), key=lambda s: s.seq):
-        if state.status is Status.RUNNING:
-            action = Action.START if state.id in started else Action.CONTINUE
-        else:
-            action = Action.PREEMPT if state.id in preempted else Action.WAIT
-        out.append(JobDecision(
-            job_id=state.id,
-            action=action,
-            placement=dict(state.placement) if state.status is Status.RUNNING else {},
-            guaranteed=state.guaranteed is not None,
-            deadline=_deadline(state),
-            reason=_reason(scheduler, state, action, free),
-        ))
-    return tuple(out)
-
-
-def _deadline(state: JobState) -> float | None:
-    if state.guaranteed is not None:
-        return state.guaranteed.at
-    return state.job.deadlines[0].at if state.job.deadlines else None
-
-
-def _reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
-    if action is Action.WAIT:
-        where = (f"needs {state.gpus} GPUs, {free} free after this round" if state.gpus > free
-                 else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)")
-    elif action is Action.PREEMPT:
-        where = f"its GPUs go to jobs ahead in {scheduler.policy.name} order"
-    else:
-        where = f"fits, in {scheduler.policy.name} order"
-    selector = getattr(scheduler.policy, "selector", None)
-    if selector is None:
-        return where
-    tier = selector.tier(state.id).name
-    return f"{_TIERS.get(tier, tier.lower())}; {where}"
-
-
-def assemble_plan(scheduler: Scheduler, decided: Round, *, host_layers: Mapping[str, HostLayers] | None = None,
-                  timings: Mapping[str, float] | None = None) -> Plan:
-    """The :class:`Plan` of a round: decisions, plus the lease plan and solver statistics when
-    the policy keeps a lease selector."""
-    selector = getattr(scheduler.policy, "selector", None)
-    lease_plan: dict[str, tuple[float, ...]] = {}
-    solver = None
-    lease_end = None
-    if selector is not None:
-        lease_end = selector.lease_end()
-        order = sorted(selector.plan, key=lambda j: scheduler.jobs[j].seq)
-        lease_plan = {j: tuple(k * selector.settings.lease for k in selector.plan[j]) for j in order}
-        stats = selector.stats
-        solver = {
-            "backend": stats.last_backend,
-            "status": stats.last_status,
-            "rounds": stats.rounds,
-            "fallbacks": stats.fallbacks,
-            "admitted": stats.admitted_at_arrival + stats.admitted_on_retry,
-            "demoted": list(stats.demoted),
-        }
-        timings = {"solve_s": sum(stats.solve_seconds), **(timings or {})}
-    return Plan(
-        now=decided.now,
-        policy=scheduler.policy.name,
-        lease_end=lease_end,
-        next_decision=scheduler.next_wakeup(decided.now),
-        decisions=scheduler.decisions(decided),
-        lease_plan=lease_plan,
-        solver=solver,
-        timings=dict(timings or {}),
-        host_layers=dict(host_layers or {}),
-    )

@@ -1,9 +1,12 @@
 """The scheduler: job state between rounds and the one placement walk every policy shares.
 
 A cluster manager (or the replay engine, which plays one) calls ``submit`` when a job arrives,
-``finish`` when it ends, and ``plan(now)`` at each decision point. ``plan`` lets the policy order
-the jobs and then walks that order against the allocator: jobs that fit get GPUs, running jobs
-that no longer make the cut are preempted (if the policy is preemptive), the rest wait.
+``finish`` when it ends, and at each decision point the two steps of a round
+(``chronus_py.round`` runs them in order): ``select(now)`` lets the policy admit, re-plan and
+re-order the jobs, and ``place(now)`` walks that order against the allocator: jobs that fit get
+GPUs, running jobs that no longer make the cut are preempted (if the policy is preemptive), the
+rest wait. The scheduler owns every job record (:class:`~chronus_py.state.JobState`); the policy
+reports what it decided (guarantees, standings) and the scheduler writes it down.
 """
 from __future__ import annotations
 
@@ -13,26 +16,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from chronus_py.estimate_error import EstimateErrors
+from chronus_py.estimates import EstimateErrors, Estimator, Oracle
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.overhead import restart_overhead
-from chronus_py.plan import JobDecision, decide
 from chronus_py.policies.base import Policy, View
 from chronus_py.state import JobState, Status
-from placement import Allocator, ConsolidatedAllocator, PodSpec, Request
+from placement import Allocator, ConsolidatedAllocator, PodSpec, Request, round_up
 
-Estimator = Callable[[Job], float]
 SpeedModel = Callable[[Job, Mapping[str, tuple[int, ...]]], float]
 
 
-def oracle_estimate(job: Job) -> float:
-    """The trace's true duration: what the Chronus artifact's scheduler uses."""
-    return float(job.duration or 0.0)
-
-
 @dataclass(frozen=True)
-class Round:
-    """What one ``plan`` call changed: jobs started (with placements) and jobs preempted."""
+class Moves:
+    """What one ``place`` call changed: jobs started (with placements) and jobs preempted."""
 
     now: float
     started: tuple[JobState, ...]
@@ -40,16 +36,20 @@ class Round:
 
 
 class Scheduler:
+    """``round_requests``: ask the allocator for the {1, 2, 4, whole nodes} round-up of each job's
+    GPUs (placement's ``round_up``, the sizes the Chronus artifact packs), so a 3-GPU job holds
+    4 GPUs and odd sizes leave no holes; off, a job holds exactly what it asked for."""
+
     def __init__(self, cluster: Cluster, policy: Policy, *, allocator: Allocator | None = None,
-                 estimator: Estimator = oracle_estimate, overhead: Callable[[int], float] = restart_overhead,
-                 speed: SpeedModel | None = None, uncertainty: Callable[[Job], float] | None = None):
+                 estimator: Estimator | None = None, overhead: Callable[[int], float] = restart_overhead,
+                 speed: SpeedModel | None = None, round_requests: bool = False):
         self.cluster = cluster
         self.policy = policy
         self.allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
-        self.estimator = estimator
-        self.uncertainty = uncertainty
+        self.estimator = estimator or Oracle()
         self.overhead = overhead
         self.speed = speed
+        self.round_requests = round_requests
         self.estimate_errors = EstimateErrors()
         self.node_gpus = max(n.gpus for n in cluster.nodes)
         self.total_gpus = cluster.gpus
@@ -68,9 +68,10 @@ class Scheduler:
     def submit(self, job: Job) -> JobState:
         if job.id in self.jobs:
             raise ValueError(f"job {job.id} submitted twice")
-        state = JobState(job=job, seq=len(self.jobs), estimate=self.estimator(job),
-                         overhead=self.overhead(job.gpus),
-                         uncertainty=self.uncertainty(job) if self.uncertainty else 0.0)
+        state = JobState(job=job, seq=len(self.jobs), estimate=self.estimator.estimate(job),
+                         overhead=self.overhead(job.gpus), uncertainty=self.estimator.uncertainty(job))
+        if self.round_requests:
+            state.gpus = round_up(job.gpus, node=self.node_gpus)
         self.jobs[job.id] = state
         self.active[job.id] = state
         self._arrived.append(state)
@@ -120,7 +121,8 @@ class Scheduler:
     def view(self, now: float) -> View:
         return View(now=now, active=self.active, running=self.running, arrived=tuple(self._arrived),
                     free_gpus=self.allocator.free_gpus(), total_gpus=self.total_gpus,
-                    estimate_pad=self.estimate_errors.pad(), estimate_cut=self.estimate_errors.cut())
+                    node_gpus=self.node_gpus, estimate_pad=self.estimate_errors.pad(),
+                    estimate_cut=self.estimate_errors.cut())
 
     def next_wakeup(self, now: float) -> float | None:
         """The next instant at which the plan may change without any arrival or completion."""
@@ -137,21 +139,33 @@ class Scheduler:
         state = self.running.get(change[2])
         return state is not None and state.starts == change[3]
 
-    # -- the round ------------------------------------------------------------------------------
-    def plan(self, now: float) -> Round:
-        """Order every active job, then start and preempt so the best-ordered fitting set runs."""
-        changed = self.policy.prepare(self.view(now))
+    # -- the two steps of a round ----------------------------------------------------------------
+    def select(self, now: float) -> set[str]:
+        """The policy's step: it sees the jobs that arrived, admits and re-plans (guarantees are
+        written into the job records here), and every job whose order changed is re-sorted.
+        Returns the ids of those jobs. Cheap enough to run on its own, e.g. to answer a
+        submission with its admission before the next placement walk."""
+        changed = set(self.policy.prepare(self.view(now)))
         self._arrived.clear()
+        for job_id, option in self.policy.take_guarantee_changes().items():
+            state = self.jobs[job_id]
+            state.guaranteed = option
+            if option is not None:
+                state.was_guaranteed = option
         self._rekey(changed, now)
         while self._key_changes and self._key_changes[0][0] <= now:
             change = heapq.heappop(self._key_changes)
             if self._live(change):
                 self._set_running_key(self.running[change[2]], self.policy.key(self.running[change[2]], now))
+        return changed
+
+    def place(self, now: float) -> Moves:
+        """The placement step: start and preempt so the best-ordered fitting set runs."""
         if not self._pending:
-            return Round(now, (), ())
+            return Moves(now, (), ())
         if self.policy.preemptive and self._running_sorted and self._pending[0] < self._running_sorted[-1]:
             return self._walk(now)
-        return Round(now, tuple(self._fill(now)), ())
+        return Moves(now, tuple(self._fill(now)), ())
 
     def _fill(self, now: float) -> list[JobState]:
         """Start pending jobs in order while GPUs are free (skipping those that do not fit).
@@ -181,7 +195,7 @@ class Scheduler:
                 return started
             refused.update(s.id for s in chosen if s.status is Status.PENDING)
 
-    def _walk(self, now: float) -> Round:
+    def _walk(self, now: float) -> Moves:
         """Merge running and pending jobs in key order and give GPUs to the fitting prefix.
 
         Running jobs whose (stale, never better than fresh) key sorts before the best pending job
@@ -212,7 +226,7 @@ class Scheduler:
         started = [s for s in start if self._start(s, now)]
         if len(started) < len(start):
             started += self._fill(now)
-        return Round(now, tuple(started), tuple(preempted))
+        return Moves(now, tuple(started), tuple(preempted))
 
     def _set_running_key(self, state: JobState, key: tuple | None) -> None:
         """Replace a running job's key in the sorted running index (None: remove it)."""
@@ -259,7 +273,7 @@ class Scheduler:
 
         The allocator must then hold exactly those GPUs (``reserve``); if it cannot, nothing is
         changed and ValueError says why. Like ``submit``, the job counts as arrived at the next
-        ``plan``, so the policy sees it (a guaranteed job keeps its guarantee)."""
+        ``select``, so the policy sees it (a guaranteed job keeps its guarantee)."""
         if guaranteed is not None and guaranteed not in job.deadlines:
             raise ValueError(f"job {job.id}: guaranteed deadline {guaranteed.at} is not one of its options")
         state = self.submit(job)
@@ -309,11 +323,6 @@ class Scheduler:
         state.uncertainty = uncertainty
         self._rekey([job_id], now)
         return state
-
-    def decisions(self, decided: Round) -> tuple[JobDecision, ...]:
-        """Start / continue / preempt / wait for every active job after ``decided``, in submission
-        order, with placement, guarantee, deadline and reason: what a cluster manager acts on."""
-        return decide(self, decided)
 
     def _run_on(self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float) -> None:
         """Mark a job running on GPUs the allocator already holds for it (``_start``'s bookkeeping

@@ -5,13 +5,16 @@
 seconds; only ``now`` and ``cluster`` are required::
 
     now: 3600                  # the decision instant (>= 0)
-    lease: 1200                # lease length in seconds (chronus), > 0; default 1200
-    policy: chronus            # chronus (default) | edf | fifo | las | srtf
-    headroom: 0.9              # chronus only: share of GPUs new guarantees may not use, in [0, 1];
-                               #   default 0.9 (measured on 960 GPUs; a small cluster wants less)
+    policy: chronus            # chronus (default) | edf | fifo | las | srtf | srtf-gpu
+    lease: 1200                # chronus only, like every setting below (defaults and meaning:
+    headroom: 0.9              #   chronus_py/selector/settings.py, ChronusSettings); headroom:
+    guard: 7200                #   share of GPUs new guarantees may not use (a small cluster
+    margin: 0.0                #   wants less than the default 0.9)
+    objective: minimize        #   minimize | maximize | adaptive
     solver:                    # chronus only: how the lease plan is solved
-      backend: cpsat           #   cpsat (default) | cbc | greedy
-      time_limit_s: 2.0        #   > 0; default 2.0 (a safety cap: CP-SAT stops on a deterministic budget first)
+      backend: cpsat           #   cpsat | cbc | greedy
+      time_limit_s: 2.0        #   > 0 (a safety cap: CP-SAT stops on a deterministic budget first)
+      deterministic_time: 0.2  #   CP-SAT's deterministic budget (the same plan on any machine)
     cluster:                   # exactly one form:
       nodes: 4                 #   N nodes named node0..node<N-1> (zero-padded) ...
       gpus_per_node: 8         #   ... of G GPUs each (default 8); consolidated placement
@@ -54,16 +57,15 @@ from typing import Any, Mapping
 import yaml
 
 from chronus_py.errors import InputError
+from chronus_py.layers import LayerSpec
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
-from chronus_py.selector import LeaseSettings
+from chronus_py.selector import ChronusSettings
 
-_TOP_KEYS = ("now", "lease", "policy", "headroom", "solver", "cluster", "hosts", "running", "pending")
+_SETTING_KEYS = ("lease", "headroom", "guard", "margin", "objective")
+_SOLVER_KEYS = {"backend": "backend", "time_limit_s": "time_limit_s", "deterministic_time": "deterministic_time"}
+_TOP_KEYS = ("now", "policy", *_SETTING_KEYS, "solver", "cluster", "hosts", "running", "pending")
 _JOB_KEYS = ("id", "gpus", "submit", "estimate_seconds", "profile", "progress_seconds", "deadlines",
              "guaranteed_deadline", "tenant", "model", "cgroup", "preset", "thread_names", "opt_in")
-_SOLVER_KEYS = ("backend", "time_limit_s")
-_BACKENDS = {"cpsat": "cpsat", "cbc": "cbc", "greedy": None}
-DEFAULT_LEASE = 1200.0
-DEFAULT_TIME_LIMIT = 2.0
 _MISSING = object()
 
 
@@ -78,23 +80,20 @@ class JobEntry:
     work_done: float
     guaranteed: DeadlineOption | None
     placement: Mapping[str, tuple[int, ...]] | None
-    cgroup: str | None
-    preset: str
-    thread_names: Mapping[str, tuple[str, ...]]
-    opt_in: bool
+    layers: LayerSpec
 
 
 @dataclass(frozen=True)
 class State:
-    """A checked state file: everything one planning round needs."""
+    """A checked state file: everything one planning round needs, as data. ``policy_options``
+    are the policy's settings the file gave (for Chronus, :class:`ChronusSettings` fields; the
+    rest keep their defaults); ``chronus_py.round.build_scheduler`` turns all this into a
+    scheduler."""
 
     source: str
     now: float
-    lease: float
     policy: str
-    headroom: float
-    backend: str | None
-    time_limit_s: float
+    policy_options: Mapping[str, Any]
     cluster: Cluster
     hived: Any  # placement.ClusterConfig when the cluster is a HiveD config, else None
     node_gpus: Mapping[str, tuple[int, ...]]
@@ -127,55 +126,6 @@ def load_state(path: str | Path) -> State:
         raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
                          line=None if mark is None else mark.line + 1) from None
     return _Reader(path).state(data)
-
-
-def scheduler_for(state: State):
-    """A :class:`~chronus_py.scheduler.Scheduler` holding the state's jobs: running ones on their
-    GPUs, with their progress and guarantees. The allocator's objections (e.g. a GPU outside the
-    job's virtual cluster) come back as InputError naming the job's placement key."""
-    from chronus_py.policies import Chronus, make_policy
-    from chronus_py.scheduler import Scheduler
-    from placement import CellAllocator
-
-    if state.policy == "chronus":
-        policy = Chronus(lease=state.lease, headroom=state.headroom, backend=state.backend,
-                         time_limit_s=state.time_limit_s,
-                         gpus_per_node=max(n.gpus for n in state.cluster.nodes))
-    else:
-        policy = make_policy(state.policy)
-    allocator = None if state.hived is None else CellAllocator(state.hived)
-    estimates = {entry.job.id: entry.estimate for entry in state.jobs}
-    scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=lambda job: estimates[job.id])
-    for entry in state.jobs:
-        try:
-            scheduler.restore(entry.job, state.now, work_done=entry.work_done, guaranteed=entry.guaranteed,
-                              placement=entry.placement)
-        except ValueError as exc:
-            raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
-    return scheduler
-
-
-def layers_for(state: State, scheduler) -> dict:
-    """node -> :class:`~chronus_py.layers.HostLayers` for every node with a host model and at least
-    one opted-in job running there after the round (others get nothing: they keep their default
-    CPU scheduler, so a fleet can opt in host by host and job by job)."""
-    from chronus_py.layers import PlacedJob, emit_host_layers
-
-    entries = {entry.job.id: entry for entry in state.jobs}
-    per_node: dict[str, list[PlacedJob]] = {}
-    for job_id, job_state in scheduler.running.items():
-        entry = entries[job_id]
-        for node, gpus in job_state.placement.items():
-            if node in state.hosts:
-                per_node.setdefault(node, []).append(PlacedJob(
-                    job_id, tuple(gpus), cgroup=entry.cgroup, preset=entry.preset,
-                    thread_names=entry.thread_names, opt_in=entry.opt_in))
-    out = {}
-    for node in sorted(per_node):
-        layers = emit_host_layers(state.hosts[node], per_node[node])
-        if layers is not None:
-            out[node] = layers
-    return out
 
 
 class _Reader:
@@ -234,12 +184,10 @@ class _Reader:
 
         data = self.mapping(data, "", _TOP_KEYS)
         now = self.number(data, "now", "")
-        lease = self.number(data, "lease", "", default=DEFAULT_LEASE, positive=True)
         policy = self.text(data, "policy", "", "chronus")
         if policy not in POLICIES:
             raise self.fail("policy", f"unknown policy {policy!r} (have: {', '.join(sorted(POLICIES))})")
-        headroom = self.headroom(data, policy)
-        backend, limit = self.solver(data.get("solver"), policy)
+        options = self.settings(data, policy)
         if "cluster" not in data:
             raise self.fail("cluster", "required")
         cluster, hived, node_gpus = self.cluster(data["cluster"])
@@ -260,29 +208,26 @@ class _Reader:
                     raise self.fail(f"{entry.key}.id", f"duplicate id {entry.job.id!r} (also {seen[entry.job.id]})")
                 seen[entry.job.id] = entry.key
                 jobs.append(entry)
-        return State(self.source, now, lease, policy, headroom, backend, limit, cluster, hived, node_gpus, hosts,
-                     tuple(jobs))
+        return State(self.source, now, policy, options, cluster, hived, node_gpus, hosts, tuple(jobs))
 
-    def headroom(self, data: dict, policy: str) -> float:
-        if "headroom" not in data:
-            return LeaseSettings.headroom
-        if policy != "chronus":
-            raise self.fail("headroom", f"only the chronus policy gives guarantees (policy is {policy})")
-        value = self.number(data, "headroom", "")
-        if value > 1:
-            raise self.fail("headroom", f"must be <= 1, got {data['headroom']!r}")
-        return value
-
-    def solver(self, raw: Any, policy: str) -> tuple[str | None, float]:
-        if raw is None:
-            return _BACKENDS["cpsat"], DEFAULT_TIME_LIMIT
-        if policy != "chronus":
-            raise self.fail("solver", f"only the chronus policy plans leases (policy is {policy})")
-        raw = self.mapping(raw, "solver", _SOLVER_KEYS)
-        name = self.text(raw, "backend", "solver", "cpsat")
-        if name not in _BACKENDS:
-            raise self.fail("solver.backend", f"unknown backend {name!r} (have: {', '.join(_BACKENDS)})")
-        return _BACKENDS[name], self.number(raw, "time_limit_s", "solver", default=DEFAULT_TIME_LIMIT, positive=True)
+    def settings(self, data: dict, policy: str) -> dict[str, Any]:
+        """The Chronus settings the file gives, checked by :class:`ChronusSettings` itself (its
+        message names the setting; the key path is added here)."""
+        given = {name: data[name] for name in _SETTING_KEYS if name in data}
+        solver = data.get("solver")
+        if solver is not None:
+            solver = self.mapping(solver, "solver", tuple(_SOLVER_KEYS))
+            given.update((_SOLVER_KEYS[name], value) for name, value in solver.items())
+        if given and policy != "chronus":
+            first = next(name for name in (*_SETTING_KEYS, "solver") if name in data)
+            raise self.fail(first, f"only the chronus policy plans leases (policy is {policy})")
+        try:
+            ChronusSettings.from_mapping(given)
+        except ValueError as exc:
+            name, _, why = str(exc).partition(": ")
+            key = next((f"solver.{k}" for k, v in _SOLVER_KEYS.items() if v == name and k in (solver or {})), name)
+            raise self.fail(key, why) from None
+        return given
 
     def cluster(self, raw: Any) -> tuple[Cluster, Any, dict[str, tuple[int, ...]]]:
         if isinstance(raw, dict) and ("physicalCluster" in raw or "hived" in raw):
@@ -391,8 +336,7 @@ class _Reader:
             else JobKind.SOFT_SLO
         job = Job(id=job_id, tenant=tenant, gpus=gpus, submit=submit, kind=kind, deadlines=deadlines,
                   model=self.text(raw, "model", key, None) or model)
-        cgroup, preset, names, opt_in = self.layers(raw, key)
-        return JobEntry(key, job, estimate, work_done, guaranteed, placement, cgroup, preset, names, opt_in)
+        return JobEntry(key, job, estimate, work_done, guaranteed, placement, self.layers(raw, key))
 
     def deadlines(self, raw: Any, key: str, submit: float) -> tuple[DeadlineOption, ...]:
         if raw is None:
@@ -481,7 +425,7 @@ class _Reader:
             self._profiles[path] = Profile.from_dict(data, source=str(path))
         return self._profiles[path]
 
-    def layers(self, raw: dict, key: str) -> tuple[str | None, str, dict[str, tuple[str, ...]], bool]:
+    def layers(self, raw: dict, key: str) -> LayerSpec:
         from chronus_py.layers.presets import DEFAULT_PRESET, resolve_thread_names
 
         cgroup = self.text(raw, "cgroup", key, None)
@@ -501,7 +445,7 @@ class _Reader:
         opt_in = raw.get("opt_in", True)
         if not isinstance(opt_in, bool):
             raise self.fail(f"{key}.opt_in", f"expected true or false, got {opt_in!r}")
-        return cgroup, preset, names, opt_in
+        return LayerSpec(cgroup, preset, names, opt_in)
 
 
 def _join(base: str, name: str) -> str:

@@ -12,6 +12,7 @@ from placement.config import ClusterConfig, load_config
 from placement.errors import ConfigError, PlacementError, ScenarioError
 from placement.allocator import CellAllocator
 from placement.scenario import load_scenario, run_scenario
+from placement.batch import round_up
 
 __all__ = [
     "Allocator",
@@ -30,4 +31,5 @@ __all__ = [
     "ScenarioError",
     "load_scenario",
     "run_scenario",
+    "round_up",
 ]

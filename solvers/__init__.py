@@ -12,6 +12,7 @@ it speaks slots, GPUs, options and values. Slot 0 is the lease about to start.
     plan.option["b"], plan.slots["b"], plan.stats.status
 
     decision = admit(committed, new_jobs)                      # FCFS greedy admission
+    latest_slots(free, gpus=8, lo=0, hi=6, need=3)             # one job's latest fitting slots
     decision.option[new_jobs[0].id] is None                    # rejected
 
 Backends (``BACKENDS``): ``cpsat`` (OR-Tools CP-SAT, default), ``cbc`` (PuLP + CBC), ``greedy``.
@@ -21,6 +22,7 @@ from solvers.admit import admit
 from solvers.backends import BACKENDS
 from solvers.check import check
 from solvers.contract import Backend, BackendResult, SolveParams
+from solvers.greedy import latest_slots
 from solvers.problem import OBJECTIVES, LeaseJob, LeaseOption, LeaseProblem, Objective, SolverError
 from solvers.solution import Assignment, LeaseSolution, Placement, SolveStats, Status
 from solvers.solve import solve
@@ -43,5 +45,6 @@ __all__ = [
     "Status",
     "admit",
     "check",
+    "latest_slots",
     "solve",
 ]

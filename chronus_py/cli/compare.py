@@ -19,14 +19,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="results directory (created; resumed if it exists)")
     p.add_argument("--config", type=Path, help="grid YAML (keys as the options below); options given override it")
     p.add_argument("--traces", type=_list, help="comma-separated bundled trace names or CSV files")
-    p.add_argument("--policies", type=_list, help="comma-separated policies (fifo, srtf, edf, las, chronus)")
+    p.add_argument("--policies", type=_list, help="comma-separated policies (default: none; have: "
+                   "fifo, srtf, srtf-gpu, edf, las, chronus)")
     p.add_argument("--lease-min", type=_list, help="lease lengths in minutes, for policies with a lease (default 20)")
     p.add_argument("--nodes", type=_list, help="cluster sizes in nodes (default 120)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs per node (default 8)")
     p.add_argument("--load", type=_list,
                    help="load factors: submit times divided by this, deadlines keep their offsets (default 1)")
     p.add_argument("--sigma", type=_list, help="log-normal runtime estimation error sigmas (default 0)")
-    p.add_argument("--seeds", type=_list, help="seeds of the estimation error, used when sigma > 0 (default 0)")
+    p.add_argument("--seeds", type=_list,
+                   help="seeds of the estimation error, used when sigma > 0 or with profiling (default 0)")
+    p.add_argument("--cluster", type=_list, help="HiveD cluster configs to replay on (instead of --nodes)")
+    p.add_argument("--tenant-map", help="YAML mapping trace tenants to the configs' virtual clusters")
+    p.add_argument("--slowdown", type=_list, help="on/off: slow jobs by how their placement spreads them")
+    p.add_argument("--round-requests", help="on/off: jobs hold the {1, 2, 4, whole nodes} round-up")
+    p.add_argument("--profiling", type=_list, help="on/off: run every new job on a profiling pool first")
+    p.add_argument("--profiling-nodes", type=_list, help="nodes in the profiling pool (default 4)")
+    p.add_argument("--profile-minutes", type=_list, help="profiling window in minutes (default 5)")
+    p.add_argument("--profiling-order", type=_list, help="deadline or fifo (default deadline)")
     p.add_argument("--executor", choices=("serial", "process", "ray"), default="process",
                    help="where runs execute (default: a local process pool)")
     p.add_argument("--workers", type=int, help="parallel runs (default: the CPUs available; Ray: its cluster's)")
@@ -41,7 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from chronus_py.sweep import compare, make_grid, read_grid
 
     values = read_grid(args.config) if args.config else {}
-    for key in ("traces", "policies", "lease_min", "nodes", "gpus_per_node", "load", "sigma", "seeds"):
+    from chronus_py.sweep.grid import LIST_KEYS, SCALAR_KEYS
+
+    for key in (*LIST_KEYS, *SCALAR_KEYS):
+        if key == "options":
+            continue
         given = getattr(args, key)
         if given is not None:
             values[key] = given

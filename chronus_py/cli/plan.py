@@ -2,8 +2,8 @@
 
     chronus plan examples/state.yaml [--layers-dir DIR] [--timings]
 
-Reads the cluster, running and pending jobs (schema: ``chronus_py/state_file.py``), runs the same
-Scheduler round replay uses, and prints one JSON object (schema: ``chronus_py/plan.py``): per job
+Reads the cluster, running and pending jobs (schema: ``chronus_py/state_file.py``), runs the
+round of ``chronus_py/round.py`` (the same steps replay and the service run), and prints one JSON object (schema: ``chronus_py/plan.py``): per job
 start / continue / preempt / wait with placement, guarantee and deadline, the lease end, the lease
 plan of guaranteed jobs, and solver statistics. The same input gives byte-identical output unless
 ``--timings`` adds wall-clock times. ``--layers-dir`` also writes ``DIR/<node>.json`` (scx_layered
@@ -32,18 +32,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from chronus_py.plan import assemble_plan
-    from chronus_py.state_file import layers_for, load_state, scheduler_for
+    from chronus_py.round import build_scheduler, run_round
+    from chronus_py.state_file import load_state
 
     started = time.perf_counter()
     state = load_state(args.state)
-    scheduler = scheduler_for(state)
-    decided = scheduler.plan(state.now)
-    layers = layers_for(state, scheduler) if args.layers_dir else {}
-    plan = assemble_plan(scheduler, decided, host_layers=layers)
+    scheduler = build_scheduler(state)
+    hosts = state.hosts if args.layers_dir else {}
+    plan = run_round(scheduler, state.now, hosts=hosts, layers={e.job.id: e.layers for e in state.jobs})
     plan = dataclasses.replace(plan, timings={**plan.timings, "total_s": time.perf_counter() - started})
     if args.layers_dir:
-        write_layers(args.layers_dir, layers, [n.name for n in state.cluster.nodes])
+        write_layers(args.layers_dir, plan.host_layers, [n.name for n in state.cluster.nodes])
     sys.stdout.write(plan.to_json(timings=args.timings))
     return 0
 

@@ -32,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "the key 'default' catches the rest")
     p.add_argument("--slowdown", action="store_true",
                    help="slow jobs down by how their placement spreads them (off reproduces the artifact)")
+    p.add_argument("--round-requests", action="store_true",
+                   help="jobs hold the {1, 2, 4, whole nodes} round-up of their GPUs, as Chronus packs them")
+    p.add_argument("--load", type=float, default=1.0,
+                   help="load factor: submit times divided by this, deadlines keep their offsets (default 1)")
     p.add_argument("--profiling", action="store_true",
                    help="run every new job on a profiling pool first and schedule by the profiler's "
                         "estimate instead of the trace's true duration")
@@ -45,26 +49,63 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
+    add_settings_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_settings_arguments(p: argparse.ArgumentParser) -> None:
+    """One flag per Chronus setting, generated from :class:`ChronusSettings` so defaults and help
+    are written once. Flags left out keep the settings' defaults."""
+    from dataclasses import MISSING, fields
+
+    from chronus_py.selector import ChronusSettings
+
+    group = p.add_argument_group("chronus policy settings (--policy chronus)")
+    for f in fields(ChronusSettings):
+        kind = str if f.type in ("str", "str | None") else float
+        choices = ("cpsat", "cbc", "greedy") if f.name == "backend" else \
+            ("minimize", "maximize", "adaptive") if f.name == "objective" else None
+        default = "" if f.default is MISSING else f" (default {f.default})"
+        group.add_argument(f.metadata["flag"], dest=f"setting_{f.name}", type=kind, choices=choices,
+                           default=None, help=f.metadata["help"] + default)
+
+
+def settings_given(args: argparse.Namespace) -> dict:
+    """The Chronus settings given on the command line, by field name."""
+    return {name[len("setting_"):]: value for name, value in vars(args).items()
+            if name.startswith("setting_") and value is not None}
+
+
+def setup_from(args: argparse.Namespace):
+    """The :class:`ReplaySetup` of the command line; settings flags only for the chronus policy."""
+    from chronus_py.errors import InputError
+    from chronus_py.replay.setup import ReplaySetup
+
+    options = settings_given(args)
+    if options and args.policy != "chronus":
+        raise InputError("--" + next(iter(options)).replace("_", "-"),
+                         f"a Chronus setting; --policy is {args.policy}")
+    return ReplaySetup(trace=args.trace, policy=args.policy, options=options, nodes=args.nodes,
+                       gpus_per_node=args.gpus_per_node, cluster=args.cluster, tenant_map=args.tenant_map,
+                       slowdown=args.slowdown, round_requests=args.round_requests, load=args.load,
+                       profiling=args.profiling, profiling_nodes=args.profiling_nodes,
+                       profile_minutes=args.profile_minutes, profiling_order=args.profiling_order,
+                       sigma=args.estimate_sigma, seed=args.seed, format=args.format,
+                       skip_bad_rows=args.skip_bad_rows)
 
 
 def run(args: argparse.Namespace) -> int:
     from chronus_py.cli.progress import progress_bar
-    from chronus_py.errors import InputError
-    from chronus_py.policies import make_policy
-    from chronus_py.readers import read_trace
-    from chronus_py.replay import replay, summarize, write_jobs_csv
+    from chronus_py.replay import summarize, write_jobs_csv
+    from chronus_py.replay.setup import run_setup
+    from chronus_py.selector import ChronusSettings
 
-    trace = read_trace(args.trace, format=args.format, skip_bad_rows=args.skip_bad_rows)
-    if not trace.jobs:
-        raise InputError(args.trace, "no job left to replay")
-    from chronus_py.cluster_setup import setup_cluster
-
-    setup = setup_cluster(trace.jobs, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                          config=args.cluster, tenant_map=args.tenant_map, slowdown=args.slowdown)
-    result = replay(setup.jobs, setup.cluster, make_policy(args.policy), allocator=setup.allocator,
-                    speed=setup.speed, on_progress=progress_bar("replay"), **estimation(args))
+    setup = setup_from(args)
+    result, trace = run_setup(setup, on_progress=progress_bar("replay"))
     metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
+    metrics["cluster"] = str(setup.cluster) if setup.cluster else f"{setup.nodes}x{setup.gpus_per_node}"
+    if setup.policy == "chronus":
+        metrics["settings"] = ChronusSettings.from_mapping(setup.options).to_dict()
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         write_jobs_csv(result.jobs, args.out / "jobs.csv")
@@ -79,36 +120,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def estimation(args: argparse.Namespace) -> dict:
-    """Replay options for how estimates relate to true runtimes.
-
-    Default: the scheduler knows each true duration (as the Chronus artifact). ``--profiling``:
-    jobs pass the profiling pool and are scheduled by its estimate, off by ``--estimate-sigma``.
-    ``--estimate-sigma`` alone: the trace duration is the estimate and true runtimes deviate.
-    Whenever estimates can be wrong, running jobs are re-estimated from observed progress."""
-    from chronus_py.errors import InputError
-    from chronus_py.replay.noise import lognormal_truth
-    from chronus_py.replay.profiling import ProfilingPool
-
-    if args.estimate_sigma < 0:
-        raise InputError("--estimate-sigma", "must be >= 0")
-    if args.profiling and (args.profiling_nodes <= 0 or args.profile_minutes <= 0):
-        raise InputError("--profiling-nodes/--profile-minutes", "must be positive")
-    if args.profiling:
-        pool = ProfilingPool(args.profiling_nodes, args.gpus_per_node, args.profile_minutes * 60,
-                             sigma=args.estimate_sigma, seed=args.seed, order=args.profiling_order)
-        return {"profiling": pool, "reestimate_every": 300.0}
-    if args.estimate_sigma > 0:
-        return {"truth": lognormal_truth(args.estimate_sigma, args.seed), "reestimate_every": 300.0}
-    return {}
-
-
 def format_table(metrics: dict) -> str:
     """Metrics as aligned ``name  value`` lines; times also shown in minutes for readability."""
     width = max(len(k) for k in metrics)
     lines = []
     for key, value in metrics.items():
         if key == "dropped_reasons":
+            continue
+        if isinstance(value, dict):
+            lines.append(f"{key:<{width}}  " + ", ".join(f"{k}={v}" for k, v in value.items()))
             continue
         if isinstance(value, float):
             text = f"{value:.4f}" if abs(value) < 10 else f"{value:,.1f}"

@@ -5,7 +5,7 @@
     problems = validate_layers(out.config, host=host, flags=out.flags)   # [] when clean
 """
 from chronus_py.layers.discover import Discovery, discover_host
-from chronus_py.layers.emit import HostLayers, PlacedJob, emit_host_layers
+from chronus_py.layers.emit import HostLayers, LayerSpec, PlacedJob, emit_host_layers
 from chronus_py.layers.host import Gpu, HostTopology
 from chronus_py.layers.presets import DEFAULT_PRESET, PRESETS, resolve_thread_names
 from chronus_py.layers.validate import RULES, Problem, has_errors, validate_layers
@@ -18,6 +18,7 @@ __all__ = [
     "Gpu",
     "HostLayers",
     "HostTopology",
+    "LayerSpec",
     "PlacedJob",
     "Problem",
     "discover_host",

@@ -67,6 +67,23 @@ class PlacedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class LayerSpec:
+    """How a job wants its threads treated on every host it runs on (the fields of
+    :class:`PlacedJob` that do not depend on where it runs): what a state file or a submission
+    says once per job."""
+
+    cgroup: str | None = None
+    preset: str = DEFAULT_PRESET
+    thread_names: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    opt_in: bool = True
+
+    def on(self, job_id: str, gpus: tuple[int, ...]) -> PlacedJob:
+        """The job's share of one host: these wishes on those GPUs."""
+        return PlacedJob(job_id, gpus, cgroup=self.cgroup, preset=self.preset,
+                         thread_names=self.thread_names, opt_in=self.opt_in)
+
+
+@dataclass(frozen=True, slots=True)
 class HostLayers:
     """The emitted config for one host and how to start scx_layered with it."""
 

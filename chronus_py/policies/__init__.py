@@ -1,30 +1,69 @@
 """Built-in policies by name. To add one: write a class with a ``key`` (see ``base``), register
-a factory here, and add a test on a hand-computed trace."""
+it here with the options it takes, and add a test on a hand-computed trace.
+
+``make_policy(name, options)`` is the one way every entry point (state file, ``chronus replay``,
+sweep grids, the service) builds a policy from untrusted options: Chronus takes the fields of
+:class:`~chronus_py.selector.ChronusSettings`, LAS its queue thresholds, the others nothing.
+"""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import fields
+from typing import Any, Callable, Mapping
 
 from chronus_py.errors import InputError
-from chronus_py.policies.base import OrderPolicy, Policy, View
+from chronus_py.policies.base import LeaseReport, OrderPolicy, Policy, View
 from chronus_py.policies.chronus import Chronus
 from chronus_py.policies.las import LAS
 from chronus_py.policies.priority import EDF, FIFO, SRTF, SRTFGPU
+from chronus_py.selector import ChronusSettings
 
-POLICIES: dict[str, Callable[..., Policy]] = {
-    "fifo": FIFO,
-    "srtf": SRTF,
-    "srtf-gpu": SRTFGPU,
-    "edf": EDF,
-    "las": LAS,
-    "chronus": Chronus,
+
+def _chronus(options: Mapping[str, Any]) -> Chronus:
+    return Chronus(ChronusSettings.from_mapping(options))
+
+
+def _las(options: Mapping[str, Any]) -> LAS:
+    return LAS(**options)
+
+
+def _plain(cls: type) -> Callable[[Mapping[str, Any]], Policy]:
+    return lambda options: cls()
+
+
+POLICIES: dict[str, Callable[[Mapping[str, Any]], Policy]] = {
+    "fifo": _plain(FIFO),
+    "srtf": _plain(SRTF),
+    "srtf-gpu": _plain(SRTFGPU),
+    "edf": _plain(EDF),
+    "las": _las,
+    "chronus": _chronus,
+}
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "chronus": tuple(f.name for f in fields(ChronusSettings)),
+    "las": ("thresholds",),
 }
 
 
-def make_policy(name: str, **options) -> Policy:
+def policy_options(name: str) -> tuple[str, ...]:
+    """The option names policy ``name`` takes (empty for the plain baselines)."""
+    return OPTIONS.get(name, ())
+
+
+def make_policy(name: str, options: Mapping[str, Any] | None = None, *, source: str = "--policy") -> Policy:
+    """The policy ``name`` with ``options``; an unknown name or a bad option is an InputError
+    naming ``source`` and the option."""
     if name not in POLICIES:
-        raise InputError("--policy", f"unknown policy {name!r} (have: {', '.join(POLICIES)})")
-    return POLICIES[name](**options)
+        raise InputError(source, f"unknown policy {name!r} (have: {', '.join(POLICIES)})")
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(policy_options(name)))
+    if unknown:
+        have = ", ".join(policy_options(name)) or "none"
+        raise InputError(source, f"{name} has no option {unknown[0]!r} (have: {have})")
+    try:
+        return POLICIES[name](options)
+    except (TypeError, ValueError) as exc:
+        raise InputError(source, str(exc)) from None
 
 
-__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "make_policy", "FIFO", "SRTF", "SRTFGPU", "EDF", "LAS",
-           "Chronus"]
+__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "LeaseReport", "make_policy", "policy_options",
+           "FIFO", "SRTF", "SRTFGPU", "EDF", "LAS", "Chronus"]

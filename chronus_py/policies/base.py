@@ -15,8 +15,9 @@ Contract that keeps the scheduler fast without re-sorting the world at every eve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Mapping, Protocol, Sequence
+from typing import Any, Collection, Mapping, Protocol, Sequence
 
+from chronus_py.model import DeadlineOption
 from chronus_py.state import JobState
 
 
@@ -26,6 +27,7 @@ class View:
 
     ``active`` holds every pending and running job, ``arrived`` the jobs submitted since the
     previous decision point (in submission order), so a policy can admit them as a batch.
+    ``node_gpus`` is the GPUs of the cluster's largest node (what a whole-node request is).
     ``estimate_pad`` is how much work (relative) to add to a job not observed yet, learned from
     the errors of earlier estimates (``chronus_py.estimate_error``), and ``estimate_cut`` how much
     less it may need.
@@ -37,8 +39,21 @@ class View:
     arrived: Sequence[JobState]
     free_gpus: int
     total_gpus: int
+    node_gpus: int
     estimate_pad: float = 0.0
     estimate_cut: float = 0.0
+
+
+@dataclass(frozen=True)
+class LeaseReport:
+    """What a lease-planning policy adds to a round's plan: the end of the current lease, the
+    start times of the future leases held for each guaranteed job, and how the lease plan was
+    solved (backend, status, counts) with its solve time so far."""
+
+    lease_end: float
+    lease_plan: Mapping[str, tuple[float, ...]]
+    solver: Mapping[str, Any]
+    solve_seconds: float
 
 
 class Policy(Protocol):
@@ -58,6 +73,17 @@ class Policy(Protocol):
     def next_wakeup(self, now: float) -> float | None:
         """An extra decision point the policy needs (e.g. a lease boundary), or None."""
 
+    def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
+        """Deadline guarantees given (the option) or withdrawn (None) since the last call; the
+        scheduler copies them into its job records after ``prepare``."""
+
+    def standing(self, job_id: str) -> str:
+        """Why the job stands where it does in the order, for a decision's reason ("" if the
+        key says it all)."""
+
+    def lease_report(self) -> LeaseReport | None:
+        """The lease plan behind the order, for policies that keep one (else None)."""
+
 
 class OrderPolicy:
     """Base for policies that are only a key: no hooks, no wake-ups."""
@@ -76,4 +102,13 @@ class OrderPolicy:
         return ()
 
     def next_wakeup(self, now: float) -> float | None:
+        return None
+
+    def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
+        return {}
+
+    def standing(self, job_id: str) -> str:
+        return ""
+
+    def lease_report(self) -> LeaseReport | None:
         return None

@@ -17,25 +17,36 @@ job only wastes its restart and adds a preemption.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Collection
+from typing import Collection, Mapping
 
-from chronus_py.policies.base import OrderPolicy, View
-from chronus_py.selector import LeaseSelector, LeaseSettings, Tier
+from chronus_py.model import DeadlineOption
+from chronus_py.policies.base import LeaseReport, OrderPolicy, View
+from chronus_py.selector import ChronusSettings, LeaseSelector, Tier
 from chronus_py.state import JobState, Status
 
+STANDINGS = {
+    Tier.MUST_RUN: "guaranteed, due in this lease",
+    Tier.SPOT: "runs on spare capacity by remaining GPU-time",
+    Tier.AHEAD: "guaranteed, ahead of its lease plan (capacity is held for it later)",
+    Tier.HOPELESS: "cannot meet its last deadline even alone; leftover GPUs only",
+}
 
-@dataclass
-class Chronus(LeaseSettings, OrderPolicy):
-    """The policy's constructor takes every :class:`LeaseSettings` knob (``Chronus(headroom=0.5)``)."""
 
-    name: str = "chronus"
-    selector: LeaseSelector | None = field(default=None, repr=False)
+class Chronus(OrderPolicy):
+    """The policy holds its settings and, from the first decision point on (when the cluster's
+    size is known), its lease selector."""
+
+    name = "chronus"
+
+    def __init__(self, settings: ChronusSettings | None = None):
+        self.settings = settings or ChronusSettings()
+        self.selector: LeaseSelector | None = None
 
     def prepare(self, view: View) -> Collection[str]:
         if self.selector is None:
-            self.selector = LeaseSelector(self.settings(), view.total_gpus)
+            self.selector = LeaseSelector(self.settings, view.total_gpus, node_gpus=view.node_gpus)
             self.selector.lease_index = -1
+        self.selector.adopt(view.arrived)
         self.selector.estimate_pad = view.estimate_pad
         self.selector.estimate_cut = view.estimate_cut
         changed: set[str] = set()
@@ -56,3 +67,28 @@ class Chronus(LeaseSettings, OrderPolicy):
             return None
         trigger = self.selector.next_trigger()
         return self.selector.lease_end() if trigger is None else min(trigger, self.selector.lease_end())
+
+    def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
+        return self.selector.take_guarantee_changes() if self.selector else {}
+
+    def standing(self, job_id: str) -> str:
+        return STANDINGS[self.selector.tier(job_id) if self.selector else Tier.SPOT]
+
+    def lease_report(self) -> LeaseReport | None:
+        if self.selector is None:
+            return None
+        selector, lease = self.selector, self.settings.lease
+        stats = selector.stats
+        return LeaseReport(
+            lease_end=selector.lease_end(),
+            lease_plan={job: tuple(k * lease for k in leases) for job, leases in selector.booked.items()},
+            solver={
+                "backend": stats.last_backend,
+                "status": stats.last_status,
+                "rounds": stats.rounds,
+                "fallbacks": stats.fallbacks,
+                "admitted": stats.admitted_at_arrival + stats.admitted_on_retry,
+                "demoted": list(stats.demoted),
+            },
+            solve_seconds=sum(stats.solve_seconds),
+        )

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from chronus_py.errors import InputError
+from chronus_py.estimates import Estimator, Oracle
 from chronus_py.model import Cluster, Job
 from chronus_py.policies.base import Policy
 from chronus_py.replay.clock import Clock
 from chronus_py.replay.profiling import ProfilingPool
-from chronus_py.scheduler import Estimator, Scheduler, SpeedModel, oracle_estimate
+from chronus_py.round import advance
+from chronus_py.scheduler import Scheduler, SpeedModel
 from chronus_py.state import JobState, Status
 from placement import Allocator
 
@@ -36,21 +38,24 @@ class ReplayResult:
 
 
 def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
-           allocator: Allocator | None = None, estimator: Estimator = oracle_estimate,
-           truth: Callable[[Job], float] = oracle_estimate, speed: SpeedModel | None = None,
+           allocator: Allocator | None = None, estimator: Estimator | None = None,
+           truth: Estimator | None = None, speed: SpeedModel | None = None,
            profiling: ProfilingPool | None = None, reestimate_every: float | None = None,
-           observe: float = 300.0, on_progress: Progress | None = None) -> ReplayResult:
-    """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished."""
+           observe: float = 300.0, round_requests: bool = False,
+           on_progress: Progress | None = None) -> ReplayResult:
+    """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished.
+    ``truth`` gives each job's true work (default: its trace duration), ``estimator`` what the
+    scheduler is told (default: the truth's oracle; the profiling pool when there is one)."""
     started_at = time.perf_counter()
     ordered = sorted(jobs, key=lambda j: j.submit)
     widest = max(n.gpus for n in cluster.nodes) * len(cluster.nodes)
     for job in ordered:
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
-    scheduler = Scheduler(cluster, policy, allocator=allocator,
-                          estimator=profiling.estimate if profiling else estimator, speed=speed,
-                          uncertainty=profiling.uncertainty if profiling else None)
-    work = {job.id: truth(job) for job in ordered}
+    scheduler = Scheduler(cluster, policy, allocator=allocator, estimator=profiling or estimator,
+                          speed=speed, round_requests=round_requests)
+    truth = truth or Oracle()
+    work = {job.id: truth.estimate(job) for job in ordered}
     clock = Clock(ordered)
     profiled: list[JobState] = []
     unsure: set[str] = set()
@@ -85,7 +90,7 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
             next_check = math.inf
         if reestimate_every and unsure and next_check == math.inf:
             next_check = now + reestimate_every
-        decided = scheduler.plan(now)
+        decided = advance(scheduler, now)
         for state in decided.started:
             left = work[state.id] + state.starts * state.overhead - state.service
             clock.add_completion(now + max(left, 0.0) / state.speed, state.id, state.starts)

@@ -23,22 +23,16 @@ estimate (``z * cv / sqrt(n)``, relative); it cannot know ``sigma``.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import heapq
 import math
 from dataclasses import dataclass, field
 import numpy as np
 
+from chronus_py.estimates import draw
 from chronus_py.model import Job
 
 MINUTE = 60.0
 ORDERS = ("deadline", "fifo")
-
-
-def draw(seed: int, job_id: str, salt: str) -> np.random.Generator:
-    """A generator for one job, independent of every other job in the trace."""
-    digest = hashlib.blake2b(f"{seed}:{salt}:{job_id}".encode(), digest_size=8).digest()
-    return np.random.default_rng(int.from_bytes(digest, "little"))
 
 
 @dataclass
@@ -67,7 +61,8 @@ class ProfilingPool:
         return min(job.gpus, self.gpus_per_node, self.nodes * self.gpus_per_node)
 
     def estimate(self, job: Job) -> float:
-        """The profiler's estimate of the job's work (set when its window ends)."""
+        """The profiler's estimate of the job's work (set when its window ends): the pool is an
+        :class:`~chronus_py.estimates.Estimator` for the jobs it let through."""
         return self.estimates[job.id]
 
     def uncertainty(self, job: Job) -> float:

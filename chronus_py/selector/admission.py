@@ -45,11 +45,11 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from chronus_py.model import DeadlineOption
-from chronus_py.selector.leases import lease_deadline, lease_of, leases_needed, round_up_gpus
-from chronus_py.selector.settings import ADAPTIVE, LeaseSettings
+from chronus_py.selector.leases import lease_deadline, lease_of, leases_needed
+from chronus_py.selector.settings import ADAPTIVE, ChronusSettings
 from chronus_py.state import JobState, Status
-from solvers import LeaseJob, LeaseOption, LeaseProblem, Placement, solve
-from solvers.greedy import latest_slots
+from placement import round_up
+from solvers import LeaseJob, LeaseOption, LeaseProblem, Placement, latest_slots, solve
 
 
 class Tier(IntEnum):
@@ -75,12 +75,20 @@ class SelectorStats:
 
 @dataclass
 class LeaseSelector:
-    settings: LeaseSettings
+    """``booked`` maps each guaranteed job to the leases (indices) the plan holds for it, and
+    ``guarantees`` to the deadline option it was promised. The selector records its own
+    decisions; the scheduler copies guarantee changes into its job records
+    (``take_guarantee_changes``), so nobody else's state is written here. ``node_gpus`` is the
+    cluster's GPUs per node, for the round-up of GPU requests in the plan."""
+
+    settings: ChronusSettings
     capacity: int
+    node_gpus: int = 8
     estimate_pad: float = 0.0
     estimate_cut: float = 0.0
     lease_index: int = 0
-    plan: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    booked: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    guarantees: dict[str, DeadlineOption] = field(default_factory=dict)
     tiers: dict[str, Tier] = field(default_factory=dict)
     stats: SelectorStats = field(default_factory=SelectorStats)
 
@@ -88,6 +96,27 @@ class LeaseSelector:
         self._used = np.zeros(64, dtype=np.int64)
         self._triggers: list[tuple[float, str]] = []
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
+        self._changes: dict[str, DeadlineOption | None] = {}
+
+    # -- guarantees -----------------------------------------------------------------------------
+    def adopt(self, states: Iterable[JobState]) -> None:
+        """Take over guarantees given before this selector existed (a restored state file or a
+        restarted service), so they are re-planned like the selector's own."""
+        for state in states:
+            if state.guaranteed is not None and state.id not in self.guarantees:
+                self.guarantees[state.id] = state.guaranteed
+
+    def guarantee(self, job_id: str) -> DeadlineOption | None:
+        return self.guarantees.get(job_id)
+
+    def take_guarantee_changes(self) -> dict[str, DeadlineOption | None]:
+        """Guarantees given (the option) or withdrawn (None) since the last call."""
+        changes, self._changes = self._changes, {}
+        return changes
+
+    def _promise(self, job_id: str, option: DeadlineOption) -> None:
+        self.guarantees[job_id] = option
+        self._changes[job_id] = option
 
     # -- what the policy asks -------------------------------------------------------------------
     def tier(self, job_id: str) -> Tier:
@@ -98,7 +127,7 @@ class LeaseSelector:
 
     # -- sizes ----------------------------------------------------------------------------------
     def _gpus(self, state: JobState) -> int:
-        return round_up_gpus(state.gpus, self.settings.gpus_per_node)
+        return round_up(state.gpus, node=self.node_gpus)
 
     def _need(self, state: JobState, now: float) -> int:
         """Leases of remaining work (top of its band, plus ``margin``), with one restart
@@ -122,7 +151,8 @@ class LeaseSelector:
         guaranteed job keeps only the option it was guaranteed."""
         need = self._need(state, now)
         out = []
-        for d in ([state.guaranteed] if state.guaranteed else state.job.deadlines):
+        promised = self.guarantees.get(state.id)
+        for d in ([promised] if promised else state.job.deadlines):
             slots = lease_deadline(d.at, self.settings.lease) - first
             if slots >= need:
                 out.append((LeaseOption(slots, need, float(d.value)), d))
@@ -149,7 +179,7 @@ class LeaseSelector:
         return self.capacity - self._used[first:last]
 
     def _book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
-        self.plan[job_id] = tuple(leases.tolist())
+        self.booked[job_id] = tuple(leases.tolist())
         self._free(0, int(leases[-1]) + 1)
         self._used[leases] += gpus
 
@@ -160,7 +190,7 @@ class LeaseSelector:
         current = lease_of(now, self.settings.lease)
         first = current if now <= current * self.settings.lease + 1e-9 else current + 1
         for state in arrived:
-            if not state.job.is_slo or state.id in self.plan:
+            if not state.job.is_slo or state.id in self.booked:
                 continue
             if self._try_guarantee(state, now, first):
                 self.stats.admitted_at_arrival += 1
@@ -185,7 +215,7 @@ class LeaseSelector:
             free = self._free(first, end) - int(self.settings.headroom * self.capacity)
             slots = latest_slots(free, gpus, 0, end - first, need)
             if slots is not None:
-                state.guaranteed = state.was_guaranteed = option
+                self._promise(state.id, option)
                 self._book(state.id, gpus, slots + first)
                 return True
         return False
@@ -199,26 +229,27 @@ class LeaseSelector:
         for state in active.values():
             if not state.job.is_slo:
                 continue
-            if state.guaranteed is None and self.hopeless(state, now):
+            promised = state.id in self.guarantees
+            if not promised and self.hopeless(state, now):
                 continue
             options = self._options(state, now, first)
-            if state.guaranteed is not None and not options:
+            if promised and not options:
                 self._demote(state)
                 continue
             if not options:
                 continue
             states[state.id] = state
             job = LeaseJob(state.id, self._gpus(state), tuple(o for o, _ in options),
-                           fixed=state.guaranteed is not None, running=state.status is Status.RUNNING)
+                           fixed=promised, running=state.status is Status.RUNNING)
             (fixed if job.fixed else candidates).append(job)
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
         problem = LeaseProblem(np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed),
                                self._objective())
         started = time.perf_counter()
-        backend = self.settings.backend or "greedy"
+        backend = self.settings.backend
         solution = solve(problem, backend=backend, time_limit_s=self.settings.time_limit_s,
                          deterministic_time=self.settings.deterministic_time if backend == "cpsat" else None,
-                         hint=_as_hint(self.plan, first, problem))
+                         hint=_as_hint(self.booked, first, problem))
         self.stats.solve_seconds.append(time.perf_counter() - started)
         self.stats.rounds += 1
         self.stats.fallbacks += solution.stats.fallback
@@ -226,7 +257,7 @@ class LeaseSelector:
         self.stats.last_backend = solution.stats.backend
         for job_id in solution.dropped:
             self._demote(states[job_id])
-        self.plan = {}
+        self.booked = {}
         self._used = np.zeros(max(64, horizon + first + 1), dtype=np.int64)
         for job in fixed:
             if solution.option[job.id] is not None:
@@ -249,13 +280,14 @@ class LeaseSelector:
     def _planned_tier(self, state: JobState, now: float) -> Tier:
         """MUST_RUN if the plan needs the job in the current lease now, else AHEAD (with a
         trigger queued for the instant its laxity runs out, if that is within this lease)."""
-        leases = self.plan[state.id]
+        leases = self.booked[state.id]
         if self.lease_index not in leases:
             return Tier.AHEAD
-        end = lease_deadline(state.guaranteed.at, self.settings.lease)
+        promised = self.guarantees[state.id]
+        end = lease_deadline(promised.at, self.settings.lease)
         if leases != tuple(range(end - len(leases), end)):
             return Tier.MUST_RUN
-        trigger = state.guaranteed.at - self._cover(state, now)
+        trigger = promised.at - self._cover(state, now)
         if trigger <= now:
             return Tier.MUST_RUN
         heapq.heappush(self._triggers, (trigger, state.id))
@@ -266,10 +298,11 @@ class LeaseSelector:
 
         A soft job guaranteed only a later option still competes in the pool for the tighter
         options it can meet: the guarantee is its floor, not its target."""
-        if state.id in self.plan:
+        if state.id in self.booked:
             planned = self._planned_tier(state, now)
-            if (planned is Tier.AHEAD and state.guaranteed != state.job.deadlines[0]
-                    and self._can_still_meet(state, now, before=state.guaranteed.at)):
+            promised = self.guarantees[state.id]
+            if (planned is Tier.AHEAD and promised != state.job.deadlines[0]
+                    and self._can_still_meet(state, now, before=promised.at)):
                 return Tier.SPOT
             return planned
         if not state.job.is_slo or not self.hopeless(state, now):
@@ -300,8 +333,9 @@ class LeaseSelector:
         return self._triggers[0][0] if self._triggers else None
 
     def _demote(self, state: JobState) -> None:
-        state.guaranteed = None
-        self.plan.pop(state.id, None)
+        del self.guarantees[state.id]
+        self._changes[state.id] = None
+        self.booked.pop(state.id, None)
         self.stats.demoted.append(state.id)
 
     def _retier(self, active: Mapping[str, JobState], now: float) -> set[str]:
@@ -312,6 +346,8 @@ class LeaseSelector:
                 changed.add(job_id)
         for job_id in [j for j in self.tiers if j not in active]:
             del self.tiers[job_id]
+        for job_id in [j for j in self.guarantees if j not in active]:
+            del self.guarantees[job_id]
         return changed
 
 

@@ -1,50 +1,64 @@
-"""The knobs of lease-based selection, in one place: the ``chronus`` policy is built from them
-(``Chronus(headroom=0.5)``, sweep options) and hands them to its :class:`LeaseSelector`."""
+"""The knobs of the Chronus policy, in one place, each default written once.
+
+Every entry point builds a :class:`ChronusSettings` and hands it to the policy
+(``Chronus(ChronusSettings(headroom=0.5))``): the state file's top-level keys, ``chronus replay``'s
+flags (generated from the fields below), and sweep grids' ``options``. ``from_mapping`` is the one
+checked path from untrusted values (a file, a request, a grid) to settings: an unknown or bad key
+raises one ``ValueError`` naming it, so a typo never silently falls back to a default.
+
+The GPUs per node are not a setting: they are a fact of the cluster, and the selector takes them
+from the scheduler's view, so a cluster of 4-GPU nodes rounds GPU requests to its own nodes.
+"""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
-from chronus_py.selector.leases import DEFAULT_LEASE
 from solvers import BACKENDS, OBJECTIVES
 
 ADAPTIVE = "adaptive"
 
 
-@dataclass
-class LeaseSettings:
-    """``lease``: seconds per lease. ``objective``: the plan's secondary goal (``minimize`` keeps
-    guaranteed work out of the current lease, ``maximize`` runs it early, ``adaptive`` maximizes
-    only after a round that refused no SLO job a guarantee, as the artifact does). ``backend``:
-    ``cpsat``, ``cbc`` or None (greedy only), with ``time_limit_s`` per solve and CP-SAT's
-    ``deterministic_time`` budget (same plan on any machine). ``gpus_per_node``: for rounding GPU requests up in the plan. ``headroom``: the share
-    of capacity new guarantees may not use (kept for the SRTF pool). ``margin``: extra relative
-    work planned for every job. ``guard``: seconds of slack a guaranteed job's laxity trigger
-    keeps: it turns due that long before it would have to start.
-    Defaults are the measured best on the Philly traces (benchmarks/RESULTS.md): headroom 0.9 gives
-    first-deadline ratio 0.9953 / 0.9943 / 0.9929 (SLO / MIX1 / MIX2) against 0.9952 / 0.9947 /
-    0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time, meets more deadlines
-    than guarantees carved out of it. ``guard`` 60 s and 2 h measure the same on MIX2 (0.9930 and
-    0.9929); 2 h leaves room for estimates that turn out short."""
+def _knob(default: Any, flag: str, help: str) -> Any:
+    """A setting with its command-line flag and help text (``chronus replay`` builds flags from
+    them, so the default and its documentation live beside each other)."""
+    return field(default=default, metadata={"flag": flag, "help": help})
 
-    lease: float = DEFAULT_LEASE
-    objective: str = "minimize"
-    backend: str | None = "cpsat"
-    time_limit_s: float = 2.0
-    deterministic_time: float | None = 0.2
-    gpus_per_node: int = 8
-    headroom: float = 0.9
-    margin: float = 0.0
-    guard: float = 7200.0
+
+@dataclass(frozen=True)
+class ChronusSettings:
+    """Defaults are the measured best on the Philly traces at 960 GPUs (benchmarks/RESULTS.md):
+    headroom 0.9 gives first-deadline ratio 0.9953 / 0.9943 / 0.9929 (SLO / MIX1 / MIX2) against
+    0.9952 / 0.9947 / 0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time,
+    meets more deadlines than guarantees carved out of it. ``guard`` 60 s and 2 h measure the
+    same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short."""
+
+    lease: float = _knob(1200.0, "--lease", "seconds per lease; the plan is revised at every lease end")
+    objective: str = _knob("minimize", "--objective",
+                           "the plan's secondary goal: minimize keeps guaranteed work out of the current "
+                           "lease, maximize runs it early, adaptive maximizes only after a round that "
+                           "refused no SLO job a guarantee (as the artifact does)")
+    backend: str = _knob("cpsat", "--solver", "lease-plan solver: cpsat, cbc or greedy (no search)")
+    time_limit_s: float = _knob(2.0, "--time-limit",
+                                "seconds per solve, a safety cap (CP-SAT stops on its deterministic budget first)")
+    deterministic_time: float | None = _knob(0.2, "--deterministic-time",
+                                             "CP-SAT's deterministic budget per solve: the same plan on any machine")
+    headroom: float = _knob(0.9, "--headroom",
+                            "share of the GPUs new guarantees may not use (kept for the SRTF pool); "
+                            "a cluster much smaller than ~1,000 GPUs wants less")
+    margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
+    guard: float = _knob(7200.0, "--guard",
+                         "seconds of slack a guaranteed job's laxity trigger keeps: it turns due that "
+                         "long before it would have to start")
 
     def __post_init__(self) -> None:
-        """Refuse a setting no plan could use, naming it: sweeps and cluster managers build these
-        from their own input, and a negative guard or a headroom of 2 would only show up as odd
-        plans much later."""
+        """Refuse a setting no plan could use, naming it: a negative guard or a headroom of 2
+        would otherwise only show up as odd plans much later."""
         if self.objective not in (*OBJECTIVES, ADAPTIVE):
-            raise ValueError(f"objective: unknown {self.objective!r} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
-        if self.backend is not None and self.backend not in BACKENDS:
-            raise ValueError(f"backend: unknown {self.backend!r} (have: {', '.join(BACKENDS)} or None)")
+            raise ValueError(f"objective: unknown {_short(self.objective)} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend: unknown {_short(self.backend)} (have: {', '.join(BACKENDS)})")
         _check("lease", self.lease, positive=True)
         _check("time_limit_s", self.time_limit_s, positive=True)
         _check("margin", self.margin)
@@ -52,19 +66,31 @@ class LeaseSettings:
         _check("headroom", self.headroom, most=1.0)
         if self.deterministic_time is not None:
             _check("deterministic_time", self.deterministic_time, positive=True)
-        if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
-            raise ValueError(f"gpus_per_node: must be an integer >= 1, got {self.gpus_per_node!r}")
 
-    def settings(self) -> LeaseSettings:
-        """These settings alone (a copy, also when called on a subclass such as the policy)."""
-        return LeaseSettings(**{f.name: getattr(self, f.name) for f in fields(LeaseSettings)})
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> ChronusSettings:
+        """Settings from field names to values; unknown names are refused, not ignored."""
+        known = {f.name for f in fields(cls)}
+        for name in values:
+            if name not in known:
+                raise ValueError(f"{_short(name)}: unknown setting (have: {', '.join(sorted(known))})")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _short(value: object) -> str:
+    """``repr`` of a value, cut short: a message must stay one line whatever the input held."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check(name: str, value: object, *, positive: bool = False, most: float = math.inf) -> None:
     """A finite number, >= 0 (> 0 if ``positive``) and <= ``most``, or a ValueError naming it."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name}: expected a number, got {value!r}")
+        raise ValueError(f"{name}: expected a number, got {_short(value)}")
     if value < 0 or (positive and value == 0):
-        raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {_short(value)}")
     if value > most:
-        raise ValueError(f"{name}: must be <= {most:g}, got {value!r}")
+        raise ValueError(f"{name}: must be <= {most:g}, got {_short(value)}")

@@ -1,13 +1,15 @@
 """The sweep grid: which runs a comparison makes, and the one frozen record that names a run.
 
-A grid is the product of traces x policies x parameters. Parameters that cannot change a run are
-not multiplied out: the lease only exists for policies that take one (Chronus), and the seed only
-matters when the estimation error ``sigma`` is above 0. So a baseline appears once per trace,
-cluster, load and error setting however many lease lengths or seeds the grid lists.
+A grid is the product of traces x policies x parameters, and every parameter is an option of the
+one replay setup (:class:`~chronus_py.replay.setup.ReplaySetup`), so anything ``chronus replay``
+can do can be swept: cluster size or HiveD config, slowdown, the profiling stage, load, error.
+Parameters that cannot change a run are not multiplied out: the lease only exists for policies
+that take one (Chronus), and the seed only matters when estimates are drawn (``sigma`` above 0,
+or the profiling stage). So a baseline appears once per trace, cluster, load and error setting
+however many lease lengths or seeds the grid lists.
 """
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 from dataclasses import dataclass, field, fields
@@ -17,21 +19,28 @@ from typing import Any, Mapping
 import yaml
 
 from chronus_py.errors import InputError
-from chronus_py.policies import POLICIES
+from chronus_py.policies import POLICIES, policy_options
+from chronus_py.replay.setup import ReplaySetup
 
 CONFIG_COLUMNS = ("run", "trace", "policy", "lease_min", "nodes", "gpus_per_node", "load", "sigma",
-                  "seed", "options")
+                  "seed", "options", "cluster", "tenant_map", "slowdown", "round_requests", "profiling",
+                  "profiling_nodes", "profile_minutes", "profiling_order")
+# Replay options beyond the original grid: they join a run's key only when not at their default,
+# so the keys of earlier results (and their resumption) stay as they were.
+EXTRA = {"cluster": None, "tenant_map": None, "slowdown": False, "round_requests": False, "profiling": False,
+         "profiling_nodes": 4, "profile_minutes": 5.0, "profiling_order": "deadline"}
 
 
 def takes_lease(policy: str) -> bool:
-    """Whether the policy's constructor has a ``lease`` parameter (seconds)."""
-    return "lease" in inspect.signature(POLICIES[policy]).parameters
+    """Whether the policy has a ``lease`` setting (seconds)."""
+    return "lease" in policy_options(policy)
 
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     """One replay of the sweep. ``load`` 2.0 means jobs arrive twice as fast (submit times / 2);
-    ``lease_min`` is None for policies without a lease, ``seed`` None when ``sigma`` is 0."""
+    ``lease_min`` is None for policies without a lease, ``seed`` None when no estimate is drawn.
+    The rest are :class:`ReplaySetup` options (``cluster``: a HiveD config path)."""
 
     trace: str
     policy: str
@@ -42,14 +51,24 @@ class RunConfig:
     sigma: float = 0.0
     seed: int | None = None
     options: str = "{}"
+    cluster: str | None = None
+    tenant_map: str | None = None
+    slowdown: bool = False
+    round_requests: bool = False
+    profiling: bool = False
+    profiling_nodes: int = 4
+    profile_minutes: float = 5.0
+    profiling_order: str = "deadline"
 
     @property
     def key(self) -> str:
         """A stable, readable id: the resume test and the join key between table and series."""
         lease = "-" if self.lease_min is None else f"{self.lease_min:g}"
         seed = "-" if self.seed is None else str(self.seed)
+        extra = "".join(f"|{name}={getattr(self, name)}" for name, default in EXTRA.items()
+                        if getattr(self, name) != default)
         return (f"{self.trace}|{self.policy}|lease={lease}|cluster={self.nodes}x{self.gpus_per_node}"
-                f"|load={self.load:g}|sigma={self.sigma:g}|seed={seed}|options={self.options}")
+                f"|load={self.load:g}|sigma={self.sigma:g}|seed={seed}|options={self.options}{extra}")
 
     def columns(self) -> dict[str, Any]:
         return {"run": self.key, **{f.name: getattr(self, f.name) for f in fields(self)}}
@@ -59,6 +78,16 @@ class RunConfig:
         if self.lease_min is not None:
             options["lease"] = self.lease_min * 60.0
         return options
+
+    def setup(self) -> ReplaySetup:
+        """The replay this run is."""
+        return ReplaySetup(
+            trace=self.trace, policy=self.policy, options=self.policy_options(), nodes=self.nodes,
+            gpus_per_node=self.gpus_per_node, cluster=None if self.cluster is None else Path(self.cluster),
+            tenant_map=None if self.tenant_map is None else Path(self.tenant_map), slowdown=self.slowdown,
+            round_requests=self.round_requests, load=self.load, profiling=self.profiling,
+            profiling_nodes=self.profiling_nodes, profile_minutes=self.profile_minutes,
+            profiling_order=self.profiling_order, sigma=self.sigma, seed=self.seed or 0)
 
 
 @dataclass(frozen=True)
@@ -74,30 +103,59 @@ class Grid:
     sigma: tuple[float, ...] = (0.0,)
     seeds: tuple[int, ...] = (0,)
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cluster: tuple[str | None, ...] = (None,)
+    slowdown: tuple[bool, ...] = (False,)
+    profiling: tuple[bool, ...] = (False,)
+    profiling_nodes: tuple[int, ...] = (4,)
+    profile_minutes: tuple[float, ...] = (5.0,)
+    profiling_order: tuple[str, ...] = ("deadline",)
+    tenant_map: str | None = None
+    round_requests: bool = False
 
     def runs(self) -> list[RunConfig]:
         """Every distinct run, in grid order (traces outermost)."""
         seen: dict[str, RunConfig] = {}
-        for trace, policy, lease, nodes, load, sigma, seed in itertools.product(
-                self.traces, self.policies, self.lease_min, self.nodes, self.load, self.sigma, self.seeds):
+        for (trace, policy, lease, nodes, load, sigma, seed, cluster, slowdown, profiling, pnodes, pminutes,
+             porder) in itertools.product(
+                self.traces, self.policies, self.lease_min, self.nodes, self.load, self.sigma, self.seeds,
+                self.cluster, self.slowdown, self.profiling, self.profiling_nodes, self.profile_minutes,
+                self.profiling_order):
+            profile = {"profiling_nodes": pnodes, "profile_minutes": float(pminutes), "profiling_order": porder}
             config = RunConfig(
                 trace=trace, policy=policy, lease_min=float(lease) if takes_lease(policy) else None,
                 nodes=nodes, gpus_per_node=self.gpus_per_node, load=float(load), sigma=float(sigma),
-                seed=seed if sigma > 0 else None,
-                options=json.dumps(dict(self.options.get(policy, {})), sort_keys=True))
+                seed=seed if sigma > 0 or profiling else None,
+                options=json.dumps(dict(self.options.get(policy, {})), sort_keys=True),
+                cluster=cluster, tenant_map=self.tenant_map if cluster else None, slowdown=slowdown,
+                round_requests=self.round_requests, profiling=profiling,
+                **(profile if profiling else {}))
             seen.setdefault(config.key, config)
         return list(seen.values())
 
 
+def _boolean(value: Any) -> bool:
+    """on/off, true/false, yes/no, 1/0 (a grid file or a comma-separated flag)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("on", "true", "yes", "1"):
+        return True
+    if text in ("off", "false", "no", "0"):
+        return False
+    raise ValueError(value)
+
+
 LIST_KEYS = {"traces": str, "policies": str, "lease_min": float, "nodes": int, "load": float,
-             "sigma": float, "seeds": int}
+             "sigma": float, "seeds": int, "cluster": str, "slowdown": _boolean, "profiling": _boolean,
+             "profiling_nodes": int, "profile_minutes": float, "profiling_order": str}
+SCALAR_KEYS = ("gpus_per_node", "options", "tenant_map", "round_requests")
 
 
 def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     """Validate raw values (from YAML or the command line) into a Grid; errors name the key."""
-    unknown = sorted(set(values) - set(LIST_KEYS) - {"gpus_per_node", "options"})
+    unknown = sorted(set(values) - set(LIST_KEYS) - set(SCALAR_KEYS))
     if unknown:
-        raise InputError(source, f"unknown key (have: {', '.join([*LIST_KEYS, 'gpus_per_node', 'options'])})",
+        raise InputError(source, f"unknown key (have: {', '.join([*LIST_KEYS, *SCALAR_KEYS])})",
                          field=unknown[0])
     kwargs: dict[str, Any] = {}
     for key, kind in LIST_KEYS.items():
@@ -108,7 +166,8 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
         try:
             parsed = tuple(kind(v) for v in items)
         except (TypeError, ValueError):
-            raise InputError(source, f"expected {kind.__name__} values, got {raw!r}", field=key) from None
+            name = "on/off" if kind is _boolean else kind.__name__
+            raise InputError(source, f"expected {name} values, got {raw!r}", field=key) from None
         if not parsed:
             raise InputError(source, "needs at least one value", field=key)
         kwargs[key] = parsed
@@ -121,8 +180,22 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     for key in ("lease_min", "load"):
         if any(v <= 0 for v in kwargs.get(key, ())):
             raise InputError(source, "must be > 0", field=key)
-    if any(v <= 0 for v in kwargs.get("nodes", ())):
-        raise InputError(source, "must be > 0", field="nodes")
+    for key in ("nodes", "profiling_nodes", "profile_minutes"):
+        if any(v <= 0 for v in kwargs.get(key, ())):
+            raise InputError(source, "must be > 0", field=key)
+    for path in kwargs.get("cluster", ()):
+        if not Path(path).is_file():
+            raise InputError(source, f"no such HiveD config file {path!r}", field="cluster")
+    if any(v not in ("deadline", "fifo") for v in kwargs.get("profiling_order", ())):
+        raise InputError(source, "must be deadline or fifo", field="profiling_order")
+    for key in ("tenant_map",):
+        if values.get(key) is not None:
+            kwargs[key] = str(values[key])
+    if "round_requests" in values:
+        try:
+            kwargs["round_requests"] = _boolean(values["round_requests"])
+        except ValueError:
+            raise InputError(source, "expected on or off", field="round_requests") from None
     if any(v < 0 for v in kwargs.get("sigma", ())):
         raise InputError(source, "must be >= 0", field="sigma")
     if "gpus_per_node" in values:
@@ -136,7 +209,7 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     for policy, opts in options.items():
         if policy not in POLICIES:
             raise InputError(source, f"unknown policy {policy!r}", field="options")
-        allowed = set(inspect.signature(POLICIES[policy]).parameters) - {"lease", "name", "selector"}
+        allowed = set(policy_options(policy)) - {"lease"}
         bad = sorted(set(opts) - allowed)
         if bad:
             raise InputError(source, f"{policy} has no option {bad[0]!r} (have: {', '.join(sorted(allowed))})",

@@ -1,12 +1,12 @@
 """One run of a sweep: a pure function of its :class:`RunConfig`, so any executor gives the same row.
 
-``run`` reads the trace, rescales its load, replays it and returns the metrics row of
-../spec/metrics.md (plus the run's parameters) and a few small series the plots need. Nothing
+``run`` replays the run's :class:`~chronus_py.replay.setup.ReplaySetup` (the same setup
+``chronus replay`` builds) and returns the metrics row (plus the run's parameters) and a few
+small series the plots need. Nothing
 depends on the worker, the order of runs or the clock except the ``wall_seconds`` metric.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import traceback
@@ -16,7 +16,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from chronus_py.model import Cluster, Job
 from chronus_py.replay.metrics import met_index
 from chronus_py.sweep.grid import RunConfig
 from chronus_py.sweep.record import BusyRecorder, hourly_busy
@@ -43,19 +42,6 @@ class RunResult:
         return bool(self.row.get("error"))
 
 
-def scale_load(jobs: Sequence[Job], load: float) -> tuple[Job, ...]:
-    """Compress (load > 1) or stretch submit times by ``1/load``; deadlines keep their offsets."""
-    if load == 1.0:
-        return tuple(jobs)
-    out = []
-    for job in jobs:
-        submit = job.submit / load
-        shift = submit - job.submit
-        deadlines = tuple(dataclasses.replace(d, at=d.at + shift) for d in job.deadlines)
-        out.append(dataclasses.replace(job, submit=submit, deadlines=deadlines))
-    return tuple(out)
-
-
 @lru_cache(maxsize=4)
 def _read(trace: str):
     from chronus_py.readers import read_trace
@@ -65,20 +51,20 @@ def _read(trace: str):
 
 def run(config: RunConfig) -> RunResult:
     """Replay one grid point. Raises on bad input (``safe_run`` turns that into a row)."""
-    from chronus_py.policies import make_policy
-    from chronus_py.replay import replay, summarize
-    from chronus_py.replay.noise import lognormal_truth
-    from chronus_py.scheduler import oracle_estimate
+    from chronus_py.replay import summarize
+    from chronus_py.replay.setup import run_setup
 
-    loaded = _read(config.trace)
-    jobs = scale_load(loaded.jobs, config.load)
-    recorder = BusyRecorder(make_policy(config.policy, **config.policy_options()))
-    truth = lognormal_truth(config.sigma, config.seed or 0) if config.sigma > 0 else oracle_estimate
-    result = replay(jobs, Cluster.uniform(config.nodes, config.gpus_per_node), recorder, truth=truth)
+    recorders: list[BusyRecorder] = []
+
+    def record(policy):
+        recorders.append(BusyRecorder(policy))
+        return recorders[-1]
+
+    result, loaded = run_setup(config.setup(), trace=_read(config.trace), wrap_policy=record)
     metrics = summarize(result, trace=loaded.name, dropped=loaded.dropped)
     metrics["dropped_reasons"] = json.dumps(metrics["dropped_reasons"], sort_keys=True)
     row = {**config.columns(), **{k: metrics[k] for k in METRIC_COLUMNS}, "error": ""}
-    return RunResult(config, row, series(result.jobs, recorder, result.cluster.gpus))
+    return RunResult(config, row, series(result.jobs, recorders[0], result.cluster.gpus))
 
 
 def safe_run(config: RunConfig) -> RunResult:

@@ -30,11 +30,12 @@ CASES = [
     ("now", "soon", "now: expected a number, got 'soon'"),
     ("lease", 0, "lease: must be > 0, got 0"),
     ("policy", "magic", "policy: unknown policy 'magic' (have: chronus, edf, fifo, las, srtf, srtf-gpu)"),
-    ("extra", 1, "extra: unknown key (expected one of: now, lease, policy, headroom, solver, cluster, hosts, running, pending)"),
+    ("extra", 1, "extra: unknown key (expected one of: now, policy, lease, headroom, guard, margin, objective, solver, cluster, "
+     "hosts, running, pending)"),
     ("headroom", 1.5, "headroom: must be <= 1, got 1.5"),
     ("headroom", -0.1, "headroom: must be >= 0, got -0.1"),
     ("headroom", "most", "headroom: expected a number, got 'most'"),
-    ("solver", {"backend": "gurobi"}, "solver.backend: unknown backend 'gurobi' (have: cpsat, cbc, greedy)"),
+    ("solver", {"backend": "gurobi"}, "solver.backend: unknown 'gurobi' (have: cpsat, cbc, greedy)"),
     ("solver", {"time_limit_s": -1}, "solver.time_limit_s: must be > 0, got -1"),
     ("cluster", ..., "cluster: required"),
     ("cluster", {"gpus_per_node": 8}, "cluster: give nodes (+ gpus_per_node), a nodes list, hived: PATH or an inline HiveD config"),
@@ -102,10 +103,11 @@ def test_the_base_state_is_valid(tmp_path, capsys):
 
 @pytest.mark.parametrize("key, value, message", [
     ("solver", {"backend": "greedy"}, "solver: only the chronus policy plans leases (policy is fifo)"),
-    ("headroom", 0.5, "headroom: only the chronus policy gives guarantees (policy is fifo)"),
+    ("headroom", 0.5, "headroom: only the chronus policy plans leases (policy is fifo)"),
 ])
 def test_lease_settings_need_the_chronus_policy(tmp_path, capsys, key, value, message):
     state = base()
+    state.pop("lease", None)
     state.update(policy="fifo", **{key: value})
     file = write_state(tmp_path, state)
     assert main(["plan", str(file)]) == 2

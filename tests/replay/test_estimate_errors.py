@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chronus_py.estimate_error import EstimateErrors
+from chronus_py.estimates import EstimateErrors
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import SRTF
 from chronus_py.scheduler import Scheduler
-from chronus_py.selector import LeaseSelector, LeaseSettings
+from chronus_py.selector import ChronusSettings, LeaseSelector
 from chronus_py.state import JobState
 
 
@@ -64,7 +64,7 @@ def test_scheduler_learns_from_the_first_re_estimate_of_each_job_only():
 
 
 def test_selector_pads_only_jobs_not_observed_yet():
-    selector = LeaseSelector(LeaseSettings(lease=1200.0), capacity=8, estimate_pad=0.5)
+    selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8, estimate_pad=0.5)
     state = JobState(job=be("a", 2000.0), seq=0, estimate=2000.0, overhead=0.0, uncertainty=0.1)
     assert selector._padded(state, 0.0) == pytest.approx(3000.0)   # pad beats the band
     state.observed = True
@@ -75,7 +75,7 @@ def test_a_job_is_hopeless_only_if_even_an_estimate_as_high_as_past_ones_cannot_
     job = Job(id="a", tenant="t", gpus=1, submit=0.0, kind=JobKind.STRICT_SLO, duration=1000.0,
               deadlines=(DeadlineOption(1500.0, 1.0),))
     state = JobState(job=job, seq=0, estimate=2000.0, overhead=0.0)
-    selector = LeaseSelector(LeaseSettings(lease=1200.0), capacity=8)
+    selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8)
     assert selector.hopeless(state, 0.0)                            # exact estimates: 2000 > 1500
     selector.estimate_cut = 0.3
     assert not selector.hopeless(state, 0.0)                        # may need only 1400

@@ -8,9 +8,9 @@ import pytest
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import SRTF
 from chronus_py.replay import replay
-from chronus_py.replay.noise import lognormal_truth
+from chronus_py.estimates import Fixed, Noisy
 from chronus_py.replay.profiling import ProfilingPool
-from chronus_py.selector import LeaseSelector, LeaseSettings
+from chronus_py.selector import ChronusSettings, LeaseSelector
 from chronus_py.state import JobState
 
 
@@ -48,7 +48,7 @@ def test_reestimation_corrects_a_wrong_estimate_and_srtf_follows_it():
     # A's estimate says 100 s but it really needs 2000 s; B (500 s) arrives later.
     jobs = [job("A", 0, 100), job("B", 50, 500)]
     truth = {"A": 2000.0, "B": 500.0}
-    result = replay(jobs, Cluster.uniform(1, 1), SRTF(), truth=lambda j: truth[j.id],
+    result = replay(jobs, Cluster.uniform(1, 1), SRTF(), truth=Fixed(truth),
                     reestimate_every=300.0, observe=300.0)
     done = {s.id: s for s in result.jobs}
     # Without re-estimation A (remaining 100) keeps B waiting; at t=300 A is re-estimated
@@ -57,10 +57,10 @@ def test_reestimation_corrects_a_wrong_estimate_and_srtf_follows_it():
     assert done["A"].finish == 830 + 2000 + 60 - 300
 
 
-def test_lognormal_truth_is_per_job_and_seeded():
+def test_noisy_truth_is_per_job_and_seeded():
     a = job("a", 0, 100)
-    assert lognormal_truth(0.3, 1)(a) == lognormal_truth(0.3, 1)(a) != lognormal_truth(0.3, 2)(a)
-    assert lognormal_truth(0.0, 1)(a) == 100
+    assert Noisy(0.3, 1).estimate(a) == Noisy(0.3, 1).estimate(a) != Noisy(0.3, 2).estimate(a)
+    assert Noisy(0.0, 1).estimate(a) == 100
 
 
 def test_profiler_reports_its_band_and_planning_pads_by_it():
@@ -69,7 +69,7 @@ def test_profiler_reports_its_band_and_planning_pads_by_it():
     replay(jobs, Cluster.uniform(1, 1), SRTF(), profiling=pool)
     assert math.isclose(pool.uncertainty(jobs[0]), 0.10)
 
-    selector = LeaseSelector(LeaseSettings(lease=1200.0), capacity=8)
+    selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8)
     state = JobState(job=jobs[0], seq=0, estimate=2350.0, overhead=30.0)
     assert selector._need(state, 0.0) == 3            # 2350 + 2 x 30 = 2410 s
     state.uncertainty = 0.10

@@ -1,0 +1,154 @@
+"""The scheduling round, in one place: every entry point runs these steps in this order.
+
+    scheduler = build_scheduler(state)     # the jobs on their GPUs, with progress and guarantees
+    plan = run_round(scheduler, now)       # select -> place -> host configs -> decisions
+
+1. **select** (:meth:`Scheduler.select`): the policy sees the jobs that arrived; Chronus admits
+   SLO jobs against its lease plan (the MILP in ``solvers``), re-plans at a lease boundary and
+   re-orders whoever changed.
+2. **place** (:meth:`Scheduler.place`): the order is walked against the allocator from
+   ``placement``; jobs that fit start, running jobs that fell out of the fitting set are preempted.
+3. **host configs** (:func:`host_configs`): an ``scx_layered`` config for every host that runs an
+   opted-in job, protecting its latency-critical threads.
+4. **decisions** (:func:`assemble`): per job start / continue / preempt / wait, with placement,
+   guarantee, deadline and reason, plus the lease plan: the :class:`~chronus_py.plan.Plan`.
+
+``chronus plan`` runs all four once from a state file, the service once per wake-up, and replay
+runs the first two (:func:`advance`) at every event of a trace: it acts on the moves directly and
+needs no decisions.
+"""
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from chronus_py.errors import InputError
+from chronus_py.estimates import Fixed
+from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
+from chronus_py.plan import Action, JobDecision, Plan
+from chronus_py.policies import make_policy
+from chronus_py.scheduler import Moves, Scheduler
+from chronus_py.state import JobState, Status
+from chronus_py.state_file import State
+from placement import CellAllocator
+
+
+def build_scheduler(state: State) -> Scheduler:
+    """A :class:`Scheduler` holding the state's jobs: running ones on their GPUs, with their
+    progress and guarantees. The allocator's objections (e.g. a GPU outside the job's virtual
+    cluster) come back as InputError naming the job's placement key."""
+    policy = make_policy(state.policy, state.policy_options, source=state.source)
+    allocator = None if state.hived is None else CellAllocator(state.hived)
+    estimator = Fixed({entry.job.id: entry.estimate for entry in state.jobs})
+    scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
+    for entry in state.jobs:
+        try:
+            scheduler.restore(entry.job, state.now, work_done=entry.work_done, guaranteed=entry.guaranteed,
+                              placement=entry.placement)
+        except ValueError as exc:
+            raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
+    return scheduler
+
+
+def advance(scheduler: Scheduler, now: float) -> Moves:
+    """Steps 1 and 2: select, then place. What replay runs at every event."""
+    scheduler.select(now)
+    return scheduler.place(now)
+
+
+def run_round(scheduler: Scheduler, now: float, *, hosts: Mapping[str, HostTopology] | None = None,
+              layers: Mapping[str, LayerSpec] | None = None) -> Plan:
+    """The whole round: select, place, host configs (for nodes in ``hosts``, with each job's
+    ``layers`` wishes, default ones for jobs not listed), and the decisions."""
+    started = time.perf_counter()
+    moves = advance(scheduler, now)
+    host_layers = host_configs(scheduler, hosts or {}, layers or {})
+    return assemble(scheduler, moves, host_layers=host_layers,
+                    timings={"round_s": time.perf_counter() - started})
+
+
+def host_configs(scheduler: Scheduler, hosts: Mapping[str, HostTopology],
+                 layers: Mapping[str, LayerSpec]) -> dict[str, HostLayers]:
+    """Step 3: node -> its scx_layered config, for every node with a host model and at least one
+    opted-in job running there after the round. Others get nothing: they keep their default CPU
+    scheduler, so a fleet can opt in host by host and job by job."""
+    if not hosts:
+        return {}
+    default = LayerSpec()
+    per_node: dict[str, list] = {}
+    for job_id, state in scheduler.running.items():
+        spec = layers.get(job_id, default)
+        for node, gpus in state.placement.items():
+            if node in hosts:
+                per_node.setdefault(node, []).append(spec.on(job_id, tuple(gpus)))
+    out = {}
+    for node in sorted(per_node):
+        emitted = emit_host_layers(hosts[node], per_node[node])
+        if emitted is not None:
+            out[node] = emitted
+    return out
+
+
+def decide(scheduler: Scheduler, moves: Moves) -> tuple[JobDecision, ...]:
+    """Every active job's decision after ``moves`` (preempted jobs are pending again, so they are
+    among them), by submission order. Reads the scheduler; changes nothing."""
+    started = {s.id for s in moves.started}
+    preempted = {s.id for s in moves.preempted}
+    free = scheduler.allocator.free_gpus()
+    out = []
+    for state in sorted(scheduler.active.values(), key=lambda s: s.seq):
+        if state.status is Status.RUNNING:
+            action = Action.START if state.id in started else Action.CONTINUE
+        else:
+            action = Action.PREEMPT if state.id in preempted else Action.WAIT
+        out.append(JobDecision(
+            job_id=state.id,
+            action=action,
+            placement=dict(state.placement) if state.status is Status.RUNNING else {},
+            guaranteed=state.guaranteed is not None,
+            deadline=_deadline(state),
+            reason=_reason(scheduler, state, action, free),
+        ))
+    return tuple(out)
+
+
+def _deadline(state: JobState) -> float | None:
+    if state.guaranteed is not None:
+        return state.guaranteed.at
+    return state.job.deadlines[0].at if state.job.deadlines else None
+
+
+def _reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
+    if action is Action.WAIT:
+        where = (f"needs {state.gpus} GPUs, {free} free after this round" if state.gpus > free
+                 else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)")
+    elif action is Action.PREEMPT:
+        where = f"its GPUs go to jobs ahead in {scheduler.policy.name} order"
+    else:
+        where = f"fits, in {scheduler.policy.name} order"
+    standing = scheduler.policy.standing(state.id)
+    return f"{standing}; {where}" if standing else where
+
+
+def assemble(scheduler: Scheduler, moves: Moves, *, host_layers: Mapping[str, HostLayers] | None = None,
+             timings: Mapping[str, float] | None = None) -> Plan:
+    """Step 4: the :class:`Plan` of a round: decisions, plus the lease plan and solver statistics
+    when the policy keeps a lease plan."""
+    report = scheduler.policy.lease_report()
+    timings = dict(timings or {})
+    lease_plan: dict[str, tuple[float, ...]] = {}
+    if report is not None:
+        order = sorted(report.lease_plan, key=lambda j: scheduler.jobs[j].seq)
+        lease_plan = {j: report.lease_plan[j] for j in order}
+        timings = {"solve_s": report.solve_seconds, **timings}
+    return Plan(
+        now=moves.now,
+        policy=scheduler.policy.name,
+        lease_end=None if report is None else report.lease_end,
+        next_decision=scheduler.next_wakeup(moves.now),
+        decisions=decide(scheduler, moves),
+        lease_plan=lease_plan,
+        solver=None if report is None else dict(report.solver),
+        timings=timings,
+        host_layers=dict(host_layers or {}),
+    )
