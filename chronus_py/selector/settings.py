@@ -66,6 +66,10 @@ class ChronusSettings:
         _check("headroom", self.headroom, most=1.0)
         if self.deterministic_time is not None:
             _check("deterministic_time", self.deterministic_time, positive=True)
+        for f in fields(self):  # 600 from a YAML file is the same setting as 600.0
+            value = getattr(self, f.name)
+            if isinstance(value, int):
+                object.__setattr__(self, f.name, float(value))
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ChronusSettings:
