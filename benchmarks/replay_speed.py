@@ -25,18 +25,18 @@ def one(trace: str, policy: str) -> dict:
     """Run inside the child: load, replay, report metrics plus load time and peak memory."""
     import numpy as np
 
-    from chronus_py.model import Cluster
-    from chronus_py.policies import make_policy
     from chronus_py.readers import read_trace
-    from chronus_py.replay import replay, summarize
+    from chronus_py.replay import summarize
+    from chronus_py.replay.setup import ReplaySetup, run_setup
 
     started = time.perf_counter()
     loaded = read_trace(trace)
     load_s = time.perf_counter() - started
-    chosen = make_policy(policy)
-    result = replay(loaded.jobs, Cluster.uniform(120, 8), chosen)
+    policies = []
+    result, _ = run_setup(ReplaySetup(trace=trace, policy=policy), trace=loaded,
+                          wrap_policy=lambda chosen: policies.append(chosen) or chosen)
     metrics = summarize(result, trace=trace, dropped=loaded.dropped)
-    selector = getattr(chosen, "selector", None)
+    selector = getattr(policies[0], "selector", None)
     if selector is not None:
         solve = np.array(selector.stats.solve_seconds)
         metrics.update(lease_rounds=selector.stats.rounds, solve_fallbacks=selector.stats.fallbacks,

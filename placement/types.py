@@ -7,7 +7,7 @@ package, and every caller (replay, ``chronus plan``, scenario runner), speaks on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Protocol
+from typing import Iterable, Literal, Mapping, Protocol
 
 Outcome = Literal["placed", "wait", "error"]
 
@@ -118,6 +118,10 @@ class Allocator(Protocol):
     """What the scheduler needs from placement; ``allocate`` is atomic (all pods or none)."""
 
     def allocate(self, request: Request) -> Result: ...
+
+    def reserve(self, request: Request, placement: Mapping[str, Iterable[int]]) -> Result:
+        """Hold exactly ``placement`` (node -> GPU indices) for a job already running there (a
+        restored state, a restarted service); all or nothing."""
 
     def release(self, job: str) -> None: ...
 
