@@ -56,7 +56,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from chronus_py.errors import InputError
+from chronus_py.errors import InputError, input_error
 from chronus_py.layers import LayerSpec
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import ChronusSettings
@@ -267,7 +267,7 @@ class _Reader:
             try:
                 config = load_config(path)
             except ConfigError as exc:
-                raise InputError(exc.source or path, exc.why, line=exc.line, field=exc.key or None) from None
+                raise input_error(exc, path) from None
         else:
             try:
                 config = parse_config(raw, self.source)

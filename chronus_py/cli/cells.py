@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from chronus_py.errors import CheckFailed, InputError
+from chronus_py.errors import CheckFailed, input_error
 
 
 def add_parser(subparsers) -> None:
@@ -27,7 +27,7 @@ def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario)
     except PlacementError as exc:
-        raise InputError(exc.source or args.scenario, exc.why, line=exc.line, field=exc.key or None) from None
+        raise input_error(exc, args.scenario) from None
     failed = 0
     for record in run_scenario(scenario):
         sys.stdout.write(json.dumps(record) + "\n")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from chronus_py.errors import InputError
+from chronus_py.errors import InputError, input_error
 from chronus_py.estimates import Noisy
 from chronus_py.model import Cluster, Job, Node
 from chronus_py.policies import make_policy
@@ -107,7 +107,7 @@ def setup_cluster(jobs: Sequence[Job], setup: ReplaySetup) -> ClusterSetup:
     try:
         allocator = CellAllocator(load_config(setup.cluster))
     except PlacementError as exc:
-        raise InputError(setup.cluster, str(exc)) from None
+        raise input_error(exc, setup.cluster) from None
     cluster = Cluster(tuple(Node(name, gpus) for name, gpus in allocator.config.nodes()))
     mapping = read_tenant_map(setup.tenant_map) if setup.tenant_map else {}
     vcs = set(allocator.config.virtual_clusters)

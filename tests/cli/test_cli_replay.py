@@ -86,3 +86,36 @@ def test_profiling_pool_order(write, capsys):
                      "--profiling", "--profiling-nodes", "1", "--profiling-order", order]) == 0
         ratios[order] = json.loads(capsys.readouterr().out)["slo_deadline_ratio"]
     assert ratios == {"deadline": 1.0, "fifo": 0.0}
+
+
+def test_replay_takes_every_chronus_setting_and_reports_them(write, capsys):
+    path = write("job_id,submit_time,duration,num_gpu,deadline\na,0,3000,10,9000\nb,60,600,2,2000\nc,90,900,1,\n")
+    assert main(["replay", "--trace", str(path), "--lease", "600", "--headroom", "0.8", "--guard", "60",
+                 "--solver", "greedy", "--gpus-per-node", "4", "--nodes", "4", "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["cluster"] == "4x4" and metrics["policy"] == "chronus"
+    assert metrics["settings"]["lease"] == 600.0 and metrics["settings"]["headroom"] == 0.8
+    assert metrics["settings"]["guard"] == 60.0 and metrics["settings"]["backend"] == "greedy"
+
+
+def test_chronus_settings_are_refused_for_other_policies(write, capsys):
+    path = write("job_id,submit_time,duration,num_gpu\na,0,100,1\n")
+    assert main(["replay", "--trace", str(path), "--policy", "srtf", "--headroom", "0.5"]) == 2
+    assert capsys.readouterr().err == "chronus replay: --headroom: a Chronus setting; --policy is srtf\n"
+
+
+def test_the_selector_rounds_to_the_clusters_nodes():
+    """A 10-GPU job holds three 4-GPU nodes in the plan of a 4-GPU-node cluster (12 GPUs), two
+    8-GPU nodes on 8-GPU nodes (16)."""
+    from chronus_py.model import DeadlineOption, Job, JobKind
+    from chronus_py.selector import ChronusSettings, LeaseSelector
+    from chronus_py.state import JobState
+
+    job = Job("a", "default", 10, 0.0, JobKind.STRICT_SLO, (DeadlineOption(1e5, 1.0),), duration=600.0)
+    state = JobState(job=job, seq=0, estimate=600.0, overhead=0.0)
+    for node_gpus, held in ((4, 12), (8, 16)):
+        selector = LeaseSelector(ChronusSettings(backend="greedy", headroom=0.0), capacity=64, node_gpus=node_gpus)
+        selector.new_lease({}, 0.0)
+        selector.admit_arrivals([state], 0.0)
+        assert selector.guarantees["a"].at == 1e5
+        assert int(selector._used.max()) == held

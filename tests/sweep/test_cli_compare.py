@@ -91,3 +91,29 @@ def test_results_from_another_layout_are_refused(tiny_trace, tmp_path, capsys):
     (out / "results.csv").write_text("run,trace\nx,y\n")
     assert main(args(tiny_trace, out)) == 2
     assert "results.csv:1:" in capsys.readouterr().err
+
+
+def test_compare_sweeps_every_replay_option(tiny_trace, tmp_path, capsys):
+    """The profiling stage and a HiveD cluster (with its tenant map) are grid axes like any other:
+    each run is the replay ``chronus replay`` would make with the same options."""
+    config = Path(__file__).resolve().parents[1] / "placement" / "configs" / "rack-2x2.yaml"
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("default: vcA\n")
+    out = tmp_path / "out"
+    argv = ["compare", "--out", str(out), "--traces", str(tiny_trace), "--policies", "srtf,chronus",
+            "--nodes", "4", "--profiling", "off,on", "--cluster", str(config), "--tenant-map", str(tenants),
+            "--executor", "serial", "--no-plots"]
+    assert main(argv) == 0
+    table = rows(out)
+    assert len(table) == 4 and {r["profiling"] for r in table} == {"False", "True"}
+    assert all(r["cluster"] == str(config) and not r["error"] for r in table)
+    assert {r["gpus"] for r in table} == {"32"}
+    # The same run through chronus replay gives the same metrics.
+    profiled = next(r for r in table if r["policy"] == "srtf" and r["profiling"] == "True")
+    assert main(["replay", "--trace", str(tiny_trace), "--policy", "srtf", "--profiling", "--cluster", str(config),
+                 "--tenant-map", str(tenants), "--json"]) == 0
+    import json
+
+    alone = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert float(profiled["slo_deadline_ratio"]) == pytest.approx(alone["slo_deadline_ratio"])
+    assert float(profiled["be_avg_jct"]) == pytest.approx(alone["be_avg_jct"])
