@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import yaml
-
 from chronus_py.errors import InputError
+from chronus_py.inputs import load_yaml
 from chronus_py.model import Cluster, Job, Node
 from chronus_py.scheduler import SpeedModel
 from placement import Allocator, CellAllocator, PlacementError, load_config
@@ -29,10 +28,7 @@ class ClusterSetup:
 
 
 def read_tenant_map(path: Path) -> dict[str, str]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(path, f"cannot read: {str(exc).splitlines()[0]}") from None
+    data = load_yaml(path, what="tenant map")
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise InputError(path, "must map tenant names to virtual cluster names")
     return data

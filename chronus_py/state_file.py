@@ -45,15 +45,13 @@ charged again, as for any start (see ``chronus_py.overhead``).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from chronus_py.errors import InputError
+from chronus_py.inputs import show
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import LeaseSettings
 
@@ -107,26 +105,10 @@ def load_state(path: str | Path) -> State:
 
     A ``.json`` file, or any file that starts with ``{``, is read as JSON (the same schema):
     PyYAML takes seconds for thousands of jobs, json milliseconds."""
+    from chronus_py.inputs import load_structured
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if path.suffix == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if path.suffix == ".json":
-                raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
-        else:
-            return _Reader(path).state(data)
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                         line=None if mark is None else mark.line + 1) from None
-    return _Reader(path).state(data)
+    return _Reader(path).state(load_structured(path, what="state file"))
 
 
 def scheduler_for(state: State):
@@ -207,14 +189,14 @@ class _Reader:
         if value is _MISSING:
             raise self.fail(where, "required")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(where, f"expected a number, got {value!r}")
+            raise self.fail(where, f"expected a number, got {show(value)}")
         if value < 0 or (positive and value == 0):
-            raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+            raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {show(value)}")
         return float(value)
 
     def integer(self, value: Any, where: str, *, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(where, f"expected an integer, got {value!r}")
+            raise self.fail(where, f"expected an integer, got {show(value)}")
         if value < minimum:
             raise self.fail(where, f"must be >= {minimum}, got {value}")
         return value
@@ -225,7 +207,7 @@ class _Reader:
         if value is _MISSING:
             raise self.fail(where, "required")
         if value is not None and (not isinstance(value, str) or not value):
-            raise self.fail(where, f"expected a non-empty string, got {value!r}")
+            raise self.fail(where, f"expected a non-empty string, got {show(value)}")
         return value
 
     # -- the file -------------------------------------------------------------------------------
@@ -237,7 +219,7 @@ class _Reader:
         lease = self.number(data, "lease", "", default=DEFAULT_LEASE, positive=True)
         policy = self.text(data, "policy", "", "chronus")
         if policy not in POLICIES:
-            raise self.fail("policy", f"unknown policy {policy!r} (have: {', '.join(sorted(POLICIES))})")
+            raise self.fail("policy", f"unknown policy {show(policy)} (have: {', '.join(sorted(POLICIES))})")
         headroom = self.headroom(data, policy)
         backend, limit = self.solver(data.get("solver"), policy)
         if "cluster" not in data:
@@ -257,7 +239,7 @@ class _Reader:
                 entry = self.job(item, f"{section}[{i}]", now, node_gpus, vcs,
                                  running=section == "running", owners=owners)
                 if entry.job.id in seen:
-                    raise self.fail(f"{entry.key}.id", f"duplicate id {entry.job.id!r} (also {seen[entry.job.id]})")
+                    raise self.fail(f"{entry.key}.id", f"duplicate id {show(entry.job.id)} (also {seen[entry.job.id]})")
                 seen[entry.job.id] = entry.key
                 jobs.append(entry)
         return State(self.source, now, lease, policy, headroom, backend, limit, cluster, hived, node_gpus, hosts,
@@ -270,7 +252,7 @@ class _Reader:
             raise self.fail("headroom", f"only the chronus policy gives guarantees (policy is {policy})")
         value = self.number(data, "headroom", "")
         if value > 1:
-            raise self.fail("headroom", f"must be <= 1, got {data['headroom']!r}")
+            raise self.fail("headroom", f"must be <= 1, got {show(data['headroom'])}")
         return value
 
     def solver(self, raw: Any, policy: str) -> tuple[str | None, float]:
@@ -281,7 +263,7 @@ class _Reader:
         raw = self.mapping(raw, "solver", _SOLVER_KEYS)
         name = self.text(raw, "backend", "solver", "cpsat")
         if name not in _BACKENDS:
-            raise self.fail("solver.backend", f"unknown backend {name!r} (have: {', '.join(_BACKENDS)})")
+            raise self.fail("solver.backend", f"unknown backend {show(name)} (have: {', '.join(_BACKENDS)})")
         return _BACKENDS[name], self.number(raw, "time_limit_s", "solver", default=DEFAULT_TIME_LIMIT, positive=True)
 
     def cluster(self, raw: Any) -> tuple[Cluster, Any, dict[str, tuple[int, ...]]]:
@@ -302,7 +284,7 @@ class _Reader:
                 item = self.mapping(item, where, ("name", "gpus"))
                 name = self.text(item, "name", where)
                 if any(n.name == name for n in out):
-                    raise self.fail(f"{where}.name", f"duplicate node name {name!r}")
+                    raise self.fail(f"{where}.name", f"duplicate node name {show(name)}")
                 out.append(Node(name, self.integer(item.get("gpus"), f"{where}.gpus", minimum=1)))
             cluster = Cluster(tuple(out))
         else:
@@ -360,7 +342,7 @@ class _Reader:
 
     def node(self, name: Any, where: str, node_gpus: Mapping[str, tuple[int, ...]]) -> None:
         if name not in node_gpus:
-            raise self.fail(where, f"unknown node {name!r} (the cluster has {len(node_gpus)} nodes)")
+            raise self.fail(where, f"unknown node {show(name)} (the cluster has {len(node_gpus)} nodes)")
 
     # -- jobs -----------------------------------------------------------------------------------
     def job(self, raw: Any, key: str, now: float, node_gpus: Mapping[str, tuple[int, ...]],
@@ -382,7 +364,7 @@ class _Reader:
         guaranteed = self.guarantee(raw, key, deadlines)
         tenant = self.text(raw, "tenant", key, "default")
         if vcs is not None and tenant not in vcs:
-            raise self.fail(f"{key}.tenant", f"no virtual cluster {tenant!r} (have: {', '.join(sorted(vcs))})")
+            raise self.fail(f"{key}.tenant", f"no virtual cluster {show(tenant)} (have: {', '.join(sorted(vcs))})")
         placement = self.placement(raw.get("placement"), f"{key}.placement", gpus, node_gpus, owners, job_id) \
             if running else None
         estimate, model = self.estimate(raw, key, gpus, placement)
@@ -472,12 +454,9 @@ class _Reader:
 
         path = self.base / name
         if path not in self._profiles:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+            from chronus_py.inputs import load_json
+
+            data = load_json(path, what="profile")
             self._profiles[path] = Profile.from_dict(data, source=str(path))
         return self._profiles[path]
 
@@ -500,7 +479,7 @@ class _Reader:
             self._presets.add(checked)
         opt_in = raw.get("opt_in", True)
         if not isinstance(opt_in, bool):
-            raise self.fail(f"{key}.opt_in", f"expected true or false, got {opt_in!r}")
+            raise self.fail(f"{key}.opt_in", f"expected true or false, got {show(opt_in)}")
         return cgroup, preset, names, opt_in
 
 

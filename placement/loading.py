@@ -66,7 +66,7 @@ def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYT
                                 source=str(path))
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        why = f"cannot read {what}: {exc.strerror or exc}"
+        why = f"cannot read: {exc.strerror or exc}"
         raise LoadError("", why, source=str(path)) from None
     if len(data) > max_bytes:
         raise LoadError("", f"{what} is larger than the limit of {max_bytes:,} bytes",
@@ -112,10 +112,10 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise LoadError("", f"invalid YAML: {_one_line(problem)}", source=source,
+        raise LoadError("", f"not valid YAML: {_one_line(problem)}", source=source,
                         line=None if mark is None else mark.line + 1) from None
     except (ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
-        raise LoadError("", f"invalid YAML: {_one_line(str(exc))}", source=source) from None
+        raise LoadError("", f"not valid YAML: {_one_line(str(exc))}", source=source) from None
 
 
 class _Frame:
@@ -248,13 +248,13 @@ def parse_json(text: str, source: str = "<text>") -> Any:
     try:
         data = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
-        raise LoadError("", f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+        raise LoadError("", f"not valid JSON: {exc.msg}", source=source, line=exc.lineno) from None
     except _NonFinite as exc:
         raise LoadError("", f"{exc.args[0]} is not a JSON number", source=source) from None
     except RecursionError:
         raise LoadError("", f"nested deeper than {MAX_DEPTH} levels", source=source) from None
     except (ValueError, OverflowError, MemoryError) as exc:
-        raise LoadError("", f"invalid JSON: {_one_line(str(exc))}", source=source) from None
+        raise LoadError("", f"not valid JSON: {_one_line(str(exc))}", source=source) from None
     check_tree(data, source)
     return data
 
@@ -320,7 +320,8 @@ def load_npy(path: str | Path, *, what: str = "samples file", max_items: int = 5
     """A real-valued ``.npy`` array, its header checked against the file before any allocation.
 
     Refuses pickles, object/complex/string/datetime dtypes, headers that claim more items than the
-    file holds (a damaged header used to allocate 1e11 items), and non-finite values."""
+    file holds (a damaged header used to allocate 1e11 items). Values are the caller's to check:
+    it knows what a sample means and can name the bad one."""
     import io
 
     import numpy as np
@@ -339,7 +340,7 @@ def load_npy(path: str | Path, *, what: str = "samples file", max_items: int = 5
     except LoadError:
         raise
     except Exception as exc:  # numpy reports a damaged header with many exception types
-        why = f"not a valid .npy file: {_one_line(str(exc))}"
+        why = f"not a readable .npy array: {_one_line(str(exc))}"
         raise LoadError("", why, source=source) from None
     if dtype.kind not in "fiub" or dtype.hasobject:
         raise LoadError("", f"expected a real-valued array, got dtype {_one_line(str(dtype))}",
@@ -353,8 +354,4 @@ def load_npy(path: str | Path, *, what: str = "samples file", max_items: int = 5
         raise LoadError("", f"the header claims {items:,} values but the file is too short",
                         source=source)
     array = np.frombuffer(data, dtype=dtype, count=items, offset=fh.tell())
-    array = array.reshape(shape, order="F" if fortran else "C").astype(np.float64)
-    if not np.isfinite(array).all():
-        bad = int(np.flatnonzero(~np.isfinite(array.ravel()))[0])
-        raise LoadError("", f"value {bad} is not a finite number", source=source)
-    return array
+    return array.reshape(shape, order="F" if fortran else "C").astype(np.float64)
