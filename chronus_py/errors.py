@@ -9,10 +9,6 @@ re-validates and no user ever sees a traceback for bad input.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from placement.errors import PlacementError
-
 
 class ChronusError(Exception):
     """Base class; ``exit_code`` is what the CLI returns for it."""
@@ -40,8 +36,3 @@ class CheckFailed(ChronusError):
 
     exit_code = 1
 
-
-def input_error(exc: PlacementError, source: str | Path) -> InputError:
-    """The one conversion of ``placement``'s input errors (which cannot import this module) into
-    an InputError: its own file, line and key when it knows them, else ``source``."""
-    return InputError(exc.source or source, exc.why, line=exc.line, field=exc.key or None)

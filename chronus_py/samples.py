@@ -24,7 +24,6 @@ what a scheduler does by default and what its 16-GPU runs most plausibly used.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from chronus_py.errors import InputError
+from chronus_py.inputs import load_json, load_npy
 
 ARTIFACT_NAME = re.compile(r"^(?P<task>.+?)_arch_(?P<model>.+)_gpu_(?P<gpus>\d+)$")
 GPU_SUFFIX = re.compile(r"^(?P<model>.+?)_gpu_(?P<gpus>\d+)$")
@@ -216,10 +216,7 @@ def _read_npy(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
               model: str | None) -> list[Sample]:
     source = str(path)
     name_model, g = _gpus_from_name(path, gpus)
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise InputError(source, f"not a readable .npy array ({exc})") from None
+    arr = load_npy(path)
     seconds = clean_seconds(arr, source, warmup=warmup)
     return [Sample(model or name_model, _counts_for(g, None, gpus_per_node, source), seconds, source)]
 
@@ -227,10 +224,7 @@ def _read_npy(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
 def _read_json(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
                model: str | None) -> list[Sample]:
     source = str(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(source, f"not valid JSON ({exc})") from None
+    data = load_json(path, what="samples file")
     if isinstance(data, list):
         name_model, g = _gpus_from_name(path, gpus)
         seconds = clean_seconds(data, source, warmup=warmup)

@@ -48,15 +48,13 @@ charged again, as for any start (see ``chronus_py.overhead``).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
-from chronus_py.errors import InputError, input_error
+from chronus_py.errors import InputError
+from chronus_py.inputs import as_input_error, load_structured, show
 from chronus_py.layers import LayerSpec
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import ChronusSettings
@@ -106,26 +104,9 @@ def load_state(path: str | Path) -> State:
 
     A ``.json`` file, or any file that starts with ``{``, is read as JSON (the same schema):
     PyYAML takes seconds for thousands of jobs, json milliseconds."""
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if path.suffix == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if path.suffix == ".json":
-                raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
-        else:
-            return _Reader(path).state(data)
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                         line=None if mark is None else mark.line + 1) from None
-    return _Reader(path).state(data)
+    return _Reader(path).state(load_structured(path, what="state file"))
 
 
 class _Reader:
@@ -157,14 +138,14 @@ class _Reader:
         if value is _MISSING:
             raise self.fail(where, "required")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(where, f"expected a number, got {value!r}")
+            raise self.fail(where, f"expected a number, got {show(value)}")
         if value < 0 or (positive and value == 0):
-            raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+            raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {show(value)}")
         return float(value)
 
     def integer(self, value: Any, where: str, *, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(where, f"expected an integer, got {value!r}")
+            raise self.fail(where, f"expected an integer, got {show(value)}")
         if value < minimum:
             raise self.fail(where, f"must be >= {minimum}, got {value}")
         return value
@@ -175,7 +156,7 @@ class _Reader:
         if value is _MISSING:
             raise self.fail(where, "required")
         if value is not None and (not isinstance(value, str) or not value):
-            raise self.fail(where, f"expected a non-empty string, got {value!r}")
+            raise self.fail(where, f"expected a non-empty string, got {show(value)}")
         return value
 
     # -- the file -------------------------------------------------------------------------------
@@ -186,7 +167,7 @@ class _Reader:
         now = self.number(data, "now", "")
         policy = self.text(data, "policy", "", "chronus")
         if policy not in POLICIES:
-            raise self.fail("policy", f"unknown policy {policy!r} (have: {', '.join(sorted(POLICIES))})")
+            raise self.fail("policy", f"unknown policy {show(policy)} (have: {', '.join(sorted(POLICIES))})")
         options = self.settings(data, policy)
         if "cluster" not in data:
             raise self.fail("cluster", "required")
@@ -205,7 +186,7 @@ class _Reader:
                 entry = self.job(item, f"{section}[{i}]", now, node_gpus, vcs,
                                  running=section == "running", owners=owners)
                 if entry.job.id in seen:
-                    raise self.fail(f"{entry.key}.id", f"duplicate id {entry.job.id!r} (also {seen[entry.job.id]})")
+                    raise self.fail(f"{entry.key}.id", f"duplicate id {show(entry.job.id)} (also {seen[entry.job.id]})")
                 seen[entry.job.id] = entry.key
                 jobs.append(entry)
         return State(self.source, now, policy, options, cluster, hived, node_gpus, hosts, tuple(jobs))
@@ -247,7 +228,7 @@ class _Reader:
                 item = self.mapping(item, where, ("name", "gpus"))
                 name = self.text(item, "name", where)
                 if any(n.name == name for n in out):
-                    raise self.fail(f"{where}.name", f"duplicate node name {name!r}")
+                    raise self.fail(f"{where}.name", f"duplicate node name {show(name)}")
                 out.append(Node(name, self.integer(item.get("gpus"), f"{where}.gpus", minimum=1)))
             cluster = Cluster(tuple(out))
         else:
@@ -267,7 +248,7 @@ class _Reader:
             try:
                 config = load_config(path)
             except ConfigError as exc:
-                raise input_error(exc, path) from None
+                raise as_input_error(exc, path) from None
         else:
             try:
                 config = parse_config(raw, self.source)
@@ -305,7 +286,7 @@ class _Reader:
 
     def node(self, name: Any, where: str, node_gpus: Mapping[str, tuple[int, ...]]) -> None:
         if name not in node_gpus:
-            raise self.fail(where, f"unknown node {name!r} (the cluster has {len(node_gpus)} nodes)")
+            raise self.fail(where, f"unknown node {show(name)} (the cluster has {len(node_gpus)} nodes)")
 
     # -- jobs -----------------------------------------------------------------------------------
     def job(self, raw: Any, key: str, now: float, node_gpus: Mapping[str, tuple[int, ...]],
@@ -327,7 +308,7 @@ class _Reader:
         guaranteed = self.guarantee(raw, key, deadlines)
         tenant = self.text(raw, "tenant", key, "default")
         if vcs is not None and tenant not in vcs:
-            raise self.fail(f"{key}.tenant", f"no virtual cluster {tenant!r} (have: {', '.join(sorted(vcs))})")
+            raise self.fail(f"{key}.tenant", f"no virtual cluster {show(tenant)} (have: {', '.join(sorted(vcs))})")
         placement = self.placement(raw.get("placement"), f"{key}.placement", gpus, node_gpus, owners, job_id) \
             if running else None
         estimate, model = self.estimate(raw, key, gpus, placement)
@@ -416,12 +397,9 @@ class _Reader:
 
         path = self.base / name
         if path not in self._profiles:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+            from chronus_py.inputs import load_json
+
+            data = load_json(path, what="profile")
             self._profiles[path] = Profile.from_dict(data, source=str(path))
         return self._profiles[path]
 
@@ -444,7 +422,7 @@ class _Reader:
             self._presets.add(checked)
         opt_in = raw.get("opt_in", True)
         if not isinstance(opt_in, bool):
-            raise self.fail(f"{key}.opt_in", f"expected true or false, got {opt_in!r}")
+            raise self.fail(f"{key}.opt_in", f"expected true or false, got {show(opt_in)}")
         return LayerSpec(cgroup, preset, names, opt_in)
 
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from placement.errors import ConfigError
+from placement.loading import LoadError, load_yaml, show
 
 _CELL_TYPE_KEYS = {"childCellType", "childCellNumber", "isNodeLevel"}
 _PHYSICAL_KEYS = {"cellType", "cellAddress", "pinnedCellId", "cellChildren"}
@@ -126,15 +125,9 @@ def load_config(source: str | Path | Mapping[str, Any]) -> ClusterConfig:
         return parse_config(source, "<mapping>")
     path = Path(source)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError("", f"cannot read cluster config: {exc.strerror or exc}", source=str(path)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or exc
-        raise ConfigError("", f"invalid YAML: {problem}", source=str(path), line=mark.line + 1 if mark else None) from None
+        data = load_yaml(path, what="cluster config")
+    except LoadError as exc:
+        raise ConfigError(exc.key, exc.why, source=exc.source, line=exc.line) from None
     try:
         return parse_config(data, str(path))
     except ConfigError as exc:
@@ -170,7 +163,7 @@ def _mapping(value: Any, key: str) -> Mapping[str, Any]:
 
 def _positive_int(value: Any, key: str, *, zero: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
-        raise ConfigError(key, f"must be an integer {'>= 0' if zero else '> 0'}, got {value!r}")
+        raise ConfigError(key, f"must be an integer {'>= 0' if zero else '> 0'}, got {show(value)}")
     return value
 
 
@@ -188,7 +181,7 @@ def _parse_cell_types(raw: Mapping[str, Any]) -> dict[str, CellTypeSpec]:
         number = _positive_int(spec.get("childCellNumber"), f"{key}.childCellNumber")
         node_level = spec.get("isNodeLevel", False)
         if not isinstance(node_level, bool):
-            raise ConfigError(f"{key}.isNodeLevel", f"must be true or false, got {node_level!r}")
+            raise ConfigError(f"{key}.isNodeLevel", f"must be true or false, got {show(node_level)}")
         out[str(name)] = CellTypeSpec(str(name), child, number, node_level)
     return out
 
@@ -227,7 +220,7 @@ def _parse_top_cell(raw: Any, i: int, cell_types, levels) -> PhysicalCellSpec:
     raw = _mapping(raw, key)
     cell_type = raw.get("cellType")
     if not isinstance(cell_type, str) or cell_type not in cell_types:
-        why = "missing" if cell_type is None else f"unknown cell type {cell_type!r}"
+        why = "missing" if cell_type is None else f"unknown cell type {show(cell_type)}"
         raise ConfigError(f"{key}.cellType", why)
     node_types = _node_levels_in(cell_type, cell_types)
     if not node_types:
@@ -245,25 +238,25 @@ def _parse_cell(raw, cell_type: str, default: str, below_node: bool, key: str, c
         raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
     given_type = raw.get("cellType")
     if given_type is not None and given_type != cell_type:
-        raise ConfigError(f"{key}.cellType", f"expected {cell_type} here (the parent's childCellType), got {given_type!r}")
+        raise ConfigError(f"{key}.cellType", f"expected {cell_type} here (the parent's childCellType), got {show(given_type)}")
     spec = cell_types.get(cell_type)
     address = raw.get("cellAddress")
     if isinstance(address, (dict, list, bool)):
-        raise ConfigError(f"{key}.cellAddress", f"must be a name or an index, got {address!r}")
+        raise ConfigError(f"{key}.cellAddress", f"must be a name or an index, got {show(address)}")
     if spec is not None and spec.node_level and address in (None, ""):
         raise ConfigError(f"{key}.cellAddress", f"required for node-level cell {cell_type} (it is the node name)")
     if spec is None:  # a leaf: its address is the GPU index
         if address is None:
             address = default
         elif isinstance(address, float) or not str(address).lstrip("-").isdigit():
-            raise ConfigError(f"{key}.cellAddress", f"a GPU index must be an integer, got {address!r}")
+            raise ConfigError(f"{key}.cellAddress", f"a GPU index must be an integer, got {show(address)}")
     address = default if address in (None, "") else str(address)
     pinned = raw.get("pinnedCellId")
     if pinned is not None and (not isinstance(pinned, str) or not pinned):
         if pinned == "":
             pinned = None
         else:
-            raise ConfigError(f"{key}.pinnedCellId", f"must be a non-empty string, got {pinned!r}")
+            raise ConfigError(f"{key}.pinnedCellId", f"must be a non-empty string, got {show(pinned)}")
     if spec is None:
         if raw.get("cellChildren"):
             raise ConfigError(f"{key}.cellChildren", f"{cell_type} is a leaf (GPU) type and has no children")
@@ -308,7 +301,7 @@ def _check_unique_names(config: ClusterConfig) -> None:
                 leaf_type = config.leaf_type(spec.cell_type)
                 types = node_leaf_types.setdefault(spec.address, set())
                 if leaf_type in types:
-                    raise ConfigError(f"{spec.key}.cellAddress", f"duplicate node name {spec.address!r}")
+                    raise ConfigError(f"{spec.key}.cellAddress", f"duplicate node name {show(spec.address)}")
                 types.add(leaf_type)
                 seen = node_gpus.setdefault(spec.address, set())
                 for leaf in _walk(spec):
@@ -320,7 +313,7 @@ def _check_unique_names(config: ClusterConfig) -> None:
                     seen.add(index)
             if spec.pinned is not None:
                 if spec.pinned in pins:
-                    raise ConfigError(f"{spec.key}.pinnedCellId", f"duplicate pinned cell id {spec.pinned!r}")
+                    raise ConfigError(f"{spec.key}.pinnedCellId", f"duplicate pinned cell id {show(spec.pinned)}")
                 pins.add(spec.pinned)
 
 
@@ -364,12 +357,12 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
             parts = path.split(".")
             if parts[0] not in chains:
                 known = "unknown cell type" if parts[0] not in config.levels else "not the type of any top-level physical cell"
-                raise ConfigError(f"{ekey}.cellType", f"{parts[0]!r}: {known}")
+                raise ConfigError(f"{ekey}.cellType", f"{show(parts[0])}: {known}")
             for parent, child in zip(parts, parts[1:]):
                 spec = config.cell_types.get(parent)
                 if spec is None or spec.child != child:
                     what = "unknown cell type" if child not in config.levels else f"not the child type of {parent}"
-                    raise ConfigError(f"{ekey}.cellType", f"{child!r} in {path!r}: {what}")
+                    raise ConfigError(f"{ekey}.cellType", f"{show(child)} in {show(path)}: {what}")
             count = _positive_int(entry.get("cellNumber"), f"{ekey}.cellNumber", zero=True)
             cells.append(VirtualCellSpec(parts[0], parts[-1], count))
         pins = []
@@ -380,9 +373,9 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
             pkey = f"{vkey}.pinnedCells[{i}].pinnedCellId"
             pid = _mapping(entry, f"{vkey}.pinnedCells[{i}]").get("pinnedCellId")
             if pid not in pinned:
-                raise ConfigError(pkey, f"no physical cell has pinnedCellId {pid!r}")
+                raise ConfigError(pkey, f"no physical cell has pinnedCellId {show(pid)}")
             if pid in pinned_owner:
-                raise ConfigError(pkey, f"pinned cell {pid!r} is already used by {pinned_owner[pid]}")
+                raise ConfigError(pkey, f"pinned cell {show(pid)} is already used by {pinned_owner[pid]}")
             pinned_owner[pid] = str(vc_name)
             pins.append(pid)
         out[str(vc_name)] = VirtualClusterSpec(str(vc_name), tuple(cells), tuple(pins))

@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import yaml
-
 from placement.allocator import CellAllocator
 from placement.config import ClusterConfig, load_config, parse_config
 from placement.errors import ConfigError, ScenarioError
+from placement.loading import LoadError, load_yaml, show
 from placement.types import PodSpec, Request, Result
 
 _TOP_KEYS = {"name", "cluster", "healthy", "steps"}
@@ -57,14 +56,9 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; the cluster path is relative to the file."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScenarioError("", f"cannot read scenario: {exc.strerror or exc}", source=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        why = f"invalid YAML: {getattr(exc, 'problem', None) or exc}"
-        raise ScenarioError("", why, source=str(path), line=line) from None
+        data = load_yaml(path, what="scenario")
+    except LoadError as exc:
+        raise ScenarioError(exc.key, exc.why, source=exc.source, line=exc.line) from None
     try:
         return parse_scenario(data, base=path.parent)
     except ScenarioError as exc:
@@ -86,7 +80,7 @@ def parse_scenario(data: Any, *, base: Path = Path(".")) -> Scenario:
     elif isinstance(healthy, list) and all(isinstance(n, str) for n in healthy):
         missing = sorted(set(healthy) - nodes)
         if missing:
-            raise ScenarioError("healthy", f"unknown node {missing[0]!r}")
+            raise ScenarioError("healthy", f"unknown node {show(missing[0])}")
         healthy_nodes = tuple(healthy)
     else:
         raise ScenarioError("healthy", "must be 'all' or a list of node names")
@@ -101,7 +95,7 @@ def parse_scenario(data: Any, *, base: Path = Path(".")) -> Scenario:
         if step.op == "allocate":
             allocated.add(step.job)
         elif step.op == "release" and step.job not in allocated:
-            raise ScenarioError(f"step {i}: job", f"{step.job!r} is not allocated by an earlier step")
+            raise ScenarioError(f"step {i}: job", f"{show(step.job)} is not allocated by an earlier step")
         steps.append(step)
     name = data.get("name", "")
     return Scenario(str(name), config, healthy_nodes, tuple(steps))
@@ -124,7 +118,7 @@ def _step(raw: Any, i: int, nodes: set[str], types: set[str]) -> Step:
         raise ScenarioError(where, "must be a mapping with an op")
     op = raw.get("op")
     if op not in _STEP_KEYS:
-        raise ScenarioError(f"{where}: op", f"must be one of {', '.join(_STEP_KEYS)}, got {op!r}")
+        raise ScenarioError(f"{where}: op", f"must be one of {', '.join(_STEP_KEYS)}, got {show(op)}")
     where = f"step {i} ({op})"
     unknown = set(raw) - _STEP_KEYS[op]
     if unknown:
@@ -137,7 +131,7 @@ def _step(raw: Any, i: int, nodes: set[str], types: set[str]) -> Step:
     if op in ("set_bad", "set_healthy"):
         node = _name(raw, "node", where)
         if node not in nodes:
-            raise ScenarioError(f"{where}: node", f"unknown node {node!r}")
+            raise ScenarioError(f"{where}: node", f"unknown node {show(node)}")
         return Step(i, op, node=node, expect=expect)
     return Step(i, op, expect=expect)
 
@@ -152,7 +146,7 @@ def _name(raw: Mapping, key: str, where: str) -> str:
 def _int(value: Any, key: str, *, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
         bound = "" if minimum is None else f" >= {minimum}"
-        raise ScenarioError(key, f"must be an integer{bound}, got {value!r}")
+        raise ScenarioError(key, f"must be an integer{bound}, got {show(value)}")
     return value
 
 
@@ -178,7 +172,7 @@ def _request(raw: Mapping, where: str) -> Request:
         nodes = frozenset(nodes)
     lazy = raw.get("lazy_preempt", False)
     if not isinstance(lazy, bool):
-        raise ScenarioError(f"{where}: lazy_preempt", f"must be true or false, got {lazy!r}")
+        raise ScenarioError(f"{where}: lazy_preempt", f"must be true or false, got {show(lazy)}")
     optional = {}
     for key in ("vc", "sku", "pinned"):
         if key in raw:
@@ -205,7 +199,7 @@ def _expect(raw: Any, op: str, where: str, types: set[str]) -> dict[str, Any]:
     key = f"{where}: expect"
     if "outcome" in out and out["outcome"] not in _OUTCOMES.get(op, {"ok"}):
         allowed = " | ".join(sorted(_OUTCOMES.get(op, {"ok"})))
-        raise ScenarioError(f"{key}.outcome", f"must be {allowed}, got {out['outcome']!r}")
+        raise ScenarioError(f"{key}.outcome", f"must be {allowed}, got {show(out['outcome'])}")
     for k in ("nodes", "nodes_not", "preempted", "downgraded"):
         if k in out and (not isinstance(out[k], list) or not all(isinstance(v, (str, int)) for v in out[k])):
             raise ScenarioError(f"{key}.{k}", "must be a list of names")
@@ -221,14 +215,14 @@ def _expect(raw: Any, op: str, where: str, types: set[str]) -> dict[str, Any]:
         out["gpus"] = {str(n): sorted(v) for n, v in gpus.items()}
     for k in ("pod_within", "job_within"):
         if k in out and out[k] not in types:
-            raise ScenarioError(f"{key}.{k}", f"unknown cell type {out[k]!r}")
+            raise ScenarioError(f"{key}.{k}", f"unknown cell type {show(out[k])}")
     if "free" in out:
         free = out["free"]
         if not isinstance(free, Mapping):
             raise ScenarioError(f"{key}.free", "must map cell types to counts")
         for t, n in free.items():
             if t not in types:
-                raise ScenarioError(f"{key}.free", f"unknown cell type {t!r}")
+                raise ScenarioError(f"{key}.free", f"unknown cell type {show(t)}")
             _int(n, f"{key}.free.{t}", minimum=0)
     return out
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from chronus_py.errors import CheckFailed, input_error
+from chronus_py.errors import CheckFailed
+from chronus_py.inputs import as_input_error
 
 
 def add_parser(subparsers) -> None:
@@ -27,7 +28,7 @@ def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario)
     except PlacementError as exc:
-        raise input_error(exc, args.scenario) from None
+        raise as_input_error(exc, args.scenario) from None
     failed = 0
     for record in run_scenario(scenario):
         sys.stdout.write(json.dumps(record) + "\n")

@@ -106,19 +106,11 @@ def run_emit(args) -> int:
 
 def read_jobs(path: str):
     """The jobs YAML of ``emit`` -> PlacedJob list; errors name the file and the job's key."""
-    import yaml
-
+    from chronus_py.inputs import load_yaml
     from chronus_py.layers.emit import PlacedJob
     from chronus_py.layers.presets import DEFAULT_PRESET
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                         line=None if mark is None else mark.line + 1) from None
+    data = load_yaml(path, what="jobs file")
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise InputError(path, "expected a mapping with a `jobs:` list", field="jobs")
     jobs = []

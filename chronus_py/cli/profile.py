@@ -88,15 +88,10 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from chronus_py.errors import InputError
+    from chronus_py.inputs import load_json
     from chronus_py.profiler import Profile
 
-    try:
-        with open(args.profile) as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise InputError(args.profile, f"cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(args.profile, f"not valid JSON ({exc})") from None
+    data = load_json(args.profile, what="profile")
     profile = Profile.from_dict(data, source=args.profile)
     if args.gpus is None and args.placement is None:
         raise InputError("arguments", "give --gpus (with optional --nodes) or --placement")

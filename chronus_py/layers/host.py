@@ -109,16 +109,9 @@ class HostTopology:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> HostTopology:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(str(path), f"cannot read: {exc}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = None if mark is None else mark.line + 1
-            raise InputError(str(path), f"not valid YAML: {getattr(exc, 'problem', exc)}", line=line) from None
+        from chronus_py.inputs import load_yaml
+
+        data = load_yaml(path, what="host model")
         return cls.from_mapping(data, source=str(path))
 
     @classmethod

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from chronus_py.errors import InputError, input_error
+from chronus_py.errors import InputError
+from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.estimates import Noisy
 from chronus_py.model import Cluster, Job, Node
 from chronus_py.policies import make_policy
@@ -86,12 +87,7 @@ class ClusterSetup:
 
 
 def read_tenant_map(path: Path) -> dict[str, str]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(path, f"cannot read: {str(exc).splitlines()[0]}") from None
+    data = load_yaml(path, what="tenant map")
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise InputError(path, "must map tenant names to virtual cluster names")
     return data
@@ -107,7 +103,7 @@ def setup_cluster(jobs: Sequence[Job], setup: ReplaySetup) -> ClusterSetup:
     try:
         allocator = CellAllocator(load_config(setup.cluster))
     except PlacementError as exc:
-        raise input_error(exc, setup.cluster) from None
+        raise as_input_error(exc, setup.cluster) from None
     cluster = Cluster(tuple(Node(name, gpus) for name, gpus in allocator.config.nodes()))
     mapping = read_tenant_map(setup.tenant_map) if setup.tenant_map else {}
     vcs = set(allocator.config.virtual_clusters)

@@ -51,6 +51,8 @@ from chronus_py.state import JobState, Status
 from placement import round_up
 from solvers import LeaseJob, LeaseOption, LeaseProblem, Placement, latest_slots, solve
 
+SLACK_LEASES = 1024
+
 
 class Tier(IntEnum):
     MUST_RUN = 0
@@ -94,6 +96,8 @@ class LeaseSelector:
 
     def __post_init__(self) -> None:
         self._used = np.zeros(64, dtype=np.int64)
+        self._base = 0  # the lease _used[0] stands for: plans never look back past the current one
+        self._cap = SLACK_LEASES  # leases past `first` a deadline can reach (see _deadline_slot)
         self._triggers: list[tuple[float, str]] = []
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
         self._changes: dict[str, DeadlineOption | None] = {}
@@ -153,7 +157,7 @@ class LeaseSelector:
         out = []
         promised = self.guarantees.get(state.id)
         for d in ([promised] if promised else state.job.deadlines):
-            slots = lease_deadline(d.at, self.settings.lease) - first
+            slots = self._deadline_slot(d.at, first) - first
             if slots >= need:
                 out.append((LeaseOption(slots, need, float(d.value)), d))
         return out
@@ -173,15 +177,14 @@ class LeaseSelector:
 
     # -- the residual capacity of the plan -------------------------------------------------------
     def _free(self, first: int, last: int) -> np.ndarray:
-        if last > self._used.size:
-            self._used = np.concatenate([self._used, np.zeros(max(last, 2 * self._used.size) - self._used.size,
-                                                               dtype=np.int64)])
-        return self.capacity - self._used[first:last]
+        self._forget_before(first)
+        self._grow(last)
+        return self.capacity - self._used[first - self._base:last - self._base]
 
     def _book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
         self.booked[job_id] = tuple(leases.tolist())
-        self._free(0, int(leases[-1]) + 1)
-        self._used[leases] += gpus
+        self._grow(int(leases[-1]) + 1)
+        self._used[leases - self._base] += gpus
 
     # -- arrivals ---------------------------------------------------------------------------------
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
@@ -208,8 +211,9 @@ class LeaseSelector:
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         gpus = self._gpus(state)
         need = self._need(state, now)
+        self._cap = sum(map(len, self.booked.values())) + need + SLACK_LEASES
         for option in state.job.deadlines:
-            end = lease_deadline(option.at, self.settings.lease)
+            end = self._deadline_slot(option.at, first)
             if end - first < need:
                 continue
             free = self._free(first, end) - int(self.settings.headroom * self.capacity)
@@ -226,6 +230,7 @@ class LeaseSelector:
         self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
+        self._cap = sum(self._need(s, now) for s in active.values() if s.job.is_slo) + SLACK_LEASES
         for state in active.values():
             if not state.job.is_slo:
                 continue
@@ -258,7 +263,8 @@ class LeaseSelector:
         for job_id in solution.dropped:
             self._demote(states[job_id])
         self.booked = {}
-        self._used = np.zeros(max(64, horizon + first + 1), dtype=np.int64)
+        self._used = np.zeros(max(64, horizon + 1), dtype=np.int64)
+        self._base = first
         for job in fixed:
             if solution.option[job.id] is not None:
                 self._book(job.id, job.gpus, np.asarray(solution.slots[job.id], dtype=np.int64) + first)
@@ -349,6 +355,31 @@ class LeaseSelector:
         for job_id in [j for j in self.guarantees if j not in active]:
             del self.guarantees[job_id]
         return changed
+
+    # -- bounds: memory follows the leases that matter, never the value of a time ----------------
+    def _deadline_slot(self, at: float, first: int) -> int:
+        """The lease a deadline ends the plan at, capped ``self._cap`` leases past ``first``.
+
+        ``_cap`` is the work of every job the plan could hold (in leases) plus ``SLACK_LEASES``:
+        within that many leases every job fits even if all run one after another, so a later
+        deadline cannot change whether a job fits, only how far ahead it may be planned. Capping
+        keeps the plan's arrays sized by work: deadlines in epoch milliseconds or at 1e308 used
+        to allocate gigabytes. A capped plan only runs a job earlier than its deadline needs."""
+        return min(lease_deadline(at, self.settings.lease), first + self._cap)
+
+    def _forget_before(self, first: int) -> None:
+        """Drop bookings before lease ``first``: no plan looks back past the current lease."""
+        shift = first - self._base
+        if shift <= 0:
+            return
+        self._used = self._used[shift:] if shift < self._used.size else np.zeros(64, dtype=np.int64)
+        self._base = first
+
+    def _grow(self, last: int) -> None:
+        size = last - self._base
+        if size > self._used.size:
+            extra = max(size, 2 * self._used.size) - self._used.size
+            self._used = np.concatenate([self._used, np.zeros(extra, dtype=np.int64)])
 
 
 def _as_hint(plan: Mapping[str, tuple[int, ...]], first: int, problem: LeaseProblem) -> dict[str, Placement]:

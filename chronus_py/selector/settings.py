@@ -15,6 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from placement.loading import show
 from solvers import BACKENDS, OBJECTIVES
 
 ADAPTIVE = "adaptive"
@@ -56,9 +57,9 @@ class ChronusSettings:
         """Refuse a setting no plan could use, naming it: a negative guard or a headroom of 2
         would otherwise only show up as odd plans much later."""
         if self.objective not in (*OBJECTIVES, ADAPTIVE):
-            raise ValueError(f"objective: unknown {_short(self.objective)} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
+            raise ValueError(f"objective: unknown {show(self.objective)} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
         if self.backend not in BACKENDS:
-            raise ValueError(f"backend: unknown {_short(self.backend)} (have: {', '.join(BACKENDS)})")
+            raise ValueError(f"backend: unknown {show(self.backend)} (have: {', '.join(BACKENDS)})")
         _check("lease", self.lease, positive=True)
         _check("time_limit_s", self.time_limit_s, positive=True)
         _check("margin", self.margin)
@@ -77,24 +78,18 @@ class ChronusSettings:
         known = {f.name for f in fields(cls)}
         for name in values:
             if name not in known:
-                raise ValueError(f"{_short(name)}: unknown setting (have: {', '.join(sorted(known))})")
+                raise ValueError(f"{show(name)}: unknown setting (have: {', '.join(sorted(known))})")
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _short(value: object) -> str:
-    """``repr`` of a value, cut short: a message must stay one line whatever the input held."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _check(name: str, value: object, *, positive: bool = False, most: float = math.inf) -> None:
     """A finite number, >= 0 (> 0 if ``positive``) and <= ``most``, or a ValueError naming it."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name}: expected a number, got {_short(value)}")
+        raise ValueError(f"{name}: expected a number, got {show(value)}")
     if value < 0 or (positive and value == 0):
-        raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {_short(value)}")
+        raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {show(value)}")
     if value > most:
-        raise ValueError(f"{name}: must be <= {most:g}, got {_short(value)}")
+        raise ValueError(f"{name}: must be <= {most:g}, got {show(value)}")

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from chronus_py.errors import InputError
+from chronus_py.inputs import load_yaml
 from chronus_py.policies import POLICIES, policy_options
 from chronus_py.replay.setup import ReplaySetup
 
@@ -220,10 +219,7 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
 
 def read_grid(path: Path) -> dict[str, Any]:
     """The raw mapping of a grid YAML file (validated later, together with command-line values)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(path, f"cannot read: {str(exc).splitlines()[0]}") from None
+    data = load_yaml(path, what="grid file")
     if not isinstance(data, dict):
         raise InputError(path, "must be a mapping of grid keys (traces, policies, load, ...)")
     return data

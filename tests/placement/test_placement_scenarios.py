@@ -115,7 +115,7 @@ def test_malformed_files_exit_2(capsys, tmp_path):
     bad_yaml = tmp_path / "y.yaml"
     bad_yaml.write_text("steps: [\n")
     code, _, err = run(capsys, bad_yaml)
-    assert code == 2 and err.startswith(f"chronus cells: {bad_yaml}:2: invalid YAML")
+    assert code == 2 and err.startswith(f"chronus cells: {bad_yaml}:2: not valid YAML")
 
     unknown = tmp_path / "u.yaml"
     unknown.write_text(f"cluster: {RACK}\nstepz: []\n")

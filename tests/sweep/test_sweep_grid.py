@@ -55,5 +55,5 @@ def test_read_grid_rejects_non_mapping(tmp_path: Path):
     with pytest.raises(InputError, match="must be a mapping"):
         read_grid(path)
     path.write_text("traces: [a\n")
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="not valid YAML"):
         read_grid(path)
