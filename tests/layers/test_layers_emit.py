@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chronus_py.cli import main
-from chronus_py.cli.layers import read_jobs
+from chronus_py.layers.jobs_file import read_jobs
 from chronus_py.errors import InputError
 from chronus_py.layers.emit import PlacedJob, emit_host_layers, normalize_cgroup
 from chronus_py.layers.host import HostTopology
