@@ -16,6 +16,7 @@ from chronus_py.inputs import load_yaml
 from chronus_py.model import Cluster, Job, Node
 from chronus_py.scheduler import SpeedModel
 from placement import Allocator, CellAllocator, PlacementError, load_config
+from placement.limits import MAX_GPUS_PER_NODE, MAX_NODES
 from placement.slowdown import speed_factor
 
 
@@ -39,6 +40,9 @@ def setup_cluster(jobs: Sequence[Job], *, nodes: int, gpus_per_node: int, config
     if config is None:
         if nodes <= 0 or gpus_per_node <= 0:
             raise InputError("--nodes/--gpus-per-node", "must be positive")
+        if nodes > MAX_NODES or gpus_per_node > MAX_GPUS_PER_NODE:
+            raise InputError("--nodes/--gpus-per-node",
+                             f"at most {MAX_NODES:,} nodes of {MAX_GPUS_PER_NODE:,} GPUs")
         if tenant_map is not None:
             raise InputError("--tenant-map", "only applies with --cluster")
         cluster = Cluster.uniform(nodes, gpus_per_node)
