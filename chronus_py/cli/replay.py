@@ -13,11 +13,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("replay", help="replay a job trace under a scheduling policy and report metrics",
                        description="Replay a job trace on a simulated GPU cluster and report the "
-                                   "metrics of ../spec/metrics.md.")
+                                   "metrics of docs/metrics.md.")
     p.add_argument("--trace", default=DEFAULT_TRACE,
                    help=f"bundled trace name (philly-slo, philly-mix1, philly-mix2) or a CSV file "
                         f"(default {DEFAULT_TRACE})")
     p.add_argument("--format", choices=sorted(FORMATS), help="force the trace format (default: from the header)")
+    p.add_argument("--columns", metavar="NAME=COLUMN,...",
+                   help="map a plain trace's (or a preset's) columns: id, submit, duration, start, "
+                        "end, gpus, instances, tenant, deadline, model (no id: line numbers)")
+    p.add_argument("--time-unit", choices=("s", "ms", "us", "ns", "min", "h", "d"),
+                   help="unit of numeric times in a plain or preset trace (default s; dates are "
+                        "read as dates)")
     p.add_argument("--skip-bad-rows", action="store_true",
                    help="drop malformed rows (counted per reason) instead of stopping at the first")
     p.add_argument("--policy", default="chronus", choices=sorted(POLICIES),
@@ -55,15 +61,20 @@ def run(args: argparse.Namespace) -> int:
     from chronus_py.readers import read_trace
     from chronus_py.replay import replay, summarize, write_jobs_csv
 
-    trace = read_trace(args.trace, format=args.format, skip_bad_rows=args.skip_bad_rows)
+    trace = read_trace(args.trace, format=args.format, skip_bad_rows=args.skip_bad_rows,
+                       columns=args.columns, time_unit=args.time_unit)
+    print(f"{trace.name}: {trace.detected}", file=sys.stderr)
     if not trace.jobs:
         raise InputError(args.trace, "no job left to replay")
     from chronus_py.cluster_setup import setup_cluster
 
     setup = setup_cluster(trace.jobs, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
                           config=args.cluster, tenant_map=args.tenant_map, slowdown=args.slowdown)
+    bar = progress_bar("replay")
     result = replay(setup.jobs, setup.cluster, make_policy(args.policy), allocator=setup.allocator,
-                    speed=setup.speed, on_progress=progress_bar("replay"), **estimation(args))
+                    speed=setup.speed, on_progress=bar, **estimation(args))
+    if bar:
+        bar.finish(len(setup.jobs))
     metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
