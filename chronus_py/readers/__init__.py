@@ -71,6 +71,16 @@ def bundled(name: str) -> Path:
     return traces_dir() / BUNDLED[name]
 
 
+def trace_path(trace: str | Path) -> tuple[str, Path]:
+    """(name, file) of a trace file or bundled trace name; refuses anything else."""
+    path = Path(trace)
+    if not path.exists() and str(trace) in BUNDLED:
+        return str(trace), bundled(str(trace))
+    if not path.is_file():
+        raise InputError(trace, "no such trace file or bundled trace name")
+    return path.name, path
+
+
 def detect(path: Path) -> str:
     """The name of the format the header is in (see :func:`detect_format`)."""
     return detect_format(path, read_header(path), FORMATS).name
@@ -80,12 +90,7 @@ def read_trace(trace: str | Path, *, format: str | None = None, skip_bad_rows: b
                columns: str | None = None, time_unit: str | None = None) -> TraceRead:
     """Read a trace. ``columns`` (``NAME=COLUMN,...``) and ``time_unit`` read a plain trace, or
     adjust a preset, through a column mapping (:mod:`chronus_py.readers.field_csv`)."""
-    path = Path(trace)
-    name = path.name
-    if not path.exists() and str(trace) in BUNDLED:
-        name, path = str(trace), bundled(str(trace))
-    if not path.is_file():
-        raise InputError(trace, "no such trace file or bundled trace name")
+    name, path = trace_path(trace)
     if format is not None and format not in FORMATS:
         raise InputError(trace, f"unknown format {format[:40]!r} (have: {', '.join(FORMATS)})")
     check_time_unit(time_unit)
