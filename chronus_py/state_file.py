@@ -58,6 +58,7 @@ from chronus_py.inputs import as_input_error, load_structured, show
 from chronus_py.layers import LayerSpec
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import ChronusSettings
+from placement.limits import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS, too_large
 
 _SETTING_KEYS = ("lease", "headroom", "guard", "margin", "objective")
 _SOLVER_KEYS = {"backend": "backend", "time_limit_s": "time_limit_s", "deterministic_time": "deterministic_time"}
@@ -141,13 +142,17 @@ class _Reader:
             raise self.fail(where, f"expected a number, got {show(value)}")
         if value < 0 or (positive and value == 0):
             raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {show(value)}")
+        if value > MAX_SECONDS:
+            raise self.fail(where, too_large(value, MAX_SECONDS))
         return float(value)
 
-    def integer(self, value: Any, where: str, *, minimum: int) -> int:
+    def integer(self, value: Any, where: str, *, minimum: int, maximum: int = MAX_GPUS) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(where, f"expected an integer, got {show(value)}")
         if value < minimum:
             raise self.fail(where, f"must be >= {minimum}, got {value}")
+        if value > maximum:
+            raise self.fail(where, too_large(value, maximum))
         return value
 
     def text(self, data: dict, name: str, key: str, default: Any = _MISSING) -> Any:
@@ -222,6 +227,8 @@ class _Reader:
                 raise self.fail("cluster.gpus_per_node", "only applies when nodes is a count")
             if not nodes:
                 raise self.fail("cluster.nodes", "expected at least one node")
+            if len(nodes) > MAX_NODES:
+                raise self.fail("cluster.nodes", too_large(len(nodes), MAX_NODES))
             out = []
             for i, item in enumerate(nodes):
                 where = f"cluster.nodes[{i}]"
@@ -229,11 +236,13 @@ class _Reader:
                 name = self.text(item, "name", where)
                 if any(n.name == name for n in out):
                     raise self.fail(f"{where}.name", f"duplicate node name {show(name)}")
-                out.append(Node(name, self.integer(item.get("gpus"), f"{where}.gpus", minimum=1)))
+                out.append(Node(name, self.integer(item.get("gpus"), f"{where}.gpus", minimum=1,
+                                                   maximum=MAX_GPUS_PER_NODE)))
             cluster = Cluster(tuple(out))
         else:
-            count = self.integer(nodes, "cluster.nodes", minimum=1)
-            per_node = self.integer(raw.get("gpus_per_node", 8), "cluster.gpus_per_node", minimum=1)
+            count = self.integer(nodes, "cluster.nodes", minimum=1, maximum=MAX_NODES)
+            per_node = self.integer(raw.get("gpus_per_node", 8), "cluster.gpus_per_node", minimum=1,
+                                    maximum=MAX_GPUS_PER_NODE)
             cluster = Cluster.uniform(count, per_node)
         return cluster, None, {n.name: tuple(range(n.gpus)) for n in cluster.nodes}
 
@@ -382,7 +391,8 @@ class _Reader:
         where = f"{key}.profile"
         spec = self.mapping(raw["profile"], where, ("file", "iterations"))
         profile = self.profile(self.text(spec, "file", where))
-        iterations = self.integer(spec.get("iterations"), f"{where}.iterations", minimum=1)
+        iterations = self.integer(spec.get("iterations"), f"{where}.iterations", minimum=1,
+                                  maximum=2**53)
         try:
             if placement is None:
                 seconds = profile.runtime(iterations, gpus).seconds

@@ -10,7 +10,7 @@ in use (the "VC Safety Broken" panic in ../shared/notes/hived.md §7), ours cann
 """
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from placement.cells import Cell, Chain
 
@@ -80,15 +80,17 @@ class FreeLists:
 
     def candidates(self, chain: Chain, level: int) -> Iterator[Cell]:
         """Level-``level`` cells that can be taken: free ones first, then inside the smallest
-        free cells above (buddy order), each in list order then tree order. Callers take or give
-        cells only after they stop iterating."""
+        free cells above (buddy order). At every level, cells come by fewest GPUs used by
+        opportunistic jobs, then in list order (tree order below a split cell): HiveD's buddyAlloc
+        sort, so a guaranteed job binds the cell whose binding kills the least opportunistic work.
+        Callers take or give cells only after they stop iterating."""
         lv = self.levels[chain.name]
         for upper in range(level, chain.top_level + 1):
-            for cell in lv[upper]:
+            for cell in by_fewest_opportunistic(lv[upper]):
                 if upper == level:
                     yield cell
                 else:
-                    yield from descendants_at(cell, level)
+                    yield from descendants_by_fewest_opportunistic(cell, level)
 
     def counts(self, chain: Chain) -> list[int]:
         return list(map(len, self.levels[chain.name]))
@@ -100,6 +102,39 @@ def descendants_at(cell: Cell, level: int) -> Iterator[Cell]:
         return
     for child in cell.children:
         yield from descendants_at(child, level)
+
+
+def opportunistic_gpus(cell: Cell) -> int:
+    """GPUs of ``cell`` that opportunistic jobs hold."""
+    node = cell.node
+    if node is None:
+        return sum(n.opp_mask.bit_count() for n in cell.nodes)
+    mask = node.opp_mask
+    if mask and cell is not node:
+        mask = (mask >> cell.offset) & ((1 << cell.size) - 1)
+    return mask.bit_count()
+
+
+def by_fewest_opportunistic(cells: Iterable[Cell]) -> list[Cell]:
+    """``cells`` stably sorted by :func:`opportunistic_gpus` (unchanged when no cell has any)."""
+    cells = list(cells)
+    if len(cells) < 2:
+        return cells
+    counts = [opportunistic_gpus(c) for c in cells]
+    if not any(counts):
+        return cells
+    order = sorted(range(len(cells)), key=counts.__getitem__)
+    return [cells[i] for i in order]
+
+
+def descendants_by_fewest_opportunistic(cell: Cell, level: int) -> Iterator[Cell]:
+    """Level-``level`` cells under ``cell`` as HiveD splits it: children by fewest opportunistic
+    GPUs at every level, tree order among equals."""
+    if cell.level == level:
+        yield cell
+        return
+    for child in by_fewest_opportunistic(cell.children):
+        yield from descendants_by_fewest_opportunistic(child, level)
 
 
 def feasible(chain: Chain, counts: list[int], demand: Mapping[int, int]) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from placement.errors import ConfigError
+from placement.limits import MAX_CELL_LEVELS, MAX_GPUS, too_large
 from placement.loading import LoadError, load_yaml, show
 
 _CELL_TYPE_KEYS = {"childCellType", "childCellNumber", "isNodeLevel"}
@@ -144,6 +145,7 @@ def parse_config(data: Any, source: str = "<mapping>") -> ClusterConfig:
     raw_cells = pc.get("physicalCells")
     if not isinstance(raw_cells, list) or not raw_cells:
         raise ConfigError("physicalCluster.physicalCells", "must be a non-empty list of cells")
+    _check_size(cell_types, levels, raw_cells)
     tops = tuple(
         _parse_top_cell(raw, i, cell_types, levels) for i, raw in enumerate(raw_cells)
     )
@@ -164,7 +166,35 @@ def _mapping(value: Any, key: str) -> Mapping[str, Any]:
 def _positive_int(value: Any, key: str, *, zero: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
         raise ConfigError(key, f"must be an integer {'>= 0' if zero else '> 0'}, got {show(value)}")
+    if value > MAX_GPUS:
+        raise ConfigError(key, too_large(value, MAX_GPUS))
     return value
+
+
+def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int],
+                raw_cells: list) -> None:
+    """Refuse hierarchies too deep or clusters too large *before* the cell tree is built: a
+    childCellNumber of 1e9 used to hang while materialising the cells."""
+    deepest = max(levels.values(), default=1)
+    if deepest > MAX_CELL_LEVELS:
+        raise ConfigError("physicalCluster.cellTypes", f"{deepest} levels; the limit is {MAX_CELL_LEVELS}")
+    leaves: dict[str, int] = {}
+
+    def leaf_count(t: str) -> int:
+        if t not in cell_types:
+            return 1
+        if t not in leaves:
+            leaves[t] = cell_types[t].child_number * leaf_count(cell_types[t].child)
+        return leaves[t]
+
+    total = 0
+    for i, raw in enumerate(raw_cells):
+        cell_type = raw.get("cellType") if isinstance(raw, Mapping) else None
+        if isinstance(cell_type, str) and cell_type in cell_types:
+            total += leaf_count(cell_type)
+        if total > MAX_GPUS:
+            raise ConfigError(f"physicalCluster.physicalCells[{i}]",
+                              f"the cluster would have more than {MAX_GPUS:,} GPUs")
 
 
 def _parse_cell_types(raw: Mapping[str, Any]) -> dict[str, CellTypeSpec]:

@@ -19,7 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from placement.buddy import FreeLists, descendants_at, feasible_after_take
+from placement.buddy import (
+    FreeLists,
+    by_fewest_opportunistic,
+    descendants_by_fewest_opportunistic,
+    feasible_after_take,
+)
 from placement.cells import Cell, Chain, Topology, lowest_common_cell
 from placement.packing import containers, fit_pods, lca_size, pick, slots_of
 from placement.binding import Tenant, Tenants
@@ -203,8 +208,9 @@ class Planner:
             if size < n or slot_size < n or quota[(name, level)] - len(bound.get((name, level), ())) <= 0:
                 continue
             for upper in range(level, chain.top_level + 1):
-                for holder in levels[upper]:
-                    for cell in (holder,) if upper == level else descendants_at(holder, level):
+                for holder in by_fewest_opportunistic(levels[upper]):
+                    for cell in ((holder,) if upper == level
+                                 else descendants_by_fewest_opportunistic(holder, level)):
                         node = cell.node
                         if node is not None:
                             if node.bad:

@@ -13,6 +13,7 @@ from typing import Any, Iterator, Mapping
 from placement.allocator import CellAllocator
 from placement.config import ClusterConfig, load_config, parse_config
 from placement.errors import ConfigError, ScenarioError
+from placement.limits import MAX_GPUS, MAX_PODS, too_large
 from placement.loading import LoadError, load_yaml, show
 from placement.types import PodSpec, Request, Result
 
@@ -143,10 +144,12 @@ def _name(raw: Mapping, key: str, where: str) -> str:
     return str(value)
 
 
-def _int(value: Any, key: str, *, minimum: int | None = None) -> int:
+def _int(value: Any, key: str, *, minimum: int | None = None, maximum: int = MAX_GPUS) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
         bound = "" if minimum is None else f" >= {minimum}"
         raise ScenarioError(key, f"must be an integer{bound}, got {show(value)}")
+    if abs(value) > maximum:
+        raise ScenarioError(key, too_large(value, maximum))
     return value
 
 
@@ -163,7 +166,8 @@ def _request(raw: Mapping, where: str) -> Request:
         if unknown:
             raise ScenarioError(f"{key}.{sorted(unknown)[0]}", "unknown key")
         gpus = _int(pod.get("gpus"), f"{key}.gpus", minimum=1)
-        count = _int(pod.get("count", 1), f"{key}.count", minimum=1)
+        count = _int(pod.get("count", 1), f"{key}.count", minimum=1,
+                     maximum=MAX_PODS - sum(p.count for p in pods))
         pods.append(PodSpec(gpus, count))
     nodes = raw.get("nodes")
     if nodes is not None:

@@ -20,10 +20,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chronus",
         description="Deadline-aware scheduling of deep-learning training jobs on GPU clusters.",
     )
+    parser.add_argument("--version", action="version", version=f"chronus {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"chronus_py.cli.{name}").add_parser(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml), or "unknown" when run from a bare tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chronus-py")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

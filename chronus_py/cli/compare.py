@@ -19,8 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="results directory (created; resumed if it exists)")
     p.add_argument("--config", type=Path, help="grid YAML (keys as the options below); options given override it")
     p.add_argument("--traces", type=_list, help="comma-separated bundled trace names or CSV files")
-    p.add_argument("--policies", type=_list, help="comma-separated policies (default: none; have: "
-                   "fifo, srtf, srtf-gpu, edf, las, chronus)")
+    from chronus_py.policies import POLICIES
+
+    p.add_argument("--policies", type=_list, help=f"comma-separated policies ({', '.join(POLICIES)})")
     p.add_argument("--lease-min", type=_list, help="lease lengths in minutes, for policies with a lease (default 20)")
     p.add_argument("--nodes", type=_list, help="cluster sizes in nodes (default 120)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs per node (default 8)")
@@ -64,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if args.ray_address and args.executor != "ray":
         raise InputError("--ray-address", "only applies with --executor ray")
     grid = make_grid(args.config or "command line", values)
+    from chronus_py.readers import trace_path
+
+    for trace in grid.traces:
+        trace_path(trace)  # a missing trace file is refused before any run starts
     bar = progress_bar("compare")
 
     def on_result(result, done: int, total: int) -> None:

@@ -13,11 +13,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("replay", help="replay a job trace under a scheduling policy and report metrics",
                        description="Replay a job trace on a simulated GPU cluster and report the "
-                                   "metrics of ../spec/metrics.md.")
+                                   "metrics of docs/metrics.md.")
     p.add_argument("--trace", default=DEFAULT_TRACE,
                    help=f"bundled trace name (philly-slo, philly-mix1, philly-mix2) or a CSV file "
                         f"(default {DEFAULT_TRACE})")
     p.add_argument("--format", choices=sorted(FORMATS), help="force the trace format (default: from the header)")
+    p.add_argument("--columns", metavar="NAME=COLUMN,...",
+                   help="map a plain trace's (or a preset's) columns: id, submit, duration, start, "
+                        "end, gpus, instances, tenant, deadline, model (no id: line numbers)")
+    p.add_argument("--time-unit", choices=("s", "ms", "us", "ns", "min", "h", "d"),
+                   help="unit of numeric times in a plain or preset trace (default s; dates are "
+                        "read as dates)")
     p.add_argument("--skip-bad-rows", action="store_true",
                    help="drop malformed rows (counted per reason) instead of stopping at the first")
     p.add_argument("--policy", default="chronus", choices=sorted(POLICIES),
@@ -91,7 +97,7 @@ def setup_from(args: argparse.Namespace):
                        profiling=args.profiling, profiling_nodes=args.profiling_nodes,
                        profile_minutes=args.profile_minutes, profiling_order=args.profiling_order,
                        sigma=args.estimate_sigma, seed=args.seed, format=args.format,
-                       skip_bad_rows=args.skip_bad_rows)
+                       columns=args.columns, time_unit=args.time_unit, skip_bad_rows=args.skip_bad_rows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +107,11 @@ def run(args: argparse.Namespace) -> int:
     from chronus_py.selector import ChronusSettings
 
     setup = setup_from(args)
-    result, trace = run_setup(setup, on_progress=progress_bar("replay"))
+    bar = progress_bar("replay")
+    result, trace = run_setup(setup, on_progress=bar,
+                              on_read=lambda read: print(f"{read.name}: {read.detected}", file=sys.stderr))
+    if bar:
+        bar.finish(len(result.jobs))
     metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
     metrics["cluster"] = str(setup.cluster) if setup.cluster else f"{setup.nodes}x{setup.gpus_per_node}"
     if setup.policy == "chronus":

@@ -13,8 +13,8 @@ severity:
 * ``silent``  -- parsed and then ignored or quietly changed (unknown keys, a key under the wrong
   kind, deprecated keys, ``IsKthread: false``, features newer than the target version, clamped
   values). Error; a warning with ``lenient``.
-* ``advice``  -- legal but probably not meant (dead layers after a catch-all, GPU matchers
-  without ``--enable-gpu-support``). Always a warning.
+* ``advice``  -- legal but probably not meant (dead layers after a catch-all, GPU matchers on a
+  host without NVIDIA GPUs). Always a warning.
 
 Where the notes leave a boundary open, the validator takes the stricter reading, so a config the
 real parser rejects is never passed.
@@ -688,9 +688,9 @@ class _Checker:
         if regexes > S.MAX_CGROUP_REGEXES:
             self.report("regex", "config", f"{regexes} CgroupRegex matchers, the limit is {S.MAX_CGROUP_REGEXES}")
         if gpu_at is not None:
-            if self.flags is None:
-                self.report("gpu-support", gpu_at, "GPU matchers need scx_layered --enable-gpu-support, else the scheduler is ejected")
-            elif "--enable-gpu-support" not in self.flags:
+            # Flags not given: unknown, not wrong (``layers emit`` prints the SCX_FLAGS line with
+            # --enable-gpu-support), so an emitted config validates without a warning by default.
+            if self.flags is not None and "--enable-gpu-support" not in self.flags:
                 self.report("gpu-flag", gpu_at, "GPU matchers without --enable-gpu-support eject the scheduler at the first match")
             if self.host is not None and not any(g.vendor == "nvidia" for g in self.host.gpus):
                 self.report("gpu-support", gpu_at, f"GPU matchers follow the NVIDIA driver only; host {self.host.name} has no NVIDIA GPU")

@@ -1,7 +1,9 @@
 """Traces in, jobs out: one module per format, the format detected from the header.
 
 ``read_trace(path_or_name)`` accepts a file path or the name of a bundled trace
-(``philly-slo``, ``philly-mix1``, ``philly-mix2``).
+(``philly-slo``, ``philly-mix1``, ``philly-mix2``). Field traces (Philly job lists, Helios, Alibaba
+PAI) are read through column mappings (``field_csv``); ``TraceRead.detected`` says which format was
+used and why.
 """
 from __future__ import annotations
 
@@ -11,14 +13,27 @@ from pathlib import Path
 from types import ModuleType
 
 from chronus_py.errors import InputError
+from chronus_py.inputs import read_text
 from chronus_py.model import Job
 from chronus_py.readers import chronus_csv, elasticflow_csv, plain_csv
-from chronus_py.readers.table import HEADER_LINE, Table, read_header
+from chronus_py.readers.detect import detect_format
+from chronus_py.readers.field_csv import (
+    PLAIN_MAPPING,
+    PRESETS,
+    FieldFormat,
+    check_time_unit,
+    describe_origin,
+    parse_columns,
+)
+from chronus_py.readers.table import Table, read_header
 
-FORMATS: dict[str, ModuleType] = {
+# Detection order: the first format whose columns the header has wins (Chronus first: it is the
+# superset of plain), and a near-miss of an earlier format is refused (readers/detect.py).
+FORMATS: dict[str, ModuleType | FieldFormat] = {
     "chronus": chronus_csv,
     "elasticflow": elasticflow_csv,
     "plain": plain_csv,
+    **PRESETS,
 }
 
 BUNDLED = {
@@ -37,6 +52,7 @@ class TraceRead:
     format: str
     jobs: tuple[Job, ...]
     dropped: Counter
+    detected: str = ""  # how the format was chosen and how columns and times were read
 
     @property
     def dropped_rows(self) -> int:
@@ -55,29 +71,52 @@ def bundled(name: str) -> Path:
     return traces_dir() / BUNDLED[name]
 
 
-def detect(path: Path) -> str:
-    """The format whose required columns the header has (Chronus first: it is the superset)."""
-    header = set(read_header(path))
-    for name, module in FORMATS.items():
-        if header.issuperset(module.COLUMNS):
-            return name
-    closest = max(reversed(FORMATS), key=lambda n: len(header & set(FORMATS[n].COLUMNS)) / len(FORMATS[n].COLUMNS))
-    missing = [c for c in FORMATS[closest].COLUMNS if c not in header]
-    raise InputError(path, f"missing from header (closest format: {closest}, "
-                     f"which also needs {', '.join(missing)})", line=HEADER_LINE, field=f"column {missing[0]}")
-
-
-def read_trace(trace: str | Path, *, format: str | None = None, skip_bad_rows: bool = False) -> TraceRead:
+def trace_path(trace: str | Path) -> tuple[str, Path]:
+    """(name, file) of a trace file or bundled trace name; refuses anything else."""
     path = Path(trace)
-    name = path.name
     if not path.exists() and str(trace) in BUNDLED:
-        name, path = str(trace), bundled(str(trace))
+        return str(trace), bundled(str(trace))
     if not path.is_file():
         raise InputError(trace, "no such trace file or bundled trace name")
+    return path.name, path
+
+
+def detect(path: Path) -> str:
+    """The name of the format the header is in (see :func:`detect_format`)."""
+    return detect_format(path, read_header(path), FORMATS).name
+
+
+def read_trace(trace: str | Path, *, format: str | None = None, skip_bad_rows: bool = False,
+               columns: str | None = None, time_unit: str | None = None) -> TraceRead:
+    """Read a trace. ``columns`` (``NAME=COLUMN,...``) and ``time_unit`` read a plain trace, or
+    adjust a preset, through a column mapping (:mod:`chronus_py.readers.field_csv`)."""
+    name, path = trace_path(trace)
     if format is not None and format not in FORMATS:
-        raise InputError(trace, f"unknown format {format!r} (have: {', '.join(FORMATS)})")
-    fmt = format or detect(path)
+        raise InputError(trace, f"unknown format {format[:40]!r} (have: {', '.join(FORMATS)})")
+    check_time_unit(time_unit)
+    text = read_text(path, what="trace")
+    header = read_header(path, text)
+    if format is not None:
+        fmt, why = format, "--format"
+    elif columns is not None:
+        fmt, why = "plain", "--columns"
+    else:
+        found = detect_format(path, header, FORMATS)
+        fmt, why = found.name, found.why
     module = FORMATS[fmt]
-    table = Table(path, module.COLUMNS)
+    if columns is not None or time_unit is not None:
+        if fmt not in PRESETS and fmt != "plain":
+            raise InputError("--columns/--time-unit", f"apply to plain traces and presets "
+                                                      f"({', '.join(PRESETS)}), not {fmt}")
+        base = PRESETS.get(fmt, PLAIN_MAPPING)
+        module = base.with_columns(parse_columns(columns) if columns else {}, time_unit)
+    table = Table(path, module.COLUMNS, text)
     jobs = sorted(module.read(table, skip_bad_rows), key=lambda j: j.submit)
-    return TraceRead(name=name, format=fmt, jobs=tuple(jobs), dropped=table.dropped)
+    detected = f"format {fmt} ({why})"
+    if isinstance(module, FieldFormat):
+        detected += f": {module.describe(header)}"
+    shift = describe_origin(table.origin)
+    if shift:
+        detected += f"; {shift}"
+    return TraceRead(name=name, format=fmt, jobs=tuple(jobs), dropped=table.dropped,
+                     detected=detected)

@@ -7,10 +7,14 @@ dropped and counted, as the artifact skips them.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from chronus_py.inputs import show
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
+from placement.limits import MAX_GPUS, MAX_SECONDS
 
 COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration",
            "interval", "expect_time_list", "expect_value_list", "best_effort", "job_type")
@@ -40,9 +44,11 @@ def _parse_options(times: str, values: str) -> tuple[str, str]:
     for column, parts in (("column expect_time_list", t_parts), ("column expect_value_list", v_parts)):
         for part in parts:
             try:
-                float(part)
+                finite = math.isfinite(float(part))
             except ValueError:
-                return column, f"not a '-'-joined list of numbers: {'-'.join(parts)!r}"
+                finite = False
+            if not finite or abs(float(part)) * MINUTE > MAX_SECONDS:
+                return column, f"not a '-'-joined list of finite numbers: {show('-'.join(parts))}"
     if len(t_parts) != len(v_parts):
         return "column expect_value_list", f"{len(v_parts)} values for {len(t_parts)} deadlines"
     rel = [float(p) for p in t_parts]
@@ -53,9 +59,9 @@ def _parse_options(times: str, values: str) -> tuple[str, str]:
 
 def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
-    gpus = table.number("num_gpu", integer=True, minimum=0)
-    submit = table.number("submit_time", minimum=0) * MINUTE
-    duration = table.number("duration", minimum=0) * MINUTE
+    gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
+    submit = table.number("submit_time", minimum=0, scale=MINUTE)
+    duration = table.number("duration", minimum=0, scale=MINUTE)
     iterations = table.number("iterations", integer=True, minimum=0, optional=True)
     best = table.number("best_effort", integer=True, minimum=0)
     table.flag(best > 1, "column best_effort", "must be 0 or 1")

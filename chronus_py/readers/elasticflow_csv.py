@@ -9,6 +9,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
+from placement.limits import MAX_GPUS
 
 COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size",
            "num_gpu", "duration")
@@ -19,7 +20,7 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     submit = table.number("submission_time", minimum=0)
     iterations = table.number("num_iteration", integer=True, minimum=0, optional=True)
     table.number("batch_size", integer=True, minimum=0, optional=True)
-    gpus = table.number("num_gpu", integer=True, minimum=0)
+    gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     duration = table.number("duration", minimum=0)
     deadline = table.number("deadline", optional=True)
     table.flag(deadline < submit, "column deadline", "is before submission_time")

@@ -9,6 +9,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
+from placement.limits import MAX_GPUS
 
 COLUMNS = ("job_id", "submit_time", "duration", "num_gpu")
 
@@ -17,7 +18,7 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
     submit = table.number("submit_time", minimum=0)
     duration = table.number("duration", minimum=0)
-    gpus = table.number("num_gpu", integer=True, minimum=0)
+    gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     n = len(table)
     deadline = table.number("deadline", optional=True) if table.has("deadline") else np.full(n, np.nan)
     table.flag(deadline < submit, "column deadline", "is before submit_time")

@@ -8,6 +8,7 @@ and counted per reason, never silently.
 from __future__ import annotations
 
 import csv
+import io
 from collections import Counter
 from pathlib import Path
 
@@ -15,57 +16,64 @@ import numpy as np
 import pandas as pd
 
 from chronus_py.errors import InputError
+from chronus_py.inputs import read_text, show
+from placement.limits import MAX_SECONDS, too_large
 
 HEADER_LINE = 1
 
 
-def read_header(path: Path) -> list[str]:
+def read_header(path: Path, text: str | None = None) -> list[str]:
     """The header's column names, or a one-line error for an empty or unreadable file."""
+    text = read_text(path, what="trace") if text is None else text
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh), None)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(path, f"cannot read: {exc}") from None
+        header = next(csv.reader(io.StringIO(text)), None)
+    except csv.Error as exc:
+        raise InputError(path, f"not a CSV table: {exc}", line=HEADER_LINE) from None
     if not header or not any(h.strip() for h in header):
         raise InputError(path, "empty file: no header row", line=HEADER_LINE)
     return [h.strip() for h in header]
 
 
-def check_row_widths(path: Path, width: int) -> None:
+def check_row_widths(path: Path, width: int, text: str) -> None:
     """Every non-blank row must have the header's number of fields: a longer row would otherwise
     shift its values into the wrong columns without a word."""
+    reader = csv.reader(io.StringIO(text))
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            next(reader, None)
-            for row in reader:
-                if row and any(cell.strip() for cell in row) and len(row) != width:
-                    raise InputError(path, f"{len(row)} fields, the header has {width}",
-                                     line=reader.line_num)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(path, f"cannot read: {exc}") from None
+        next(reader, None)
+        for row in reader:
+            if row and any(cell.strip() for cell in row) and len(row) != width:
+                raise InputError(path, f"{len(row)} fields, the header has {width}",
+                                 line=reader.line_num)
+    except csv.Error as exc:
+        raise InputError(path, f"not a CSV table: {exc}", line=reader.line_num) from None
 
 
 class Table:
     """A CSV file's rows as strings, with per-row problems collected as checks run."""
 
-    def __init__(self, path: Path, required: tuple[str, ...]):
+    def __init__(self, path: Path, required: tuple[str, ...], text: str | None = None):
         self.path = path
-        header = read_header(path)
+        text = read_text(path, what="trace") if text is None else text
+        header = read_header(path, text)
         for column in required:
             if column not in header:
                 raise InputError(path, "missing from header", line=HEADER_LINE, field=f"column {column}")
-        check_row_widths(path, len(header))
+        if len(set(header)) != len(header):
+            twice = next(h for h in header if header.count(h) > 1)
+            raise InputError(path, "appears twice in the header", line=HEADER_LINE,
+                             field=f"column {twice}")
+        check_row_widths(path, len(header), text)
         try:
-            self.df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
-                                  encoding="utf-8-sig", index_col=False)
-        except (pd.errors.ParserError, ValueError) as exc:
+            self.df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False,
+                                  skipinitialspace=True, index_col=False)
+        except (pd.errors.ParserError, ValueError, csv.Error) as exc:
             raise InputError(path, f"not a CSV table: {str(exc).splitlines()[0]}") from None
         self.df.columns = [c.strip() for c in self.df.columns]
         if self.df.empty:
             raise InputError(path, "no job rows after the header", line=HEADER_LINE + 1)
         self.problems: dict[int, tuple[str, str, str]] = {}
         self.dropped: Counter[str] = Counter()
+        self.origin = 0.0  # seconds a reader subtracted from every time (field traces: first submit)
 
     def __len__(self) -> int:
         return len(self.df)
@@ -93,8 +101,11 @@ class Table:
             self.problems[row] = (column, reason if detail is None else f"{reason} {detail}", reason)
 
     def number(self, column: str, *, integer: bool = False, minimum: float | None = None,
-               optional: bool = False) -> np.ndarray:
-        """The column as floats; non-numbers, non-integers and values below ``minimum`` are flagged.
+               optional: bool = False, scale: float = 1.0,
+               maximum: float = MAX_SECONDS) -> np.ndarray:
+        """The column as floats times ``scale`` (a unit); non-numbers, non-integers and values
+        outside ``[minimum, maximum]`` are flagged. The bound is checked after scaling: 1e308
+        minutes used to overflow to infinity and the job vanished.
 
         With ``optional``, empty cells are allowed and come back as NaN.
         """
@@ -102,15 +113,18 @@ class Table:
         values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=float)
         empty = raw == ""
         bad = np.isnan(values) & ~(empty & optional)
-        self.flag(bad, f"column {column}", "not a number:", lambda row: repr(raw[row]))
+        self.flag(bad, f"column {column}", "not a number:", lambda row: show(raw[row]))
         self.flag(np.isinf(values), f"column {column}", "must be finite")
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = values * scale
+        self.flag(np.abs(scaled) > maximum, f"column {column}", too_large(0, maximum))
         if integer:
             self.flag(~bad & ~np.isnan(values) & (values != np.round(values)),
                       f"column {column}", "not a whole number")
         if minimum is not None:
             below = ~np.isnan(values) & (values < minimum)
             self.flag(below, f"column {column}", f"must be >= {minimum:g}")
-        return values
+        return scaled
 
     def unique(self, column: str) -> np.ndarray:
         """The column as stripped strings; empty cells and repeats of an earlier value are flagged."""
@@ -120,7 +134,7 @@ class Table:
         for row, value in enumerate(ids):
             if value in first_seen:
                 self.flag_row(row, f"column {column}", "duplicate id",
-                              f"{value!r} (first on line {self.line(first_seen[value])})")
+                              f"{show(value)} (first on line {self.line(first_seen[value])})")
             else:
                 first_seen[value] = row
         return ids

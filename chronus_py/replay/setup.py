@@ -31,6 +31,7 @@ from chronus_py.replay.engine import Progress, ReplayResult, replay
 from chronus_py.replay.profiling import ORDERS, ProfilingPool
 from chronus_py.scheduler import SpeedModel
 from placement import Allocator, CellAllocator, PlacementError, load_config
+from placement.limits import MAX_GPUS_PER_NODE, MAX_NODES
 from placement.slowdown import speed_factor
 
 REESTIMATE_EVERY = 300.0
@@ -60,12 +61,16 @@ class ReplaySetup:
     sigma: float = 0.0
     seed: int = 0
     format: str | None = None
+    columns: str | None = None
+    time_unit: str | None = None
     skip_bad_rows: bool = False
 
     def check(self) -> None:
         """Refuse values no replay could use, naming the option as the command line spells it."""
         if self.cluster is None and (self.nodes <= 0 or self.gpus_per_node <= 0):
             raise InputError("--nodes/--gpus-per-node", "must be positive")
+        if self.cluster is None and (self.nodes > MAX_NODES or self.gpus_per_node > MAX_GPUS_PER_NODE):
+            raise InputError("--nodes/--gpus-per-node", f"at most {MAX_NODES:,} nodes of {MAX_GPUS_PER_NODE:,} GPUs")
         if self.cluster is None and self.tenant_map is not None:
             raise InputError("--tenant-map", "only applies with --cluster")
         if not (math.isfinite(self.load) and self.load > 0):
@@ -144,12 +149,16 @@ def estimation(setup: ReplaySetup) -> dict[str, Any]:
 
 def run_setup(setup: ReplaySetup, *, trace: TraceRead | None = None,
               wrap_policy: Callable[[Policy], Policy] | None = None,
+              on_read: Callable[[TraceRead], None] | None = None,
               on_progress: Progress | None = None) -> tuple[ReplayResult, TraceRead]:
     """Read the trace (unless given, already read), build cluster, policy and estimation from
-    ``setup``, and replay. ``wrap_policy`` lets a caller observe the policy (a sweep records busy
-    GPUs that way)."""
+    ``setup``, and replay. ``on_read`` sees the trace as read (the CLI says which format it
+    detected); ``wrap_policy`` lets a caller observe the policy (a sweep records busy GPUs so)."""
     setup.check()
-    trace = trace or read_trace(setup.trace, format=setup.format, skip_bad_rows=setup.skip_bad_rows)
+    trace = trace or read_trace(setup.trace, format=setup.format, skip_bad_rows=setup.skip_bad_rows,
+                                columns=setup.columns, time_unit=setup.time_unit)
+    if on_read is not None:
+        on_read(trace)
     if not trace.jobs:
         raise InputError(setup.trace, "no job left to replay")
     built = setup_cluster(scale_load(trace.jobs, setup.load), setup)

@@ -209,7 +209,6 @@ CASES = {
         (L(matches=[[{"CommPrefix": "x"}], []]), L(), {}),
     ],
     "gpu-support": [
-        (L(matches=[[{"UsedGpuPid": True}]]), L(matches=[[{"UsedGpuPid": True}]]), ({}, {"flags": ["--enable-gpu-support"]})),
         (L(matches=[[{"UsedGpuPid": True}]]), L(matches=[[{"UsedGpuPid": True}]]),
          ({"host": make_host(vendor="amd"), "flags": ["--enable-gpu-support"]}, {"host": TWO_NODES, "flags": ["--enable-gpu-support"]})),
     ],

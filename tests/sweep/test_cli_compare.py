@@ -36,14 +36,15 @@ def test_compare_writes_table_report_and_resumes(tiny_trace, tmp_path, capsys):
 
 def test_failed_run_is_recorded_then_retried(tiny_trace, tmp_path, capsys):
     out = tmp_path / "out"
-    missing = tmp_path / "later.csv"
+    missing = tmp_path / "later.csv"  # exists (a missing file is refused before any run) but is bad
+    missing.write_text("a,b\n1,2\n")
     argv = ["compare", "--out", str(out), "--traces", f"{tiny_trace},{missing}", "--policies", "srtf",
             "--nodes", "2", "--executor", "serial", "--no-plots"]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "FAILED" in err and "later.csv" in err
     failed = [r for r in rows(out) if r["error"]]
-    assert len(failed) == 1 and "no such trace file" in failed[0]["error"]
+    assert len(failed) == 1 and "missing from header" in failed[0]["error"]
     assert "## Failed runs" in (out / "report.md").read_text()
 
     missing.write_text(tiny_trace.read_text())
@@ -117,3 +118,12 @@ def test_compare_sweeps_every_replay_option(tiny_trace, tmp_path, capsys):
     alone = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert float(profiled["slo_deadline_ratio"]) == pytest.approx(alone["slo_deadline_ratio"])
     assert float(profiled["be_avg_jct"]) == pytest.approx(alone["be_avg_jct"])
+
+
+def test_missing_trace_is_refused_before_any_run(tiny_trace, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["compare", "--out", str(out), "--traces", f"{tiny_trace},{tmp_path / 'nope.csv'}",
+            "--policies", "srtf", "--nodes", "2", "--executor", "serial", "--no-plots"]
+    assert main(argv) == 2
+    assert "nope.csv: no such trace file" in capsys.readouterr().err
+    assert not out.exists()
