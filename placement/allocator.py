@@ -33,7 +33,7 @@ from placement.health import doomed_cells, mark_bad, mark_healthy
 from placement.idle import IdleNodes
 from placement.jobs import Job, Ledger
 from placement.packing import SlotIndex, bit_positions
-from placement.planner import Plan, Planner
+from placement.planner import Candidate, Planner
 from placement.preemption import downgrade, thresholds, undo
 from placement.restore import Restorer, Unmapped, bound_ancestor
 from placement.types import NodeUsage, Request, Result, RunningJob
@@ -119,10 +119,10 @@ class CellAllocator:
         order = sorted(enumerate(sizes), key=lambda pod: (-pod[1], pod[0]))
         if request.priority < 0:
             chains = self._sku_chains(request.sku)
-            plan = self._planner.opportunistic(chains, order, request.nodes)
-            if plan is None:
+            candidate = self._planner.opportunistic(chains, order, request.nodes)
+            if candidate is None:
                 return Result("wait", reason=f"no idle GPUs for {_describe(sizes, request.sku)} on healthy nodes")
-            return self._commit(request, plan, None, ())
+            return self._commit(request, candidate, None, ())
         return self._guaranteed(request, self._tenants.by_name[request.vc], order, sizes, preempt=preempt)
 
     def release(self, job: str) -> None:
@@ -311,9 +311,9 @@ class CellAllocator:
 
     # -- placing --------------------------------------------------------------------------------
 
-    def _plan_guaranteed(
+    def _guaranteed_candidate(
         self, request: Request, tenant: Tenant, pods, *, tried_free: bool = False, preempt: bool = True
-    ) -> Plan | None:
+    ) -> Candidate | None:
         """Stages: inside the VC's cells, then binding new ones (free GPUs only), then evicting.
 
         ``tried_free=True`` skips the two free-GPU stages when :meth:`FastPath.held` and
@@ -321,16 +321,16 @@ class CellAllocator:
         """
         pinned = tenant.pinned[request.pinned] if request.pinned else None
         chains = [pinned.chain] if pinned else self._tenant_chains(tenant, request.sku)
-        plan = self._planner.guaranteed
+        search = self._planner.guaranteed
         where = dict(pinned=pinned, allowed=request.nodes)
         found = None
         if not tried_free:
-            found = plan(tenant, chains, pods, q=None, inside=True, bind=False, **where)
-            found = found or plan(tenant, chains, pods, q=None, inside=False, bind=True, **where)
+            found = search(tenant, chains, pods, q=None, inside=True, bind=False, **where)
+            found = found or search(tenant, chains, pods, q=None, inside=False, bind=True, **where)
         if found is not None or not preempt:
             return found
         for q in thresholds(self._jobs.values(), tenant.name, request.priority):
-            found = plan(tenant, chains, pods, q=q, inside=True, bind=True, **where)
+            found = search(tenant, chains, pods, q=q, inside=True, bind=True, **where)
             if found is not None:
                 return found
         return None
@@ -339,39 +339,39 @@ class CellAllocator:
         self, request: Request, tenant: Tenant, pods, sizes: list[int], *, tried_free: bool = False,
         preempt: bool = True,
     ) -> Result:
-        plan = self._plan_guaranteed(request, tenant, pods, tried_free=tried_free, preempt=preempt)
-        if plan is None:
+        candidate = self._guaranteed_candidate(request, tenant, pods, tried_free=tried_free, preempt=preempt)
+        if candidate is None:
             where = f"pinned cell {request.pinned}" if request.pinned else f"VC {tenant.name}'s cells"
             bad = " (bad nodes excluded)" if self._bad else ""
             return Result("wait", reason=f"no room for {_describe(sizes, request.sku)} in {where}{bad}")
         downgraded: tuple[str, ...] = ()
-        lazy = sorted((j for j in plan.victims if j.lazy and j.priority >= 0), key=lambda j: j.name)
+        lazy = sorted((j for j in candidate.victims if j.lazy and j.priority >= 0), key=lambda j: j.name)
         if lazy:
             records = [downgrade(j, self._ledger, self._tenants) for j in lazy]
-            again = self._plan_guaranteed(request, tenant, pods)
+            again = self._guaranteed_candidate(request, tenant, pods)
             if again is None:
                 for record in reversed(records):
                     undo(record, self._ledger, self._tenants)
             else:
-                plan = again
+                candidate = again
                 downgraded = tuple(j.name for j in lazy if j not in again.victims)
-        return self._commit(request, plan, tenant, downgraded)
+        return self._commit(request, candidate, tenant, downgraded)
 
-    def _commit(self, request: Request, plan: Plan, tenant: Tenant | None, downgraded) -> Result:
+    def _commit(self, request: Request, candidate: Candidate, tenant: Tenant | None, downgraded) -> Result:
         job = Job(request.job, request.vc, request.priority, request.lazy_preempt)
-        for cell in plan.binds:
+        for cell in candidate.binds:
             self._tenants.bind(tenant, cell)
         if tenant is not None:
-            for _, slot, mask in plan.pods:
+            for _, slot, mask in candidate.pods:
                 region = slot.region
                 if not region.fixed:
                     k = mask.bit_count()
                     job.regions[region] = job.regions.get(region, 0) + k
                     tenant.refs[region] += k
-        victims = sorted(plan.victims, key=lambda j: j.name)
+        victims = sorted(candidate.victims, key=lambda j: j.name)
         for victim in victims:
             self._release(victim)
-        for _, slot, mask in sorted(plan.pods, key=lambda pod: pod[0]):
+        for _, slot, mask in sorted(candidate.pods, key=lambda pod: pod[0]):
             node = slot.node
             mask <<= slot.offset
             self._ledger.occupy(job, node, mask)

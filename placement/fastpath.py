@@ -56,7 +56,7 @@ class FastPath:
 
     def held(self, request: Request, tenant: Tenant, buckets, n: int) -> Result | None:
         """One pod on the busiest node the VC already holds, free GPUs only: stage 1 of
-        ``CellAllocator._plan_guaranteed`` for the common case, as a heap peek and a cached pick."""
+        ``CellAllocator._guaranteed_candidate`` for the common case, as a heap peek and a cached pick."""
         best = None
         for index, per_chain in buckets:
             slot = best_fit(per_chain, n)
@@ -76,7 +76,7 @@ class FastPath:
 
     def new_cell(self, request: Request, tenant: Tenant, n: int) -> Result | None:
         """One pod in a cell newly bound for the VC, free GPUs only: stage 2 of
-        ``CellAllocator._plan_guaranteed`` for one pod (same cell, node and GPUs, same score across
+        ``CellAllocator._guaranteed_candidate`` for one pod (same cell, node and GPUs, same score across
         chains), without building general plans."""
         best = None
         chains = self.chains_of(tenant, request.sku)

@@ -1,15 +1,15 @@
-"""Where a gang goes: a :class:`Plan` per chain, compared by one score, nothing changed yet.
+"""Where a gang goes: a :class:`Candidate` per chain, compared by one score, nothing changed yet.
 
 A guaranteed job of VC ``v`` may use GPUs of ``v``'s bound cells and cells the buddy allocator
 would bind for ``v``'s unbound quota; an opportunistic job may use idle GPUs anywhere. Three shapes
-of plan are tried:
+of candidate are tried:
 
 * **inside** one existing cell of the VC (the smallest one that holds the whole gang);
 * **new cell**: one cell bound for the VC, the lowest level that holds the gang;
 * **spread** (gangs only): pod by pod onto the busiest bound node, binding the smallest new cell
   a pod needs when none fits.
 
-Plans are compared by ``(victims, nodes, size of the lowest common cell, size of the free cells
+Candidates are compared by ``(victims, nodes, size of the lowest common cell, size of the free cells
 split, chain order)``: no preemption if avoidable, fewest nodes, tightest topology, least
 fragmentation, then config order. ``q`` is the priority below which GPUs count as usable
 (``None``: free GPUs only).
@@ -32,7 +32,7 @@ from placement.idle import IdleNodes
 
 
 @dataclass(slots=True)
-class Plan:
+class Candidate:
     chain: str
     pods: list[tuple[int, Cell, int]]  # (pod index in the request, slot, slot-relative mask)
     binds: list[Cell]
@@ -41,7 +41,7 @@ class Plan:
 
 
 class Planner:
-    """Computes plans against the current state; it never mutates it."""
+    """Computes candidate placements against the current state; it never mutates it."""
 
     def __init__(self, topology: Topology, tenants: Tenants, free: FreeLists, idle: IdleNodes):
         self.topology = topology
@@ -78,7 +78,7 @@ class Planner:
 
     # -- scoring -------------------------------------------------------------------------------
 
-    def _plan(self, chain: str, fitted, binds: list[Cell], holders: list[Cell]) -> Plan:
+    def _candidate(self, chain: str, fitted, binds: list[Cell], holders: list[Cell]) -> Candidate:
         victims = set()
         per_node: dict[Cell, int] = {}
         for _, slot, m in fitted:
@@ -95,46 +95,46 @@ class Planner:
             common = lowest_common_cell(nodes)
             lca = common.size if common is not None else sum(t.size for t in self.topology.chains[chain].tops)
         score = (len(victims), len(nodes), lca, sum(h.size for h in holders), self.chain_index[chain])
-        return Plan(chain, list(fitted), binds, frozenset(victims), score)
+        return Candidate(chain, list(fitted), binds, frozenset(victims), score)
 
     # -- guaranteed ----------------------------------------------------------------------------
 
     def guaranteed(
         self, tenant: Tenant, chains: Sequence[str], pods, *, q: int | None, inside: bool,
         bind: bool, pinned: Cell | None, allowed: Collection[str] | None,
-    ) -> Plan | None:
-        best: Plan | None = None
+    ) -> Candidate | None:
+        best: Candidate | None = None
         for chain in chains:
-            plan = self._guaranteed_in(tenant, self.topology.chains[chain], pods, q, inside, bind, pinned, allowed)
-            if plan is not None and (best is None or plan.score < best.score):
-                best = plan
+            candidate = self._guaranteed_in(tenant, self.topology.chains[chain], pods, q, inside, bind, pinned, allowed)
+            if candidate is not None and (best is None or candidate.score < best.score):
+                best = candidate
         return best
 
-    def _guaranteed_in(self, tenant, chain: Chain, pods, q, inside, bind, pinned, allowed) -> Plan | None:
+    def _guaranteed_in(self, tenant, chain: Chain, pods, q, inside, bind, pinned, allowed) -> Candidate | None:
         masks = self._masker(q, allowed)
         usable_count = _counter(masks)
         total = sum(n for _, n in pods)
         regions = [pinned] if pinned is not None else tenant.regions(chain.name) if inside else []
-        options: list[Plan] = []
+        options: list[Candidate] = []
         if inside:
             for box in containers(regions, total, usable_count, self._cell_count(q, allowed, usable_count)):
                 fitted = self._fit(slots_of(box), pods, masks)
                 if fitted:
-                    options.append(self._plan(chain.name, fitted, [], []))
+                    options.append(self._candidate(chain.name, fitted, [], []))
                     break
         if bind and pinned is None:
-            plan = self._new_cell(tenant, chain, pods, total, masks, usable_count)
-            if plan is not None:
-                options.append(plan)
+            candidate = self._new_cell(tenant, chain, pods, total, masks, usable_count)
+            if candidate is not None:
+                options.append(candidate)
             if len(pods) > 1:
                 if q is None and allowed is None:
                     # only slots with room for the smallest pod can take one: ask the index
                     slots = self.tenants.index.slots_with((tenant.name, chain.name), pods[-1][1])
                 else:
                     slots = [s for r in tenant.regions(chain.name) for s in slots_of(r)]
-                plan = self._spread(tenant, chain, pods, slots, masks)
-                if plan is not None:
-                    options.append(plan)
+                candidate = self._spread(tenant, chain, pods, slots, masks)
+                if candidate is not None:
+                    options.append(candidate)
         return min(options, key=lambda p: p.score) if options else None
 
     @staticmethod
@@ -174,7 +174,7 @@ class Planner:
             if size >= need_cell and slot >= need_slot and tenant.unbound(chain.name, level) > 0
         ]
 
-    def _new_cell(self, tenant, chain: Chain, pods, total, masks, usable_count) -> Plan | None:
+    def _new_cell(self, tenant, chain: Chain, pods, total, masks, usable_count) -> Candidate | None:
         counts = self.free.counts(chain)
         demand = self.tenants.demand(chain.name)
         for level in self._levels(tenant, chain, total, pods[0][1]):
@@ -187,7 +187,7 @@ class Planner:
                 for box in containers([cell], total, usable_count):
                     fitted = self._fit(slots_of(box), pods, masks)
                     if fitted:
-                        return self._plan(chain.name, fitted, [cell], [holder])
+                        return self._candidate(chain.name, fitted, [cell], [holder])
         return None
 
     def new_cell_for_pod(self, tenant: Tenant, chain: Chain, n: int) -> tuple[Cell, Cell, Cell, int] | None:
@@ -235,7 +235,7 @@ class Planner:
                             return cell, holder, slot, pick(slot.sizes, avail, n)
         return None
 
-    def _spread(self, tenant, chain: Chain, pods, slots: list[Cell], masks) -> Plan | None:
+    def _spread(self, tenant, chain: Chain, pods, slots: list[Cell], masks) -> Candidate | None:
         slots = list(slots)
         usable = {}
         free = {}
@@ -270,7 +270,7 @@ class Planner:
             usable[slot] &= ~m
             free[slot] &= ~m
             fitted.append(got[0])
-        return self._plan(chain.name, fitted, binds, holders)
+        return self._candidate(chain.name, fitted, binds, holders)
 
     def _bind_for_pod(self, tenant, chain: Chain, n, sim: FreeLists, demand, taken, masks) -> Cell | None:
         for level in self._levels(tenant, chain, n, n):
@@ -286,7 +286,7 @@ class Planner:
 
     # -- opportunistic -------------------------------------------------------------------------
 
-    def opportunistic(self, chains: Sequence[str], pods, allowed: Collection[str] | None) -> Plan | None:
+    def opportunistic(self, chains: Sequence[str], pods, allowed: Collection[str] | None) -> Candidate | None:
         """Idle GPUs anywhere in the chain; prefer nodes no VC holds and with little guaranteed work.
 
         One pod: the node :class:`IdleNodes` names (or, with ``allowed``, the best of those nodes).
@@ -302,15 +302,15 @@ class Planner:
             guaranteed = node.size - node.nfree - node.opp_mask.bit_count()
             return (node.region is not None or bool(node.slots), guaranteed)
 
-        best: Plan | None = None
+        best: Candidate | None = None
         for name in chains:
             chain = self.topology.chains[name]
-            plan = None
+            candidate = None
             if len(pods) == 1 and allowed is None:
                 idx, n = pods[0]
                 node = self.idle.best(name, n)
                 if node is not None:
-                    plan = self._plan(name, [(idx, node, pick(node.sizes, node.free_mask, n))], [], [])
+                    candidate = self._candidate(name, [(idx, node, pick(node.sizes, node.free_mask, n))], [], [])
             elif len(pods) == 1:
                 if allowed is None:
                     slots = [n for top in chain.tops for n in top.nodes]
@@ -318,7 +318,7 @@ class Planner:
                     slots = [c for a in allowed for c in self.topology.node_cells.get(a, ()) if c.chain == name]
                 fitted = self._fit(slots, pods, masks, key)
                 if fitted:
-                    plan = self._plan(name, fitted, [], [])
+                    candidate = self._candidate(name, fitted, [], [])
             else:
                 cell_count = self._cell_count(None, allowed, usable_count)
                 node_size = chain.leaves[chain.node_level]
@@ -326,10 +326,10 @@ class Planner:
                 for box in containers(chain.tops, total, usable_count, cell_count, whole):
                     fitted = self._fit(slots_of(box), pods, masks, key)
                     if fitted:
-                        plan = self._plan(name, fitted, [], [])
+                        candidate = self._candidate(name, fitted, [], [])
                         break
-            if plan is not None and (best is None or plan.score < best.score):
-                best = plan
+            if candidate is not None and (best is None or candidate.score < best.score):
+                best = candidate
         return best
 
 

@@ -17,7 +17,7 @@ from placement.binding import Tenant, Tenants
 from placement.buddy import FreeLists, feasible_after_take
 from placement.cells import Cell, Topology, leaf_cells
 from placement.jobs import Job, Ledger
-from placement.planner import Plan
+from placement.planner import Candidate
 from placement.preemption import downgrade, undo
 from placement.types import Request, Result
 
@@ -27,7 +27,7 @@ class Restorer:
     """Maps held GPUs into VC cells against the allocator's state, and re-adds restarted jobs.
 
     It shares the allocator's state objects and ``jobs`` dict, and commits through the
-    allocator's ``commit(request, plan, tenant, downgraded)``.
+    allocator's ``commit(request, candidate, tenant, downgraded)``.
     """
 
     topology: Topology
@@ -35,7 +35,7 @@ class Restorer:
     free: FreeLists
     ledger: Ledger
     jobs: dict[str, Job]
-    commit: Callable[[Request, Plan, Tenant | None, tuple], Result]
+    commit: Callable[[Request, Candidate, Tenant | None, tuple], Result]
 
     def readd(self, request: Request, placement: Mapping[str, Iterable[int]],
               cell_types: Mapping[str, Mapping[int, str]]) -> Result:
@@ -75,8 +75,8 @@ class Restorer:
         return replace(placed, reason=f"lazily preempted: {why}")
 
     def map(self, request: Request, tenant: Tenant | None, positions: list[tuple[Cell, int]],
-            types: Mapping[tuple[str, int], str]) -> Plan | Unmapped:
-        """The plan that holds ``positions`` for ``request``, binding the VC cells the GPUs need
+            types: Mapping[tuple[str, int], str]) -> Candidate | Unmapped:
+        """The candidate that holds ``positions`` for ``request``, binding the VC cells the GPUs need
         (only cells of the type ``types`` names for a GPU, when it names one), or why it cannot."""
         binds: list[Cell] = []
         masks: dict[Cell, int] = {}
@@ -102,13 +102,13 @@ class Restorer:
                         return Unmapped(f"GPU {node.gpus[pos]} of node {node.name} is outside VC {tenant.name}'s "
                                          f"cells and none of its promise can be bound there", blocker)
                     binds.append(region)
-                elif region.bound not in (None, tenant.name):  # None: bound by this plan
+                elif region.bound not in (None, tenant.name):  # None: bound by this candidate
                     return Unmapped(f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s cells")
                 if region.node is not None and not region.is_node:
                     slot = region
             masks[slot] = masks.get(slot, 0) | 1 << (pos - slot.offset)
         pods = [(i, slot, mask) for i, (slot, mask) in enumerate(masks.items())]
-        return Plan(positions[0][0].chain, pods, binds, frozenset(), ())
+        return Candidate(positions[0][0].chain, pods, binds, frozenset(), ())
 
     def _taken_back(self, request: Request, tenant: Tenant, node: Cell, pos: int, level: int,
                     sim: FreeLists, taken: dict[tuple[str, int], int]) -> Cell | None:
