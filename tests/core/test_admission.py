@@ -26,7 +26,8 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     #    leases 1 and 2 are full, so lease 0.
     # D: like A: lease 0 has 2 - 1 = 1 GPU left and the others none: refused.
     jobs = [job("A", gpus=2, deadlines=[(3000, 10)]), job("B", gpus=2, deadlines=[(3000, 10)]),
-            job("C", duration=500, deadlines=[(1800, 10)]), job("D", gpus=2, deadlines=[(3000, 10)])]
+            job("C", duration=500, deadlines=[(1800, 10)]),
+            job("D", gpus=2, deadlines=[(3000, 10)])]
     policy = chronus(lease=600.0, headroom=0.5)
     scheduler = Scheduler(Cluster.uniform(1, 4), policy)
     for j in jobs:
@@ -37,7 +38,8 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     assert selector.guarantees == {j: DeadlineOption(d, 10.0) for j, d in
                                    [("A", 3000.0), ("B", 3000.0), ("C", 1800.0)]}
     assert [scheduler.jobs[j].guaranteed for j in "ABCD"] == [
-        DeadlineOption(3000.0, 10.0), DeadlineOption(3000.0, 10.0), DeadlineOption(1800.0, 10.0), None]
+        DeadlineOption(3000.0, 10.0), DeadlineOption(3000.0, 10.0), DeadlineOption(1800.0, 10.0),
+        None]
     # Tiers: C is planned in the current lease (not one block ending at its deadline): must run;
     # A and B are planned later (ahead); D is in the pool.
     assert [selector.tier(j) for j in "ABCD"] == [Tier.AHEAD, Tier.AHEAD, Tier.MUST_RUN, Tier.SPOT]

@@ -66,11 +66,12 @@ def imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom,
         return {alias.name for alias in node.names} & set(known)
     if node.level:
         package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-        base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+        package = package[:len(package) - node.level + 1]
+        base = ".".join(package + ([node.module] if node.module else []))
     else:
         base = node.module or ""
-    names = {f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names}
-    return names & set(known)
+    names = {f"{base}.{alias.name}" for alias in node.names}
+    return {name if name in known else base for name in names} & set(known)
 
 
 def import_graph(package: str) -> dict[str, set[str]]:
@@ -79,8 +80,8 @@ def import_graph(package: str) -> dict[str, set[str]]:
     graph = {}
     for name, path in known.items():
         tree = ast.parse(path.read_text(), str(path))
-        graph[name] = {t for node in load_time_imports(tree) for t in imported_names(name, path, node, known)}
-        graph[name].discard(name)
+        graph[name] = {target for node in load_time_imports(tree)
+                       for target in imported_names(name, path, node, known)} - {name}
     return graph
 
 
@@ -119,22 +120,24 @@ def test_the_graph_parser_sees_what_runs_at_load_time():
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from chronus_py.round import run_round\n"
         "else:\n    from chronus_py import plan\n"
-        "try:\n    from chronus_py import errors\nexcept ImportError:\n    from chronus_py import overhead\n"
+        "try:\n    from chronus_py import errors\n"
+        "except ImportError:\n    from chronus_py import overhead\n"
         "def f():\n    from chronus_py import scheduler\n"
         "class C:\n    from chronus_py import samples\n")
     path = REPO / "chronus_py" / "x.py"
     names = {n for node in load_time_imports(tree)
              for n in imported_names("chronus_py.x", path, node, modules("chronus_py"))}
     assert names == {"chronus_py.model", "chronus_py.selector", "chronus_py.selector.leases",
-                     "chronus_py.state", "chronus_py.plan", "chronus_py.errors", "chronus_py.overhead",
-                     "chronus_py.samples"}
+                     "chronus_py.state", "chronus_py.plan", "chronus_py.errors",
+                     "chronus_py.overhead", "chronus_py.samples"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
 def test_chronus_py_has_no_import_cycle():
     graph = import_graph("chronus_py")
-    assert len(graph) > 50 and graph["chronus_py.round"] >= {"chronus_py.scheduler", "chronus_py.plan"}
+    assert len(graph) > 50
+    assert graph["chronus_py.round"] >= {"chronus_py.scheduler", "chronus_py.plan"}
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -145,26 +148,33 @@ def test_placement_and_solvers_never_import_chronus_py(package):
     offenders = []
     for name, path in modules(package).items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
-                targets = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
-                offenders += [f"{name}: {t}" for t in targets if t and t.split(".")[0] == "chronus_py"]
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                targets = [node.module or ""]
+            else:
+                continue
+            offenders += [f"{name}: {t}" for t in targets if t.split(".")[0] == "chronus_py"]
     assert offenders == []
     code = ("import importlib, sys\n"
             f"for m in {sorted(modules(package))!r}: importlib.import_module(m)\n"
-            "assert not [m for m in sys.modules if m.split('.')[0] == 'chronus_py'], sorted(sys.modules)")
+            "loaded = [m for m in sys.modules if m.split('.')[0] == 'chronus_py']\n"
+            "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120)
 
 
 def test_every_module_imports_in_any_order():
     """Three shuffles of every module of the three packages, each in a fresh interpreter (run
     side by side): a hidden cycle or a missing import fails one of them with its traceback."""
-    names = sorted(m for package in PACKAGES for m in modules(package) if not m.endswith("__main__"))
+    names = sorted(m for package in PACKAGES for m in modules(package)
+                   if not m.endswith("__main__"))
     runs = []
     for seed in (1, 2, 3):
         order = list(names)
         random.Random(seed).shuffle(order)
         code = f"import importlib\nfor m in {order!r}: importlib.import_module(m)\n"
-        runs.append(subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, text=True))
+        runs.append(subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
+                                     stderr=subprocess.PIPE, text=True))
     for seed, run in zip((1, 2, 3), runs):
         _, err = run.communicate(timeout=300)
         assert run.returncode == 0, f"order of seed {seed} failed:\n{err}"

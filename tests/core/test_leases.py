@@ -71,7 +71,8 @@ def test_a_job_planned_in_the_current_lease_outside_its_final_block_must_run_now
     policy = chronus(lease=600.0, headroom=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 1), policy)
     for j in (job("H", deadlines=[(1800, 1)]), job("L", duration=2000, deadlines=[(6000, 1)]),
-              job("K", duration=1500, deadlines=[(3600, 1)]), job("M", duration=500, deadlines=[(1800, 1)])):
+              job("K", duration=1500, deadlines=[(3600, 1)]),
+              job("M", duration=500, deadlines=[(1800, 1)])):
         scheduler.submit(j)
     moves = advance(scheduler, 0.0)
     assert policy.selector.booked == {"H": (1, 2), "L": (6, 7, 8, 9), "K": (3, 4, 5), "M": (0,)}
@@ -160,7 +161,8 @@ def test_restore_keeps_a_running_guaranteed_job_and_replans_it():
     a = job("A", gpus=2, duration=3000, deadlines=[(6000, 1)])
     p = job("P", gpus=4, submit=100, duration=1200)
     policy = chronus(lease=600.0)
-    scheduler = Scheduler(Cluster.uniform(2, 4), policy, estimator=Fixed({"A": 3000.0, "P": 1200.0}))
+    estimator = Fixed({"A": 3000.0, "P": 1200.0})
+    scheduler = Scheduler(Cluster.uniform(2, 4), policy, estimator=estimator)
     state = scheduler.restore(a, 1000.0, work_done=500.0, guaranteed=DeadlineOption(6000.0, 1.0),
                               placement={"node0": [0, 1]})
     scheduler.restore(p, 1000.0)
@@ -170,7 +172,8 @@ def test_restore_keeps_a_running_guaranteed_job_and_replans_it():
     assert policy.selector.booked == {"A": (5, 6, 7, 8, 9)} and plan.solver["demoted"] == []
     assert policy.selector.tier("A") is Tier.AHEAD
     decisions = {d.job_id: d for d in plan.decisions}
-    assert str(decisions["A"].action) == "continue" and decisions["A"].placement == {"node0": (0, 1)}
+    assert str(decisions["A"].action) == "continue"
+    assert decisions["A"].placement == {"node0": (0, 1)}
     assert decisions["A"].guaranteed and decisions["A"].deadline == 6000.0
     assert str(decisions["P"].action) == "start" and not decisions["P"].guaranteed
     assert sum(len(g) for g in decisions["P"].placement.values()) == 4

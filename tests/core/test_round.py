@@ -84,7 +84,8 @@ def test_a_policy_without_leases_plans_no_leases():
 
 
 @pytest.mark.parametrize("name, options, message", [
-    ("lottery", {}, "state.yaml: unknown policy 'lottery' (have: fifo, srtf, srtf-gpu, edf, las, chronus)"),
+    ("lottery", {},
+     "state.yaml: unknown policy 'lottery' (have: fifo, srtf, srtf-gpu, edf, las, chronus)"),
     ("fifo", {"lease": 600}, "state.yaml: fifo has no option 'lease' (have: none)"),
     ("las", {"queues": 2}, "state.yaml: las has no option 'queues' (have: thresholds)"),
     ("chronus", {"headroom": 2}, "state.yaml: headroom: must be <= 1, got 2"),
