@@ -42,7 +42,7 @@ chronus_policies = st.builds(
     st.sampled_from([0.0, 60.0, 600.0]), st.sampled_from(["minimize", "maximize", "adaptive"]))
 baselines = st.sampled_from(["fifo", "srtf", "srtf-gpu", "edf", "las"]).map(
     lambda name: make_policy(name, {"thresholds": (600.0, 6000.0)} if name == "las" else {}))
-PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def build(rows, nodes: int, per_node: int):
