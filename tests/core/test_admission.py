@@ -1,0 +1,135 @@
+"""Admission, hand-computed: a guarantee is given when the job's remaining work fits in whole leases
+under the headroom, refused otherwise, and a soft job gets its best option that fits.
+
+Arithmetic used throughout: a restart costs 30 s x (1 + log2 GPUs) (30, 60, 90, 120 s for 1, 2, 4,
+8 GPUs; 77.55 s for 3); a pending job's remaining work counts the start it still needs; the plan
+needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may use the leases
+before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
+of each lease, and take the latest leases that fit.
+"""
+from __future__ import annotations
+
+from core_helpers import chronus, job
+
+from chronus_py.model import Cluster, DeadlineOption
+from chronus_py.round import run_round
+from chronus_py.scheduler import Scheduler
+from chronus_py.selector import Tier
+
+
+def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
+    # 1 node x 4 GPUs, lease 600 s, headroom 0.5: new guarantees may use 4 - int(2.0) = 2 GPUs.
+    # A: 2 GPUs, 1000 s: remaining 1000 + 60 = 1060, needs ceil((1060 + 60) / 600) = 2 leases
+    #    before floor(3000 / 600) = 5: the latest two, leases 3 and 4.
+    # B: the same: leases 3, 4 are full (2 of 2), so leases 1 and 2.
+    # C: 1 GPU, 500 s: remaining 530, needs ceil(560 / 600) = 1 lease before floor(1800/600) = 3;
+    #    leases 1 and 2 are full, so lease 0.
+    # D: like A: lease 0 has 2 - 1 = 1 GPU left and the others none: refused.
+    jobs = [job("A", gpus=2, deadlines=[(3000, 10)]), job("B", gpus=2, deadlines=[(3000, 10)]),
+            job("C", duration=500, deadlines=[(1800, 10)]),
+            job("D", gpus=2, deadlines=[(3000, 10)])]
+    policy = chronus(lease=600.0, headroom=0.5)
+    scheduler = Scheduler(Cluster.uniform(1, 4), policy)
+    for j in jobs:
+        scheduler.submit(j)
+    plan = run_round(scheduler, 0.0)
+    selector = policy.selector
+    assert selector.booked == {"A": (3, 4), "B": (1, 2), "C": (0,)}
+    assert selector.guarantees == {j: DeadlineOption(d, 10.0) for j, d in
+                                   [("A", 3000.0), ("B", 3000.0), ("C", 1800.0)]}
+    assert [scheduler.jobs[j].guaranteed for j in "ABCD"] == [
+        DeadlineOption(3000.0, 10.0), DeadlineOption(3000.0, 10.0), DeadlineOption(1800.0, 10.0),
+        None]
+    # Tiers: C is planned in the current lease (not one block ending at its deadline): must run;
+    # A and B are planned later (ahead); D is in the pool.
+    assert [selector.tier(j) for j in "ABCD"] == [Tier.AHEAD, Tier.AHEAD, Tier.MUST_RUN, Tier.SPOT]
+    assert plan.lease_plan == {"A": (1800.0, 2400.0), "B": (600.0, 1200.0), "C": (0.0,)}
+    assert plan.solver["admitted"] == 3 and plan.solver["demoted"] == []
+    # Placement: C (1 GPU), then D (2 GPUs); A and B need 2 of the 1 GPU left.
+    assert {d.job_id: str(d.action) for d in plan.decisions} == {
+        "A": "wait", "B": "wait", "C": "start", "D": "start"}
+
+
+def test_headroom_and_the_round_up_of_gpu_requests():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees.
+    # W (8 GPUs) never fits 4, however far its deadline: refused on an idle cluster.
+    # T (3 GPUs) is planned as 4 (the {1, 2, 4, whole nodes} round-up): remaining 1000 + 77.55,
+    #   plus a restart = 1155.1 s: one lease before floor(2400 / 1200) = 2, the latest: lease 1.
+    # F (4 GPUs): 1000 + 90 + 90 = 1180 s, one lease; lease 1 is full (4 of 4): lease 0.
+    # O (1 GPU, same deadline): both leases full: refused.
+    jobs = [job("W", gpus=8, deadlines=[(12000, 1)]), job("T", gpus=3, deadlines=[(2400, 1)]),
+            job("F", gpus=4, deadlines=[(2400, 1)]), job("O", gpus=1, deadlines=[(2400, 1)])]
+    policy = chronus(lease=1200.0, headroom=0.5)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    for j in jobs:
+        scheduler.submit(j)
+    scheduler.select(0.0)
+    assert policy.selector.booked == {"T": (1,), "F": (0,)}
+    assert set(policy.selector.guarantees) == {"T", "F"}
+    # Without headroom the same cluster guarantees W: 1000 + 120 + 120 = 1240 s, 2 leases of 8
+    # GPUs, the latest two of floor(12000 / 1200) = 10.
+    policy = chronus(lease=1200.0, headroom=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(jobs[0])
+    scheduler.select(0.0)
+    assert policy.selector.booked == {"W": (8, 9)}
+
+
+def test_soft_job_gets_its_best_option_that_fits_and_still_competes_for_a_tighter_one():
+    # 1 GPU, lease 600 s, no headroom, guard 0.
+    # G (strict, 1000 s by 1800): remaining 1030, 2 leases before lease 3: leases 1, 2.
+    # S (soft, 1000 s; 900 / 1800 / 3600): 2 leases. 900 leaves floor(900/600) = 1 lease: too
+    #   few. 1800: only lease 0 is free before lease 3: no. 3600: the latest two free before
+    #   lease 6: leases 4, 5. S is guaranteed (3600, 3), its best option that fits.
+    g = job("G", deadlines=[(1800, 10)])
+    s = job("S", deadlines=[(900, 10), (1800, 6), (3600, 3)])
+    policy = chronus(lease=600.0, headroom=0.0, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 1), policy)
+    scheduler.submit(g)
+    scheduler.submit(s)
+    plan = run_round(scheduler, 0.0)
+    assert policy.selector.booked == {"G": (1, 2), "S": (4, 5)}
+    assert scheduler.jobs["S"].guaranteed == DeadlineOption(3600.0, 3.0)
+    # G is planned later: ahead. S is planned later too, but could still finish by 1800
+    # (0 + 1030 <= 1800): it competes in the pool, so it runs now, before G.
+    assert policy.selector.tier("G") is Tier.AHEAD and policy.selector.tier("S") is Tier.SPOT
+    assert [(d.job_id, str(d.action), d.deadline) for d in plan.decisions] == [
+        ("G", "wait", 1800.0), ("S", "start", 3600.0)]
+
+
+def test_soft_job_holding_its_tightest_option_is_not_lifted_into_the_pool():
+    # A soft job guaranteed its tightest option has nothing better to compete for: planned
+    # later, it is ahead like a strict one. 1000 s (2 leases) by 1800 or 3600: leases 1, 2.
+    policy = chronus(lease=600.0, headroom=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 1), policy)
+    scheduler.submit(job("S", deadlines=[(1800, 6), (3600, 3)]))
+    scheduler.select(0.0)
+    assert policy.selector.booked == {"S": (1, 2)} and policy.selector.tier("S") is Tier.AHEAD
+
+
+def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_retried():
+    # 1 GPU, lease 600 s, no headroom, guard 0. At 0, G (1000 s by 1800) takes leases 1 and 2,
+    #   and starts at once on the idle GPU (spare capacity).
+    # R arrives at 100 (mid-lease: its plan may start at lease 1): 950 s by 2400 needs
+    #   ceil((980 + 30) / 600) = 2 leases in [1, 4): only lease 3 is free: refused, in the pool,
+    #   where it has more GPU-time left (980) than G (930): G runs on.
+    # At 600 G has 430 s left: 1 lease, re-planned into lease 2 only. R is retried: leases 1
+    #   and 3 are free: guaranteed. Its leases are not one block ending at its deadline, so it
+    #   must run now, and G, ahead of its plan, yields the GPU.
+    g = job("G", deadlines=[(1800, 10)])
+    r = job("R", submit=100, duration=950, deadlines=[(2400, 10)])
+    policy = chronus(lease=600.0, headroom=0.0, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 1), policy)
+    scheduler.submit(g)
+    run_round(scheduler, 0.0)
+    scheduler.submit(r)
+    plan = run_round(scheduler, 100.0)
+    assert [(d.job_id, str(d.action)) for d in plan.decisions] == [("G", "continue"), ("R", "wait")]
+    assert policy.selector.booked == {"G": (1, 2)} and "R" not in policy.selector.guarantees
+    assert policy.selector.stats.admitted_at_arrival == 0  # G was admitted by the first re-plan
+    plan = run_round(scheduler, 600.0)
+    assert policy.selector.booked == {"G": (2,), "R": (1, 3)}
+    assert policy.selector.stats.admitted_on_retry == 2 and plan.solver["admitted"] == 2
+    assert scheduler.jobs["R"].guaranteed == DeadlineOption(2400.0, 10.0)
+    assert policy.selector.tier("R") is Tier.MUST_RUN and policy.selector.tier("G") is Tier.AHEAD
+    assert [(d.job_id, str(d.action)) for d in plan.decisions] == [("G", "preempt"), ("R", "start")]
