@@ -40,10 +40,11 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--out", default="replay_all.json")
     parser.add_argument("--compare", type=Path, help="an earlier output of this script")
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated (default: all)")
     args = parser.parse_args()
     runs = {}
     for trace in TRACES:
-        for policy in POLICIES:
+        for policy in args.policies.split(","):
             runs[f"{trace}/{policy}"] = metrics = replay(args.source.resolve(), trace, policy)
             print(f"{trace:12s} {policy:9s} DSR {metrics['slo_deadline_ratio']:.4f}  "
                   f"{metrics['wall_seconds']:6.1f} s", flush=True)

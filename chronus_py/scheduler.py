@@ -221,12 +221,27 @@ class Scheduler:
             elif not self.policy.backfill:
                 break
         preempted = [s for s in tail if s.id not in keep]
+        places = {s.id: dict(s.placement) for s in preempted}
         for state in preempted:
             self._preempt(state, now)
         started = [s for s in start if self._start(s, now)]
         if len(started) < len(start):
+            # The allocator refused a gang the GPU count promised room for (e.g. it will not
+            # spread, or its tenant's cells are full): jobs stopped for it resume where they were
+            # before anyone else gets their GPUs, instead of paying a restart for nothing.
+            preempted = [s for s in preempted if not self._resume(s, places[s.id], now)]
             started += self._fill(now)
         return Moves(now, tuple(started), tuple(preempted))
+
+    def _resume(self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float) -> bool:
+        """Undo a preemption made at ``now`` if the job's GPUs are still free: same GPUs, same
+        run, no restart charged. False (and nothing changed) if they are not."""
+        if self.allocator.reserve(self.request_for(state), placement).outcome != "placed":
+            return False
+        self._dequeue(state)
+        state.preemptions -= 1
+        self._run_on(state, placement, now)
+        return True
 
     def _set_running_key(self, state: JobState, key: tuple | None) -> None:
         """Replace a running job's key in the sorted running index (None: remove it)."""

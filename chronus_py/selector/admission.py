@@ -16,8 +16,10 @@ and reported.
 
 A guaranteed job planned in the current lease does not preempt anyone before it has to: when its
 planned leases are one block ending at its deadline lease, it turns ``MUST_RUN`` only at its
-laxity trigger (deadline - remaining work - one restart - ``guard``), and never before its block
-starts, so it never runs outside the capacity the plan holds for it. Until then GPUs it has not
+laxity trigger (the end of its last planned lease - remaining work - one restart - ``guard``;
+counted from the deadline itself, a deadline inside a lease let the job run past the leases
+held for it and be demoted at that lease end), and never before its block starts, so it never
+runs outside the capacity the plan holds for it. Until then GPUs it has not
 claimed serve the SRTF pool, which is where a lease-granular plan otherwise wastes them.
 
 Tiers, best first: ``MUST_RUN`` (guaranteed and due in the current lease), ``SPOT`` (the SRTF
@@ -133,10 +135,14 @@ class LeaseSelector:
     def _gpus(self, state: JobState) -> int:
         return round_up(state.gpus, node=self.node_gpus)
 
-    def _need(self, state: JobState, now: float) -> int:
+    def _need(self, state: JobState, now: float, first: int) -> int:
         """Leases of remaining work (top of its band, plus ``margin``), with one restart
-        allowance: a plan may leave a gap between leases, and the job then pays it again."""
-        return leases_needed(self._padded(state, now) + state.overhead, self.settings.lease)
+        allowance: a plan may leave a gap between leases, and the job then pays it again. When
+        the plan starts with the lease ``now`` is in (a re-plan inside a lease: the selector's
+        first decision, or the first after the cluster sat idle across a lease end), the part of
+        it already gone counts as work too, so the plan never counts on time that has passed."""
+        gone = max(now - first * self.settings.lease, 0.0)
+        return leases_needed(self._padded(state, now) + state.overhead + gone, self.settings.lease)
 
     def _cover(self, state: JobState, now: float) -> float:
         """How long before a deadline the job must start: its remaining work with the estimate's
@@ -153,7 +159,7 @@ class LeaseSelector:
     def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
         """The job's deadline options that still have room for its remaining leases; a
         guaranteed job keeps only the option it was guaranteed."""
-        need = self._need(state, now)
+        need = self._need(state, now, first)
         out = []
         promised = self.guarantees.get(state.id)
         for d in ([promised] if promised else state.job.deadlines):
@@ -210,7 +216,7 @@ class LeaseSelector:
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         gpus = self._gpus(state)
-        need = self._need(state, now)
+        need = self._need(state, now, first)
         self._cap = sum(map(len, self.booked.values())) + need + SLACK_LEASES
         for option in state.job.deadlines:
             end = self._deadline_slot(option.at, first)
@@ -230,7 +236,7 @@ class LeaseSelector:
         self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
-        self._cap = sum(self._need(s, now) for s in active.values() if s.job.is_slo) + SLACK_LEASES
+        self._cap = sum(self._need(s, now, first) for s in active.values() if s.job.is_slo) + SLACK_LEASES
         for state in active.values():
             if not state.job.is_slo:
                 continue
@@ -293,7 +299,7 @@ class LeaseSelector:
         end = lease_deadline(promised.at, self.settings.lease)
         if leases != tuple(range(end - len(leases), end)):
             return Tier.MUST_RUN
-        trigger = promised.at - self._cover(state, now)
+        trigger = end * self.settings.lease - self._cover(state, now)
         if trigger <= now:
             return Tier.MUST_RUN
         heapq.heappush(self._triggers, (trigger, state.id))

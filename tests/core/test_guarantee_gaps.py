@@ -20,10 +20,6 @@ def run(jobs):
     return scheduler.jobs, policy.selector.stats.demoted
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "laxity trigger counts from the deadline, not from the end of the last lease the plan may "
-    "use: G is demoted at 600 and misses; fix: trigger = lease_deadline(at) * lease - cover "
-    "in LeaseSelector._planned_tier"))
 def test_trigger_of_a_deadline_inside_a_lease_keeps_the_guarantee():
     # G (500 s by 1150): 1 lease (530 + 30 <= 600) before floor(1150 / 600) = 1: lease 0, a
     # block ending at its deadline lease. Its trigger is 1150 - 530 - 30 = 590, but the plan
@@ -36,11 +32,6 @@ def test_trigger_of_a_deadline_inside_a_lease_keeps_the_guarantee():
     assert demoted == [] and jobs["G"].finish <= 1150.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a re-plan inside a lease (the selector's first decision, or the first after the cluster "
-    "was idle across a lease end) plans the current lease as if it were whole: G is guaranteed "
-    "lease 0 at 400, demoted at 600 and misses; fix: count now - first * lease into the "
-    "leases needed in LeaseSelector._options and _try_guarantee"))
 def test_a_guarantee_given_inside_a_lease_fits_what_is_left_of_it():
     # G (300 s by 1150) and B arrive at 400, the selector's first decision: G needs 1 lease
     # (330 + 30 <= 600) before lease 1, and gets lease 0, of which 200 s are left. Its trigger

@@ -81,11 +81,6 @@ def test_a_gang_the_allocator_refuses_is_skipped_for_the_round():
         "3 GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the preemptive walk preempts by GPU count, then the allocator refuses the gang it made "
-    "room for, and the preempted jobs are restarted on their own GPUs in the same round, each "
-    "paying a restart and told to 'start'; fix: in Scheduler._walk, when starts fail, put the "
-    "preempted jobs back on their GPUs (allocator.reserve) instead of restarting them"))
 def test_a_walk_whose_start_is_refused_does_not_restart_the_jobs_it_preempted():
     # SRTF on 2 nodes x 4 GPUs: A, B (1000 s) and C, D (3000 s), 2 GPUs each, one short and one
     # long job per node. W (4 GPUs, 100 s) arrives: by count it fits in place of C and D, but
