@@ -12,7 +12,7 @@ import sys
 
 from chronus_py.errors import ChronusError
 
-COMMANDS = ("replay", "profile", "host", "layers", "cells", "compare", "plan")
+COMMANDS = ("replay", "profile", "host", "layers", "cells", "compare", "plan", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
