@@ -15,6 +15,7 @@ import contextlib
 import ipaddress
 import logging
 import math
+import signal
 import socket
 import sys
 import time
@@ -201,8 +202,15 @@ def serve(options: Options) -> int:
     wake = asyncio.Event()
     app = build_app(service, tokens=tokens, metrics=metrics, wake=wake.set)
 
+    server: list = []
+
     @contextlib.asynccontextmanager
     async def lifespan(_app):
+        # Our own handlers (uvicorn's would re-raise the signal after shutdown, so a clean stop
+        # would still exit -15): SIGTERM/SIGINT end serving after the current round.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(
+                signum, lambda: setattr(server[0], "should_exit", True))
         stop = asyncio.Event()
         task = asyncio.create_task(_loop(service, wake, stop, options.round_interval))
         yield
@@ -221,7 +229,8 @@ def serve(options: Options) -> int:
     log.info('{"event": "listening", "url": "http://%s:%d", "backend": "%s", "db": "%s"}',
              host, port, options.backend, options.db)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    server.append(uvicorn.Server(config))
+    asyncio.run(server[0].serve(sockets=[sock]))
     return 0
 
 
