@@ -84,9 +84,16 @@ class Service:
         self.counters = Counters()
         nodes = backend.nodes()
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
-        self.plan = None
         self.needs_resync = False
         self.rebuild()
+
+    @property
+    def plan(self):
+        """The last round's :class:`~chronus_py.plan.Plan` (None before the first round),
+        assembled on first use after each round."""
+        if self._plan is None and self._decided is not None:
+            self._plan = rounds.plan_of(self.scheduler, self._decided)
+        return self._plan
 
     # -- (re)building from the backend's truth plus the database -----------------------------------
     def rebuild(self) -> None:
@@ -128,6 +135,9 @@ class Service:
                 self._restore(spec, spec.estimate, obs, None, now)
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
+        self._fresh = True
+        self._decided = None
+        self._plan = None
         self.needs_resync = False
         self.counters.resyncs += 1
 
@@ -358,17 +368,25 @@ class Service:
 
     def _round(self) -> None:
         now = self.backend.now()
-        decided, plan, seconds = rounds.run_round(self.scheduler, now)
-        self.plan = plan
+        stats = rounds.selector_stats(self.scheduler)
+        before = None if stats is None else stats.rounds
+        decided, seconds = rounds.run_round(self.scheduler, now)
+        self._decided = decided
+        self._plan = None
         self.counters.rounds += 1
+        self.counters.round_seconds.append(seconds)
+        del self.counters.round_seconds[:-1000]
         self.on_round(seconds)
-        with self.db.transaction():
-            self._record_promise_changes(now, in_transaction=True)
-            self.db.set_meta("lease_plan", {"now": now, "lease_end": plan.lease_end,
-                                            "plan": {j: list(s) for j, s in
-                                                     plan.lease_plan.items()}})
-        reasons = {d.job_id: d.reason for d in plan.decisions
-                   if d.job_id in {s.id for s in decided.started + decided.preempted}}
+        if self._fresh or (stats is not None and stats.rounds != before):
+            # Guarantees change only at a re-plan, or when restored jobs are first admitted.
+            self._fresh = False
+            with self.db.transaction():
+                self._record_promise_changes(now, in_transaction=True)
+                plan = self.plan
+                self.db.set_meta("lease_plan", {"now": now, "lease_end": plan.lease_end,
+                                                "plan": {j: list(s) for j, s in
+                                                         plan.lease_plan.items()}})
+        reasons = rounds.reasons(self.scheduler, decided)
         for state in decided.preempted:
             self._apply("preempt", state.id, None, reasons.get(state.id, ""), now,
                         lambda s=state: self.backend.preempt(s.id))

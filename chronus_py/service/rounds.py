@@ -146,12 +146,28 @@ def progress(scheduler: Scheduler, job_id: str, fraction: float, now: float) -> 
     return estimate
 
 
-def run_round(scheduler: Scheduler, now: float) -> tuple[Round, Plan, float]:
-    """One round at ``now``: order, place, and the plan as data; with its wall seconds."""
+def run_round(scheduler: Scheduler, now: float) -> tuple[Round, float]:
+    """One round at ``now``: order and place; with its wall seconds. The plan as data is
+    assembled only when asked (``plan_of``): it covers every active job, and a busy service
+    runs many rounds between two ``GET /v1/plan``."""
     started = time.perf_counter()
     decided = scheduler.plan(now)
-    plan = assemble_plan(scheduler, decided)
-    return decided, plan, time.perf_counter() - started
+    return decided, time.perf_counter() - started
+
+
+def plan_of(scheduler: Scheduler, decided: Round) -> Plan:
+    return assemble_plan(scheduler, decided)
+
+
+def reasons(scheduler: Scheduler, decided: Round) -> dict[str, str]:
+    """Why each job started or was preempted in ``decided`` (the plan's reason, for the log
+    line of each decision), without assembling the whole plan."""
+    from chronus_py.plan import Action, _reason
+
+    free = scheduler.allocator.free_gpus()
+    out = {s.id: _reason(scheduler, s, Action.START, free) for s in decided.started}
+    out.update({s.id: _reason(scheduler, s, Action.PREEMPT, free) for s in decided.preempted})
+    return out
 
 
 def guarantees(scheduler: Scheduler) -> dict[str, DeadlineOption]:

@@ -178,3 +178,34 @@ def test_sigkill_at_22_points_loses_nothing(serve, tmp_path):
     assert any(a["decision"] == "guaranteed" for a in answered.values())
     fold_commands(tmp_path / "kills" / "chronus.db.sim")
     assert abs(first_deadline_ratio(jobs) - first_deadline_ratio(calm)) <= 0.1
+
+
+def test_losing_the_database_keeps_what_runs(serve, tmp_path):
+    """The database gone, the service rebuilds from the cluster: running jobs keep their GPUs
+    (never started again), waiting ones are scheduled; only promises and history are lost."""
+    server = serve("--nodes", "4", "--gpus-per-node", "8", "--speed", "10")  # nothing finishes
+    for i in range(6):
+        r = server.http.post("/v1/jobs", json={"id": f"k{i}", "gpus": 8,
+                                               "estimate_seconds": 36000.0})
+        assert r.status_code == 201
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        before = {j["id"]: j for j in server.http.get("/v1/jobs").json()["jobs"]}
+        if sum(j["state"] == "running" for j in before.values()) == 4:
+            break
+        time.sleep(0.05)
+    server.kill()
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"chronus.db{suffix}").unlink(missing_ok=True)
+    server.start()
+    time.sleep(0.5)
+    after = {j["id"]: j for j in server.http.get("/v1/jobs").json()["jobs"]}
+    assert set(after) == set(before)
+    for job_id, job in before.items():
+        assert after[job_id]["state"] == job["state"]
+        assert after[job_id]["placement"] == job["placement"]
+        assert "recovered" in after[job_id]["admission"]["reason"]
+    fold_commands(tmp_path / "chronus.db.sim")
+    starts = sqlite3.connect(tmp_path / "chronus.db.sim").execute(
+        "SELECT COUNT(*) FROM command WHERE kind='start'").fetchone()[0]
+    assert starts == 4
