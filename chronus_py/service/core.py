@@ -28,6 +28,7 @@ from chronus_py.service.db import TERMINAL, Database
 from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
 
 log = logging.getLogger("chronus.serve")
+FULL_OBSERVE_EVERY = 30.0
 _ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed",
           RunState.CANCELLED: "cancelled"}
 
@@ -107,6 +108,7 @@ class Service:
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
         observed = {o.id: o for o in self.backend.jobs()}
+        self.known = self.db.ids()  # every job id ever accepted: ids are never reused
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
@@ -122,7 +124,7 @@ class Service:
                               if row["guaranteed_at"] is not None else None)
                 self._restore(spec, row["estimate"], obs, guaranteed, now)
             for obs in observed.values():
-                if obs.state in _ENDED or obs.spec is None or self.db.job(obs.id) is not None:
+                if obs.state in _ENDED or obs.spec is None or obs.id in self.known:
                     continue
                 spec = parse_job(dict(obs.spec), now=now, tenant=str(obs.spec.get("tenant")),
                                  may_set_tenant=True, submit=now)
@@ -132,9 +134,11 @@ class Service:
                                 tenant=spec.job.tenant, spec=spec.fields, submit=now,
                                 estimate=spec.estimate, first_deadline=_first(spec),
                                 admission=admission, guaranteed=None)
+                self.known.add(spec.job.id)
                 self._restore(spec, spec.estimate, obs, None, now)
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
+        self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
         self._fresh = True
         self._decided = None
         self._plan = None
@@ -171,7 +175,7 @@ class Service:
         except FieldError as exc:
             raise ApiError(422, exc.why, exc.field) from None
         job = spec.job
-        if job.id in self.scheduler.jobs or self.db.job(job.id) is not None:
+        if job.id in self.scheduler.jobs or job.id in self.known:
             raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
         why = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
         if why is not None:
@@ -203,8 +207,10 @@ class Service:
                             submit=job.submit, estimate=spec.estimate,
                             first_deadline=_first(spec), admission=admission.to_dict(),
                             guaranteed=None if deadline is None else (deadline.at, deadline.value))
+            self.known.add(job.id)
             if deadline is not None:
-                self.db.promise(job.id, "promised", (deadline.at, deadline.value), now)
+                self.db.promise(job.id, "promised", (deadline.at, deadline.value), now,
+                                update_job=False)
                 self.promised[job.id] = deadline
             self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
             if stats is not None and stats.rounds != before:
@@ -339,11 +345,20 @@ class Service:
                 continue
             self.accept(spec, now)
 
+    def _observations(self):
+        """What changed on the backend: every job every ``FULL_OBSERVE_EVERY`` wall seconds
+        (and always from a backend without ``jobs_changed``), else only the changes."""
+        changed = getattr(self.backend, "jobs_changed", None)
+        if changed is None or time.monotonic() >= self._full_observe_at:
+            self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
+            return self.backend.jobs()
+        return changed()
+
     def _observe(self) -> None:
         """Bring the scheduler in line with the backend: completions, and any disagreement
         about what runs (which forces a rebuild from the backend's view)."""
         ended = []
-        for obs in self.backend.jobs():
+        for obs in self._observations():
             state = self.scheduler.active.get(obs.id)
             if state is None:
                 continue

@@ -72,6 +72,7 @@ class SimWorld:
         self._seq = 0
         self.time = -math.inf
         self.reported: set[str] = set()  # ended jobs the service has not been shown yet
+        self.changed: set[str] = set()  # jobs whose state changed since the service last looked
 
     def advance(self, now: float) -> None:
         """Complete every run whose work is done by ``now``, in time order."""
@@ -93,6 +94,7 @@ class SimWorld:
         return job.state is RunState.RUNNING and job.starts == entry[3]
 
     def _end(self, job: _SimJob, state: RunState, at: float) -> None:
+        self.changed.add(job.id)
         self._release(job)
         job.run_since = None
         job.state = state
@@ -109,6 +111,7 @@ class SimWorld:
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:
         self.advance(at)
         getattr(self, f"_{kind}")(job_id, at, data)
+        self.changed.add(job_id)
 
     def check(self, kind: str, job_id: str, data: Any) -> None:
         """Raise BackendUnavailable if ``kind`` cannot apply now (nothing is changed)."""
@@ -238,6 +241,15 @@ class SimBackend:
         out = [world.observe(job) for job in world.jobs.values()
                if job.state in (RunState.PENDING, RunState.RUNNING) or job.id in world.reported]
         world.reported.clear()
+        world.changed.clear()
+        return out
+
+    def jobs_changed(self) -> Sequence[ObservedJob]:
+        self.world.advance(self.now())
+        world = self.world
+        out = [world.observe(world.jobs[i]) for i in world.changed]
+        world.reported.clear()
+        world.changed.clear()
         return out
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
