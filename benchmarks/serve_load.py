@@ -45,11 +45,20 @@ class Conn:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def call(self, method: str, path: str, body=None):
+        """One request; a keep-alive connection the server closed while idle is reopened once
+        (the request was not sent on it)."""
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": "application/json"} if data else {}
-        self.conn.request(method, path, body=data, headers=headers)
-        resp = self.conn.getresponse()
-        return resp.status, json.loads(resp.read())
+        for attempt in (0, 1):
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                return resp.status, json.loads(resp.read())
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                if attempt:
+                    raise
 
 
 def job(i: int, rng: random.Random, now: float, gpus: int | None = None,

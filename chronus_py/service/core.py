@@ -75,7 +75,7 @@ class Service:
     def __init__(self, backend: Backend, db: Database, settings: rounds.SchedulerSettings, *,
                  allocator_factory: Callable[[], Any] | None = None,
                  on_round: Callable[[float], None] | None = None,
-                 on_admission: Callable[[float], None] | None = None):
+                 on_admission: Callable[[float], None] | None = None, layers=None):
         self.backend = backend
         self.db = db
         self.settings = settings
@@ -83,6 +83,8 @@ class Service:
         self.on_round = on_round or (lambda seconds: None)
         self.on_admission = on_admission or (lambda seconds: None)
         self.counters = Counters()
+        self.layers = layers
+        self._placements_changed = True
         nodes = backend.nodes()
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
         self.needs_resync = False
@@ -140,6 +142,7 @@ class Service:
         self.promised = rounds.guarantees(self.scheduler)
         self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
         self._fresh = True
+        self._placements_changed = True
         self._decided = None
         self._plan = None
         self.needs_resync = False
@@ -236,6 +239,7 @@ class Service:
             raise ApiError(503, f"the backend did not take the cancellation: {exc}") from None
         if job_id in self.scheduler.active:
             rounds.withdraw(self.scheduler, job_id, now)
+            self._placements_changed = True
         self.promised.pop(job_id, None)
         with self.db.transaction():
             self.db.set_state(job_id, "cancelled", finished=now)
@@ -326,6 +330,21 @@ class Service:
             self._round()
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
+        if self.layers is not None and self._placements_changed:
+            self._placements_changed = False
+            self._write_layers()
+
+    def _write_layers(self) -> None:
+        running = {job_id: (state.placement, self.specs[job_id].fields.get("cgroup"))
+                   for job_id, state in self.scheduler.running.items()}
+        try:
+            nodes = self.layers.update(running)
+        except OSError as exc:
+            self._placements_changed = True
+            log.warning(json.dumps({"event": "layers_error", "error": str(exc)}))
+            return
+        if nodes:
+            decision_log("layers", nodes=nodes)
 
     def _arrivals(self) -> None:
         for fields in self.backend.arrivals():
@@ -370,6 +389,7 @@ class Service:
                              scheduler=str(state.status))
                 self.needs_resync = True
         if ended:
+            self._placements_changed = True
             with self.db.transaction():
                 for obs in ended:
                     at = obs.ended_at if obs.ended_at is not None else self.backend.now()
@@ -420,6 +440,7 @@ class Service:
             self._backend_failed(action, job_id, exc)
             return
         state = self.scheduler.jobs[job_id]
+        self._placements_changed = True
         with self.db.transaction():
             self.db.set_state(job_id, "running" if action == "start" else "pending",
                               placement=placement, started=now if action == "start" else None,

@@ -35,7 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "listen": "127.0.0.1:8080", "db": "chronus.db", "db_sync": "normal",
     "backend": DEFAULT_BACKEND, "tokens": None, "policy": "chronus", "lease": 1200.0,
     "headroom": 0.9, "solver": "cpsat", "time_limit": 2.0, "cluster": None,
-    "round_interval": 0.05, "log_level": "info",
+    "round_interval": 0.05, "log_level": "info", "layers_dir": None, "hosts": None,
 }
 _SOLVERS = {"cpsat": "cpsat", "cbc": "cbc", "greedy": None}
 
@@ -63,6 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, help="solver time limit per plan, s (default 2)")
     p.add_argument("--cluster", help="a HiveD cluster config: its nodes, and the cell allocator "
                                      "places each job in its tenant's virtual cluster")
+    p.add_argument("--layers-dir", help="keep DIR/<node>.json and .env (scx_layered configs) "
+                                        "current for nodes with a host model (--hosts)")
+    p.add_argument("--hosts", help="YAML mapping node -> host model YAML, for --layers-dir")
     p.add_argument("--round-interval", type=float,
                    help="least wall seconds between rounds (default 0.05)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
@@ -86,6 +89,8 @@ class Options:
     cluster: Path | None
     round_interval: float
     log_level: str
+    layers_dir: Path | None
+    hosts: Path | None
     args: argparse.Namespace
 
 
@@ -122,10 +127,14 @@ def resolve(args: argparse.Namespace) -> Options:
         from chronus_py.service.auth import load_tokens
 
         load_tokens(Path(args.tokens))
+    if (args.layers_dir is None) != (args.hosts is None):
+        raise InputError("--layers-dir/--hosts", "give both or neither")
     return Options(host=host, port=port, db=Path(args.db), db_sync=args.db_sync,
                    backend=args.backend, tokens=None if args.tokens is None else Path(args.tokens),
                    settings=settings, cluster=None if args.cluster is None else Path(args.cluster),
-                   round_interval=float(args.round_interval), log_level=args.log_level, args=args)
+                   round_interval=float(args.round_interval), log_level=args.log_level,
+                   layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
+                   hosts=None if args.hosts is None else Path(args.hosts), args=args)
 
 
 def _merge_config(args: argparse.Namespace, path: Path) -> None:
@@ -194,13 +203,19 @@ def serve(options: Options) -> int:
     db = Database(options.db, sync=options.db_sync)
     backend = backend_module(options.backend).from_args(options.args, db_path=options.db,
                                                         nodes=nodes)
+    layers = None
+    if options.layers_dir is not None:
+        from chronus_py.service.layers import LayersWriter, load_hosts
+
+        node_gpus = {n.name: len(n.gpus) for n in backend.nodes()}
+        layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
     service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
                       on_round=metrics.round_seconds.observe,
-                      on_admission=metrics.admission_seconds.observe)
+                      on_admission=metrics.admission_seconds.observe, layers=layers)
     metrics.attach(service)
     wake = asyncio.Event()
-    app = build_app(service, tokens=tokens, metrics=metrics, wake=wake.set)
+    app = build_app(service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set)
 
     server: list = []
 

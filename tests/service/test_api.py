@@ -190,3 +190,25 @@ def test_config_file_and_check(tmp_path):
     r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--config",
                         str(tmp_path / "bad.yaml"), "--check"], capture_output=True, text=True)
     assert r.returncode == 2 and "nodez: unknown option" in r.stderr
+
+
+def test_host_layer_configs_follow_placements(serve, tmp_path):
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[2] / "examples" / "hosts" / "2socket-8gpu.yaml"
+    (tmp_path / "hosts.yaml").write_text(f"node0: {model}\n")
+    server = serve("--nodes", "1", "--gpus-per-node", "8", "--speed", "10",
+                   "--layers-dir", str(tmp_path / "layers"), "--hosts", str(tmp_path / "hosts.yaml"))
+    http = server.http
+    r = http.post("/v1/jobs", json={"id": "l1", "gpus": 8, "estimate_seconds": 36000,
+                                    "cgroup": "training.slice/l1.scope"})
+    assert r.status_code == 201
+    path = tmp_path / "layers" / "node0.json"
+    wait_for(path.exists)
+    served = http.get("/v1/hosts/node0/layers")
+    assert served.status_code == 200 and served.text == path.read_text()
+    assert "training.slice/l1.scope" in path.read_text()
+    assert (tmp_path / "layers" / "node0.env").exists()
+    http.delete("/v1/jobs/l1")
+    wait_for(lambda: not path.exists())
+    assert http.get("/v1/hosts/node0/layers").json()["field"] == "node"
