@@ -198,7 +198,8 @@ def test_host_layer_configs_follow_placements(serve, tmp_path):
     model = Path(__file__).resolve().parents[2] / "examples" / "hosts" / "2socket-8gpu.yaml"
     (tmp_path / "hosts.yaml").write_text(f"node0: {model}\n")
     server = serve("--nodes", "1", "--gpus-per-node", "8", "--speed", "10",
-                   "--layers-dir", str(tmp_path / "layers"), "--hosts", str(tmp_path / "hosts.yaml"))
+                   "--layers-dir", str(tmp_path / "layers"),
+                   "--hosts", str(tmp_path / "hosts.yaml"))
     http = server.http
     r = http.post("/v1/jobs", json={"id": "l1", "gpus": 8, "estimate_seconds": 36000,
                                     "cgroup": "training.slice/l1.scope"})
