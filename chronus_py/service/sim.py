@@ -211,6 +211,7 @@ class SimBackend:
                                if j.state not in (RunState.PENDING, RunState.RUNNING)}
         self.trace = tuple(trace_jobs)
         self._next_trace = 0
+        self._settled = 0
 
     def _anchor(self, speed: float, origin: float) -> None:
         """Keep the persisted clock; a new ``speed`` re-anchors it at the current instant."""
@@ -256,7 +257,9 @@ class SimBackend:
         now = self.now()
         while self._next_trace < len(self.trace) and self.trace[self._next_trace].submit <= now:
             self._next_trace += 1
-        return [trace_fields(job) for job in self.trace[:self._next_trace]
+        while self._settled < self._next_trace and self.trace[self._settled].id in self.world.jobs:
+            self._settled += 1  # accepted or refused: never offered again
+        return [trace_fields(job) for job in self.trace[self._settled:self._next_trace]
                 if job.id not in self.world.jobs]
 
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:

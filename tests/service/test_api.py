@@ -213,3 +213,12 @@ def test_host_layer_configs_follow_placements(serve, tmp_path):
     http.delete("/v1/jobs/l1")
     wait_for(lambda: not path.exists())
     assert http.get("/v1/hosts/node0/layers").json()["field"] == "node"
+
+
+def test_trace_jobs_enter_through_the_backend(serve):
+    server = serve("--trace", "philly-slo", "--speed", "2000")
+    jobs = wait_for(lambda: server.http.get("/v1/jobs").json()["jobs"])
+    first = jobs[0]
+    assert first["submit"] >= 0 and first["admission"]["decision"] in (
+        "guaranteed", "not_guaranteed")
+    assert first["tenant"] != "default"  # the trace's tenant
