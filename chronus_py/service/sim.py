@@ -265,6 +265,8 @@ class SimBackend:
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         """``spec`` (the submitted fields) is kept for a service that lost its database; the true
         work is its ``duration_seconds``, else the job's ``duration``."""
+        if job.id in self.world.jobs:
+            return  # idempotent: a service that crashed after submitting submits again
         spec = dict(spec or {"id": job.id, "gpus": job.gpus, "tenant": job.tenant})
         work = spec.get("duration_seconds") or job.duration
         if work is None:
