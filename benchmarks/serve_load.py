@@ -12,7 +12,7 @@ file) as a subprocess. Phases:
    (each request's latency counts from its scheduled instant, so a slow server cannot hide
    by slowing the client down), over 16 keep-alive connections;
 3. memory: keeps submitting until ``--total`` jobs exist, then reads the server's VmRSS.
-Writes benchmarks/results/serve_load.json.
+Writes benchmarks/results/serve_load.json (or ``--out``).
 """
 from __future__ import annotations
 
@@ -127,6 +127,23 @@ def open_loop(port: int, bodies: list[dict], rate: float, connections: int = 16)
             "latency_max_ms": 1000 * latencies[-1]}
 
 
+def server_admission_quantiles(port: int) -> dict:
+    """p50/p99 of the server's own admission time (handler start to answer, without queueing
+    in the event loop), as the upper bound of the histogram bucket that holds them."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith("chronus_admission_seconds_bucket"):
+            bound = line.split('le="')[1].split('"')[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1]
+    pick = lambda q: next(b for b, n in buckets if n >= q * total)  # noqa: E731
+    return {"server_admission_p50_ms_at_most": 1000 * pick(0.5),
+            "server_admission_p99_ms_at_most": 1000 * pick(0.99)}
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -139,6 +156,7 @@ def main() -> None:
     p.add_argument("--rate", type=float, default=500.0)
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--total", type=int, default=100_000)
+    p.add_argument("--out", default="serve_load.json", help="file name under benchmarks/results")
     args = p.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="serve-load-"))
     port = free_port()
@@ -168,6 +186,7 @@ def main() -> None:
         n = int(args.rate * args.seconds)
         load = open_loop(port, [job(10_000 + i, rng, now) for i in range(n)], args.rate)
         health = Conn(port).call("GET", "/healthz")[1]
+        load.update(server_admission_quantiles(port))
         load["round_p50_ms"] = 1000 * health["round_seconds_p50"]
         load["round_p99_ms"] = 1000 * health["round_seconds_p99"]
         load["pending_after"] = Conn(port).call("GET", "/v1/cluster")[1]["pending"]
@@ -184,7 +203,7 @@ def main() -> None:
     out = {"command": " ".join(["python", *sys.argv]), "cpus": os.cpu_count(),
            "load_average_at_end": os.getloadavg(), "fill": fill, "load": load, "memory": memory}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "serve_load.json").write_text(json.dumps(out, indent=2) + "\n")
+    (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))
 
 

@@ -28,7 +28,7 @@ from chronus_py.service.db import TERMINAL, Database
 from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
 
 log = logging.getLogger("chronus.serve")
-FULL_OBSERVE_EVERY = 30.0
+FULL_OBSERVE_EVERY = 300.0
 _ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed",
           RunState.CANCELLED: "cancelled"}
 
