@@ -107,7 +107,7 @@ def decide(scheduler: Scheduler, moves: Moves) -> tuple[JobDecision, ...]:
             placement=dict(state.placement) if state.status is Status.RUNNING else {},
             guaranteed=state.guaranteed is not None,
             deadline=_deadline(state),
-            reason=_reason(scheduler, state, action, free),
+            reason=reason(scheduler, state, action, free),
         ))
     return tuple(out)
 
@@ -118,7 +118,8 @@ def _deadline(state: JobState) -> float | None:
     return state.job.deadlines[0].at if state.job.deadlines else None
 
 
-def _reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
+def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
+    """Why ``state`` gets ``action``: its standing in the policy's order, and the GPUs."""
     if action is Action.WAIT:
         where = (f"needs {state.gpus} GPUs, {free} free after this round" if state.gpus > free
                  else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)")

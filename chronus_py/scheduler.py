@@ -88,6 +88,21 @@ class Scheduler:
         state.finish = now
         return state
 
+    def withdraw(self, job_id: str, now: float) -> JobState:
+        """Remove an active job for good (cancelled, or ended outside the scheduler), releasing
+        its GPUs if it runs. It keeps status FINISHED with ``finish`` = ``now`` as the end of its
+        record; the caller knows why it ended."""
+        state = self.active[job_id]
+        if state.status is Status.RUNNING:
+            return self.finish(job_id, now)
+        self._dequeue(state)
+        del self.active[job_id]
+        if state in self._arrived:
+            self._arrived.remove(state)
+        state.status = Status.FINISHED
+        state.finish = now
+        return state
+
     # -- queues ---------------------------------------------------------------------------------
     def _enqueue(self, state: JobState, now: float) -> None:
         key = self.policy.key(state, now)

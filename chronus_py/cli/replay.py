@@ -55,42 +55,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
+    from chronus_py.cli.options import add_settings_arguments
+
     add_settings_arguments(p)
     p.set_defaults(func=run)
 
 
-def add_settings_arguments(p: argparse.ArgumentParser) -> None:
-    """One flag per Chronus setting, generated from :class:`ChronusSettings` so defaults and help
-    are written once. Flags left out keep the settings' defaults."""
-    from dataclasses import MISSING, fields
-
-    from chronus_py.selector import ChronusSettings
-
-    group = p.add_argument_group("chronus policy settings (--policy chronus)")
-    for f in fields(ChronusSettings):
-        kind = str if f.type in ("str", "str | None") else float
-        choices = ("cpsat", "cbc", "greedy") if f.name == "backend" else \
-            ("minimize", "maximize", "adaptive") if f.name == "objective" else None
-        default = "" if f.default is MISSING else f" (default {f.default})"
-        group.add_argument(f.metadata["flag"], dest=f"setting_{f.name}", type=kind, choices=choices,
-                           default=None, help=f.metadata["help"] + default)
-
-
-def settings_given(args: argparse.Namespace) -> dict:
-    """The Chronus settings given on the command line, by field name."""
-    return {name[len("setting_"):]: value for name, value in vars(args).items()
-            if name.startswith("setting_") and value is not None}
-
-
 def setup_from(args: argparse.Namespace):
     """The :class:`ReplaySetup` of the command line; settings flags only for the chronus policy."""
-    from chronus_py.errors import InputError
+    from chronus_py.cli.options import settings_given
     from chronus_py.replay.setup import ReplaySetup
 
-    options = settings_given(args)
-    if options and args.policy != "chronus":
-        raise InputError("--" + next(iter(options)).replace("_", "-"),
-                         f"a Chronus setting; --policy is {args.policy}")
+    options = settings_given(args, args.policy)
     return ReplaySetup(trace=args.trace, policy=args.policy, options=options, nodes=args.nodes,
                        gpus_per_node=args.gpus_per_node, cluster=args.cluster, tenant_map=args.tenant_map,
                        slowdown=args.slowdown, round_requests=args.round_requests, load=args.load,

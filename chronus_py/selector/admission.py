@@ -137,11 +137,15 @@ class LeaseSelector:
 
     def _need(self, state: JobState, now: float, first: int) -> int:
         """Leases of remaining work (top of its band, plus ``margin``), with one restart
-        allowance: a plan may leave a gap between leases, and the job then pays it again. When
-        the plan starts with the lease ``now`` is in (a re-plan inside a lease: the selector's
-        first decision, or the first after the cluster sat idle across a lease end), the part of
-        it already gone counts as work too, so the plan never counts on time that has passed."""
-        gone = max(now - first * self.settings.lease, 0.0)
+        allowance: a plan may leave a gap between leases, and the job then pays it again.
+
+        When a new guarantee would start with the lease ``now`` is in (a re-plan inside a lease:
+        the selector's first decision, or the first after the cluster sat idle across a lease
+        end), the part of it already gone counts as work too, so no promise counts on time that
+        has passed. A job already guaranteed keeps the lease as a whole: its promise was shown
+        to fit when it was made, and a restarted service re-planning mid-lease must not take it
+        back (the laxity trigger still starts it in time)."""
+        gone = 0.0 if state.id in self.guarantees else max(now - first * self.settings.lease, 0.0)
         return leases_needed(self._padded(state, now) + state.overhead + gone, self.settings.lease)
 
     def _cover(self, state: JobState, now: float) -> float:
@@ -196,8 +200,7 @@ class LeaseSelector:
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
         """Guarantee each arriving SLO job whose best fitting option fits the plan's residual."""
         changed: set[str] = set()
-        current = lease_of(now, self.settings.lease)
-        first = current if now <= current * self.settings.lease + 1e-9 else current + 1
+        first = self._admission_start(now)
         for state in arrived:
             if not state.job.is_slo or state.id in self.booked:
                 continue
@@ -214,7 +217,14 @@ class LeaseSelector:
         finish = now + state.remaining(now)
         return any(finish <= d.at < before for d in state.job.deadlines)
 
-    def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
+    def _admission_start(self, now: float) -> int:
+        """The first lease a new guarantee may use: the current one only if it starts now."""
+        current = lease_of(now, self.settings.lease)
+        return current if now <= current * self.settings.lease + 1e-9 else current + 1
+
+    def _fitting(self, state: JobState, now: float, first: int) -> tuple[DeadlineOption, np.ndarray] | None:
+        """The job's best deadline option whose remaining leases fit the plan's residual (less
+        the headroom) from lease ``first`` on, and those leases; None if no option fits."""
         gpus = self._gpus(state)
         need = self._need(state, now, first)
         self._cap = sum(map(len, self.booked.values())) + need + SLACK_LEASES
@@ -225,10 +235,25 @@ class LeaseSelector:
             free = self._free(first, end) - int(self.settings.headroom * self.capacity)
             slots = latest_slots(free, gpus, 0, end - first, need)
             if slots is not None:
-                self._promise(state.id, option)
-                self._book(state.id, gpus, slots + first)
-                return True
-        return False
+                return option, slots + first
+        return None
+
+    def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
+        fitting = self._fitting(state, now, first)
+        if fitting is None:
+            return False
+        option, leases = fitting
+        self._promise(state.id, option)
+        self._book(state.id, self._gpus(state), leases)
+        return True
+
+    def probe(self, state: JobState, now: float) -> DeadlineOption | None:
+        """The deadline option ``admit_arrivals`` would guarantee ``state`` now, without booking
+        it: the same test on the same residual (a dry run of admission)."""
+        if not state.job.is_slo:
+            return None
+        fitting = self._fitting(state, now, self._admission_start(now))
+        return None if fitting is None else fitting[0]
 
     # -- lease boundaries -------------------------------------------------------------------------
     def new_lease(self, active: Mapping[str, JobState], now: float) -> set[str]:

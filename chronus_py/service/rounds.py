@@ -1,0 +1,192 @@
+"""Every call the service makes into the core scheduler, in one module: building a scheduler,
+admission, rebuilding state after a restart, and the round, which is the shared pipeline of
+``chronus_py/round.py`` (select, place; the decisions only when asked).
+
+Keeping them here means the service follows the core when it changes by editing this file
+alone; the rest of the service sees :class:`Admission`, :class:`~chronus_py.scheduler.Moves`
+and the :class:`~chronus_py.plan.Plan`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from chronus_py.estimates import Fixed
+from chronus_py.model import Cluster, DeadlineOption, Job
+from chronus_py.plan import Action, Plan
+from chronus_py.policies import Chronus, make_policy
+from chronus_py.round import advance, assemble, reason
+from chronus_py.scheduler import Moves, Scheduler
+from chronus_py.selector import SelectorStats
+from chronus_py.state import JobState, Status
+
+GUARANTEED, NOT_GUARANTEED, REJECTED = "guaranteed", "not_guaranteed", "rejected"
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """The policy of ``chronus serve`` and its options (for Chronus, the fields of
+    :class:`~chronus_py.selector.ChronusSettings`, checked by ``make_policy``)."""
+
+    policy: str = "chronus"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The answer to a submission: ``decision`` is guaranteed / not_guaranteed / rejected;
+    ``deadline`` the option guaranteed; ``reason`` why not (or what the guarantee means)."""
+
+    decision: str
+    deadline: DeadlineOption | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        out: dict = {"decision": self.decision, "reason": self.reason}
+        if self.deadline is not None:
+            out["deadline"] = {"at": self.deadline.at, "value": self.deadline.value}
+        return out
+
+
+def build_scheduler(settings: SchedulerSettings, cluster: Cluster, *, allocator=None,
+                    estimates: dict[str, float]) -> Scheduler:
+    """A scheduler whose estimator reads ``estimates`` (the service fills it before submitting),
+    so a job's estimate is what its owner said, never its true work."""
+    policy = make_policy(settings.policy, settings.options)
+    return Scheduler(cluster, policy, allocator=allocator, estimator=Fixed(estimates))
+
+
+def selector_stats(scheduler: Scheduler) -> SelectorStats | None:
+    """The lease selector's counters (re-plans, demotions), for policies that keep one."""
+    policy = scheduler.policy
+    return policy.selector.stats if isinstance(policy, Chronus) and policy.selector else None
+
+
+def widest(scheduler: Scheduler) -> int:
+    return scheduler.total_gpus
+
+
+def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
+    """Why a job can never be scheduled here, or None."""
+    if job.gpus > scheduler.total_gpus:
+        return f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
+    if job.deadlines and job.deadlines[-1].at <= now:
+        return f"its last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+    return None
+
+
+def _not_guaranteed(scheduler: Scheduler, state: JobState, now: float) -> Admission:
+    if not state.job.is_slo:
+        return Admission(NOT_GUARANTEED, reason="best-effort job: no deadline to guarantee")
+    policy = scheduler.policy
+    selector = policy.selector if isinstance(policy, Chronus) else None
+    if selector is None:
+        return Admission(NOT_GUARANTEED, reason=f"policy {policy.name} gives no guarantees")
+    if selector.hopeless(state, now):
+        return Admission(NOT_GUARANTEED, reason="cannot meet its last deadline even alone; "
+                                                "runs on leftover GPUs")
+    return Admission(NOT_GUARANTEED, reason="no deadline option fits the lease plan's free "
+                                            "capacity; competes in the pool by remaining GPU-time")
+
+
+def admit(scheduler: Scheduler, job: Job, now: float) -> tuple[JobState, Admission]:
+    """Submit ``job`` and run the policy's part of a round, so the answer comes at once."""
+    state = scheduler.submit(job)
+    scheduler.select(now)
+    if state.guaranteed is not None:
+        return state, Admission(GUARANTEED, state.guaranteed,
+                                f"guaranteed to finish by {state.guaranteed.at:g}")
+    return state, _not_guaranteed(scheduler, state, now)
+
+
+def probe(scheduler: Scheduler, job: Job, estimate: float, now: float) -> Admission:
+    """What ``admit`` would answer, without submitting or booking anything."""
+    scheduler.select(now)
+    state = JobState(job=job, seq=-1, estimate=estimate, overhead=scheduler.overhead(job.gpus))
+    policy = scheduler.policy
+    selector = policy.selector if isinstance(policy, Chronus) else None
+    option = selector.probe(state, now) if selector is not None else None
+    if option is not None:
+        return Admission(GUARANTEED, option, f"would be guaranteed to finish by {option.at:g}")
+    return _not_guaranteed(scheduler, state, now)
+
+
+def restore(scheduler: Scheduler, job: Job, now: float, *, work_done: float, starts: int,
+            guaranteed: DeadlineOption | None,
+            placement: Mapping[str, tuple[int, ...]] | None) -> JobState:
+    """Load a job the backend reports (after a restart or a resync): running on ``placement``
+    or pending, ``work_done`` seconds of its work behind it, its run count and guarantee."""
+    state = scheduler.restore(job, now, work_done=work_done, guaranteed=guaranteed,
+                              placement=placement)
+    if placement is not None and starts > 1:
+        state.service += (starts - 1) * state.overhead
+        state.starts = starts
+    state.preemptions = max(starts - 1, 0)
+    return state
+
+
+def finish(scheduler: Scheduler, job_id: str, at: float) -> JobState:
+    """A job the backend saw complete (``at`` its true end)."""
+    if job_id in scheduler.running:
+        return scheduler.finish(job_id, at)
+    return scheduler.withdraw(job_id, at)
+
+
+def withdraw(scheduler: Scheduler, job_id: str, now: float) -> JobState:
+    return scheduler.withdraw(job_id, now)
+
+
+def progress(scheduler: Scheduler, job_id: str, fraction: float, now: float) -> float | None:
+    """Re-estimate a job from the share of its iterations done: the work it has received over
+    that share. Returns the new estimate, or None if it has not received work to judge from."""
+    state = scheduler.active[job_id]
+    done = state.service_at(now) - state.starts * state.overhead
+    if done <= 0 or fraction <= 0:
+        return None
+    estimate = max(done / min(fraction, 1.0), done)
+    scheduler.reestimate(job_id, estimate, now)
+    return estimate
+
+
+def run_round(scheduler: Scheduler, now: float) -> tuple[Moves, float]:
+    """One round at ``now``: select and place (the shared pipeline's first steps), with its wall
+    seconds. The plan as data is assembled only when asked (``plan_of``): it covers every active
+    job, and a busy service runs many rounds between two ``GET /v1/plan``."""
+    started = time.perf_counter()
+    moves = advance(scheduler, now)
+    return moves, time.perf_counter() - started
+
+
+def plan_of(scheduler: Scheduler, moves: Moves) -> Plan:
+    return assemble(scheduler, moves)
+
+
+def reasons(scheduler: Scheduler, moves: Moves) -> dict[str, str]:
+    """Why each job started or was preempted in ``moves`` (the plan's reason, for the log line
+    of each decision), without assembling the whole plan."""
+    free = scheduler.allocator.free_gpus()
+    out = {s.id: reason(scheduler, s, Action.START, free) for s in moves.started}
+    out.update({s.id: reason(scheduler, s, Action.PREEMPT, free) for s in moves.preempted})
+    return out
+
+
+def guarantees(scheduler: Scheduler) -> dict[str, DeadlineOption]:
+    """Active jobs' current guarantees (to record promises made or withdrawn by a round)."""
+    return {i: s.guaranteed for i, s in scheduler.active.items() if s.guaranteed is not None}
+
+
+def next_wakeup(scheduler: Scheduler, now: float) -> float | None:
+    return scheduler.next_wakeup(now)
+
+
+def is_running(state: JobState) -> bool:
+    return state.status is Status.RUNNING
+
+
+def free_gpus(scheduler: Scheduler) -> int:
+    return scheduler.allocator.free_gpus()
+
+
+def jobs_in(scheduler: Scheduler) -> Iterable[JobState]:
+    return scheduler.active.values()
