@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.plan import Plan, assemble_plan
@@ -59,10 +59,6 @@ def build_scheduler(settings: SchedulerSettings, cluster: Cluster, *, allocator=
     else:
         policy = make_policy(settings.policy)
     return Scheduler(cluster, policy, allocator=allocator, estimator=lambda job: estimates[job.id])
-
-
-def widest(scheduler: Scheduler) -> int:
-    return scheduler.total_gpus
 
 
 def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
@@ -190,7 +186,3 @@ def is_running(state: JobState) -> bool:
 
 def free_gpus(scheduler: Scheduler) -> int:
     return scheduler.allocator.free_gpus()
-
-
-def jobs_in(scheduler: Scheduler) -> Iterable[JobState]:
-    return scheduler.active.values()
