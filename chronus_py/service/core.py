@@ -103,13 +103,14 @@ class Service:
         """A fresh scheduler holding every active job as the backend sees it, with the
         promises and estimates the database remembers."""
         now = self.backend.now()
+        observed = {o.id: o for o in self.backend.jobs()}
+        self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
         self.scheduler = rounds.build_scheduler(self.settings, self.cluster,
                                                 allocator=self.allocator_factory(),
                                                 estimates=self.estimates)
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
-        observed = {o.id: o for o in self.backend.jobs()}
         self.known = self.db.ids()  # every job id ever accepted: ids are never reused
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
@@ -171,6 +172,10 @@ class Service:
 
     # -- requests ----------------------------------------------------------------------------------
     def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
+        if self.needs_resync:
+            # The scheduler may not match the cluster: a promise made now could not be kept.
+            raise ApiError(503, "the service is re-reading the cluster after a backend error; "
+                                "retry shortly")
         started = time.perf_counter()
         now = self.backend.now()
         try:

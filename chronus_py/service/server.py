@@ -25,7 +25,8 @@ from typing import Any
 
 import yaml
 
-from chronus_py.errors import InputError
+from chronus_py.errors import ChronusError, InputError
+from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.backends import BACKENDS, DEFAULT_BACKEND, backend_module
 from chronus_py.service.rounds import SchedulerSettings
 
@@ -210,9 +211,14 @@ def serve(options: Options) -> int:
         node_gpus = {n.name: len(n.gpus) for n in backend.nodes()}
         layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
-    service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
-                      on_round=metrics.round_seconds.observe,
-                      on_admission=metrics.admission_seconds.observe, layers=layers)
+    try:
+        service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
+                          on_round=metrics.round_seconds.observe,
+                          on_admission=metrics.admission_seconds.observe, layers=layers)
+    except BackendUnavailable as exc:
+        error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
+        error.exit_code = 1
+        raise error from None
     metrics.attach(service)
     wake = asyncio.Event()
     app = build_app(service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set)
