@@ -362,9 +362,13 @@ class Service:
                 decision_log("refuse", job=fields.get("id"), reason=str(exc))
                 self.backend.cancel(str(fields.get("id")))
                 continue
+            if spec.job.id in self.known or spec.job.id in self.scheduler.jobs:
+                # Never cancel by this id: it names a job chronus already accepted.
+                decision_log("refuse", job=spec.job.id, reason="duplicate id")
+                continue
             why = rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
-            if why is not None or spec.job.id in self.scheduler.jobs:
-                decision_log("refuse", job=spec.job.id, reason=why or "duplicate id")
+            if why is not None:
+                decision_log("refuse", job=spec.job.id, reason=why)
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)
