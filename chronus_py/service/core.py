@@ -155,8 +155,13 @@ class Service:
         self.specs[job_id] = spec
         self.tenants[job_id] = spec.job.tenant
         running = obs is not None and obs.state is RunState.RUNNING
-        kwargs = dict(work_done=(obs.work_done or 0.0) if obs else 0.0,
-                      starts=obs.starts if obs else 0, guaranteed=guaranteed)
+        done = 0.0 if obs is None else obs.work_done
+        if done is None:
+            # The backend only knows how long the current run has been going (its earlier runs'
+            # work is unknown: counting it as none errs towards more remaining work).
+            done = now - obs.run_since if running and obs.run_since is not None else 0.0
+        kwargs = dict(work_done=max(done, 0.0), starts=obs.starts if obs else 0,
+                      guaranteed=guaranteed)
         try:
             rounds.restore(self.scheduler, spec.job, now,
                            placement=dict(obs.placement) if running else None, **kwargs)
