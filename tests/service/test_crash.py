@@ -93,10 +93,11 @@ def run_workload(serve, tmp_path, *, kills: int) -> tuple[dict, dict, Server]:
     rng = random.Random(11)
     for k in range(kills):
         # Kill points spread over the submissions (3 jobs apart), each at a random instant
-        # that often falls inside a request or a round.
+        # that often falls inside a request or a round, and never before the daemon has had
+        # some time to schedule (back-to-back kills would only measure restarts).
         while len(driver.answered) < 3 * k and not driver.done:
             time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, 0.15))
+        time.sleep(rng.uniform(0.15, 0.6))
         server.kill()
         answered = dict(driver.answered)  # before the restart: later answers may race the list
         server.start()
