@@ -262,6 +262,7 @@ def serve(options: Options) -> int:
 
 async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: float) -> None:
     last, spent = -math.inf, 0.0
+    wake.set()  # the first round at once: after a restart, work is waiting
     while not stop.is_set():
         due = service.next_wakeup()
         timeout = MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due),
