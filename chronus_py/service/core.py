@@ -103,13 +103,14 @@ class Service:
         """A fresh scheduler holding every active job as the backend sees it, with the
         promises and estimates the database remembers."""
         now = self.backend.now()
+        observed = {o.id: o for o in self.backend.jobs()}
+        self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
         self.scheduler = rounds.build_scheduler(self.settings, self.cluster,
                                                 allocator=self.allocator_factory(),
                                                 estimates=self.estimates)
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
-        observed = {o.id: o for o in self.backend.jobs()}
         self.known = self.db.ids()  # every job id ever accepted: ids are never reused
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
@@ -154,8 +155,13 @@ class Service:
         self.specs[job_id] = spec
         self.tenants[job_id] = spec.job.tenant
         running = obs is not None and obs.state is RunState.RUNNING
-        kwargs = dict(work_done=(obs.work_done or 0.0) if obs else 0.0,
-                      starts=obs.starts if obs else 0, guaranteed=guaranteed)
+        done = 0.0 if obs is None else obs.work_done
+        if done is None:
+            # The backend only knows how long the current run has been going (its earlier runs'
+            # work is unknown: counting it as none errs towards more remaining work).
+            done = now - obs.run_since if running and obs.run_since is not None else 0.0
+        kwargs = dict(work_done=max(done, 0.0), starts=obs.starts if obs else 0,
+                      guaranteed=guaranteed)
         try:
             rounds.restore(self.scheduler, spec.job, now,
                            placement=dict(obs.placement) if running else None, **kwargs)
@@ -171,6 +177,10 @@ class Service:
 
     # -- requests ----------------------------------------------------------------------------------
     def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
+        if self.needs_resync:
+            # The scheduler may not match the cluster: a promise made now could not be kept.
+            raise ApiError(503, "the service is re-reading the cluster after a backend error; "
+                                "retry shortly")
         started = time.perf_counter()
         now = self.backend.now()
         try:
@@ -357,9 +367,13 @@ class Service:
                 decision_log("refuse", job=fields.get("id"), reason=str(exc))
                 self.backend.cancel(str(fields.get("id")))
                 continue
+            if spec.job.id in self.known or spec.job.id in self.scheduler.jobs:
+                # Never cancel by this id: it names a job chronus already accepted.
+                decision_log("refuse", job=spec.job.id, reason="duplicate id")
+                continue
             why = rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
-            if why is not None or spec.job.id in self.scheduler.jobs:
-                decision_log("refuse", job=spec.job.id, reason=why or "duplicate id")
+            if why is not None:
+                decision_log("refuse", job=spec.job.id, reason=why)
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)

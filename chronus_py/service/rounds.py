@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from chronus_py.estimates import Fixed
 from chronus_py.model import Cluster, DeadlineOption, Job
@@ -61,10 +61,6 @@ def selector_stats(scheduler: Scheduler) -> SelectorStats | None:
     """The lease selector's counters (re-plans, demotions), for policies that keep one."""
     policy = scheduler.policy
     return policy.selector.stats if isinstance(policy, Chronus) and policy.selector else None
-
-
-def widest(scheduler: Scheduler) -> int:
-    return scheduler.total_gpus
 
 
 def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
@@ -186,7 +182,3 @@ def is_running(state: JobState) -> bool:
 
 def free_gpus(scheduler: Scheduler) -> int:
     return scheduler.allocator.free_gpus()
-
-
-def jobs_in(scheduler: Scheduler) -> Iterable[JobState]:
-    return scheduler.active.values()

@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from chronus_py.cli.options import add_settings_arguments, settings_given
-from chronus_py.errors import InputError
+from chronus_py.errors import ChronusError, InputError
+from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.backends import BACKENDS, DEFAULT_BACKEND, backend_module
 from chronus_py.service.rounds import SchedulerSettings
 
@@ -206,9 +207,14 @@ def serve(options: Options) -> int:
         node_gpus = {n.name: len(n.gpus) for n in backend.nodes()}
         layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
-    service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
-                      on_round=metrics.round_seconds.observe,
-                      on_admission=metrics.admission_seconds.observe, layers=layers)
+    try:
+        service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
+                          on_round=metrics.round_seconds.observe,
+                          on_admission=metrics.admission_seconds.observe, layers=layers)
+    except BackendUnavailable as exc:
+        error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
+        error.exit_code = 1
+        raise error from None
     metrics.attach(service)
     wake = asyncio.Event()
     app = build_app(service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set)
@@ -252,6 +258,7 @@ def serve(options: Options) -> int:
 
 async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: float) -> None:
     last, spent = -math.inf, 0.0
+    wake.set()  # the first round at once: after a restart, work is waiting
     while not stop.is_set():
         due = service.next_wakeup()
         timeout = MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from serving import Server
 
 TOKENS = """tokens:
   - {token: "team-a-token-0123456789", tenant: team-a}
@@ -15,11 +16,24 @@ B = {"Authorization": "Bearer team-b-token-0123456789"}
 ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
 
 
+ARGS = ("--nodes", "4", "--speed", "50", "--headroom", "0.5")
+
+
 @pytest.fixture
 def server(serve, tmp_path):
     (tmp_path / "tokens.yaml").write_text(TOKENS)
-    return serve("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "4", "--speed", "50",
-                 "--headroom", "0.5")
+    return serve("--tokens", str(tmp_path / "tokens.yaml"), *ARGS)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One server for the tests that only read or are refused (no state to leak between them)."""
+    workdir = tmp_path_factory.mktemp("shared")
+    (workdir / "tokens.yaml").write_text(TOKENS)
+    server = Server(workdir, "--tokens", str(workdir / "tokens.yaml"), *ARGS).start()
+    yield server
+    server.stop()
+    server.http.close()
 
 
 def wait_for(predicate, timeout=15.0):
@@ -94,14 +108,14 @@ def test_rejected_and_not_guaranteed_say_why(server):
     ({"gpus": 1, "estimate_seconds": 5, "id": "a b"}, 422, "id"),
     ([1, 2], 422, "body"),
 ])
-def test_bad_bodies_name_the_field(server, body, status, field):
-    r = server.http.post("/v1/jobs", headers=A, json=body)
+def test_bad_bodies_name_the_field(shared, body, status, field):
+    r = shared.http.post("/v1/jobs", headers=A, json=body)
     assert r.status_code == status, r.text
     assert r.json()["field"] == field
 
 
-def test_malformed_and_oversized_requests(server):
-    http = server.http
+def test_malformed_and_oversized_requests(shared):
+    http = shared.http
     r = http.post("/v1/jobs", headers=A, content=b"{not json")
     assert r.status_code == 400 and r.json()["field"] == "body"
     r = http.post("/v1/jobs", headers=A, content=b'{"gpus": 1, "estimate_seconds": NaN}')

