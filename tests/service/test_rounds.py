@@ -7,7 +7,7 @@ from chronus_py.service import rounds
 
 
 def scheduler(estimates):
-    return rounds.build_scheduler(rounds.SchedulerSettings(headroom=0.5, solver=None),
+    return rounds.build_scheduler(rounds.SchedulerSettings(options={"headroom": 0.5, "backend": "greedy"}),
                                   Cluster.uniform(2, 8), estimates=estimates)
 
 
@@ -22,7 +22,7 @@ def test_probe_answers_what_admit_does_without_booking():
     a = slo("a", 8, 3600.0, 9000.0)
     probed = rounds.probe(s, a, 3600.0, 0.0)
     assert probed.decision == rounds.GUARANTEED and probed.deadline.at == 9000.0
-    assert not s.policy.selector.plan and not s.jobs
+    assert not s.policy.selector.booked and not s.jobs
     _, admitted = rounds.admit(s, a, 0.0)
     assert admitted.deadline == probed.deadline
     # The plan now holds a's capacity: 8 GPUs of the 8 new guarantees may use (headroom 0.5).
