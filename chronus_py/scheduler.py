@@ -329,3 +329,29 @@ class Scheduler:
         change = self.policy.key_worsens_at(state, now)
         if change is not None:
             heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+
+    # -- a service's needs: the policy's part of a round alone, and withdrawing a job -----------
+    def select(self, now: float) -> set[str]:
+        """The policy's part of a round without the placement walk: admission of the jobs
+        arrived since the last call, the lease boundary, triggers. A service runs it on every
+        submission to answer admission at once; the next ``plan`` places. Returns the ids whose
+        order changed."""
+        changed = set(self.policy.prepare(self.view(now)))
+        self._arrived.clear()
+        self._rekey(changed, now)
+        return changed
+
+    def withdraw(self, job_id: str, now: float) -> JobState:
+        """Remove an active job for good (cancelled, or ended outside the scheduler), releasing
+        its GPUs if it runs. It keeps status FINISHED with ``finish`` = ``now`` as the end of its
+        record; the caller knows why it ended."""
+        state = self.active[job_id]
+        if state.status is Status.RUNNING:
+            return self.finish(job_id, now)
+        self._dequeue(state)
+        del self.active[job_id]
+        if state in self._arrived:
+            self._arrived.remove(state)
+        state.status = Status.FINISHED
+        state.finish = now
+        return state

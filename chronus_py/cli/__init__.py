@@ -12,7 +12,8 @@ import sys
 
 from chronus_py.errors import ChronusError
 
-COMMANDS = ("replay", "profile", "host", "layers", "cells", "compare", "plan")
+COMMANDS = ("replay", "profile", "host", "layers", "cells", "compare", "plan", "serve",
+            "submit", "status", "cancel", "jobs")
 
 
 def build_parser() -> argparse.ArgumentParser:

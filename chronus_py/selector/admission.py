@@ -314,6 +314,24 @@ class LeaseSelector:
             del self.tiers[job_id]
         return changed
 
+    def probe(self, state: JobState, now: float) -> DeadlineOption | None:
+        """The deadline option ``admit_arrivals`` would guarantee ``state`` now, without booking
+        it: the same latest-slot test on the plan's residual capacity (a dry run of admission)."""
+        if not state.job.is_slo:
+            return None
+        current = lease_of(now, self.settings.lease)
+        first = current if now <= current * self.settings.lease + 1e-9 else current + 1
+        gpus = self._gpus(state)
+        need = self._need(state, now)
+        for option in state.job.deadlines:
+            end = lease_deadline(option.at, self.settings.lease)
+            if end - first < need:
+                continue
+            free = self._free(first, end) - int(self.settings.headroom * self.capacity)
+            if latest_slots(free, gpus, 0, end - first, need) is not None:
+                return option
+        return None
+
 
 def _as_hint(plan: Mapping[str, tuple[int, ...]], first: int, problem: LeaseProblem) -> dict[str, Placement]:
     """The previous plan's leases from ``first`` on, as solver slots (option 0: fixed jobs carry

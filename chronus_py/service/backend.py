@@ -56,7 +56,10 @@ class ObservedJob:
     is when the current run started (RUNNING only), ``ended_at`` when it ended (terminal states).
     ``work_done`` is seconds of the job's work behind it if the backend can tell (the sim backend
     can; a real one may only know elapsed run time, then None and the service counts from
-    ``run_since``). ``starts`` counts runs so far, the current one included."""
+    ``run_since``). ``starts`` counts runs so far, the current one included. ``spec`` is the job
+    as it was submitted (the fields of ``POST /v1/jobs``) if the backend kept it (the sim backend
+    does; Slurm can in the job's comment), so a service that lost its database can still rebuild
+    the job; None if the backend cannot tell."""
 
     id: str
     state: RunState
@@ -65,6 +68,7 @@ class ObservedJob:
     ended_at: float | None = None
     work_done: float | None = None
     starts: int = 0
+    spec: Mapping[str, Any] | None = None
 
 
 class Backend(Protocol):
@@ -92,9 +96,12 @@ class Backend(Protocol):
         the service has accepted it (``submit``) or refused it (``cancel``), so a crash in between
         loses nothing."""
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         """Make an accepted API job known to the backend, not running (Slurm: a held job). Must be
-        idempotent: after a crash the service may submit a job again."""
+        idempotent: after a crash the service may submit a job again. ``spec`` is the job as
+        submitted (the fields of ``POST /v1/jobs``); a backend that can keep it returns it as
+        ``ObservedJob.spec``. ``job.duration`` is the true work where the caller knows it (the
+        sim backend simulates that much work)."""
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
         """Run a pending job on exactly these GPUs. Idempotent for a job already running there."""

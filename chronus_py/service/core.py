@@ -1,0 +1,439 @@
+"""The service's state machine, without HTTP: submissions, cancellations, progress reports, and
+the round that observes the backend, plans, and applies the decisions through it.
+
+Order of effects, which is what makes a crash at any instant safe:
+- a submission is committed to the database (with its promise) before it is answered, then made
+  known to the backend; a job committed but unknown to the backend is submitted again on start;
+- a round first observes the backend (completions, jobs that ended outside chronus) and only
+  then plans; each decision is applied through the backend, then recorded. If the backend
+  refuses or fails, the service rebuilds its scheduler from the backend's view before deciding
+  anything again, so a job is never started twice;
+- on start, the scheduler is rebuilt from what the backend says runs where, plus the promises
+  and estimates of the database.
+
+All methods run on one thread (the server's event loop): the scheduler is not shared.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from chronus_py.model import Cluster, DeadlineOption, Node
+from chronus_py.service import rounds
+from chronus_py.service.backend import Backend, BackendUnavailable, RunState
+from chronus_py.service.db import TERMINAL, Database
+from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
+
+log = logging.getLogger("chronus.serve")
+_ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed",
+          RunState.CANCELLED: "cancelled"}
+
+
+class ApiError(Exception):
+    """A request the service refuses: HTTP ``status``, a message, and the field at fault."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+
+@dataclass
+class Caller:
+    """Who is asking: a tenant, or an admin (sees and changes every tenant's jobs)."""
+
+    tenant: str
+    admin: bool = False
+
+    def sees(self, tenant: str) -> bool:
+        return self.admin or tenant == self.tenant
+
+
+@dataclass
+class Counters:
+    """What the metrics report that is not in the database."""
+
+    submissions: dict[str, int] = field(default_factory=dict)
+    round_seconds: list[float] = field(default_factory=list)
+    rounds: int = 0
+    backend_errors: int = 0
+    resyncs: int = 0
+    demotions: int = 0
+
+
+def decision_log(event: str, **fields: Any) -> None:
+    """One structured (JSON) log line per decision."""
+    log.info(json.dumps({"event": event, **fields}, default=str))
+
+
+class Service:
+    def __init__(self, backend: Backend, db: Database, settings: rounds.SchedulerSettings, *,
+                 allocator_factory: Callable[[], Any] | None = None,
+                 on_round: Callable[[float], None] | None = None,
+                 on_admission: Callable[[float], None] | None = None):
+        self.backend = backend
+        self.db = db
+        self.settings = settings
+        self.allocator_factory = allocator_factory or (lambda: None)
+        self.on_round = on_round or (lambda seconds: None)
+        self.on_admission = on_admission or (lambda seconds: None)
+        self.counters = Counters()
+        nodes = backend.nodes()
+        self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
+        self.plan = None
+        self.needs_resync = False
+        self.rebuild()
+
+    # -- (re)building from the backend's truth plus the database -----------------------------------
+    def rebuild(self) -> None:
+        """A fresh scheduler holding every active job as the backend sees it, with the
+        promises and estimates the database remembers."""
+        now = self.backend.now()
+        self.estimates: dict[str, float] = {}
+        self.scheduler = rounds.build_scheduler(self.settings, self.cluster,
+                                                allocator=self.allocator_factory(),
+                                                estimates=self.estimates)
+        self.specs: dict[str, JobSpec] = {}
+        self.tenants: dict[str, str] = {}
+        observed = {o.id: o for o in self.backend.jobs()}
+        with self.db.transaction():
+            for row in self.db.jobs(active_only=True):
+                obs = observed.pop(row["id"], None)
+                spec = parse_job(row["spec"], now=now, tenant=row["tenant"], may_set_tenant=True,
+                                 submit=row["submit"])
+                if obs is not None and obs.state in _ENDED:
+                    self.db.set_state(row["id"], _ENDED[obs.state], finished=obs.ended_at,
+                                      starts=obs.starts)
+                    continue
+                if obs is None:
+                    self.backend.submit(spec.job, spec.fields)
+                guaranteed = (DeadlineOption(row["guaranteed_at"], row["guaranteed_value"])
+                              if row["guaranteed_at"] is not None else None)
+                self._restore(spec, row["estimate"], obs, guaranteed, now)
+            for obs in observed.values():
+                if obs.state in _ENDED or obs.spec is None or self.db.job(obs.id) is not None:
+                    continue
+                spec = parse_job(dict(obs.spec), now=now, tenant=str(obs.spec.get("tenant")),
+                                 may_set_tenant=True, submit=now)
+                admission = {"decision": rounds.NOT_GUARANTEED,
+                             "reason": "recovered from the backend: the database had no record"}
+                self.db.add_job(job_id=spec.job.id, seq=self.db.next_seq(),
+                                tenant=spec.job.tenant, spec=spec.fields, submit=now,
+                                estimate=spec.estimate, first_deadline=_first(spec),
+                                admission=admission, guaranteed=None)
+                self._restore(spec, spec.estimate, obs, None, now)
+                decision_log("recovered", job=spec.job.id, state=str(obs.state))
+        self.promised = rounds.guarantees(self.scheduler)
+        self.needs_resync = False
+        self.counters.resyncs += 1
+
+    def _restore(self, spec: JobSpec, estimate: float, obs, guaranteed, now: float) -> None:
+        job_id = spec.job.id
+        self.estimates[job_id] = estimate
+        self.specs[job_id] = spec
+        self.tenants[job_id] = spec.job.tenant
+        running = obs is not None and obs.state is RunState.RUNNING
+        kwargs = dict(work_done=(obs.work_done or 0.0) if obs else 0.0,
+                      starts=obs.starts if obs else 0, guaranteed=guaranteed)
+        try:
+            rounds.restore(self.scheduler, spec.job, now,
+                           placement=dict(obs.placement) if running else None, **kwargs)
+        except ValueError as exc:
+            # The backend runs it where the scheduler cannot hold it (e.g. a node left the
+            # partition): stop it, and schedule it again from where it is.
+            decision_log("preempt", job=job_id, reason=f"cannot hold its placement: {exc}")
+            self.backend.preempt(job_id)
+            rounds.restore(self.scheduler, spec.job, now, placement=None, **kwargs)
+        self.db.set_state(job_id, "running" if running else "pending",
+                          placement=obs.placement if running else None,
+                          starts=obs.starts if obs else None)
+
+    # -- requests ----------------------------------------------------------------------------------
+    def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
+        started = time.perf_counter()
+        now = self.backend.now()
+        try:
+            spec = parse_job(body, now=now, tenant=caller.tenant, may_set_tenant=caller.admin)
+        except FieldError as exc:
+            raise ApiError(422, exc.why, exc.field) from None
+        job = spec.job
+        if job.id in self.scheduler.jobs or self.db.job(job.id) is not None:
+            raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
+        why = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
+        if why is not None:
+            admission = rounds.Admission(rounds.REJECTED, reason=why)
+            self._count(admission.decision)
+            return 200, {"id": job.id, "submitted": False, "admission": admission.to_dict()}
+        if dry_run:
+            admission = rounds.probe(self.scheduler, job, spec.estimate, now)
+            self._record_promise_changes(now)
+            return 200, {"id": job.id, "submitted": False, "dry_run": True,
+                         "admission": admission.to_dict()}
+        admission = self.accept(spec, now)
+        self.on_admission(time.perf_counter() - started)
+        return 201, {"id": job.id, "submitted": True, "now": now,
+                     "admission": admission.to_dict()}
+
+    def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
+        """Admit a checked job: commit it and its promise, then tell the backend."""
+        job = spec.job
+        self.estimates[job.id] = spec.estimate
+        stats = rounds.selector_stats(self.scheduler)
+        before = None if stats is None else stats.rounds
+        state, admission = rounds.admit(self.scheduler, job, now)
+        self.specs[job.id] = spec
+        self.tenants[job.id] = job.tenant
+        deadline = admission.deadline
+        with self.db.transaction():
+            self.db.add_job(job_id=job.id, seq=state.seq, tenant=job.tenant, spec=spec.fields,
+                            submit=job.submit, estimate=spec.estimate,
+                            first_deadline=_first(spec), admission=admission.to_dict(),
+                            guaranteed=None if deadline is None else (deadline.at, deadline.value))
+            if deadline is not None:
+                self.db.promise(job.id, "promised", (deadline.at, deadline.value), now)
+                self.promised[job.id] = deadline
+            self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
+            if stats is not None and stats.rounds != before:
+                self._record_promise_changes(now, in_transaction=True)
+        decision_log("admit", job=job.id, tenant=job.tenant, decision=admission.decision,
+                     deadline=None if deadline is None else deadline.at, now=now)
+        self._count(admission.decision)
+        try:
+            self.backend.submit(job, spec.fields)
+        except BackendUnavailable as exc:
+            self._backend_failed("submit", job.id, exc)
+        return admission
+
+    def cancel(self, job_id: str, caller: Caller) -> dict:
+        row = self._visible(job_id, caller)
+        if row["state"] in TERMINAL:
+            return self.job_view(row)
+        now = self.backend.now()
+        try:
+            self.backend.cancel(job_id)
+        except BackendUnavailable as exc:
+            self._backend_failed("cancel", job_id, exc)
+            raise ApiError(503, f"the backend did not take the cancellation: {exc}") from None
+        if job_id in self.scheduler.active:
+            rounds.withdraw(self.scheduler, job_id, now)
+        self.promised.pop(job_id, None)
+        with self.db.transaction():
+            self.db.set_state(job_id, "cancelled", finished=now)
+            self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
+        decision_log("cancel", job=job_id, by=caller.tenant, now=now)
+        return self.job_view(self.db.job(job_id))
+
+    def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
+        row = self._visible(job_id, caller)
+        if not isinstance(body, dict) or set(body) != {"iterations_done"}:
+            raise ApiError(422, "expected {\"iterations_done\": N}", "iterations_done")
+        done = body["iterations_done"]
+        total = row["spec"].get("iterations")
+        if total is None:
+            raise ApiError(422, "the job was submitted without iterations", "iterations_done")
+        if isinstance(done, bool) or not isinstance(done, int) or not 0 <= done <= total:
+            raise ApiError(422, f"expected an integer in [0, {total}], got {done!r}",
+                           "iterations_done")
+        if job_id not in self.scheduler.active:
+            raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
+        now = self.backend.now()
+        old = self.estimates[job_id]
+        new = rounds.progress(self.scheduler, job_id, done / total, now)
+        if new is not None:
+            self.estimates[job_id] = new
+            with self.db.transaction():
+                self.db.reestimated(job_id, now, old, new)
+            decision_log("reestimate", job=job_id, old=old, new=new, now=now)
+        return {**self.job_view(self.db.job(job_id)), "reestimated": new is not None}
+
+    def _visible(self, job_id: str, caller: Caller) -> dict:
+        row = self.db.job(job_id)
+        if row is None or not caller.sees(row["tenant"]):
+            raise ApiError(404, f"no job {job_id!r}", "id")
+        return row
+
+    def get_job(self, job_id: str, caller: Caller) -> dict:
+        return self.job_view(self._visible(job_id, caller))
+
+    def list_jobs(self, caller: Caller, *, tenant: str | None, state: str | None,
+                  limit: int, after: str | None) -> list[dict]:
+        if not caller.admin:
+            if tenant is not None and tenant != caller.tenant:
+                return []
+            tenant = caller.tenant
+        return [self.job_view(r) for r in self.db.jobs(tenant=tenant, state=state, limit=limit,
+                                                       after=after)]
+
+    def job_view(self, row: Mapping[str, Any]) -> dict:
+        spec = row["spec"]
+        out = {
+            "id": row["id"], "tenant": row["tenant"], "state": row["state"],
+            "gpus": spec["gpus"], "submit": row["submit"], "deadlines": spec.get("deadlines", []),
+            "estimate_seconds": row["estimate"], "admission": row["admission"],
+            "guaranteed": None if row["guaranteed_at"] is None else {
+                "at": row["guaranteed_at"], "value": row["guaranteed_value"]},
+            "placement": row["placement"] or {}, "first_start": row["first_start"],
+            "finished_at": row["finished_at"], "starts": row["starts"],
+        }
+        if row["state"] == "finished" and row["first_deadline"] is not None:
+            out["met_first_deadline"] = row["finished_at"] <= row["first_deadline"]
+        return out
+
+    def cluster_view(self) -> dict:
+        nodes = self.backend.nodes()
+        used: dict[str, int] = {}
+        for state in self.scheduler.running.values():
+            for node, gpus in state.placement.items():
+                used[node] = used.get(node, 0) + len(gpus)
+        return {
+            "backend": self.backend.name, "now": self.backend.now(),
+            "gpus": self.cluster.gpus, "free_gpus": rounds.free_gpus(self.scheduler),
+            "pending": len(self.scheduler.active) - len(self.scheduler.running),
+            "running": len(self.scheduler.running),
+            "nodes": [{"name": n.name, "gpus": len(n.gpus), "used": used.get(n.name, 0),
+                       "healthy": n.healthy, "reason": n.reason} for n in nodes],
+        }
+
+    # -- the round ---------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Observe, take the backend's arrivals, plan, apply. Backend failures are logged and
+        leave the service to resync and retry on the next tick."""
+        try:
+            if self.needs_resync:
+                self.rebuild()
+            self._arrivals()
+            self._observe()
+            self._round()
+        except BackendUnavailable as exc:
+            self._backend_failed("round", None, exc)
+
+    def _arrivals(self) -> None:
+        for fields in self.backend.arrivals():
+            now = self.backend.now()
+            try:
+                spec = parse_job({k: v for k, v in fields.items()}, now=now,
+                                 tenant=str(fields.get("tenant", "default")), may_set_tenant=True,
+                                 submit=float(fields.get("submit", now)))
+            except (FieldError, TypeError, ValueError) as exc:
+                decision_log("refuse", job=fields.get("id"), reason=str(exc))
+                self.backend.cancel(str(fields.get("id")))
+                continue
+            why = rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
+            if why is not None or spec.job.id in self.scheduler.jobs:
+                decision_log("refuse", job=spec.job.id, reason=why or "duplicate id")
+                self.backend.cancel(spec.job.id)
+                continue
+            self.accept(spec, now)
+
+    def _observe(self) -> None:
+        """Bring the scheduler in line with the backend: completions, and any disagreement
+        about what runs (which forces a rebuild from the backend's view)."""
+        ended = []
+        for obs in self.backend.jobs():
+            state = self.scheduler.active.get(obs.id)
+            if state is None:
+                continue
+            if obs.state in _ENDED:
+                ended.append(obs)
+            elif (obs.state is RunState.RUNNING) != rounds.is_running(state) or (
+                    obs.state is RunState.RUNNING and dict(obs.placement) != dict(state.placement)):
+                decision_log("resync", job=obs.id, backend=str(obs.state),
+                             scheduler=str(state.status))
+                self.needs_resync = True
+        if ended:
+            with self.db.transaction():
+                for obs in ended:
+                    at = obs.ended_at if obs.ended_at is not None else self.backend.now()
+                    rounds.finish(self.scheduler, obs.id, at)
+                    self.promised.pop(obs.id, None)
+                    self.db.set_state(obs.id, _ENDED[obs.state], finished=at, starts=obs.starts)
+                    self.db.decision(at, obs.id, _ENDED[obs.state], None, "observed")
+                    decision_log(_ENDED[obs.state], job=obs.id, at=at)
+        if self.needs_resync:
+            self.rebuild()
+
+    def _round(self) -> None:
+        now = self.backend.now()
+        decided, plan, seconds = rounds.run_round(self.scheduler, now)
+        self.plan = plan
+        self.counters.rounds += 1
+        self.on_round(seconds)
+        with self.db.transaction():
+            self._record_promise_changes(now, in_transaction=True)
+            self.db.set_meta("lease_plan", {"now": now, "lease_end": plan.lease_end,
+                                            "plan": {j: list(s) for j, s in
+                                                     plan.lease_plan.items()}})
+        reasons = {d.job_id: d.reason for d in plan.decisions
+                   if d.job_id in {s.id for s in decided.started + decided.preempted}}
+        for state in decided.preempted:
+            self._apply("preempt", state.id, None, reasons.get(state.id, ""), now,
+                        lambda s=state: self.backend.preempt(s.id))
+        for state in decided.started:
+            placement = {n: tuple(g) for n, g in state.placement.items()}
+            self._apply("start", state.id, placement, reasons.get(state.id, ""), now,
+                        lambda s=state, p=placement: self.backend.start(s.id, p))
+
+    def _apply(self, action: str, job_id: str, placement, reason: str, now: float,
+               call: Callable[[], None]) -> None:
+        if self.needs_resync:
+            return
+        try:
+            call()
+        except BackendUnavailable as exc:
+            self._backend_failed(action, job_id, exc)
+            return
+        state = self.scheduler.jobs[job_id]
+        with self.db.transaction():
+            self.db.set_state(job_id, "running" if action == "start" else "pending",
+                              placement=placement, started=now if action == "start" else None,
+                              starts=state.starts)
+            self.db.decision(now, job_id, action, placement, reason)
+        decision_log(action, job=job_id, placement=placement, reason=reason, now=now)
+
+    def _backend_failed(self, what: str, job_id: str | None, exc: Exception) -> None:
+        """Nothing more is decided until the scheduler is rebuilt from the backend's view."""
+        self.counters.backend_errors += 1
+        self.needs_resync = True
+        log.warning(json.dumps({"event": "backend_error", "during": what, "job": job_id,
+                                "error": str(exc)}))
+
+    def _record_promise_changes(self, now: float, *, in_transaction: bool = False) -> None:
+        """Record guarantees a round gave (a retried admission) or withdrew (a demotion)."""
+        current = rounds.guarantees(self.scheduler)
+        if current == self.promised:
+            return
+        changes = [(j, "promised", d) for j, d in current.items() if self.promised.get(j) != d]
+        changes += [(j, "demoted", None) for j in self.promised if j not in current
+                    and j in self.scheduler.active]
+        if not in_transaction:
+            with self.db.transaction():
+                self._write_promises(changes, now)
+        else:
+            self._write_promises(changes, now)
+        self.promised = current
+
+    def _write_promises(self, changes, now: float) -> None:
+        for job_id, event, deadline in changes:
+            self.db.promise(job_id, event, None if deadline is None else
+                            (deadline.at, deadline.value), now)
+            if event == "demoted":
+                self.counters.demotions += 1
+            decision_log(event, job=job_id, deadline=None if deadline is None else deadline.at,
+                         now=now)
+
+    def next_wakeup(self) -> float | None:
+        """The backend time the loop must run a round by, if nothing else happens."""
+        times = [t for t in (rounds.next_wakeup(self.scheduler, self.backend.now()),
+                             self.backend.next_event()) if t is not None]
+        return min(times, default=None)
+
+    def _count(self, decision: str) -> None:
+        self.counters.submissions[decision] = self.counters.submissions.get(decision, 0) + 1
+
+
+def _first(spec: JobSpec) -> float | None:
+    return spec.job.deadlines[0].at if spec.job.deadlines else None

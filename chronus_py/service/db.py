@@ -1,0 +1,197 @@
+"""The service's database: jobs as accepted, promises and when they were made, estimates and
+their errors, the latest lease plan, and an audit log of every decision.
+
+stdlib ``sqlite3`` in WAL mode; ``synchronous=NORMAL`` makes every commit survive the daemon's
+crash (SIGKILL: the WAL is in the OS's page cache) and ``--db-sync full`` also a power cut, at an
+fsync per commit. The schema has a version and an ordered list of migrations: a newer daemon
+upgrades an older file in place, an older daemon refuses a newer file.
+
+The database is the service's memory, not the truth about the cluster: on start the service
+believes the backend about what runs where, and takes from here only what the backend cannot
+know (promises, estimates, history).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from chronus_py.errors import InputError
+
+MIGRATIONS = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE job (
+        id TEXT PRIMARY KEY, seq INTEGER NOT NULL, tenant TEXT NOT NULL, spec TEXT NOT NULL,
+        submit REAL NOT NULL, estimate REAL NOT NULL, state TEXT NOT NULL, first_deadline REAL,
+        admission TEXT NOT NULL, guaranteed_at REAL, guaranteed_value REAL,
+        first_start REAL, finished_at REAL, starts INTEGER NOT NULL DEFAULT 0,
+        placement TEXT);
+    CREATE INDEX job_tenant_state ON job (tenant, state);
+    CREATE INDEX job_state ON job (state);
+    CREATE TABLE promise (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, event TEXT NOT NULL,
+        deadline REAL, value REAL, at REAL NOT NULL);
+    CREATE INDEX promise_job ON promise (job);
+    CREATE TABLE decision (seq INTEGER PRIMARY KEY, at REAL NOT NULL, job TEXT NOT NULL,
+        action TEXT NOT NULL, placement TEXT, reason TEXT NOT NULL);
+    CREATE TABLE estimate (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, at REAL NOT NULL,
+        old REAL NOT NULL, new REAL NOT NULL);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+TERMINAL = ("finished", "cancelled", "failed")
+
+
+class Database:
+    def __init__(self, path: Path | str, *, sync: str = "normal"):
+        self.path = Path(path)
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(self.path, f"cannot open the service database: {exc}") from None
+
+    def _migrate(self) -> None:
+        have = self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        version = 0
+        if have:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise InputError(self.path, f"schema version {version} is newer than this chronus "
+                                        f"({SCHEMA_VERSION}); upgrade chronus-py")
+        for number in range(version, SCHEMA_VERSION):
+            with self.transaction():
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self.conn.execute(statement)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                  (str(number + 1),))
+
+    def transaction(self):
+        return _Transaction(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- writes (callers group them in a transaction) ---------------------------------------------
+    def add_job(self, *, job_id: str, seq: int, tenant: str, spec: Mapping[str, Any],
+                submit: float, estimate: float, first_deadline: float | None,
+                admission: Mapping[str, Any], guaranteed: tuple[float, float] | None) -> None:
+        self.conn.execute(
+            "INSERT INTO job (id, seq, tenant, spec, submit, estimate, first_deadline, state,"
+            " admission, guaranteed_at, guaranteed_value)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+            (job_id, seq, tenant, json.dumps(spec), submit, estimate, first_deadline,
+             json.dumps(admission), *(guaranteed or (None, None))))
+
+    def promise(self, job_id: str, event: str, deadline: tuple[float, float] | None,
+                at: float) -> None:
+        """Record a promise made (``promised``) or withdrawn (``demoted``), and the job's current
+        guarantee."""
+        at_value = deadline or (None, None)
+        self.conn.execute(
+            "INSERT INTO promise (job, event, deadline, value, at) VALUES (?, ?, ?, ?, ?)",
+            (job_id, event, *at_value, at))
+        self.conn.execute("UPDATE job SET guaranteed_at=?, guaranteed_value=? WHERE id=?",
+                          (*(deadline if event == "promised" else (None, None)), job_id))
+
+    def set_state(self, job_id: str, state: str, *, placement: Mapping | None = None,
+                  started: float | None = None, finished: float | None = None,
+                  starts: int | None = None) -> None:
+        self.conn.execute(
+            "UPDATE job SET state=?, placement=?, first_start=COALESCE(first_start, ?),"
+            " finished_at=COALESCE(?, finished_at), starts=COALESCE(?, starts) WHERE id=?",
+            (state, None if not placement else json.dumps({n: list(g) for n, g in
+                                                           placement.items()}),
+             started, finished, starts, job_id))
+
+    def decision(self, at: float, job_id: str, action: str, placement: Mapping | None,
+                 reason: str) -> None:
+        self.conn.execute(
+            "INSERT INTO decision (at, job, action, placement, reason) VALUES (?, ?, ?, ?, ?)",
+            (at, job_id, action, None if not placement else json.dumps(
+                {n: list(g) for n, g in placement.items()}), reason))
+
+    def reestimated(self, job_id: str, at: float, old: float, new: float) -> None:
+        self.conn.execute("INSERT INTO estimate (job, at, old, new) VALUES (?, ?, ?, ?)",
+                          (job_id, at, old, new))
+        self.conn.execute("UPDATE job SET estimate=? WHERE id=?", (new, job_id))
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    # -- reads -------------------------------------------------------------------------------------
+    def meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        cur = self.conn.execute("SELECT * FROM job WHERE id=?", (job_id,))
+        row = cur.fetchone()
+        return None if row is None else _row(cur, row)
+
+    def jobs(self, *, tenant: str | None = None, state: str | None = None,
+             active_only: bool = False, limit: int | None = None,
+             after: str | None = None) -> list[dict[str, Any]]:
+        where, args = [], []
+        if tenant is not None:
+            where.append("tenant=?")
+            args.append(tenant)
+        if state is not None:
+            where.append("state=?")
+            args.append(state)
+        if active_only:
+            where.append("state IN ('pending', 'running')")
+        if after is not None:
+            where.append("seq > (SELECT seq FROM job WHERE id=?)")
+            args.append(after)
+        sql = "SELECT * FROM job" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY seq" + (f" LIMIT {int(limit)}" if limit else "")
+        cur = self.conn.execute(sql, args)
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def promises(self, job_id: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT job, event, deadline, value, at FROM promise"
+        cur = self.conn.execute(sql + (" WHERE job=? ORDER BY seq" if job_id else " ORDER BY seq"),
+                                (job_id,) if job_id else ())
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def next_seq(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM job").fetchone()[0])
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT state, COUNT(*) FROM job GROUP BY state").fetchall())
+
+    def slo_outcomes(self) -> tuple[int, int]:
+        """(finished SLO jobs, of which met their first deadline)."""
+        slo, met = self.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(finished_at <= first_deadline), 0) FROM job"
+            " WHERE state='finished' AND first_deadline IS NOT NULL").fetchone()
+        return int(slo), int(met)
+
+
+def _row(cursor: sqlite3.Cursor, row: Iterable) -> dict[str, Any]:
+    out = dict(zip((c[0] for c in cursor.description), row))
+    for key in ("spec", "admission", "placement"):
+        if out.get(key) is not None:
+            out[key] = json.loads(out[key])
+    return out
+
+
+class _Transaction:
+    """``with db.transaction():`` BEGIN IMMEDIATE ... COMMIT, rolled back on an exception."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, kind, exc, tb) -> None:
+        self.conn.execute("ROLLBACK" if kind else "COMMIT")

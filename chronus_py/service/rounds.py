@@ -1,0 +1,180 @@
+"""Every call the service makes into the core scheduler (Scheduler, policies, the plan), in one
+module: building a scheduler, admission, rebuilding state after a restart, and the round.
+
+Keeping them here means the service follows the core when it changes (e.g. a shared round
+pipeline) by editing this file alone; the rest of the service sees :class:`Admission`, the
+:class:`~chronus_py.scheduler.Round` and the :class:`~chronus_py.plan.Plan`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from chronus_py.model import Cluster, DeadlineOption, Job
+from chronus_py.plan import Plan, assemble_plan
+from chronus_py.scheduler import Round, Scheduler
+from chronus_py.state import JobState, Status
+
+GUARANTEED, NOT_GUARANTEED, REJECTED = "guaranteed", "not_guaranteed", "rejected"
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """The scheduler options of ``chronus serve`` (as ``chronus plan``'s state file has them)."""
+
+    policy: str = "chronus"
+    lease: float = 1200.0
+    headroom: float = 0.9
+    solver: str | None = "cpsat"
+    time_limit_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The answer to a submission: ``decision`` is guaranteed / not_guaranteed / rejected;
+    ``deadline`` the option guaranteed; ``reason`` why not (or what the guarantee means)."""
+
+    decision: str
+    deadline: DeadlineOption | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        out: dict = {"decision": self.decision, "reason": self.reason}
+        if self.deadline is not None:
+            out["deadline"] = {"at": self.deadline.at, "value": self.deadline.value}
+        return out
+
+
+def build_scheduler(settings: SchedulerSettings, cluster: Cluster, *, allocator=None,
+                    estimates: dict[str, float]) -> Scheduler:
+    """A scheduler whose estimator reads ``estimates`` (the service fills it before submitting),
+    so a job's estimate is what its owner said, never its true work."""
+    from chronus_py.policies import Chronus, make_policy
+
+    if settings.policy == "chronus":
+        policy = Chronus(lease=settings.lease, headroom=settings.headroom, backend=settings.solver,
+                         time_limit_s=settings.time_limit_s,
+                         gpus_per_node=max(n.gpus for n in cluster.nodes))
+    else:
+        policy = make_policy(settings.policy)
+    return Scheduler(cluster, policy, allocator=allocator, estimator=lambda job: estimates[job.id])
+
+
+def widest(scheduler: Scheduler) -> int:
+    return scheduler.total_gpus
+
+
+def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
+    """Why a job can never be scheduled here, or None."""
+    if job.gpus > scheduler.total_gpus:
+        return f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
+    if job.deadlines and job.deadlines[-1].at <= now:
+        return f"its last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+    return None
+
+
+def _not_guaranteed(scheduler: Scheduler, state: JobState, now: float) -> Admission:
+    if not state.job.is_slo:
+        return Admission(NOT_GUARANTEED, reason="best-effort job: no deadline to guarantee")
+    selector = getattr(scheduler.policy, "selector", None)
+    if selector is None:
+        return Admission(NOT_GUARANTEED,
+                         reason=f"policy {scheduler.policy.name} gives no guarantees")
+    if selector.hopeless(state, now):
+        return Admission(NOT_GUARANTEED, reason="cannot meet its last deadline even alone; "
+                                                "runs on leftover GPUs")
+    return Admission(NOT_GUARANTEED, reason="no deadline option fits the lease plan's free "
+                                            "capacity; competes in the pool by remaining GPU-time")
+
+
+def admit(scheduler: Scheduler, job: Job, now: float) -> tuple[JobState, Admission]:
+    """Submit ``job`` and run the policy's part of a round, so the answer comes at once."""
+    state = scheduler.submit(job)
+    scheduler.select(now)
+    if state.guaranteed is not None:
+        return state, Admission(GUARANTEED, state.guaranteed,
+                                f"guaranteed to finish by {state.guaranteed.at:g}")
+    return state, _not_guaranteed(scheduler, state, now)
+
+
+def probe(scheduler: Scheduler, job: Job, estimate: float, now: float) -> Admission:
+    """What ``admit`` would answer, without submitting or booking anything."""
+    scheduler.select(now)
+    state = JobState(job=job, seq=-1, estimate=estimate, overhead=scheduler.overhead(job.gpus))
+    selector = getattr(scheduler.policy, "selector", None)
+    option = selector.probe(state, now) if selector is not None else None
+    if option is not None:
+        return Admission(GUARANTEED, option, f"would be guaranteed to finish by {option.at:g}")
+    return _not_guaranteed(scheduler, state, now)
+
+
+def restore(scheduler: Scheduler, job: Job, now: float, *, work_done: float, starts: int,
+            guaranteed: DeadlineOption | None,
+            placement: Mapping[str, tuple[int, ...]] | None) -> JobState:
+    """Load a job the backend reports (after a restart or a resync): running on ``placement``
+    or pending, ``work_done`` seconds of its work behind it, its run count and guarantee."""
+    state = scheduler.restore(job, now, work_done=work_done, guaranteed=guaranteed,
+                              placement=placement)
+    if placement is not None and starts > 1:
+        state.service += (starts - 1) * state.overhead
+        state.starts = starts
+    state.preemptions = max(starts - 1, 0)
+    return state
+
+
+def finish(scheduler: Scheduler, job_id: str, at: float) -> JobState:
+    """A job the backend saw complete (``at`` its true end)."""
+    if job_id in scheduler.running:
+        return scheduler.finish(job_id, at)
+    return scheduler.withdraw(job_id, at)
+
+
+def withdraw(scheduler: Scheduler, job_id: str, now: float) -> JobState:
+    return scheduler.withdraw(job_id, now)
+
+
+def progress(scheduler: Scheduler, job_id: str, fraction: float, now: float) -> float | None:
+    """Re-estimate a job from the share of its iterations done: the work it has received over
+    that share. Returns the new estimate, or None if it has not received work to judge from."""
+    state = scheduler.active[job_id]
+    done = state.service_at(now) - state.starts * state.overhead
+    if done <= 0 or fraction <= 0:
+        return None
+    estimate = max(done / min(fraction, 1.0), done)
+    scheduler.reestimate(job_id, estimate, now)
+    return estimate
+
+
+def run_round(scheduler: Scheduler, now: float) -> tuple[Round, Plan, float]:
+    """One round at ``now``: order, place, and the plan as data; with its wall seconds."""
+    started = time.perf_counter()
+    decided = scheduler.plan(now)
+    plan = assemble_plan(scheduler, decided)
+    return decided, plan, time.perf_counter() - started
+
+
+def guarantees(scheduler: Scheduler) -> dict[str, DeadlineOption]:
+    """Active jobs' current guarantees (to record promises made or withdrawn by a round)."""
+    return {i: s.guaranteed for i, s in scheduler.active.items() if s.guaranteed is not None}
+
+
+def next_wakeup(scheduler: Scheduler, now: float) -> float | None:
+    return scheduler.next_wakeup(now)
+
+
+def selector_stats(scheduler: Scheduler):
+    selector = getattr(scheduler.policy, "selector", None)
+    return None if selector is None else selector.stats
+
+
+def is_running(state: JobState) -> bool:
+    return state.status is Status.RUNNING
+
+
+def free_gpus(scheduler: Scheduler) -> int:
+    return scheduler.allocator.free_gpus()
+
+
+def jobs_in(scheduler: Scheduler) -> Iterable[JobState]:
+    return scheduler.active.values()

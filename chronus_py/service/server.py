@@ -1,0 +1,285 @@
+"""The daemon: options (flags over a config file), the scheduling loop, and the HTTP server.
+
+The loop and the request handlers share one asyncio event loop, so a round and a request never
+interleave. The loop sleeps until the earliest of: a submission or cancellation (woken at
+once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
+scheduler's next decision point (lease boundary, laxity trigger), the backend's next known event
+(a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM
+and SIGINT stop the server after the round in progress; the database is closed cleanly.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import math
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from chronus_py.errors import InputError
+from chronus_py.service.backends import BACKENDS, DEFAULT_BACKEND, backend_module
+from chronus_py.service.rounds import SchedulerSettings
+
+log = logging.getLogger("chronus.serve")
+MAX_IDLE = 1.0
+DEFAULTS: dict[str, Any] = {
+    "listen": "127.0.0.1:8080", "db": "chronus.db", "db_sync": "normal",
+    "backend": DEFAULT_BACKEND, "tokens": None, "policy": "chronus", "lease": 1200.0,
+    "headroom": 0.9, "solver": "cpsat", "time_limit": 2.0, "cluster": None,
+    "round_interval": 0.05, "log_level": "info",
+}
+_SOLVERS = {"cpsat": "cpsat", "cbc": "cbc", "greedy": None}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Every option defaults to None here so a config file can fill it; DEFAULTS fill the rest."""
+    p.add_argument("--config", type=Path, help="YAML file of options (keys as the flags, without "
+                   "--; flags given on the command line win)")
+    p.add_argument("--check", action="store_true",
+                   help="validate the options and config file, print them, and exit")
+    p.add_argument("--listen", help=f"HOST:PORT (default {DEFAULTS['listen']})")
+    p.add_argument("--db", help=f"the service's SQLite database (default ./{DEFAULTS['db']})")
+    p.add_argument("--db-sync", choices=("normal", "full"),
+                   help="normal: commits survive a crash of the daemon (default); full: also a "
+                        "power cut (an fsync per commit)")
+    p.add_argument("--backend", help=f"cluster backend: {', '.join(BACKENDS)} (default "
+                                     f"{DEFAULT_BACKEND})")
+    p.add_argument("--tokens", help="YAML file of bearer tokens; without it the server only "
+                                    "listens on loopback and every caller is an admin")
+    p.add_argument("--policy", help="scheduling policy (default chronus)")
+    p.add_argument("--lease", type=float, help="lease length in seconds (default 1200)")
+    p.add_argument("--headroom", type=float, help="chronus: share of GPUs new guarantees may not "
+                                                  "use (default 0.9)")
+    p.add_argument("--solver", choices=tuple(_SOLVERS), help="lease plan solver (default cpsat)")
+    p.add_argument("--time-limit", type=float, help="solver time limit per plan, s (default 2)")
+    p.add_argument("--cluster", help="a HiveD cluster config: its nodes, and the cell allocator "
+                                     "places each job in its tenant's virtual cluster")
+    p.add_argument("--round-interval", type=float,
+                   help="least wall seconds between rounds (default 0.05)")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                   help="default info: one line per decision")
+    for name in BACKENDS:
+        backend_module(name).add_arguments(p)
+
+
+@dataclass
+class Options:
+    """The checked options (flags over config file over defaults) and the raw namespace the
+    backend reads its own from."""
+
+    host: str
+    port: int
+    db: Path
+    db_sync: str
+    backend: str
+    tokens: Path | None
+    settings: SchedulerSettings
+    cluster: Path | None
+    round_interval: float
+    log_level: str
+    args: argparse.Namespace
+
+
+def resolve(args: argparse.Namespace) -> Options:
+    if args.config is not None:
+        _merge_config(args, args.config)
+    for key, value in DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    host, port = _listen(args.listen)
+    if args.tokens is None and not _loopback(host):
+        raise InputError("--listen", f"{host} is not a loopback address: without --tokens anyone "
+                                     "could act as any tenant; give --tokens FILE")
+    from chronus_py.policies import POLICIES
+
+    if args.policy not in POLICIES:
+        raise InputError("--policy", f"unknown policy {args.policy!r} "
+                                     f"(have: {', '.join(sorted(POLICIES))})")
+    for name, positive in (("lease", True), ("time_limit", True), ("round_interval", False)):
+        value = getattr(args, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+                value) or value < 0 or (positive and value == 0):
+            raise InputError(f"--{name.replace('_', '-')}",
+                             f"must be a number {'> 0' if positive else '>= 0'}, got {value!r}")
+    if not isinstance(args.headroom, (int, float)) or not 0 <= args.headroom <= 1:
+        raise InputError("--headroom", f"must be in [0, 1], got {args.headroom!r}")
+    if args.solver not in _SOLVERS:
+        raise InputError("--solver", f"unknown solver {args.solver!r} (have: cpsat, cbc, greedy)")
+    backend_module(args.backend)
+    settings = SchedulerSettings(policy=args.policy, lease=float(args.lease),
+                                 headroom=float(args.headroom), solver=_SOLVERS[args.solver],
+                                 time_limit_s=float(args.time_limit))
+    if args.tokens is not None:
+        from chronus_py.service.auth import load_tokens
+
+        load_tokens(Path(args.tokens))
+    return Options(host=host, port=port, db=Path(args.db), db_sync=args.db_sync,
+                   backend=args.backend, tokens=None if args.tokens is None else Path(args.tokens),
+                   settings=settings, cluster=None if args.cluster is None else Path(args.cluster),
+                   round_interval=float(args.round_interval), log_level=args.log_level, args=args)
+
+
+def _merge_config(args: argparse.Namespace, path: Path) -> None:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a mapping of option: value")
+    for key, value in data.items():
+        dest = str(key).replace("-", "_")
+        if dest in ("config", "check", "func", "command") or not hasattr(args, dest):
+            raise InputError(path, "unknown option", field=str(key))
+        if isinstance(value, (dict, list)):
+            raise InputError(path, "expected a single value", field=str(key))
+        if getattr(args, dest) is None:
+            setattr(args, dest, Path(value) if dest in ("sim_state",) else value)
+
+
+def _listen(text: Any) -> tuple[str, int]:
+    host, sep, port = str(text).rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError("--listen", f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check(options: Options) -> str:
+    """What ``--check`` prints: the options as they would run."""
+    out = {"listen": f"{options.host}:{options.port}", "db": str(options.db),
+           "backend": options.backend, "tokens": str(options.tokens) if options.tokens else None,
+           "policy": options.settings.policy, "lease": options.settings.lease,
+           "headroom": options.settings.headroom, "cluster": options.cluster}
+    return "config OK\n" + yaml.safe_dump(out, sort_keys=False)
+
+
+def serve(options: Options) -> int:
+    """Build the service and run until SIGTERM/SIGINT."""
+    import uvicorn
+
+    from chronus_py.service.api import build_app
+    from chronus_py.service.core import Service
+    from chronus_py.service.db import Database
+    from chronus_py.service.metrics import ServiceMetrics
+
+    logging.basicConfig(stream=sys.stderr, level=options.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(message)s")
+    sock = _bind(options.host, options.port)
+    tokens = None
+    if options.tokens is not None:
+        from chronus_py.service.auth import load_tokens
+
+        tokens = load_tokens(options.tokens)
+    nodes, allocator_factory = _hived(options.cluster)
+    options.db.parent.mkdir(parents=True, exist_ok=True)
+    db = Database(options.db, sync=options.db_sync)
+    backend = backend_module(options.backend).from_args(options.args, db_path=options.db,
+                                                        nodes=nodes)
+    metrics = ServiceMetrics()
+    service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
+                      on_round=metrics.round_seconds.observe,
+                      on_admission=metrics.admission_seconds.observe)
+    metrics.attach(service)
+    wake = asyncio.Event()
+    app = build_app(service, tokens=tokens, metrics=metrics, wake=wake.set)
+
+    server: list = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        # Our own handlers (uvicorn's would re-raise the signal after shutdown, so a clean stop
+        # would still exit -15): SIGTERM/SIGINT end serving after the current round.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(
+                signum, lambda: setattr(server[0], "should_exit", True))
+        stop = asyncio.Event()
+        task = asyncio.create_task(_loop(service, wake, stop, options.round_interval))
+        yield
+        stop.set()
+        wake.set()
+        await task
+        db.close()
+        backend.close()
+        log.info('{"event": "stopped"}')
+
+    app.router.lifespan_context = lifespan
+    host, port = sock.getsockname()[:2]
+    if tokens is None:
+        log.warning('{"event": "no_tokens", "message": "no --tokens: listening on loopback only, '
+                    'every caller acts as admin"}')
+    log.info('{"event": "listening", "url": "http://%s:%d", "backend": "%s", "db": "%s"}',
+             host, port, options.backend, options.db)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    server.append(uvicorn.Server(config))
+    asyncio.run(server[0].serve(sockets=[sock]))
+    return 0
+
+
+async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: float) -> None:
+    last = -math.inf
+    while not stop.is_set():
+        due = service.next_wakeup()
+        timeout = MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due),
+                                                   MAX_IDLE)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), timeout)
+        wake.clear()
+        if stop.is_set():
+            break
+        gap = interval - (time.monotonic() - last)
+        if gap > 0:
+            await asyncio.sleep(gap)
+        try:
+            service.tick()
+        except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
+            log.exception("round failed; the scheduler is rebuilt from the backend next round")
+            service.needs_resync = True
+        last = time.monotonic()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError("--listen", f"cannot listen on {host}:{port}: "
+                                     f"{exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _hived(path: Path | None):
+    """(nodes, allocator factory) of a HiveD config, or (None, None)."""
+    if path is None:
+        return None, None
+    from placement import CellAllocator, PlacementError, load_config
+
+    try:
+        config = load_config(path)
+        nodes = list(CellAllocator(config).config.nodes())
+    except PlacementError as exc:
+        raise InputError(path, str(exc)) from None
+    return nodes, lambda: CellAllocator(config)

@@ -1,0 +1,192 @@
+"""The HTTP API end to end: a real ``chronus serve`` (sim backend) over real HTTP."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+TOKENS = """tokens:
+  - {token: "team-a-token-0123456789", tenant: team-a}
+  - {token: "team-b-token-0123456789", tenant: team-b}
+  - {token: "admin-token-0123456789", admin: true}
+"""
+A = {"Authorization": "Bearer team-a-token-0123456789"}
+B = {"Authorization": "Bearer team-b-token-0123456789"}
+ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
+
+
+@pytest.fixture
+def server(serve, tmp_path):
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    return serve("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "4", "--speed", "50",
+                 "--headroom", "0.5")
+
+
+def wait_for(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def test_submit_guarantee_status_plan_and_cancel(server):
+    http = server.http
+    now = http.get("/v1/cluster", headers=A).json()["now"]
+    r = http.post("/v1/jobs", headers=A, json={"id": "j1", "gpus": 8, "estimate_seconds": 3600,
+                                               "deadlines": [{"at": now + 20000}]})
+    assert r.status_code == 201, r.text
+    admission = r.json()["admission"]
+    assert admission["decision"] == "guaranteed"
+    assert admission["deadline"]["at"] == now + 20000
+    job = wait_for(lambda: (j := http.get("/v1/jobs/j1", headers=A).json())["state"] == "running"
+                   and j)
+    assert job["tenant"] == "team-a" and job["guaranteed"]["at"] == now + 20000
+    assert sum(len(g) for g in job["placement"].values()) == 8
+    plan = http.get("/v1/plan", headers=A).json()
+    assert [d["job"] for d in plan["decisions"]] == ["j1"]
+    assert plan["lease_plan"]["j1"]
+    r = http.delete("/v1/jobs/j1", headers=A)
+    assert r.status_code == 200 and r.json()["state"] == "cancelled"
+    wait_for(lambda: http.get("/v1/cluster", headers=A).json()["free_gpus"] == 32)
+
+
+def test_dry_run_answers_without_submitting(server):
+    http = server.http
+    now = http.get("/v1/cluster", headers=A).json()["now"]
+    body = {"id": "d1", "gpus": 8, "estimate_seconds": 3600, "deadlines": [{"at": now + 20000}]}
+    r = http.post("/v1/jobs?dry_run=true", headers=A, json=body)
+    assert r.status_code == 200 and r.json()["admission"]["decision"] == "guaranteed"
+    assert http.get("/v1/jobs/d1", headers=A).status_code == 404
+    assert http.post("/v1/jobs", headers=A, json=body).json()["admission"]["decision"] == \
+        "guaranteed"
+
+
+def test_rejected_and_not_guaranteed_say_why(server):
+    http = server.http
+    now = http.get("/v1/cluster", headers=A).json()["now"]
+    r = http.post("/v1/jobs", headers=A, json={"gpus": 64, "estimate_seconds": 60})
+    assert r.status_code == 200
+    assert r.json()["admission"] == {"decision": "rejected",
+                                     "reason": "needs 64 GPUs, the cluster has 32"}
+    r = http.post("/v1/jobs", headers=A, json={"gpus": 1, "estimate_seconds": 60})
+    assert r.json()["admission"]["decision"] == "not_guaranteed"
+    assert "best-effort" in r.json()["admission"]["reason"]
+    r = http.post("/v1/jobs", headers=A, json={"gpus": 1, "estimate_seconds": 1e6,
+                                               "deadlines": [{"at": now + 3600}]})
+    assert r.json()["admission"]["decision"] == "not_guaranteed"
+    assert "even alone" in r.json()["admission"]["reason"]
+
+
+@pytest.mark.parametrize("body, status, field", [
+    ({"gpus": "x", "estimate_seconds": 1}, 422, "gpus"),
+    ({"gpus": 0, "estimate_seconds": 1}, 422, "gpus"),
+    ({"gpus": 1}, 422, "estimate_seconds"),
+    ({"gpus": 1, "estimate_seconds": -5}, 422, "estimate_seconds"),
+    ({"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": "soon"}]}, 422, "deadlines[0].at"),
+    ({"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": 9}, {"at": 8}]}, 422,
+     "deadlines[1].at"),
+    ({"gpus": 1, "estimate_seconds": 5, "deadlines": {"at": 9}}, 422, "deadlines"),
+    ({"gpus": 1, "estimate_seconds": 5, "colour": "red"}, 422, "colour"),
+    ({"gpus": 1, "estimate_seconds": 5, "tenant": "team-b"}, 422, "tenant"),
+    ({"gpus": 1, "estimate_seconds": 5, "id": "a b"}, 422, "id"),
+    ([1, 2], 422, "body"),
+])
+def test_bad_bodies_name_the_field(server, body, status, field):
+    r = server.http.post("/v1/jobs", headers=A, json=body)
+    assert r.status_code == status, r.text
+    assert r.json()["field"] == field
+
+
+def test_malformed_and_oversized_requests(server):
+    http = server.http
+    r = http.post("/v1/jobs", headers=A, content=b"{not json")
+    assert r.status_code == 400 and r.json()["field"] == "body"
+    r = http.post("/v1/jobs", headers=A, content=b'{"gpus": 1, "estimate_seconds": NaN}')
+    assert r.status_code == 400
+    r = http.post("/v1/jobs", headers=A, content=b"[" + b"1," * 40000 + b"1]")
+    assert r.status_code == 413
+    assert http.post("/v1/jobs?dry_run=maybe", headers=A, json={}).json()["field"] == "dry_run"
+    assert http.get("/v1/jobs?state=lost", headers=A).json()["field"] == "state"
+    assert http.get("/v1/jobs?limit=0", headers=A).json()["field"] == "limit"
+    assert http.get("/v1/nothing", headers=A).status_code == 404
+    assert http.put("/v1/jobs", headers=A).status_code == 405
+    r = http.post("/v1/jobs/x/progress", headers=A, json={"iterations_done": 1})
+    assert r.status_code == 404
+
+
+def test_auth_tenants_and_admin(server):
+    http = server.http
+    assert http.get("/v1/jobs").status_code == 401
+    assert http.get("/v1/jobs", headers={"Authorization": "Bearer wrong-token-000000000"}
+                    ).status_code == 401
+    assert http.post("/v1/jobs", headers=A, json={"id": "a1", "gpus": 1,
+                                                  "estimate_seconds": 600}).status_code == 201
+    assert http.get("/v1/jobs/a1", headers=B).status_code == 404
+    assert http.delete("/v1/jobs/a1", headers=B).status_code == 404
+    assert http.get("/v1/jobs", headers=B).json()["jobs"] == []
+    assert [j["id"] for j in http.get("/v1/jobs", headers=A).json()["jobs"]] == ["a1"]
+    r = http.post("/v1/jobs", headers=ADMIN, json={"id": "b1", "gpus": 1, "estimate_seconds": 600,
+                                                   "tenant": "team-b"})
+    assert r.status_code == 201
+    assert http.get("/v1/jobs/b1", headers=B).json()["tenant"] == "team-b"
+    assert {j["id"] for j in http.get("/v1/jobs", headers=ADMIN).json()["jobs"]} == {"a1", "b1"}
+    assert http.post("/v1/jobs", headers=A, json={"id": "a1", "gpus": 1,
+                                                  "estimate_seconds": 1}).status_code == 409
+    assert "team-a-token" not in server.log.read_text()
+
+
+def test_progress_reestimates(server):
+    http = server.http
+    http.post("/v1/jobs", headers=A, json={"id": "p1", "gpus": 1, "estimate_seconds": 3600,
+                                           "iterations": 1000})
+    wait_for(lambda: http.get("/v1/jobs/p1", headers=A).json()["state"] == "running")
+    time.sleep(1.0)  # 50 simulated seconds at --speed 50, well past the restart overhead
+    r = http.post("/v1/jobs/p1/progress", headers=A, json={"iterations_done": 100})
+    assert r.status_code == 200 and r.json()["reestimated"]
+    assert r.json()["estimate_seconds"] != 3600
+    r = http.post("/v1/jobs/p1/progress", headers=A, json={"iterations_done": 5000})
+    assert r.status_code == 422 and r.json()["field"] == "iterations_done"
+
+
+def test_metrics_openapi_and_health(server):
+    http = server.http
+    http.post("/v1/jobs", headers=A, json={"gpus": 1, "estimate_seconds": 60})
+    metrics = http.get("/metrics").text
+    assert 'chronus_submissions_total{decision="not_guaranteed"} 1.0' in metrics
+    assert "chronus_round_seconds_bucket" in metrics
+    assert "chronus_admission_seconds_count 1.0" in metrics
+    spec = http.get("/openapi.json").json()
+    assert spec["openapi"].startswith("3.") and "/v1/jobs" in spec["paths"]
+    assert http.get("/healthz").json()["backend"] == "sim"
+
+
+def test_sigterm_shuts_down_cleanly(server):
+    assert server.stop() == 0
+    assert '"event": "stopped"' in server.log.read_text()
+
+
+def test_no_tokens_means_loopback_only(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--listen", "0.0.0.0:0",
+                        "--db", str(tmp_path / "x.db")], capture_output=True, text=True)
+    assert r.returncode == 2 and "without --tokens" in r.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_config_file_and_check(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "serve.yaml").write_text("nodes: 2\nspeed: 10\npolicy: edf\n")
+    r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--config",
+                        str(tmp_path / "serve.yaml"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0 and "config OK" in r.stdout and "policy: edf" in r.stdout
+    (tmp_path / "bad.yaml").write_text("nodez: 2\n")
+    r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--config",
+                        str(tmp_path / "bad.yaml"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 2 and "nodez: unknown option" in r.stderr
