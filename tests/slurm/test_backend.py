@@ -7,6 +7,7 @@ import pytest
 
 from chronus_py.service.backend import RunState
 from chronus_py.service.slurm.backend import SlurmBackend
+from chronus_py.service.slurm.lab import workload
 from chronus_py.service.slurm.rest import SlurmRest
 
 
@@ -86,7 +87,7 @@ def test_bad_marker_is_refused_with_a_reason(lab):
 def test_start_preempt_resume_and_finish(lab):
     b = backend(lab)
     sid = lab.sbatch("--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s",
-                     script="#!/bin/sh\nsleep 4\n")
+                     script=workload(4))
     jid = f"slurm-{sid}"
     accept_all(b)
     b.start(jid, {"n2": (0, 1)})
@@ -105,7 +106,7 @@ def test_start_preempt_resume_and_finish(lab):
     o = observed(b, jid)
     assert o.state is RunState.RUNNING and list(o.placement) == ["n1"] and o.starts == 2
     o = wait_for(lambda: (x := observed(b, jid)).state is RunState.FINISHED and x)
-    assert o.starts == 2 and o.work_done >= 5.5
+    assert o.starts == 2 and o.work_done >= 4  # its 4 s of work, over two runs
 
 
 def test_cancel_and_scancel(lab):
@@ -124,13 +125,15 @@ def test_cancel_and_scancel(lab):
 
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
-    busy = lab.sbatch("--gres=gpu:4", "-w", "n1", "-w", "n1", script="#!/bin/sh\nsleep 30\n")
+    # a plain job fills n1, so the released job cannot start before chronus sees it
+    busy = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 30\n")
+    wait_for(lambda: b.rest.job(busy).state == "RUNNING")
     sid = lab.sbatch("--hold", "--gres=gpu:4", "-w", "n1", "--comment", "chronus: estimate=60")
     accept_all(b)
     lab.run("scontrol", "release", str(sid))
     assert observed(b, f"slurm-{sid}").state is RunState.PENDING
     assert b.rest.job(sid).held
-    assert b.rest.job(busy).state == "RUNNING"
+    assert b.rest.job(busy).state == "RUNNING" and "chronus" not in b.rest.job(busy).comment
 
 
 def test_api_submission_is_a_held_marked_job(lab):
@@ -148,8 +151,8 @@ def test_api_submission_is_a_held_marked_job(lab):
     assert wait_for(lambda: observed(b, "api-1").state is RunState.FINISHED)
 
 
-def test_jwt_over_tcp(lab, tmp_path, monkeypatch):
-    from chronus_py.service.slurm.rest import SlurmUnreachable
+def test_jwt_over_tcp(lab):
+    from chronus_py.service.slurm.rest import SlurmError, SlurmUnreachable
 
     token = lab.token()
     rest = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token=token, user="root", retries=1)
@@ -157,6 +160,6 @@ def test_jwt_over_tcp(lab, tmp_path, monkeypatch):
     assert token not in repr(rest)
     bad = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token="x.y.z", user="root", retries=1,
                     backoff=0.01)
-    with pytest.raises(SlurmUnreachable) as err:
+    with pytest.raises((SlurmError, SlurmUnreachable)) as err:  # slurmrestd answers 500
         bad.nodes()
     assert "x.y.z" not in str(err.value)

@@ -298,6 +298,9 @@ class SlurmBackend:
             self._refuse(j, "refused by the chronus service (see its decision log)")
             return
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
+        # the GPUs are free once Slurm has cleaned the job up, not when it accepted the cancel
+        self._wait(j.id, lambda s: s is None or s.state not in _RUNNING | {"PENDING"},
+                   self.start_timeout)
 
     def _wait(self, slurm_id: int, done, timeout: float) -> None:
         end = time.monotonic() + timeout

@@ -44,6 +44,23 @@ def why_not_here() -> str | None:
     return None
 
 
+def workload(seconds: int) -> str:
+    """A batch script that works for ``seconds`` in 1-second steps and checkpoints after each
+    one (in ``ckpt-$SLURM_JOB_ID``), so a requeued run resumes where the last
+    one stopped (in the working directory); the checkpoint signal (USR1) is caught and logged, as a training job would."""
+    return f"""#!/bin/sh
+ckpt="$PWD/ckpt-$SLURM_JOB_ID"
+trap 'echo "checkpoint at $(cat "$ckpt" 2>/dev/null || echo 0)"' USR1
+done=$(cat "$ckpt" 2>/dev/null || echo 0)
+echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME gpus $CUDA_VISIBLE_DEVICES from $done"
+while [ "$done" -lt {int(seconds)} ]; do
+    sleep 1
+    done=$((done + 1))
+    echo "$done" > "$ckpt"
+done
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -40,9 +40,14 @@ class SlurmError(RuntimeError):
 
     def __init__(self, what: str, errors: list[Mapping[str, Any]]):
         first = errors[0] if errors else {}
-        self.number = int(first.get("error_number") or 0)
+        self.number = _number(first)
         text = "; ".join(str(e.get("error") or e.get("description") or e) for e in errors)
         super().__init__(f"{what}: {text or 'failed'}")
+
+
+def _number(error: Mapping[str, Any]) -> int:
+    """Slurm's number for an error entry (v0.0.38 says ``error_number`` or ``error_code``)."""
+    return int(error.get("error_number") or error.get("error_code") or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,8 +250,7 @@ class SlurmRest:
         if not isinstance(parsed, dict):
             raise SlurmUnreachable(f"slurmrestd at {self.endpoint}: {what}: HTTP {status} "
                                    "without a JSON answer")
-        errors = [e for e in parsed.get("errors") or []
-                  if int(e.get("error_number") or 0) not in ok_errors]
+        errors = [e for e in parsed.get("errors") or [] if _number(e) not in ok_errors]
         if errors or status >= 400:
             if status in (401, 403):
                 raise SlurmUnreachable(f"slurmrestd at {self.endpoint}: {what}: not authorized "
