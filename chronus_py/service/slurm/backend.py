@@ -5,7 +5,8 @@ Users submit as they are used to, with ``sbatch --hold`` and the chronus marker 
 touches a job without the marker. The mapping of decisions to Slurm:
 
 - start: release the held job onto the planned node(s) (``nodelist``, ``hold: false``; after a
-  preemption also ``begin_time: now``), then wait until Slurm shows it RUNNING. Slurm chooses the
+  preemption also ``begin_time: now``); the next observation first waits until Slurm shows it
+  RUNNING (or holds it again after ``start_timeout``). Slurm chooses the
   GPU indices inside a node (untyped GRES cannot be pinned on a pending job); the backend reports
   the indices Slurm chose, as it reports everything it observes.
 - preempt: signal the job (``--slurm-signal``, default USR1) so it can checkpoint, wait
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
+import logging
 import os
 import subprocess
 import time
@@ -46,6 +49,8 @@ _ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
 _UNHEALTHY_STATES = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
 _UNHEALTHY_FLAGS = {"DRAIN", "DRAINED", "DRAINING", "FAIL", "NOT_RESPONDING", "MAINTENANCE",
                     "REBOOT_REQUESTED", "POWERED_DOWN", "POWER_DOWN"}
+
+log = logging.getLogger("chronus.slurm")
 
 DEFAULT_SCRIPT = """#!/bin/sh
 # chronus API job: a stand-in workload that runs for the job's duration_seconds.
@@ -77,6 +82,8 @@ class SlurmBackend:
         self.script = script
         self.workdir = workdir
         self._env = dict(os.environ if env is None else env)
+        self._released: dict[int, float] = {}   # Slurm id -> monotonic deadline to be running
+        self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
 
     # -- clock -------------------------------------------------------------------------------------
     def now(self) -> float:
@@ -133,6 +140,7 @@ class SlurmBackend:
         return max(found, key=lambda jm: jm[0].id) if found else None
 
     def jobs(self) -> Sequence[ObservedJob]:
+        self._settle()
         now = self.now()
         out = []
         for j, m, _ in self._marked():
@@ -147,9 +155,15 @@ class SlurmBackend:
         job_id = self._chronus_id(j, m)
         if j.state in _RUNNING:
             current = 0.0 if j.start_time == m.done_run else now - j.start_time
-            return ObservedJob(job_id, RunState.RUNNING, placement=dict(j.placement),
+            if any(j.placement.values()):
+                self._placements[j.id] = dict(j.placement)
+            # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
+            placement = self._placements.get(j.id) or {
+                n: tuple(range(j.gpus_per_node)) for n in j.nodes}
+            return ObservedJob(job_id, RunState.RUNNING, placement=placement,
                                run_since=j.start_time, work_done=m.done + max(current, 0.0),
                                starts=j.restart_cnt + 1)
+        self._placements.pop(j.id, None)
         if j.state == "PENDING":
             return ObservedJob(job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt)
         ran = j.start_time > 0 and j.start_time != m.done_run and j.end_time >= j.start_time
@@ -186,6 +200,7 @@ class SlurmBackend:
     def _refuse(self, j: SlurmJob, why: str) -> None:
         """A marked job chronus will not run: say why in its comment, and cancel it."""
         comment = f"{marker.REFUSED} {why} [{j.comment.strip()}]"
+        log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
         self._slurm(f"refuse job {j.id}", self.rest.update, j.id, {"comment": comment})
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
 
@@ -241,13 +256,29 @@ class SlurmBackend:
         if j.restart_cnt > 0:
             update["begin_time"] = "now"
         self._slurm(f"release job {j.id}", self.rest.update, j.id, update)
-        self._wait(j.id, lambda s: s is None or s.state != "PENDING", self.start_timeout)
-        now_state = self._slurm(f"job {j.id}", self.rest.job, j.id)
-        if now_state is not None and now_state.state == "PENDING":
-            self._hold(now_state)
-            raise BackendUnavailable(f"slurm: job {j.id} was released but Slurm did not start it "
-                                     f"within {self.start_timeout:g}s ({now_state.reason}); "
-                                     "held again")
+        self._released[j.id] = time.monotonic() + self.start_timeout
+
+    def _settle(self) -> None:
+        """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
+        runs, so observations never show a started job as pending; one that Slurm did not start
+        in time is held again and shows as pending, which the service then re-plans. Starts of
+        one round are released together and settle together, in about one Slurm scheduling
+        pass rather than one per job."""
+        delay = 0.05
+        while self._released:
+            now = time.monotonic()
+            for slurm_id, until in list(self._released.items()):
+                j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
+                if j is None or j.state != "PENDING":
+                    del self._released[slurm_id]
+                elif now >= until:
+                    del self._released[slurm_id]
+                    log.warning(json.dumps({"event": "slurm_start_timeout", "slurm_job": j.id,
+                                            "reason": j.reason}))
+                    self._hold(j)
+            if self._released:
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
 
     def preempt(self, job_id: str) -> None:
         j, m = self._require(job_id)
@@ -321,21 +352,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="slurmrestd: unix:PATH (local auth) or http://HOST:PORT (JWT)")
     g.add_argument("--partition", "--slurm-partition", dest="slurm_partition", default=None,
                    help="schedule only this partition's nodes and jobs (default: all)")
-    g.add_argument("--slurm-token-file", type=Path, default=None,
+    g.add_argument("--slurm-token-file", default=None,
                    help="file holding the JWT for http:// (default: $SLURM_JWT)")
     g.add_argument("--slurm-user", default=None,
                    help="user name sent with the JWT (default: $SLURM_USER_NAME or yours)")
-    g.add_argument("--slurm-grace", type=float, default=30.0,
+    g.add_argument("--slurm-grace", type=float, default=None,
                    help="seconds between the checkpoint signal and the requeue (default 30)")
-    g.add_argument("--slurm-signal", default="USR1",
+    g.add_argument("--slurm-signal", default=None,
                    help="signal sent to a job before it is preempted (default USR1)")
-    g.add_argument("--slurm-poll", type=float, default=2.0,
+    g.add_argument("--slurm-poll", type=float, default=None,
                    help="seconds between looks at Slurm (default 2)")
-    g.add_argument("--slurm-script", type=Path, default=None,
+    g.add_argument("--slurm-script", default=None,
                    help="batch script for jobs submitted through the API (default: sleep for "
                         "the job's duration_seconds)")
-    g.add_argument("--slurm-workdir", default="/tmp",
-                   help="working directory and output place of API-submitted jobs")
+    g.add_argument("--slurm-workdir", default=None,
+                   help="working directory and output place of API-submitted jobs "
+                        "(default /tmp)")
 
 
 def from_args(args: argparse.Namespace, *, db_path: Path,
@@ -345,13 +377,15 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
     if not args.slurmrestd:
         raise InputError("--slurmrestd", "required with --backend slurm (unix:PATH or "
                                          "http://HOST:PORT)")
+    grace = 30.0 if args.slurm_grace is None else float(args.slurm_grace)
+    poll = 2.0 if args.slurm_poll is None else float(args.slurm_poll)
     token = None
     env = dict(os.environ)
     if args.slurmrestd.startswith("unix:"):
         pass
     elif args.slurm_token_file is not None:
         try:
-            token = args.slurm_token_file.read_text().strip()
+            token = Path(args.slurm_token_file).read_text().strip()
         except OSError as exc:
             raise InputError(str(args.slurm_token_file), f"cannot read the token: "
                                                          f"{exc.strerror}") from None
@@ -363,19 +397,19 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
     if token:
         env["SLURM_JWT"] = token
     user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
-    for flag, value in (("--slurm-grace", args.slurm_grace), ("--slurm-poll", args.slurm_poll)):
+    for flag, value in (("--slurm-grace", grace), ("--slurm-poll", poll)):
         if not value >= 0:
             raise InputError(flag, f"must be >= 0, got {value}")
     script = DEFAULT_SCRIPT
     if args.slurm_script is not None:
         try:
-            script = args.slurm_script.read_text()
+            script = Path(args.slurm_script).read_text()
         except OSError as exc:
             raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
     try:
         rest = SlurmRest(args.slurmrestd, token=token, user=user)
     except ValueError as exc:
         raise InputError("--slurmrestd", str(exc)) from None
-    return SlurmBackend(rest, partition=args.slurm_partition, grace=args.slurm_grace,
-                        signal=args.slurm_signal, poll=max(args.slurm_poll, 0.1),
-                        script=script, workdir=args.slurm_workdir, env=env)
+    return SlurmBackend(rest, partition=args.slurm_partition, grace=grace,
+                        signal=args.slurm_signal or "USR1", poll=max(poll, 0.1), script=script,
+                        workdir=args.slurm_workdir or "/tmp", env=env)

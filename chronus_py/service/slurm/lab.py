@@ -47,7 +47,8 @@ def why_not_here() -> str | None:
 def workload(seconds: int) -> str:
     """A batch script that works for ``seconds`` in 1-second steps and checkpoints after each
     one (in ``ckpt-$SLURM_JOB_ID``), so a requeued run resumes where the last
-    one stopped (in the working directory); the checkpoint signal (USR1) is caught and logged, as a training job would."""
+    one stopped (in the working directory); the checkpoint signal (USR1) is caught and logged,
+    as a training job would."""
     return f"""#!/bin/sh
 ckpt="$PWD/ckpt-$SLURM_JOB_ID"
 trap 'echo "checkpoint at $(cat "$ckpt" 2>/dev/null || echo 0)"' USR1
@@ -114,7 +115,8 @@ class SlurmLab:
             f"SlurmctldPidFile={lab}/run/slurmctld.pid", f"SlurmdPidFile={lab}/run/slurmd-%n.pid",
             f"SlurmctldLogFile={lab}/log/slurmctld.log", f"SlurmdLogFile={lab}/log/slurmd-%n.log",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SwitchType=switch/none",
-            "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
             "SchedulerType=sched/builtin", "SchedulerParameters=batch_sched_delay=0",
             "GresTypes=gpu", "JobRequeue=1", "ReturnToService=2",
@@ -125,7 +127,8 @@ class SlurmLab:
             self.jwt_key.write_bytes(secrets.token_bytes(32))
             os.chmod(self.jwt_key, 0o600)
             lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={self.jwt_key}"]
-        lines.append(f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} State=UNKNOWN")
+        lines.append(f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} "
+                     "State=UNKNOWN")
         for n in self.node_names:
             lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 "
                          f"Port={self.node_ports[n]}")
@@ -223,7 +226,8 @@ class SlurmLab:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(2)
                 s.connect(str(self.socket))
-                s.sendall(b"GET /slurm/v0.0.38/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                s.sendall(b"GET /slurm/v0.0.38/ping HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n")
                 return s.recv(64).startswith(b"HTTP/1.1 200")
         except OSError:
             return False
@@ -289,7 +293,8 @@ class SlurmLab:
         """Submit a batch job as a user would; its id."""
         path = self.root / "jobs" / f"job-{time.monotonic_ns()}.sh"
         path.write_text(script)
-        out = self.run("sbatch", "--parsable", f"--chdir={self.root / 'jobs'}",
+        out = self.run("sbatch", "--parsable", "--open-mode=append",
+                       f"--chdir={self.root / 'jobs'}",
                        f"--output={self.root / 'jobs'}/%j.out", *args, str(path))
         return int(out.strip().split(";")[0])
 

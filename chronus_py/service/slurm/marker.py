@@ -7,7 +7,7 @@ chronus, and the few fields chronus adds to it once it has taken the job.
 Grammar: ``chronus:`` then space-separated ``key=value`` pairs.
 
 - ``estimate`` (required): the work, in seconds at the requested GPU count; a number with an
-  optional unit ``s``, ``m``, ``h``, ``d``.
+  optional unit ``s``, ``m``, ``h``, ``d``, or several (``1h30m``).
 - ``deadline``: a comma-separated list of ``TIME[:VALUE]`` options, tightest first. TIME is
   ``+DURATION`` (after the job's submission) or an ISO-8601 time (``2026-11-24T08:00:00Z``; no
   zone means UTC); VALUE defaults to 1. None: best-effort; one: a strict deadline; several: a
@@ -32,7 +32,9 @@ REFUSED = "chronus refused:"
 SEPARATOR = " |"
 USER_KEYS = ("estimate", "deadline", "iterations", "model", "id")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_DURATION = re.compile(rf"{_NUMBER}|(?:{_NUMBER}[smhd])+")
+_PART = re.compile(rf"({_NUMBER})([smhd]?)")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
@@ -84,10 +86,9 @@ def parse(comment: str) -> Marker:
 
 
 def duration(text: str, key: str) -> float:
-    m = _DURATION.fullmatch(text)
-    if not m:
-        raise MarkerError(f"{key}: expected a duration like 600, 90s, 20m, 2h, got {text!r}")
-    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if not _DURATION.fullmatch(text):
+        raise MarkerError(f"{key}: expected a duration like 600, 90s, 20m, 2h, 1h30m, got {text!r}")
+    seconds = sum(float(n) * _UNITS[u or "s"] for n, u in _PART.findall(text))
     if seconds <= 0:
         raise MarkerError(f"{key}: must be > 0, got {text!r}")
     return seconds

@@ -78,6 +78,7 @@ class SlurmJob:
     restart_cnt: int
     node_count: int
     gpus_per_node: int
+    nodes: tuple[str, ...]                     # where it runs or ran
     placement: Mapping[str, tuple[int, ...]]   # node -> GPU indices, from gres_detail
 
     @property
@@ -110,7 +111,7 @@ def _indices(text: str) -> tuple[int, ...]:
 
 
 def _gpu_count(gres: str) -> int:
-    """GPUs in a GRES string: ``gpu:8``, ``gpu:a100:4(S:0-1)``, ``gres:gpu:2``, ``gpu:a:2,gpu:b:2``."""
+    """GPUs in a GRES string: ``gpu:8``, ``gpu:a100:4(S:0-1)``, ``gpu:a:2,gpu:b:2``."""
     total = 0
     for item in gres.split(","):
         parts = item.split("(")[0].split(":")
@@ -141,13 +142,15 @@ def _job_v38(j: Mapping[str, Any]) -> SlurmJob:
         start_time=float(j.get("start_time") or 0), end_time=float(j.get("end_time") or 0),
         restart_cnt=int(j.get("restart_cnt") or 0), node_count=int(j.get("node_count") or 1),
         gpus_per_node=_gpu_count(tres.replace("gres:", "")),
+        nodes=tuple(expand_hostlist(str(j.get("nodes") or ""))),
         placement=_placement(str(j.get("nodes") or ""), list(j.get("gres_detail") or [])))
 
 
 def _node_v38(n: Mapping[str, Any]) -> SlurmNode:
     return SlurmNode(name=str(n["name"]), gpus=_gpu_count(str(n.get("gres") or "")),
                      state=str(n.get("state") or "").lower(),
-                     flags=tuple(str(f).upper() for f in n.get("state_flags") or ()), reason=str(n.get("reason") or ""),
+                     flags=tuple(str(f).upper() for f in n.get("state_flags") or ()),
+                     reason=str(n.get("reason") or ""),
                      partitions=tuple(n.get("partitions") or ()))
 
 
