@@ -71,12 +71,15 @@ class SlurmBackend:
     def __init__(self, rest: SlurmRest, *, partition: str | None = None, grace: float = 30.0,
                  signal: str = "USR1", poll: float = 2.0, start_timeout: float = 30.0,
                  scontrol: str = "scontrol", script: str = DEFAULT_SCRIPT,
-                 workdir: str = "/tmp", env: Mapping[str, str] | None = None):
+                 workdir: str = "/tmp", env: Mapping[str, str] | None = None,
+                 time_scale: float = 1.0, time_origin: float = 0.0):
         self.rest = rest
         self.partition = partition
         self.grace = grace
         self.signal = signal
         self.poll = poll
+        self.scale = time_scale
+        self.origin = time_origin
         self.start_timeout = start_timeout
         self.scontrol = scontrol
         self.script = script
@@ -86,14 +89,19 @@ class SlurmBackend:
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
 
     # -- clock -------------------------------------------------------------------------------------
+    def _v(self, t: float) -> float:
+        """Chronus's time for a Slurm (Unix) time: the same, unless a compressed-time run
+        (``time_scale`` K) makes one wall second K seconds from ``time_origin`` on."""
+        return self.origin + (t - self.origin) * self.scale
+
     def now(self) -> float:
-        return time.time()
+        return self._v(time.time())
 
     def wall_seconds_until(self, t: float) -> float:
-        return max(0.0, t - time.time())
+        return max(0.0, (t - self.now()) / self.scale)
 
     def next_event(self) -> float | None:
-        return self.now() + self.poll
+        return self.now() + self.poll * self.scale
 
     def close(self) -> None:
         """Nothing to release: every request opens its own connection."""
@@ -154,22 +162,23 @@ class SlurmBackend:
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
         job_id = self._chronus_id(j, m)
         if j.state in _RUNNING:
-            current = 0.0 if j.start_time == m.done_run else now - j.start_time
+            current = 0.0 if j.start_time == m.done_run else now - self._v(j.start_time)
             if any(j.placement.values()):
                 self._placements[j.id] = dict(j.placement)
             # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
             placement = self._placements.get(j.id) or {
                 n: tuple(range(j.gpus_per_node)) for n in j.nodes}
             return ObservedJob(job_id, RunState.RUNNING, placement=placement,
-                               run_since=j.start_time, work_done=m.done + max(current, 0.0),
-                               starts=j.restart_cnt + 1)
+                               run_since=self._v(j.start_time),
+                               work_done=m.done + max(current, 0.0), starts=j.restart_cnt + 1)
         self._placements.pop(j.id, None)
         if j.state == "PENDING":
             return ObservedJob(job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt)
         ran = j.start_time > 0 and j.start_time != m.done_run and j.end_time >= j.start_time
-        work = m.done + (j.end_time - j.start_time if ran else 0.0)
+        work = m.done + ((j.end_time - j.start_time) * self.scale if ran else 0.0)
         return ObservedJob(job_id, _ENDED.get(j.state, RunState.FAILED),
-                           ended_at=j.end_time or now, work_done=work,
+                           ended_at=self._v(j.end_time) if j.end_time else now,
+                           work_done=work,
                            starts=j.restart_cnt + (1 if ran else 0))
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
@@ -181,7 +190,7 @@ class SlurmBackend:
                 try:
                     out.append(marker.job_fields(
                         m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
-                        submit=j.submit_time, tenant=j.account or j.user or "default"))
+                        submit=self._v(j.submit_time), tenant=j.account or j.user or "default"))
                     continue
                 except marker.MarkerError as exc:
                     error = str(exc)
@@ -226,6 +235,7 @@ class SlurmBackend:
         fields["id"] = job.id
         comment = marker.render(marker.for_api_job(fields), accepted=True)
         duration = float(fields.get("duration_seconds") or fields.get("estimate_seconds") or 60)
+        duration /= self.scale
         desc = {"name": job.id, "comment": comment, "hold": True, "requeue": True,
                 "gres": f"gpu:{job.gpus}", "current_working_directory": self.workdir,
                 "standard_output": f"{self.workdir}/chronus-{job.id}-%j.out",
@@ -300,7 +310,7 @@ class SlurmBackend:
         if j is None or j.state not in _RUNNING:
             return  # it finished during the grace: nothing to stop
         if m.done_run != j.start_time:
-            done = m.done + max(self.now() - j.start_time, 0.0)
+            done = m.done + max(self.now() - self._v(j.start_time), 0.0)
             comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
             self._slurm(f"record work of job {j.id}", self.rest.update, j.id,
                         {"comment": comment})
@@ -365,6 +375,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--slurm-script", default=None,
                    help="batch script for jobs submitted through the API (default: sleep for "
                         "the job's duration_seconds)")
+    g.add_argument("--slurm-time-scale", type=float, default=None,
+                   help="compressed-time runs (tests, demos, benchmarks): one wall second is this "
+                        "many seconds of chronus time (default 1: real time)")
+    g.add_argument("--slurm-time-origin", type=float, default=None,
+                   help="the Unix time from which --slurm-time-scale counts; keep it across "
+                        "restarts (required with a scale other than 1)")
     g.add_argument("--slurm-workdir", default=None,
                    help="working directory and output place of API-submitted jobs "
                         "(default /tmp)")
@@ -406,10 +422,17 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
             script = Path(args.slurm_script).read_text()
         except OSError as exc:
             raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
+    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
+    if not scale > 0:
+        raise InputError("--slurm-time-scale", f"must be > 0, got {scale}")
+    if scale != 1.0 and args.slurm_time_origin is None:
+        raise InputError("--slurm-time-origin", "required with --slurm-time-scale other than 1 "
+                                                "(e.g. the Unix time the run began)")
     try:
         rest = SlurmRest(args.slurmrestd, token=token, user=user)
     except ValueError as exc:
         raise InputError("--slurmrestd", str(exc)) from None
     return SlurmBackend(rest, partition=args.slurm_partition, grace=grace,
                         signal=args.slurm_signal or "USR1", poll=max(poll, 0.1), script=script,
-                        workdir=args.slurm_workdir or "/tmp", env=env)
+                        workdir=args.slurm_workdir or "/tmp", env=env, time_scale=scale,
+                        time_origin=float(args.slurm_time_origin or 0.0))
