@@ -53,6 +53,7 @@ def workload(seconds: int) -> str:
 ckpt="$PWD/ckpt-$SLURM_JOB_ID"
 trap 'echo "checkpoint at $(cat "$ckpt" 2>/dev/null || echo 0)"' USR1
 done=$(cat "$ckpt" 2>/dev/null || echo 0)
+echo "start $(date +%s.%N)"
 echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME gpus $CUDA_VISIBLE_DEVICES from $done"
 while [ "$done" -lt {int(seconds)} ]; do
     sleep 1
