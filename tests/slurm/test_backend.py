@@ -84,6 +84,23 @@ def test_bad_marker_is_refused_with_a_reason(lab):
     assert job.comment.startswith("chronus refused: estimate: required")
 
 
+def test_user_may_not_pick_an_id(lab):
+    b = backend(lab)
+    sid = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 id=mine")
+    assert b.arrivals() == []
+    assert b.rest.job(sid).comment.startswith("chronus refused: id: set by chronus")
+
+
+def test_a_forgotten_user_job_is_over_not_recreated(lab):
+    from chronus_py.model import Job, JobKind
+
+    b = backend(lab)
+    before = len(b.rest.jobs())
+    b.submit(Job("slurm-99999", "t", 1, 0.0, JobKind.BEST_EFFORT, duration=60))
+    assert len(b.rest.jobs()) == before
+    assert observed(b, "slurm-99999").state is RunState.FAILED
+
+
 def test_start_preempt_resume_and_finish(lab):
     b = backend(lab)
     sid = lab.sbatch("--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s",

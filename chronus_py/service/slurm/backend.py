@@ -87,6 +87,7 @@ class SlurmBackend:
         self._env = dict(os.environ if env is None else env)
         self._released: dict[int, float] = {}   # Slurm id -> monotonic deadline to be running
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
+        self._vanished: set[str] = set()   # adopted jobs Slurm no longer knows (see submit)
 
     # -- clock -------------------------------------------------------------------------------------
     def _v(self, t: float) -> float:
@@ -157,10 +158,17 @@ class SlurmBackend:
             if j.state == "PENDING" and not j.held:
                 self._hold(j)   # only chronus places a marked job
             out.append(self._observe(j, m, now))
+        out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
         return out
 
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
         job_id = self._chronus_id(j, m)
+        try:
+            spec = marker.job_fields(m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
+                                     submit=self._v(j.submit_time), tenant=self._tenant(j))
+            spec.pop("submit")
+        except marker.MarkerError:
+            spec = None
         if j.state in _RUNNING:
             current = 0.0 if j.start_time == m.done_run else now - self._v(j.start_time)
             if any(j.placement.values()):
@@ -168,29 +176,36 @@ class SlurmBackend:
             # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
             placement = self._placements.get(j.id) or {
                 n: tuple(range(j.gpus_per_node)) for n in j.nodes}
-            return ObservedJob(job_id, RunState.RUNNING, placement=placement,
+            return ObservedJob(job_id, RunState.RUNNING, placement=placement, spec=spec,
                                run_since=self._v(j.start_time),
                                work_done=m.done + max(current, 0.0), starts=j.restart_cnt + 1)
         self._placements.pop(j.id, None)
         if j.state == "PENDING":
-            return ObservedJob(job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt)
+            return ObservedJob(job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt,
+                               spec=spec)
         ran = j.start_time > 0 and j.start_time != m.done_run and j.end_time >= j.start_time
         work = m.done + ((j.end_time - j.start_time) * self.scale if ran else 0.0)
         return ObservedJob(job_id, _ENDED.get(j.state, RunState.FAILED),
                            ended_at=self._v(j.end_time) if j.end_time else now,
-                           work_done=work,
+                           work_done=work, spec=spec,
                            starts=j.restart_cnt + (1 if ran else 0))
+
+    @staticmethod
+    def _tenant(j: SlurmJob) -> str:
+        return j.account or j.user or "default"
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         for j, m, error in self._marked():
             if not j.held or (m is not None and m.accepted):
                 continue
+            if error is None and "id" in m.user:
+                error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:
                 try:
                     out.append(marker.job_fields(
                         m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
-                        submit=self._v(j.submit_time), tenant=j.account or j.user or "default"))
+                        submit=self._v(j.submit_time), tenant=self._tenant(j)))
                     continue
                 except marker.MarkerError as exc:
                     error = str(exc)
@@ -228,6 +243,11 @@ class SlurmBackend:
             if not m.accepted and j.state == "PENDING":
                 comment = marker.render(m.user, accepted=True)
                 self._slurm(f"accept job {j.id}", self.rest.update, j.id, {"comment": comment})
+            return
+        if job.id.startswith("slurm-"):
+            # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
+            # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
+            self._vanished.add(job.id)
             return
         fields = dict(spec or {"id": job.id, "estimate_seconds": job.duration or 60,
                                "deadlines": [{"at": d.at, "value": d.value}
@@ -431,6 +451,10 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
     try:
         rest = SlurmRest(args.slurmrestd, token=token, user=user)
     except ValueError as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    try:
+        rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
+    except SlurmUnreachable as exc:
         raise InputError("--slurmrestd", str(exc)) from None
     return SlurmBackend(rest, partition=args.slurm_partition, grace=grace,
                         signal=args.slurm_signal or "USR1", poll=max(poll, 0.1), script=script,

@@ -14,7 +14,8 @@ Grammar: ``chronus:`` then space-separated ``key=value`` pairs.
   soft deadline whose value falls with lateness.
 - ``iterations`` (optional, integer): lets ``POST /v1/jobs/{id}/progress`` re-estimate.
 - ``model`` (optional): informative.
-- ``id`` (optional): the chronus job id (default ``slurm-<jobid>``).
+- ``id``: written by chronus only, for jobs submitted through its API (``chronus submit``); a
+  user's job is always ``slurm-<jobid>`` in chronus.
 
 Chronus appends its own fields after `` |`` (``accepted``, ``done=SECONDS@START``), so what users
 read back with ``scontrol show job`` says what chronus made of their job. A job whose comment does
