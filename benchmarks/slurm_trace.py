@@ -9,6 +9,7 @@ is chronus's admission guard). Each job is a real batch script sleeping in check
 steps; outcomes are read from Slurm's own records (submit, end, requeues).
 
     sudo PYTHONPATH=. python benchmarks/slurm_trace.py [--jobs 200] [--scale 120]
+        [--deadline-hours 2 4]
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=200)
     p.add_argument("--scale", type=float, default=120.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--deadline-hours", type=float, nargs=2, default=(2.0, 4.0),
+                   metavar=("LO", "HI"), help="deadlines: LO-HI hours plus 1-3 times the work")
     p.add_argument("--time-limit", type=float, default=0.5,
                    help="chronus's solver time limit per plan, s (the service's --time-limit)")
     args = p.parse_args()
@@ -38,9 +41,12 @@ def main() -> int:
     if why:
         print(why, file=sys.stderr)
         return 2
-    jobs = synthetic_trace(args.jobs, seed=args.seed)
+    jobs = synthetic_trace(args.jobs, seed=args.seed, deadline_hours=tuple(args.deadline_hours))
+    results = RESULTS if tuple(args.deadline_hours) == (2.0, 4.0) else RESULTS.with_name(
+        "slurm_trace_deadlines_{:g}-{:g}h.json".format(*args.deadline_hours))
     out: dict = {"jobs": args.jobs, "scale": args.scale, "seed": args.seed,
                  "nodes": 4, "gpus_per_node": 4, "time_limit": args.time_limit,
+                 "deadline_hours": list(args.deadline_hours),
                  "machine": platform.node(), "runs": {}}
     for mode in ("slurm-fifo", "chronus"):
         with tempfile.TemporaryDirectory(prefix=f"slurm-trace-{mode}-") as tmp:
@@ -53,9 +59,9 @@ def main() -> int:
                 s["wall_s"] = round(time.monotonic() - t0, 1)
         out["runs"][mode] = s
         print(mode, json.dumps(s), flush=True)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    results.parent.mkdir(exist_ok=True)
+    results.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {results}")
     return 0
 
 

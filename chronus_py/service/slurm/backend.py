@@ -214,6 +214,7 @@ class SlurmBackend:
 
     # -- commands ----------------------------------------------------------------------------------
     def _hold(self, j: SlurmJob) -> None:
+        self._released.pop(j.id, None)
         try:
             self.rest.update(j.id, {"hold": True})
         except SlurmError:
@@ -279,8 +280,10 @@ class SlurmBackend:
         if len(counts) != 1:
             raise BackendUnavailable(f"slurm: job {job_id}: Slurm gives every node of a job the "
                                      f"same GPU count; the plan split it as {dict(placement)}")
-        update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False,
-                                  "gres": f"gpu:{counts.pop()}"}
+        per_node = counts.pop()
+        update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False}
+        if per_node != j.gpus_per_node:  # left alone otherwise: a typed request stays typed
+            update["gres"] = f"gpu:{per_node}"
         if len(placement) != j.node_count:
             update["minimum_nodes"] = update["maximum_nodes"] = len(placement)
         if j.restart_cnt > 0:

@@ -43,16 +43,18 @@ class Outcome:
 
 
 def synthetic_trace(n: int, *, seed: int = 1, span: float = 5 * 3600.0,
-                    slo_share: float = 0.5) -> list[TraceJob]:
+                    slo_share: float = 0.5,
+                    deadline_hours: tuple[float, float] = (2, 4)) -> list[TraceJob]:
     """``n`` jobs arriving over ``span`` seconds: 1/2/4 GPUs, log-normal work (median 10 min,
-    1 min - 1 h), half of them with a deadline 2-4 h plus 1-3 times their work after arrival."""
+    1 min - 1 h), half of them with a deadline ``deadline_hours`` (uniform, default 2-4 h) plus
+    1-3 times their work after arrival."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         work = min(max(rng.lognormvariate(math.log(600), 0.8), 60.0), 3600.0)
         deadline = None
         if rng.random() < slo_share:
-            deadline = rng.uniform(2, 4) * 3600 + rng.uniform(1, 3) * work
+            deadline = rng.uniform(*deadline_hours) * 3600 + rng.uniform(1, 3) * work
         out.append(TraceJob(at=rng.uniform(0, span), gpus=rng.choice((1, 1, 2, 2, 4)),
                             work=round(work), deadline=deadline and round(deadline)))
     return sorted(out, key=lambda j: j.at)
