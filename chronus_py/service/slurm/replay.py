@@ -61,8 +61,11 @@ def synthetic_trace(n: int, *, seed: int = 1, span: float = 5 * 3600.0,
 
 
 def run(lab: SlurmLab, jobs: list[TraceJob], *, chronus: bool, scale: float, workdir: Path,
-        timeout: float = 1800.0, serve_args: tuple[str, ...] = (), progress=None) -> list[Outcome]:
-    """Submit ``jobs`` at their times (compressed by ``scale``) and wait until all ended."""
+        timeout: float = 1800.0, serve_args: tuple[str, ...] = (), progress=None,
+        exact: bool = False) -> list[Outcome]:
+    """Submit ``jobs`` at their times (compressed by ``scale``) and wait until all ended.
+    A job runs ``max(1, round(work / scale))`` wall seconds; chronus is told ``work``, or with
+    ``exact`` that rounded amount (what the script really runs)."""
     origin = time.time()
     serve = None
     if chronus:
@@ -81,7 +84,7 @@ def run(lab: SlurmLab, jobs: list[TraceJob], *, chronus: bool, scale: float, wor
             steps = max(1, round(j.work / scale))
             args = [f"--gres=gpu:{j.gpus}"]
             if chronus:
-                marker = f"chronus: estimate={j.work:g}"
+                marker = f"chronus: estimate={steps * scale if exact else j.work:g}"
                 if j.deadline is not None:
                     marker += f" deadline=+{j.deadline:g}"
                 args = ["--hold", *args, "--comment", marker]
