@@ -136,8 +136,11 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
         return Response(config, media_type="application/json")
 
     async def healthz(request: Request, caller: Caller) -> Response:
+        latest = sorted(service.counters.round_seconds)
         return JSONResponse({"status": "ok", "backend": service.backend.name,
-                             "now": service.backend.now(), "rounds": service.counters.rounds})
+                             "now": service.backend.now(), "rounds": service.counters.rounds,
+                             "round_seconds_p50": _quantile(latest, 0.5),
+                             "round_seconds_p99": _quantile(latest, 0.99)})
 
     async def metrics_endpoint(request: Request, caller: Caller) -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
@@ -182,3 +185,7 @@ def _no_constant(name: str) -> Any:
     """JSON has no NaN or Infinity; Python's parser would accept them."""
     raise ValueError(f"{name} is not a JSON number")
 
+
+def _quantile(ordered: list[float], q: float) -> float | None:
+    """A quantile of the last 1,000 rounds (nearest rank), or None before the first."""
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)] if ordered else None

@@ -88,6 +88,12 @@ class Backend(Protocol):
         """Every chronus job the backend still tracks (pending, running, or ended since it was
         last reported), so the service can reconcile its database with the truth."""
 
+    def jobs_changed(self) -> Sequence[ObservedJob]:
+        """Optional (a backend may leave it out): the jobs whose state changed since the last
+        call of ``jobs`` or ``jobs_changed`` (ended, started, stopped, or changed outside
+        chronus), as ``jobs`` reports them. A service with thousands of jobs observes through it
+        every round and calls ``jobs`` only now and then; without it, ``jobs`` every round."""
+
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         """Jobs that entered through the backend itself since the last call (Slurm: held jobs that
         carry the chronus marker; sim: trace arrivals up to ``now()``), each as the job fields of

@@ -28,6 +28,7 @@ from chronus_py.service.db import TERMINAL, Database
 from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
 
 log = logging.getLogger("chronus.serve")
+FULL_OBSERVE_EVERY = 300.0
 _ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed",
           RunState.CANCELLED: "cancelled"}
 
@@ -74,7 +75,7 @@ class Service:
     def __init__(self, backend: Backend, db: Database, settings: rounds.SchedulerSettings, *,
                  allocator_factory: Callable[[], Any] | None = None,
                  on_round: Callable[[float], None] | None = None,
-                 on_admission: Callable[[float], None] | None = None):
+                 on_admission: Callable[[float], None] | None = None, layers=None):
         self.backend = backend
         self.db = db
         self.settings = settings
@@ -82,24 +83,35 @@ class Service:
         self.on_round = on_round or (lambda seconds: None)
         self.on_admission = on_admission or (lambda seconds: None)
         self.counters = Counters()
+        self.layers = layers
+        self._placements_changed = True
         nodes = backend.nodes()
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
-        self.plan = None
         self.needs_resync = False
         self.rebuild()
+
+    @property
+    def plan(self):
+        """The last round's :class:`~chronus_py.plan.Plan` (None before the first round),
+        assembled on first use after each round."""
+        if self._plan is None and self._decided is not None:
+            self._plan = rounds.plan_of(self.scheduler, self._decided)
+        return self._plan
 
     # -- (re)building from the backend's truth plus the database -----------------------------------
     def rebuild(self) -> None:
         """A fresh scheduler holding every active job as the backend sees it, with the
         promises and estimates the database remembers."""
         now = self.backend.now()
+        observed = {o.id: o for o in self.backend.jobs()}
+        self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
         self.scheduler = rounds.build_scheduler(self.settings, self.cluster,
                                                 allocator=self.allocator_factory(),
                                                 estimates=self.estimates)
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
-        observed = {o.id: o for o in self.backend.jobs()}
+        self.known = self.db.ids()  # every job id ever accepted: ids are never reused
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
@@ -115,7 +127,7 @@ class Service:
                               if row["guaranteed_at"] is not None else None)
                 self._restore(spec, row["estimate"], obs, guaranteed, now)
             for obs in observed.values():
-                if obs.state in _ENDED or obs.spec is None or self.db.job(obs.id) is not None:
+                if obs.state in _ENDED or obs.spec is None or obs.id in self.known:
                     continue
                 spec = parse_job(dict(obs.spec), now=now, tenant=str(obs.spec.get("tenant")),
                                  may_set_tenant=True, submit=now)
@@ -125,9 +137,15 @@ class Service:
                                 tenant=spec.job.tenant, spec=spec.fields, submit=now,
                                 estimate=spec.estimate, first_deadline=_first(spec),
                                 admission=admission, guaranteed=None)
+                self.known.add(spec.job.id)
                 self._restore(spec, spec.estimate, obs, None, now)
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
+        self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
+        self._fresh = True
+        self._placements_changed = True
+        self._decided = None
+        self._plan = None
         self.needs_resync = False
         self.counters.resyncs += 1
 
@@ -137,8 +155,13 @@ class Service:
         self.specs[job_id] = spec
         self.tenants[job_id] = spec.job.tenant
         running = obs is not None and obs.state is RunState.RUNNING
-        kwargs = dict(work_done=(obs.work_done or 0.0) if obs else 0.0,
-                      starts=obs.starts if obs else 0, guaranteed=guaranteed)
+        done = 0.0 if obs is None else obs.work_done
+        if done is None:
+            # The backend only knows how long the current run has been going (its earlier runs'
+            # work is unknown: counting it as none errs towards more remaining work).
+            done = now - obs.run_since if running and obs.run_since is not None else 0.0
+        kwargs = dict(work_done=max(done, 0.0), starts=obs.starts if obs else 0,
+                      guaranteed=guaranteed)
         try:
             rounds.restore(self.scheduler, spec.job, now,
                            placement=dict(obs.placement) if running else None, **kwargs)
@@ -154,6 +177,10 @@ class Service:
 
     # -- requests ----------------------------------------------------------------------------------
     def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
+        if self.needs_resync:
+            # The scheduler may not match the cluster: a promise made now could not be kept.
+            raise ApiError(503, "the service is re-reading the cluster after a backend error; "
+                                "retry shortly")
         started = time.perf_counter()
         now = self.backend.now()
         try:
@@ -161,7 +188,7 @@ class Service:
         except FieldError as exc:
             raise ApiError(422, exc.why, exc.field) from None
         job = spec.job
-        if job.id in self.scheduler.jobs or self.db.job(job.id) is not None:
+        if job.id in self.scheduler.jobs or job.id in self.known:
             raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
         why = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
         if why is not None:
@@ -193,8 +220,10 @@ class Service:
                             submit=job.submit, estimate=spec.estimate,
                             first_deadline=_first(spec), admission=admission.to_dict(),
                             guaranteed=None if deadline is None else (deadline.at, deadline.value))
+            self.known.add(job.id)
             if deadline is not None:
-                self.db.promise(job.id, "promised", (deadline.at, deadline.value), now)
+                self.db.promise(job.id, "promised", (deadline.at, deadline.value), now,
+                                update_job=False)
                 self.promised[job.id] = deadline
             self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
             if stats is not None and stats.rounds != before:
@@ -220,6 +249,7 @@ class Service:
             raise ApiError(503, f"the backend did not take the cancellation: {exc}") from None
         if job_id in self.scheduler.active:
             rounds.withdraw(self.scheduler, job_id, now)
+            self._placements_changed = True
         self.promised.pop(job_id, None)
         with self.db.transaction():
             self.db.set_state(job_id, "cancelled", finished=now)
@@ -310,6 +340,21 @@ class Service:
             self._round()
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
+        if self.layers is not None and self._placements_changed:
+            self._placements_changed = False
+            self._write_layers()
+
+    def _write_layers(self) -> None:
+        running = {job_id: (state.placement, self.specs[job_id].fields.get("cgroup"))
+                   for job_id, state in self.scheduler.running.items()}
+        try:
+            nodes = self.layers.update(running)
+        except OSError as exc:
+            self._placements_changed = True
+            log.warning(json.dumps({"event": "layers_error", "error": str(exc)}))
+            return
+        if nodes:
+            decision_log("layers", nodes=nodes)
 
     def _arrivals(self) -> None:
         for fields in self.backend.arrivals():
@@ -322,18 +367,31 @@ class Service:
                 decision_log("refuse", job=fields.get("id"), reason=str(exc))
                 self.backend.cancel(str(fields.get("id")))
                 continue
+            if spec.job.id in self.known or spec.job.id in self.scheduler.jobs:
+                # Never cancel by this id: it names a job chronus already accepted.
+                decision_log("refuse", job=spec.job.id, reason="duplicate id")
+                continue
             why = rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
-            if why is not None or spec.job.id in self.scheduler.jobs:
-                decision_log("refuse", job=spec.job.id, reason=why or "duplicate id")
+            if why is not None:
+                decision_log("refuse", job=spec.job.id, reason=why)
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)
+
+    def _observations(self):
+        """What changed on the backend: every job every ``FULL_OBSERVE_EVERY`` wall seconds
+        (and always from a backend without ``jobs_changed``), else only the changes."""
+        changed = getattr(self.backend, "jobs_changed", None)
+        if changed is None or time.monotonic() >= self._full_observe_at:
+            self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
+            return self.backend.jobs()
+        return changed()
 
     def _observe(self) -> None:
         """Bring the scheduler in line with the backend: completions, and any disagreement
         about what runs (which forces a rebuild from the backend's view)."""
         ended = []
-        for obs in self.backend.jobs():
+        for obs in self._observations():
             state = self.scheduler.active.get(obs.id)
             if state is None:
                 continue
@@ -345,6 +403,7 @@ class Service:
                              scheduler=str(state.status))
                 self.needs_resync = True
         if ended:
+            self._placements_changed = True
             with self.db.transaction():
                 for obs in ended:
                     at = obs.ended_at if obs.ended_at is not None else self.backend.now()
@@ -358,17 +417,25 @@ class Service:
 
     def _round(self) -> None:
         now = self.backend.now()
-        decided, plan, seconds = rounds.run_round(self.scheduler, now)
-        self.plan = plan
+        stats = rounds.selector_stats(self.scheduler)
+        before = None if stats is None else stats.rounds
+        decided, seconds = rounds.run_round(self.scheduler, now)
+        self._decided = decided
+        self._plan = None
         self.counters.rounds += 1
+        self.counters.round_seconds.append(seconds)
+        del self.counters.round_seconds[:-1000]
         self.on_round(seconds)
-        with self.db.transaction():
-            self._record_promise_changes(now, in_transaction=True)
-            self.db.set_meta("lease_plan", {"now": now, "lease_end": plan.lease_end,
-                                            "plan": {j: list(s) for j, s in
-                                                     plan.lease_plan.items()}})
-        reasons = {d.job_id: d.reason for d in plan.decisions
-                   if d.job_id in {s.id for s in decided.started + decided.preempted}}
+        if self._fresh or (stats is not None and stats.rounds != before):
+            # Guarantees change only at a re-plan, or when restored jobs are first admitted.
+            self._fresh = False
+            with self.db.transaction():
+                self._record_promise_changes(now, in_transaction=True)
+                plan = self.plan
+                self.db.set_meta("lease_plan", {"now": now, "lease_end": plan.lease_end,
+                                                "plan": {j: list(s) for j, s in
+                                                         plan.lease_plan.items()}})
+        reasons = rounds.reasons(self.scheduler, decided)
         for state in decided.preempted:
             self._apply("preempt", state.id, None, reasons.get(state.id, ""), now,
                         lambda s=state: self.backend.preempt(s.id))
@@ -387,6 +454,7 @@ class Service:
             self._backend_failed(action, job_id, exc)
             return
         state = self.scheduler.jobs[job_id]
+        self._placements_changed = True
         with self.db.transaction():
             self.db.set_state(job_id, "running" if action == "start" else "pending",
                               placement=placement, started=now if action == "start" else None,

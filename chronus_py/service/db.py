@@ -90,15 +90,16 @@ class Database:
              json.dumps(admission), *(guaranteed or (None, None))))
 
     def promise(self, job_id: str, event: str, deadline: tuple[float, float] | None,
-                at: float) -> None:
+                at: float, *, update_job: bool = True) -> None:
         """Record a promise made (``promised``) or withdrawn (``demoted``), and the job's current
-        guarantee."""
+        guarantee (unless ``update_job`` is False: ``add_job`` just wrote it)."""
         at_value = deadline or (None, None)
         self.conn.execute(
             "INSERT INTO promise (job, event, deadline, value, at) VALUES (?, ?, ?, ?, ?)",
             (job_id, event, *at_value, at))
-        self.conn.execute("UPDATE job SET guaranteed_at=?, guaranteed_value=? WHERE id=?",
-                          (*(deadline if event == "promised" else (None, None)), job_id))
+        if update_job:
+            self.conn.execute("UPDATE job SET guaranteed_at=?, guaranteed_value=? WHERE id=?",
+                              (*(deadline if event == "promised" else (None, None)), job_id))
 
     def set_state(self, job_id: str, state: str, *, placement: Mapping | None = None,
                   started: float | None = None, finished: float | None = None,
@@ -160,6 +161,9 @@ class Database:
         cur = self.conn.execute(sql + (" WHERE job=? ORDER BY seq" if job_id else " ORDER BY seq"),
                                 (job_id,) if job_id else ())
         return [_row(cur, r) for r in cur.fetchall()]
+
+    def ids(self) -> set[str]:
+        return {row[0] for row in self.conn.execute("SELECT id FROM job")}
 
     def next_seq(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM job").fetchone()[0])

@@ -13,6 +13,7 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
     iterations: 40000           # optional: lets POST /v1/jobs/{id}/progress re-estimate
     model: resnet50             # optional, informative
     tenant: team-a              # admin tokens only (a tenant token's own tenant otherwise)
+    cgroup: training.slice/j1.scope     # optional: the job's cgroup, for host layer configs
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import Any, Mapping
 from chronus_py.model import DeadlineOption, Job, JobKind
 
 FIELDS = ("id", "gpus", "estimate_seconds", "deadlines", "duration_seconds", "iterations", "model",
-          "tenant")
+          "tenant", "cgroup")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 MAX_DEADLINES = 16
 
@@ -78,6 +79,10 @@ def parse_job(body: Any, *, now: float, tenant: str, may_set_tenant: bool = Fals
     model = body.get("model")
     if model is not None and (not isinstance(model, str) or not 0 < len(model) <= 128):
         raise FieldError("model", "expected a string of 1-128 characters")
+    cgroup = body.get("cgroup")
+    if cgroup is not None and (not isinstance(cgroup, str) or not 0 < len(cgroup) <= 512
+                               or ".." in cgroup.split("/")):
+        raise FieldError("cgroup", "expected a cgroup path of 1-512 characters without '..'")
     if "tenant" in body:
         if not may_set_tenant:
             raise FieldError("tenant", "set by your token; only an admin token may name a tenant")

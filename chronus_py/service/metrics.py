@@ -70,5 +70,8 @@ class _Collector:
                                   value=service.counters.rounds)
         yield CounterMetricFamily("chronus_backend_errors", "Backend calls that failed",
                                   value=service.counters.backend_errors)
+        yield CounterMetricFamily("chronus_rebuilds", "Scheduler rebuilt from the backend's view "
+                                  "(start, and after any disagreement or backend error)",
+                                  value=service.counters.resyncs)
         yield GaugeMetricFamily("chronus_backend_now", "The backend's clock (seconds)",
                                 value=service.backend.now())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.plan import Plan, assemble_plan
@@ -59,10 +59,6 @@ def build_scheduler(settings: SchedulerSettings, cluster: Cluster, *, allocator=
     else:
         policy = make_policy(settings.policy)
     return Scheduler(cluster, policy, allocator=allocator, estimator=lambda job: estimates[job.id])
-
-
-def widest(scheduler: Scheduler) -> int:
-    return scheduler.total_gpus
 
 
 def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
@@ -146,12 +142,28 @@ def progress(scheduler: Scheduler, job_id: str, fraction: float, now: float) -> 
     return estimate
 
 
-def run_round(scheduler: Scheduler, now: float) -> tuple[Round, Plan, float]:
-    """One round at ``now``: order, place, and the plan as data; with its wall seconds."""
+def run_round(scheduler: Scheduler, now: float) -> tuple[Round, float]:
+    """One round at ``now``: order and place; with its wall seconds. The plan as data is
+    assembled only when asked (``plan_of``): it covers every active job, and a busy service
+    runs many rounds between two ``GET /v1/plan``."""
     started = time.perf_counter()
     decided = scheduler.plan(now)
-    plan = assemble_plan(scheduler, decided)
-    return decided, plan, time.perf_counter() - started
+    return decided, time.perf_counter() - started
+
+
+def plan_of(scheduler: Scheduler, decided: Round) -> Plan:
+    return assemble_plan(scheduler, decided)
+
+
+def reasons(scheduler: Scheduler, decided: Round) -> dict[str, str]:
+    """Why each job started or was preempted in ``decided`` (the plan's reason, for the log
+    line of each decision), without assembling the whole plan."""
+    from chronus_py.plan import Action, _reason
+
+    free = scheduler.allocator.free_gpus()
+    out = {s.id: _reason(scheduler, s, Action.START, free) for s in decided.started}
+    out.update({s.id: _reason(scheduler, s, Action.PREEMPT, free) for s in decided.preempted})
+    return out
 
 
 def guarantees(scheduler: Scheduler) -> dict[str, DeadlineOption]:
@@ -174,7 +186,3 @@ def is_running(state: JobState) -> bool:
 
 def free_gpus(scheduler: Scheduler) -> int:
     return scheduler.allocator.free_gpus()
-
-
-def jobs_in(scheduler: Scheduler) -> Iterable[JobState]:
-    return scheduler.active.values()

@@ -25,7 +25,8 @@ from typing import Any
 
 import yaml
 
-from chronus_py.errors import InputError
+from chronus_py.errors import ChronusError, InputError
+from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.backends import BACKENDS, DEFAULT_BACKEND, backend_module
 from chronus_py.service.rounds import SchedulerSettings
 
@@ -35,7 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "listen": "127.0.0.1:8080", "db": "chronus.db", "db_sync": "normal",
     "backend": DEFAULT_BACKEND, "tokens": None, "policy": "chronus", "lease": 1200.0,
     "headroom": 0.9, "solver": "cpsat", "time_limit": 2.0, "cluster": None,
-    "round_interval": 0.05, "log_level": "info",
+    "round_interval": 0.05, "log_level": "info", "layers_dir": None, "hosts": None,
 }
 _SOLVERS = {"cpsat": "cpsat", "cbc": "cbc", "greedy": None}
 
@@ -63,6 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, help="solver time limit per plan, s (default 2)")
     p.add_argument("--cluster", help="a HiveD cluster config: its nodes, and the cell allocator "
                                      "places each job in its tenant's virtual cluster")
+    p.add_argument("--layers-dir", help="keep DIR/<node>.json and .env (scx_layered configs) "
+                                        "current for nodes with a host model (--hosts)")
+    p.add_argument("--hosts", help="YAML mapping node -> host model YAML, for --layers-dir")
     p.add_argument("--round-interval", type=float,
                    help="least wall seconds between rounds (default 0.05)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
@@ -86,6 +90,8 @@ class Options:
     cluster: Path | None
     round_interval: float
     log_level: str
+    layers_dir: Path | None
+    hosts: Path | None
     args: argparse.Namespace
 
 
@@ -122,10 +128,14 @@ def resolve(args: argparse.Namespace) -> Options:
         from chronus_py.service.auth import load_tokens
 
         load_tokens(Path(args.tokens))
+    if (args.layers_dir is None) != (args.hosts is None):
+        raise InputError("--layers-dir/--hosts", "give both or neither")
     return Options(host=host, port=port, db=Path(args.db), db_sync=args.db_sync,
                    backend=args.backend, tokens=None if args.tokens is None else Path(args.tokens),
                    settings=settings, cluster=None if args.cluster is None else Path(args.cluster),
-                   round_interval=float(args.round_interval), log_level=args.log_level, args=args)
+                   round_interval=float(args.round_interval), log_level=args.log_level,
+                   layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
+                   hosts=None if args.hosts is None else Path(args.hosts), args=args)
 
 
 def _merge_config(args: argparse.Namespace, path: Path) -> None:
@@ -194,13 +204,24 @@ def serve(options: Options) -> int:
     db = Database(options.db, sync=options.db_sync)
     backend = backend_module(options.backend).from_args(options.args, db_path=options.db,
                                                         nodes=nodes)
+    layers = None
+    if options.layers_dir is not None:
+        from chronus_py.service.layers import LayersWriter, load_hosts
+
+        node_gpus = {n.name: len(n.gpus) for n in backend.nodes()}
+        layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
-    service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
-                      on_round=metrics.round_seconds.observe,
-                      on_admission=metrics.admission_seconds.observe)
+    try:
+        service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
+                          on_round=metrics.round_seconds.observe,
+                          on_admission=metrics.admission_seconds.observe, layers=layers)
+    except BackendUnavailable as exc:
+        error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
+        error.exit_code = 1
+        raise error from None
     metrics.attach(service)
     wake = asyncio.Event()
-    app = build_app(service, tokens=tokens, metrics=metrics, wake=wake.set)
+    app = build_app(service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set)
 
     server: list = []
 
@@ -228,14 +249,19 @@ def serve(options: Options) -> int:
                     'every caller acts as admin"}')
     log.info('{"event": "listening", "url": "http://%s:%d", "backend": "%s", "db": "%s"}',
              host, port, options.backend, options.db)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            http="httptools")
     server.append(uvicorn.Server(config))
+    with contextlib.suppress(ImportError):
+        import uvloop  # the faster event loop where it exists (not on Windows)
+
+        uvloop.install()
     asyncio.run(server[0].serve(sockets=[sock]))
     return 0
 
 
 async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: float) -> None:
-    last = -math.inf
+    last, spent = -math.inf, 0.0
     while not stop.is_set():
         due = service.next_wakeup()
         timeout = MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due),
@@ -245,15 +271,19 @@ async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: flo
         wake.clear()
         if stop.is_set():
             break
-        gap = interval - (time.monotonic() - last)
+        # At most one round per ``interval``, and rounds take at most a third of the loop's
+        # time, so a burst of submissions is answered between rounds, not behind them.
+        gap = max(interval, 2 * spent) - (time.monotonic() - last)
         if gap > 0:
             await asyncio.sleep(gap)
+        began = time.monotonic()
         try:
             service.tick()
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
             log.exception("round failed; the scheduler is rebuilt from the backend next round")
             service.needs_resync = True
         last = time.monotonic()
+        spent = last - began
 
 
 def _bind(host: str, port: int) -> socket.socket:

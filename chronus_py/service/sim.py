@@ -72,6 +72,7 @@ class SimWorld:
         self._seq = 0
         self.time = -math.inf
         self.reported: set[str] = set()  # ended jobs the service has not been shown yet
+        self.changed: set[str] = set()  # jobs whose state changed since the service last looked
 
     def advance(self, now: float) -> None:
         """Complete every run whose work is done by ``now``, in time order."""
@@ -93,6 +94,7 @@ class SimWorld:
         return job.state is RunState.RUNNING and job.starts == entry[3]
 
     def _end(self, job: _SimJob, state: RunState, at: float) -> None:
+        self.changed.add(job.id)
         self._release(job)
         job.run_since = None
         job.state = state
@@ -109,6 +111,7 @@ class SimWorld:
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:
         self.advance(at)
         getattr(self, f"_{kind}")(job_id, at, data)
+        self.changed.add(job_id)
 
     def check(self, kind: str, job_id: str, data: Any) -> None:
         """Raise BackendUnavailable if ``kind`` cannot apply now (nothing is changed)."""
@@ -208,6 +211,7 @@ class SimBackend:
                                if j.state not in (RunState.PENDING, RunState.RUNNING)}
         self.trace = tuple(trace_jobs)
         self._next_trace = 0
+        self._settled = 0
 
     def _anchor(self, speed: float, origin: float) -> None:
         """Keep the persisted clock; a new ``speed`` re-anchors it at the current instant."""
@@ -238,18 +242,31 @@ class SimBackend:
         out = [world.observe(job) for job in world.jobs.values()
                if job.state in (RunState.PENDING, RunState.RUNNING) or job.id in world.reported]
         world.reported.clear()
+        world.changed.clear()
+        return out
+
+    def jobs_changed(self) -> Sequence[ObservedJob]:
+        self.world.advance(self.now())
+        world = self.world
+        out = [world.observe(world.jobs[i]) for i in world.changed]
+        world.reported.clear()
+        world.changed.clear()
         return out
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         now = self.now()
         while self._next_trace < len(self.trace) and self.trace[self._next_trace].submit <= now:
             self._next_trace += 1
-        return [trace_fields(job) for job in self.trace[:self._next_trace]
+        while self._settled < self._next_trace and self.trace[self._settled].id in self.world.jobs:
+            self._settled += 1  # accepted or refused: never offered again
+        return [trace_fields(job) for job in self.trace[self._settled:self._next_trace]
                 if job.id not in self.world.jobs]
 
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         """``spec`` (the submitted fields) is kept for a service that lost its database; the true
         work is its ``duration_seconds``, else the job's ``duration``."""
+        if job.id in self.world.jobs:
+            return  # idempotent: a service that crashed after submitting submits again
         spec = dict(spec or {"id": job.id, "gpus": job.gpus, "tenant": job.tenant})
         work = spec.get("duration_seconds") or job.duration
         if work is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from serving import Server
 
 TOKENS = """tokens:
   - {token: "team-a-token-0123456789", tenant: team-a}
@@ -15,11 +16,24 @@ B = {"Authorization": "Bearer team-b-token-0123456789"}
 ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
 
 
+ARGS = ("--nodes", "4", "--speed", "50", "--headroom", "0.5")
+
+
 @pytest.fixture
 def server(serve, tmp_path):
     (tmp_path / "tokens.yaml").write_text(TOKENS)
-    return serve("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "4", "--speed", "50",
-                 "--headroom", "0.5")
+    return serve("--tokens", str(tmp_path / "tokens.yaml"), *ARGS)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One server for the tests that only read or are refused (no state to leak between them)."""
+    workdir = tmp_path_factory.mktemp("shared")
+    (workdir / "tokens.yaml").write_text(TOKENS)
+    server = Server(workdir, "--tokens", str(workdir / "tokens.yaml"), *ARGS).start()
+    yield server
+    server.stop()
+    server.http.close()
 
 
 def wait_for(predicate, timeout=15.0):
@@ -94,14 +108,14 @@ def test_rejected_and_not_guaranteed_say_why(server):
     ({"gpus": 1, "estimate_seconds": 5, "id": "a b"}, 422, "id"),
     ([1, 2], 422, "body"),
 ])
-def test_bad_bodies_name_the_field(server, body, status, field):
-    r = server.http.post("/v1/jobs", headers=A, json=body)
+def test_bad_bodies_name_the_field(shared, body, status, field):
+    r = shared.http.post("/v1/jobs", headers=A, json=body)
     assert r.status_code == status, r.text
     assert r.json()["field"] == field
 
 
-def test_malformed_and_oversized_requests(server):
-    http = server.http
+def test_malformed_and_oversized_requests(shared):
+    http = shared.http
     r = http.post("/v1/jobs", headers=A, content=b"{not json")
     assert r.status_code == 400 and r.json()["field"] == "body"
     r = http.post("/v1/jobs", headers=A, content=b'{"gpus": 1, "estimate_seconds": NaN}')
@@ -190,3 +204,35 @@ def test_config_file_and_check(tmp_path):
     r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--config",
                         str(tmp_path / "bad.yaml"), "--check"], capture_output=True, text=True)
     assert r.returncode == 2 and "nodez: unknown option" in r.stderr
+
+
+def test_host_layer_configs_follow_placements(serve, tmp_path):
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[2] / "examples" / "hosts" / "2socket-8gpu.yaml"
+    (tmp_path / "hosts.yaml").write_text(f"node0: {model}\n")
+    server = serve("--nodes", "1", "--gpus-per-node", "8", "--speed", "10",
+                   "--layers-dir", str(tmp_path / "layers"),
+                   "--hosts", str(tmp_path / "hosts.yaml"))
+    http = server.http
+    r = http.post("/v1/jobs", json={"id": "l1", "gpus": 8, "estimate_seconds": 36000,
+                                    "cgroup": "training.slice/l1.scope"})
+    assert r.status_code == 201
+    path = tmp_path / "layers" / "node0.json"
+    wait_for(path.exists)
+    served = http.get("/v1/hosts/node0/layers")
+    assert served.status_code == 200 and served.text == path.read_text()
+    assert "training.slice/l1.scope" in path.read_text()
+    assert (tmp_path / "layers" / "node0.env").exists()
+    http.delete("/v1/jobs/l1")
+    wait_for(lambda: not path.exists())
+    assert http.get("/v1/hosts/node0/layers").json()["field"] == "node"
+
+
+def test_trace_jobs_enter_through_the_backend(serve):
+    server = serve("--trace", "philly-slo", "--speed", "2000")
+    jobs = wait_for(lambda: server.http.get("/v1/jobs").json()["jobs"])
+    first = jobs[0]
+    assert first["submit"] >= 0 and first["admission"]["decision"] in (
+        "guaranteed", "not_guaranteed")
+    assert first["tenant"] != "default"  # the trace's tenant

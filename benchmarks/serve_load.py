@@ -1,0 +1,211 @@
+"""``chronus serve`` under load: submission throughput and admission latency at 8,192 GPUs with
+5,000 pending jobs, round latency, and resident memory after 100,000 jobs.
+
+    python benchmarks/serve_load.py [--rate 500] [--seconds 20] [--total 100000]
+
+Starts the real server (sim backend, 1,024 nodes x 8 GPUs, --speed 1, default logging to a
+file) as a subprocess. Phases:
+1. fill: 1,024 jobs of 8 GPUs take every GPU for 800 s, then 5,000 more wait: jobs of 1-8 GPUs
+   and 2-16 h (more GPU-time than the running ones, so the SRTF pool preempts nobody and they
+   stay pending), 70% with a deadline 1.5-4x their work away as in the Philly traces;
+2. measure: an open-loop client sends submissions at ``--rate`` per second for ``--seconds``
+   (each request's latency counts from its scheduled instant, so a slow server cannot hide
+   by slowing the client down), over 16 keep-alive connections;
+3. memory: keeps submitting until ``--total`` jobs exist, then reads the server's VmRSS.
+Writes benchmarks/results/serve_load.json (or ``--out``).
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Conn:
+    def __init__(self, port: int):
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def call(self, method: str, path: str, body=None):
+        """One request; a keep-alive connection the server closed while idle is reopened once
+        (the request was not sent on it)."""
+        data = None if body is None else json.dumps(body)
+        headers = {"Content-Type": "application/json"} if data else {}
+        for attempt in (0, 1):
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                return resp.status, json.loads(resp.read())
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                if attempt:
+                    raise
+
+
+def job(i: int, rng: random.Random, now: float, gpus: int | None = None,
+        estimate: float | None = None) -> dict:
+    est = estimate or rng.choice((7200.0, 14400.0, 28800.0, 57600.0))
+    body = {"id": f"b{i}", "gpus": gpus or rng.choice((1, 1, 1, 2, 4, 8)),
+            "estimate_seconds": est}
+    if rng.random() < 0.7:
+        body["deadlines"] = [{"at": now + est * rng.uniform(1.5, 4.0)}]
+    return body
+
+
+def submit_many(port: int, bodies: list[dict], connections: int = 8) -> None:
+    chunks = [bodies[i::connections] for i in range(connections)]
+
+    def work(chunk):
+        conn = Conn(port)
+        for body in chunk:
+            status, out = conn.call("POST", "/v1/jobs", body)
+            assert status == 201, out
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in chunks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def open_loop(port: int, bodies: list[dict], rate: float, connections: int = 16) -> dict:
+    """Send ``bodies`` at ``rate``/s; latency from each request's scheduled instant."""
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    next_index = [0]
+    start = time.perf_counter() + 0.2
+
+    def work():
+        conn = Conn(port)
+        while True:
+            with lock:
+                i = next_index[0]
+                next_index[0] += 1
+            if i >= len(bodies):
+                return
+            due = start + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            status, _ = conn.call("POST", "/v1/jobs", bodies[i])
+            done = time.perf_counter()
+            with lock:
+                latencies.append(done - due)
+                statuses[status] = statuses.get(status, 0) + 1
+
+    threads = [threading.Thread(target=work) for _ in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    pick = lambda q: latencies[min(int(q * len(latencies)), len(latencies) - 1)]  # noqa: E731
+    return {"requests": len(bodies), "target_rate": rate, "elapsed_s": elapsed,
+            "achieved_rate": len(bodies) / elapsed, "statuses": statuses,
+            "latency_p50_ms": 1000 * pick(0.5), "latency_p99_ms": 1000 * pick(0.99),
+            "latency_max_ms": 1000 * latencies[-1]}
+
+
+def server_admission_quantiles(port: int) -> dict:
+    """p50/p99 of the server's own admission time (handler start to answer, without queueing
+    in the event loop), as the upper bound of the histogram bucket that holds them."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith("chronus_admission_seconds_bucket"):
+            bound = line.split('le="')[1].split('"')[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1]
+    pick = lambda q: next(b for b, n in buckets if n >= q * total)  # noqa: E731
+    return {"server_admission_p50_ms_at_most": 1000 * pick(0.5),
+            "server_admission_p99_ms_at_most": 1000 * pick(0.99)}
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rate", type=float, default=500.0)
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--total", type=int, default=100_000)
+    p.add_argument("--out", default="serve_load.json", help="file name under benchmarks/results")
+    args = p.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="serve-load-"))
+    port = free_port()
+    log = open(workdir / "serve.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "chronus_py", "serve", "--listen",
+                             f"127.0.0.1:{port}", "--db", str(workdir / "chronus.db"),
+                             "--nodes", "1024", "--gpus-per-node", "8", "--speed", "1"],
+                            stdout=log, stderr=log)
+    try:
+        for _ in range(600):
+            try:
+                now = Conn(port).call("GET", "/v1/cluster")[1]["now"]
+                break
+            except OSError:
+                time.sleep(0.05)
+        rng = random.Random(1)
+        t0 = time.perf_counter()
+        submit_many(port, [job(i, rng, now, gpus=8, estimate=800.0) for i in range(1024)])
+        while Conn(port).call("GET", "/v1/cluster")[1]["free_gpus"]:
+            time.sleep(0.2)
+        submit_many(port, [job(1024 + i, rng, now) for i in range(5000)])
+        time.sleep(1.0)
+        cluster = Conn(port).call("GET", "/v1/cluster")[1]
+        fill = {"seconds": time.perf_counter() - t0, "running": cluster["running"],
+                "pending": cluster["pending"], "free_gpus": cluster["free_gpus"]}
+        print("fill:", fill, flush=True)
+        n = int(args.rate * args.seconds)
+        load = open_loop(port, [job(10_000 + i, rng, now) for i in range(n)], args.rate)
+        health = Conn(port).call("GET", "/healthz")[1]
+        load.update(server_admission_quantiles(port))
+        load["round_p50_ms"] = 1000 * health["round_seconds_p50"]
+        load["round_p99_ms"] = 1000 * health["round_seconds_p99"]
+        load["pending_after"] = Conn(port).call("GET", "/v1/cluster")[1]["pending"]
+        print("load:", load, flush=True)
+        have = 6024 + n
+        t1 = time.perf_counter()
+        submit_many(port, [job(200_000 + i, rng, now) for i in range(args.total - have)])
+        memory = {"jobs": args.total, "seconds": time.perf_counter() - t1,
+                  "rss_mb": rss_mb(proc.pid)}
+        print("memory:", memory, flush=True)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    out = {"command": " ".join(["python", *sys.argv]), "cpus": os.cpu_count(),
+           "load_average_at_end": os.getloadavg(), "fill": fill, "load": load, "memory": memory}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

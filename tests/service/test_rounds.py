@@ -1,0 +1,46 @@
+"""The service's calls into the core scheduler: a dry run answers what admission then does,
+and a withdrawn job leaves no trace in the queues or on the GPUs."""
+from __future__ import annotations
+
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.service import rounds
+
+
+def scheduler(estimates):
+    return rounds.build_scheduler(rounds.SchedulerSettings(headroom=0.5, solver=None),
+                                  Cluster.uniform(2, 8), estimates=estimates)
+
+
+def slo(job_id: str, gpus: int, work: float, *deadlines: float) -> Job:
+    return Job(job_id, "t", gpus, 0.0, JobKind.STRICT_SLO if len(deadlines) == 1 else
+               JobKind.SOFT_SLO, tuple(DeadlineOption(d, 1.0) for d in deadlines), work)
+
+
+def test_probe_answers_what_admit_does_without_booking():
+    estimates = {"a": 3600.0, "b": 3600.0}
+    s = scheduler(estimates)
+    a = slo("a", 8, 3600.0, 9000.0)
+    probed = rounds.probe(s, a, 3600.0, 0.0)
+    assert probed.decision == rounds.GUARANTEED and probed.deadline.at == 9000.0
+    assert not s.policy.selector.plan and not s.jobs
+    _, admitted = rounds.admit(s, a, 0.0)
+    assert admitted.deadline == probed.deadline
+    # The plan now holds a's capacity: 8 GPUs of the 8 new guarantees may use (headroom 0.5).
+    b = slo("b", 8, 3600.0, 9000.0)
+    assert rounds.probe(s, b, 3600.0, 0.0).decision == rounds.NOT_GUARANTEED
+    assert rounds.admit(s, b, 0.0)[1].decision == rounds.NOT_GUARANTEED
+
+
+def test_withdraw_frees_gpus_and_the_queue():
+    estimates = {f"j{i}": 600.0 for i in range(3)}
+    s = scheduler(estimates)
+    for i in range(3):
+        rounds.admit(s, Job(f"j{i}", "t", 8, 0.0, JobKind.BEST_EFFORT, duration=600.0), 0.0)
+    decided, _ = rounds.run_round(s, 0.0)
+    assert len(decided.started) == 2 and len(s.pending()) == 1
+    waiting = s.pending()[0].id
+    rounds.withdraw(s, waiting, 10.0)
+    assert s.pending() == [] and waiting not in s.active
+    running = next(iter(s.running))
+    rounds.withdraw(s, running, 10.0)
+    assert rounds.free_gpus(s) == 8 and running not in s.active

@@ -1,0 +1,72 @@
+"""The sim backend: a cluster whose state outlives the process that drives it."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from chronus_py.model import Job, JobKind
+from chronus_py.overhead import restart_overhead
+from chronus_py.service.backend import BackendUnavailable, RunState
+from chronus_py.service.sim import SimBackend
+
+NODES = [("n0", 4), ("n1", 4)]
+
+
+def job(job_id: str, gpus: int, work: float) -> Job:
+    return Job(job_id, "t", gpus, 0.0, JobKind.BEST_EFFORT, duration=work)
+
+
+def test_a_reopened_world_knows_what_finished_while_nobody_watched(tmp_path):
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=10_000)
+    sim.submit(job("a", 4, 1000.0))
+    sim.start("a", {"n0": (0, 1, 2, 3)})
+    started = sim.commands()[-1][2]
+    sim.close()
+    end = started + 1000.0 + restart_overhead(4)
+    time.sleep(max(end - started, 0) / 10_000 + 0.05)
+    again = SimBackend(tmp_path / "w.sim", NODES, speed=10_000)
+    (obs,) = again.jobs()
+    assert obs.state is RunState.FINISHED
+    assert obs.ended_at == pytest.approx(end, abs=1e-6)
+    assert again.jobs() == []  # reported once
+    assert again.now() > end
+
+
+def test_progress_and_preemption_follow_the_replay_model(tmp_path):
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    sim.submit(job("a", 1, 500.0))
+    sim.start("a", {"n0": (0,)})
+    sim.world.advance(sim.world.time + 100.0)  # 100 s in: 30 s overhead, 70 s of work
+    (obs,) = [sim.world.observe(j) for j in sim.world.jobs.values()]
+    assert obs.work_done == pytest.approx(100.0 - restart_overhead(1), abs=1.0)
+    sim.preempt("a")
+    (obs,) = sim.jobs()
+    assert obs.state is RunState.PENDING and obs.placement == {}
+
+
+def test_refuses_double_booking_and_unknown_placements(tmp_path):
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    sim.submit(job("a", 2, 100.0))
+    sim.submit(job("b", 2, 100.0))
+    sim.start("a", {"n0": (0, 1)})
+    sim.start("a", {"n0": (0, 1)})  # idempotent where it runs
+    with pytest.raises(BackendUnavailable, match="held by job a"):
+        sim.start("b", {"n0": (1, 2)})
+    with pytest.raises(BackendUnavailable, match="no node"):
+        sim.start("b", {"n9": (0, 1)})
+    with pytest.raises(BackendUnavailable, match="needs 2 GPUs"):
+        sim.start("b", {"n1": (0,)})
+    with pytest.raises(BackendUnavailable, match="not running"):
+        sim.preempt("b")
+    assert [c[0] for c in sim.commands()] == ["submit", "submit", "start"]
+
+
+def test_the_clock_is_anchored_and_a_new_speed_reanchors_it(tmp_path):
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=1000.0)
+    before = sim.now()
+    sim.close()
+    again = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    assert again.now() >= before
+    assert again.speed == 1.0
+    assert again.wall_seconds_until(again.now() + 10.0) == pytest.approx(10.0, abs=0.1)
