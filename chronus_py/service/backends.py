@@ -17,6 +17,7 @@ from chronus_py.errors import InputError
 
 BACKENDS: dict[str, str] = {
     "sim": "chronus_py.service.sim",
+    "slurm": "chronus_py.service.slurm.backend",
 }
 DEFAULT_BACKEND = "sim"
 

@@ -1,0 +1,465 @@
+"""The ``slurm`` backend: chronus decides, a real Slurm cluster runs, through slurmrestd.
+
+Users submit as they are used to, with ``sbatch --hold`` and the chronus marker in ``--comment``
+(``marker.py``); jobs submitted through chronus's API become such held jobs too. Chronus never
+touches a job without the marker. The mapping of decisions to Slurm:
+
+- start: release the held job onto the planned node(s) (``nodelist``, ``hold: false``; after a
+  preemption also ``begin_time: now``); the next observation first waits until Slurm shows it
+  RUNNING (or holds it again after ``start_timeout``). Slurm chooses the
+  GPU indices inside a node (untyped GRES cannot be pinned on a pending job); the backend reports
+  the indices Slurm chose, as it reports everything it observes.
+- preempt: signal the job (``--slurm-signal``, default USR1) so it can checkpoint, wait
+  ``--slurm-grace`` seconds, record the work done in the comment, then ``scontrol requeuehold``
+  (slurmrestd v0.0.38 has no requeue), and wait until the job has left its GPUs.
+- cancel: ``DELETE /job/{id}``. A job cancelled in Slurm (``scancel``) is a cancelled chronus job.
+- nodes: the partition's nodes with their GPU count; a down, drained, draining, failing or
+  unresponsive node is unhealthy.
+
+All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment), where
+they run, their run count (``restart_cnt``) and the work of their past runs (``done=`` in the
+comment). So a restarted daemon rebuilds from Slurm alone, and a start is idempotent: a job that
+runs is never released again. A marked job that Slurm would start on its own (released by hand,
+or requeued after a node failure) is held again, since only chronus places it.
+
+Every REST failure is retried with backoff (``rest.py``) and then raised as
+:class:`BackendUnavailable`, so the service decides nothing until Slurm answers again.
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import logging
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from chronus_py.errors import InputError
+from chronus_py.model import Job
+from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob, RunState
+from chronus_py.service.slurm import marker
+from chronus_py.service.slurm.rest import SlurmError, SlurmJob, SlurmRest, SlurmUnreachable
+
+_RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING",
+            "RESIZING"}
+_ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
+_UNHEALTHY_STATES = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
+_UNHEALTHY_FLAGS = {"DRAIN", "DRAINED", "DRAINING", "FAIL", "NOT_RESPONDING", "MAINTENANCE",
+                    "REBOOT_REQUESTED", "POWERED_DOWN", "POWER_DOWN"}
+
+log = logging.getLogger("chronus.slurm")
+
+DEFAULT_SCRIPT = """#!/bin/sh
+# chronus API job: a stand-in workload that runs for the job's duration_seconds.
+sleep "${CHRONUS_DURATION_SECONDS:-60}"
+"""
+
+
+def _fail(what: str, exc: Exception) -> BackendUnavailable:
+    return BackendUnavailable(f"slurm: {what}: {exc}")
+
+
+class SlurmBackend:
+    """Drive the Slurm cluster behind ``rest``; ``partition`` limits nodes and jobs to one
+    partition (None: every node, every partition)."""
+
+    name = "slurm"
+
+    def __init__(self, rest: SlurmRest, *, partition: str | None = None, grace: float = 30.0,
+                 signal: str = "USR1", poll: float = 2.0, start_timeout: float = 30.0,
+                 scontrol: str = "scontrol", script: str = DEFAULT_SCRIPT,
+                 workdir: str = "/tmp", env: Mapping[str, str] | None = None,
+                 time_scale: float = 1.0, time_origin: float = 0.0):
+        self.rest = rest
+        self.partition = partition
+        self.grace = grace
+        self.signal = signal
+        self.poll = poll
+        self.scale = time_scale
+        self.origin = time_origin
+        self.start_timeout = start_timeout
+        self.scontrol = scontrol
+        self.script = script
+        self.workdir = workdir
+        self._env = dict(os.environ if env is None else env)
+        self._released: dict[int, float] = {}   # Slurm id -> monotonic deadline to be running
+        self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
+        self._vanished: set[str] = set()   # adopted jobs Slurm no longer knows (see submit)
+
+    # -- clock -------------------------------------------------------------------------------------
+    def _v(self, t: float) -> float:
+        """Chronus's time for a Slurm (Unix) time: the same, unless a compressed-time run
+        (``time_scale`` K) makes one wall second K seconds from ``time_origin`` on."""
+        return self.origin + (t - self.origin) * self.scale
+
+    def now(self) -> float:
+        return self._v(time.time())
+
+    def wall_seconds_until(self, t: float) -> float:
+        return max(0.0, (t - self.now()) / self.scale)
+
+    def next_event(self) -> float | None:
+        return self.now() + self.poll * self.scale
+
+    def close(self) -> None:
+        """Nothing to release: every request opens its own connection."""
+
+    # -- reading Slurm -----------------------------------------------------------------------------
+    def _slurm(self, what: str, call, *args):
+        try:
+            return call(*args)
+        except (SlurmUnreachable, SlurmError) as exc:
+            raise _fail(what, exc) from None
+
+    def nodes(self) -> Sequence[NodeInfo]:
+        out = []
+        for n in self._slurm("list nodes", self.rest.nodes):
+            if self.partition is not None and self.partition not in n.partitions:
+                continue
+            bad = sorted({n.state} & _UNHEALTHY_STATES | set(n.flags) & _UNHEALTHY_FLAGS)
+            why = "" if not bad else f"{'/'.join(bad)}" + (f": {n.reason}" if n.reason else "")
+            out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not bad, reason=why))
+        return out
+
+    def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, str | None]]:
+        """Every job with the marker in our partition: (job, parsed marker or None, error)."""
+        out = []
+        for j in self._slurm("list jobs", self.rest.jobs):
+            if not marker.is_marked(j.comment):
+                continue
+            if self.partition is not None and j.partition != self.partition:
+                continue
+            try:
+                out.append((j, marker.parse(j.comment), None))
+            except marker.MarkerError as exc:
+                out.append((j, None, str(exc)))
+        return out
+
+    @staticmethod
+    def _chronus_id(j: SlurmJob, m: marker.Marker) -> str:
+        return m.user.get("id", f"slurm-{j.id}")
+
+    def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
+        """The Slurm job behind a chronus id (the newest, if a user reused an id)."""
+        found = [(j, m) for j, m, _ in self._marked()
+                 if m is not None and self._chronus_id(j, m) == job_id]
+        return max(found, key=lambda jm: jm[0].id) if found else None
+
+    def jobs(self) -> Sequence[ObservedJob]:
+        self._settle()
+        now = self.now()
+        out = []
+        for j, m, _ in self._marked():
+            if m is None or not m.accepted:
+                continue
+            if j.state == "PENDING" and not j.held:
+                self._hold(j)   # only chronus places a marked job
+            out.append(self._observe(j, m, now))
+        out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
+        return out
+
+    def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
+        job_id = self._chronus_id(j, m)
+        try:
+            spec = marker.job_fields(m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
+                                     submit=self._v(j.submit_time), tenant=self._tenant(j))
+            spec.pop("submit")
+        except marker.MarkerError:
+            spec = None
+        if j.state in _RUNNING:
+            current = 0.0 if j.start_time == m.done_run else now - self._v(j.start_time)
+            if any(j.placement.values()):
+                self._placements[j.id] = dict(j.placement)
+            # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
+            placement = self._placements.get(j.id) or {
+                n: tuple(range(j.gpus_per_node)) for n in j.nodes}
+            return ObservedJob(job_id, RunState.RUNNING, placement=placement, spec=spec,
+                               run_since=self._v(j.start_time),
+                               work_done=m.done + max(current, 0.0), starts=j.restart_cnt + 1)
+        self._placements.pop(j.id, None)
+        if j.state == "PENDING":
+            return ObservedJob(job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt,
+                               spec=spec)
+        ran = j.start_time > 0 and j.start_time != m.done_run and j.end_time >= j.start_time
+        work = m.done + ((j.end_time - j.start_time) * self.scale if ran else 0.0)
+        return ObservedJob(job_id, _ENDED.get(j.state, RunState.FAILED),
+                           ended_at=self._v(j.end_time) if j.end_time else now,
+                           work_done=work, spec=spec,
+                           starts=j.restart_cnt + (1 if ran else 0))
+
+    @staticmethod
+    def _tenant(j: SlurmJob) -> str:
+        return j.account or j.user or "default"
+
+    def arrivals(self) -> Sequence[Mapping[str, Any]]:
+        out = []
+        for j, m, error in self._marked():
+            if not j.held or (m is not None and m.accepted):
+                continue
+            if error is None and "id" in m.user:
+                error = "id: set by chronus for the jobs it submits itself; leave it out"
+            if error is None:
+                try:
+                    out.append(marker.job_fields(
+                        m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
+                        submit=self._v(j.submit_time), tenant=self._tenant(j)))
+                    continue
+                except marker.MarkerError as exc:
+                    error = str(exc)
+            self._refuse(j, error)
+        return out
+
+    # -- commands ----------------------------------------------------------------------------------
+    def _hold(self, j: SlurmJob) -> None:
+        self._released.pop(j.id, None)
+        try:
+            self.rest.update(j.id, {"hold": True})
+        except SlurmError:
+            pass  # it started meanwhile: the next observation shows it running
+        except SlurmUnreachable as exc:
+            raise _fail(f"hold job {j.id}", exc) from None
+
+    def _refuse(self, j: SlurmJob, why: str) -> None:
+        """A marked job chronus will not run: say why in its comment, and cancel it."""
+        comment = f"{marker.REFUSED} {why} [{j.comment.strip()}]"
+        log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
+        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, {"comment": comment})
+        self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
+
+    def _cancel_slurm(self, slurm_id: int) -> None:
+        try:
+            self.rest.cancel(slurm_id)
+        except SlurmError:
+            job = self.rest.job(slurm_id)
+            if job is not None and job.state in _RUNNING | {"PENDING"}:
+                raise
+
+    def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
+        found = self._find(job.id)
+        if found is not None:
+            j, m = found
+            if not m.accepted and j.state == "PENDING":
+                comment = marker.render(m.user, accepted=True)
+                self._slurm(f"accept job {j.id}", self.rest.update, j.id, {"comment": comment})
+            return
+        if job.id.startswith("slurm-"):
+            # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
+            # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
+            self._vanished.add(job.id)
+            return
+        fields = dict(spec or {"id": job.id, "estimate_seconds": job.duration or 60,
+                               "deadlines": [{"at": d.at, "value": d.value}
+                                             for d in job.deadlines]})
+        fields["id"] = job.id
+        comment = marker.render(marker.for_api_job(fields), accepted=True)
+        duration = float(fields.get("duration_seconds") or fields.get("estimate_seconds") or 60)
+        duration /= self.scale
+        desc = {"name": job.id, "comment": comment, "hold": True, "requeue": True,
+                "gres": f"gpu:{job.gpus}", "current_working_directory": self.workdir,
+                "standard_output": f"{self.workdir}/chronus-{job.id}-%j.out",
+                "environment": {"PATH": "/usr/bin:/bin", "CHRONUS_JOB_ID": job.id,
+                                "CHRONUS_DURATION_SECONDS": f"{duration:g}"}}
+        if self.partition is not None:
+            desc["partition"] = self.partition
+        self._slurm(f"submit job {job.id}", self.rest.submit, self.script, desc)
+
+    def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker]:
+        found = self._find(job_id)
+        if found is None:
+            raise BackendUnavailable(f"slurm: job {job_id} is not in Slurm")
+        return found
+
+    def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        j, m = self._require(job_id)
+        if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
+            return  # running (never released twice) or over: the next observation says so
+        counts = {len(g) for g in placement.values()}
+        if len(counts) != 1:
+            raise BackendUnavailable(f"slurm: job {job_id}: Slurm gives every node of a job the "
+                                     f"same GPU count; the plan split it as {dict(placement)}")
+        per_node = counts.pop()
+        update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False}
+        if per_node != j.gpus_per_node:  # left alone otherwise: a typed request stays typed
+            update["gres"] = f"gpu:{per_node}"
+        if len(placement) != j.node_count:
+            update["minimum_nodes"] = update["maximum_nodes"] = len(placement)
+        if j.restart_cnt > 0:
+            update["begin_time"] = "now"
+        self._slurm(f"release job {j.id}", self.rest.update, j.id, update)
+        self._released[j.id] = time.monotonic() + self.start_timeout
+
+    def _settle(self) -> None:
+        """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
+        runs, so observations never show a started job as pending; one that Slurm did not start
+        in time is held again and shows as pending, which the service then re-plans. Starts of
+        one round are released together and settle together, in about one Slurm scheduling
+        pass rather than one per job."""
+        delay = 0.05
+        while self._released:
+            now = time.monotonic()
+            for slurm_id, until in list(self._released.items()):
+                j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
+                if j is None or j.state != "PENDING":
+                    del self._released[slurm_id]
+                elif now >= until:
+                    del self._released[slurm_id]
+                    log.warning(json.dumps({"event": "slurm_start_timeout", "slurm_job": j.id,
+                                            "reason": j.reason}))
+                    self._hold(j)
+            if self._released:
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
+
+    def preempt(self, job_id: str) -> None:
+        j, m = self._require(job_id)
+        if j.state == "PENDING":
+            if not j.held:
+                self._hold(j)
+            return
+        if j.state not in _RUNNING:
+            return
+        if self.grace > 0:
+            try:
+                self.rest.signal(j.id, f"SIG{self.signal}")
+            except SlurmError:
+                pass  # it ended meanwhile; requeuehold below finds out
+            except SlurmUnreachable as exc:
+                raise _fail(f"signal job {j.id}", exc) from None
+            self._wait(j.id, lambda s: s is None or s.state not in _RUNNING, self.grace)
+        j = self._slurm(f"job {j.id}", self.rest.job, j.id)
+        if j is None or j.state not in _RUNNING:
+            return  # it finished during the grace: nothing to stop
+        if m.done_run != j.start_time:
+            done = m.done + max(self.now() - self._v(j.start_time), 0.0)
+            comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
+            self._slurm(f"record work of job {j.id}", self.rest.update, j.id,
+                        {"comment": comment})
+        self._requeuehold(j.id)
+        self._wait(j.id, lambda s: s is None or s.state == "PENDING" and s.reason != "None"
+                   and not s.placement, self.start_timeout)
+
+    def _requeuehold(self, slurm_id: int) -> None:
+        try:
+            out = subprocess.run([self.scontrol, "requeuehold", str(slurm_id)], env=self._env,
+                                 capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise _fail(f"scontrol requeuehold {slurm_id}", exc) from None
+        if out.returncode != 0:
+            raise BackendUnavailable(f"slurm: scontrol requeuehold {slurm_id}: "
+                                     f"{(out.stderr or out.stdout).strip()}")
+
+    def cancel(self, job_id: str) -> None:
+        found = self._find(job_id)
+        if found is None:
+            return
+        j, m = found
+        if j.state not in _RUNNING and j.state != "PENDING":
+            return
+        if not m.accepted:
+            self._refuse(j, "refused by the chronus service (see its decision log)")
+            return
+        self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
+        # the GPUs are free once Slurm has cleaned the job up, not when it accepted the cancel
+        self._wait(j.id, lambda s: s is None or s.state not in _RUNNING | {"PENDING"},
+                   self.start_timeout)
+
+    def _wait(self, slurm_id: int, done, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            if done(self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)):
+                return
+            if time.monotonic() >= end:
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+
+# -- chronus serve --backend slurm ---------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("slurm backend (--backend slurm)")
+    g.add_argument("--slurmrestd", default=None,
+                   help="slurmrestd: unix:PATH (local auth) or http://HOST:PORT (JWT)")
+    g.add_argument("--partition", "--slurm-partition", dest="slurm_partition", default=None,
+                   help="schedule only this partition's nodes and jobs (default: all)")
+    g.add_argument("--slurm-token-file", default=None,
+                   help="file holding the JWT for http:// (default: $SLURM_JWT)")
+    g.add_argument("--slurm-user", default=None,
+                   help="user name sent with the JWT (default: $SLURM_USER_NAME or yours)")
+    g.add_argument("--slurm-grace", type=float, default=None,
+                   help="seconds between the checkpoint signal and the requeue (default 30)")
+    g.add_argument("--slurm-signal", default=None,
+                   help="signal sent to a job before it is preempted (default USR1)")
+    g.add_argument("--slurm-poll", type=float, default=None,
+                   help="seconds between looks at Slurm (default 2)")
+    g.add_argument("--slurm-script", default=None,
+                   help="batch script for jobs submitted through the API (default: sleep for "
+                        "the job's duration_seconds)")
+    g.add_argument("--slurm-time-scale", type=float, default=None,
+                   help="compressed-time runs (tests, demos, benchmarks): one wall second is this "
+                        "many seconds of chronus time (default 1: real time)")
+    g.add_argument("--slurm-time-origin", type=float, default=None,
+                   help="the Unix time from which --slurm-time-scale counts; keep it across "
+                        "restarts (required with a scale other than 1)")
+    g.add_argument("--slurm-workdir", default=None,
+                   help="working directory and output place of API-submitted jobs "
+                        "(default /tmp)")
+
+
+def from_args(args: argparse.Namespace, *, db_path: Path,
+              nodes: Sequence[tuple[str, int]] | None = None) -> SlurmBackend:
+    """A Slurm backend from the serve options. ``nodes`` (a HiveD config) is not used: the nodes
+    are Slurm's."""
+    if not args.slurmrestd:
+        raise InputError("--slurmrestd", "required with --backend slurm (unix:PATH or "
+                                         "http://HOST:PORT)")
+    grace = 30.0 if args.slurm_grace is None else float(args.slurm_grace)
+    poll = 2.0 if args.slurm_poll is None else float(args.slurm_poll)
+    token = None
+    env = dict(os.environ)
+    if args.slurmrestd.startswith("unix:"):
+        pass
+    elif args.slurm_token_file is not None:
+        try:
+            token = Path(args.slurm_token_file).read_text().strip()
+        except OSError as exc:
+            raise InputError(str(args.slurm_token_file), f"cannot read the token: "
+                                                         f"{exc.strerror}") from None
+    else:
+        token = os.environ.get("SLURM_JWT")
+        if not token:
+            raise InputError("--slurmrestd", "http:// needs a JWT: --slurm-token-file or "
+                                             "$SLURM_JWT")
+    if token:
+        env["SLURM_JWT"] = token
+    user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
+    for flag, value in (("--slurm-grace", grace), ("--slurm-poll", poll)):
+        if not value >= 0:
+            raise InputError(flag, f"must be >= 0, got {value}")
+    script = DEFAULT_SCRIPT
+    if args.slurm_script is not None:
+        try:
+            script = Path(args.slurm_script).read_text()
+        except OSError as exc:
+            raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
+    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
+    if not scale > 0:
+        raise InputError("--slurm-time-scale", f"must be > 0, got {scale}")
+    if scale != 1.0 and args.slurm_time_origin is None:
+        raise InputError("--slurm-time-origin", "required with --slurm-time-scale other than 1 "
+                                                "(e.g. the Unix time the run began)")
+    try:
+        rest = SlurmRest(args.slurmrestd, token=token, user=user)
+    except ValueError as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    try:
+        rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
+    except SlurmUnreachable as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    return SlurmBackend(rest, partition=args.slurm_partition, grace=grace,
+                        signal=args.slurm_signal or "USR1", poll=max(poll, 0.1), script=script,
+                        workdir=args.slurm_workdir or "/tmp", env=env, time_scale=scale,
+                        time_origin=float(args.slurm_time_origin or 0.0))

@@ -1,0 +1,310 @@
+"""A private Slurm cluster on one host, in a temporary directory: munge, slurmctld, N slurmd
+nodes with fake GPUs, and slurmrestd on a unix socket (plus, on request, a second slurmrestd
+with JWT auth over TCP).
+
+It exists so the Slurm backend is tested, demonstrated and benchmarked against the real daemons
+(Debian's ``slurm-wlm``, ``slurmrestd``, ``munge``), never against an imitation. Every daemon runs
+in the foreground as a child of this process, so :meth:`SlurmLab.stop` can end exactly the
+processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would; the GPUs are
+character devices cloned from ``/dev/null`` (Slurm sets ``CUDA_VISIBLE_DEVICES`` only for
+devices).
+
+Needs root (slurmd runs jobs as their owner and ``mknod`` makes the devices).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BINARIES = ("munged", "munge", "slurmctld", "slurmd", "slurmrestd", "scontrol", "sinfo", "squeue",
+            "sbatch", "scancel")
+
+
+def missing_binaries() -> list[str]:
+    """The Slurm/munge programs this machine lacks (empty: a lab can run here)."""
+    paths = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    return [b for b in BINARIES if shutil.which(b, path=paths) is None]
+
+
+def why_not_here() -> str | None:
+    """Why a lab cannot run on this machine, or None if it can."""
+    missing = missing_binaries()
+    if missing:
+        return (f"Slurm is not installed (missing {', '.join(missing)}; on Debian: apt-get install "
+                f"slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin)")
+    if os.geteuid() != 0:
+        return "a private Slurm cluster needs root (slurmd, mknod)"
+    return None
+
+
+def workload(seconds: int) -> str:
+    """A batch script that works for ``seconds`` in 1-second steps and checkpoints after each
+    one (in ``ckpt-$SLURM_JOB_ID``), so a requeued run resumes where the last
+    one stopped (in the working directory); the checkpoint signal (USR1) is caught and logged,
+    as a training job would."""
+    return f"""#!/bin/sh
+ckpt="$PWD/ckpt-$SLURM_JOB_ID"
+trap 'echo "checkpoint at $(cat "$ckpt" 2>/dev/null || echo 0)"' USR1
+done=$(cat "$ckpt" 2>/dev/null || echo 0)
+echo "start $(date +%s.%N)"
+echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME gpus $CUDA_VISIBLE_DEVICES from $done"
+while [ "$done" -lt {int(seconds)} ]; do
+    sleep 1
+    done=$((done + 1))
+    echo "$done" > "$ckpt"
+done
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SlurmLab:
+    """One private cluster. ``start()`` brings every daemon up and waits until the nodes are idle
+    and slurmrestd answers; ``stop()`` cancels every job and ends every daemon it started."""
+
+    root: Path
+    nodes: int = 2
+    gpus_per_node: int = 4
+    partition: str = "gpu"
+    jwt: bool = False
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        self.node_names = [f"n{i + 1}" for i in range(self.nodes)]
+        self.ctld_port = _free_port()
+        self.node_ports = {n: _free_port() for n in self.node_names}
+        self.rest_port = _free_port() if self.jwt else None
+        self.socket = self.root / "run" / "slurmrestd.sock"
+        self.munge_socket = self.root / "munge" / "munge.socket"
+        self.conf = self.root / "etc" / "slurm.conf"
+        self.jwt_key = self.root / "etc" / "jwt.key"
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf),
+                    "PATH": os.environ.get("PATH", "") + ":/usr/sbin:/sbin"}
+
+    # -- files -------------------------------------------------------------------------------------
+    def _write_files(self) -> None:
+        for sub in ("munge", "etc", "run", "log", "state", "dev", "spool", "jobs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root / "munge", 0o711)
+        key = self.root / "munge" / "munge.key"
+        key.write_bytes(secrets.token_bytes(1024))
+        os.chmod(key, 0o400)
+        for g in range(self.gpus_per_node):
+            dev = self.root / "dev" / f"gpu{g}"
+            if not dev.exists():
+                os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))
+        names = ",".join(self.node_names)
+        lab = self.root
+        lines = [
+            "ClusterName=chronuslab", "SlurmctldHost=localhost", f"SlurmctldPort={self.ctld_port}",
+            "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge",
+            f"AuthInfo=socket={self.munge_socket}",
+            f"StateSaveLocation={lab}/state", f"SlurmdSpoolDir={lab}/spool/%n",
+            f"SlurmctldPidFile={lab}/run/slurmctld.pid", f"SlurmdPidFile={lab}/run/slurmd-%n.pid",
+            f"SlurmctldLogFile={lab}/log/slurmctld.log", f"SlurmdLogFile={lab}/log/slurmd-%n.log",
+            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SwitchType=switch/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
+            "SchedulerType=sched/builtin", "SchedulerParameters=batch_sched_delay=0",
+            "GresTypes=gpu", "JobRequeue=1", "ReturnToService=2",
+            "SlurmdParameters=config_overrides", "KillWait=2", "MinJobAge=600",
+            "MailProg=/bin/true", "SlurmctldTimeout=30", "SlurmdTimeout=60",
+        ]
+        if self.jwt:
+            self.jwt_key.write_bytes(secrets.token_bytes(32))
+            os.chmod(self.jwt_key, 0o600)
+            lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={self.jwt_key}"]
+        lines.append(f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} "
+                     "State=UNKNOWN")
+        for n in self.node_names:
+            lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 "
+                         f"Port={self.node_ports[n]}")
+        lines.append(f"PartitionName={self.partition} Nodes={names} Default=YES "
+                     "MaxTime=INFINITE State=UP")
+        self.conf.write_text("\n".join(lines) + "\n")
+        last = self.gpus_per_node - 1
+        (self.root / "etc" / "gres.conf").write_text(
+            f"AutoDetect=off\nNodeName={names} Name=gpu File={lab}/dev/gpu[0-{last}]\n")
+
+    # -- processes ---------------------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
+        log = open(self.root / "log" / f"{name}.out", "ab")
+        proc = subprocess.Popen(argv, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def _wait(self, what: str, ok, timeout: float = 30.0) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if ok():
+                return
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for "
+                                       f"{what}; see {self.root / 'log'}")
+            time.sleep(0.1)
+        raise RuntimeError(f"timed out waiting for {what}; see {self.root / 'log'}")
+
+    def run(self, *argv: str, check: bool = True, timeout: float = 30) -> str:
+        """Run a Slurm command against this cluster; its stdout."""
+        out = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)}: {out.stderr.strip() or out.stdout.strip()}")
+        return out.stdout
+
+    def _ok(self, *argv: str) -> bool:
+        try:
+            return subprocess.run(argv, env=self.env, capture_output=True,
+                                  timeout=10).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def start(self) -> "SlurmLab":
+        self._write_files()
+        m = self.root / "munge"
+        self._spawn("munged", ["munged", "-F", "--force", f"--socket={self.munge_socket}",
+                               f"--key-file={m}/munge.key", f"--log-file={m}/munged.log",
+                               f"--pid-file={m}/munged.pid", f"--seed-file={m}/munged.seed"])
+        self._wait("munged", lambda: self._ok("munge", "-S", str(self.munge_socket), "-n"))
+        self.start_slurmctld()
+        for n in self.node_names:
+            self._spawn(f"slurmd-{n}", ["slurmd", "-D", "-N", n])
+        self._wait("idle nodes", self.all_idle)
+        self.start_slurmrestd()
+        return self
+
+    def start_slurmctld(self) -> None:
+        self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
+        self._wait("slurmctld", lambda: self._ok("scontrol", "ping"))
+
+    def stop_slurmctld(self) -> None:
+        self._terminate("slurmctld")
+
+    def all_idle(self) -> bool:
+        try:
+            states = self.run("sinfo", "-h", "-N", "-o", "%N %T", check=False).split()
+        except subprocess.TimeoutExpired:
+            return False
+        pairs = dict(zip(states[::2], states[1::2]))
+        return all(pairs.get(n) == "idle" for n in self.node_names)
+
+    def start_slurmrestd(self) -> None:
+        if self.socket.exists():
+            self.socket.unlink()
+        env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
+        self._spawn("slurmrestd", ["slurmrestd", "-a", "rest_auth/local", "-s", "openapi/v0.0.38",
+                                   f"unix:{self.socket}"], env)
+        self._wait("slurmrestd", self._rest_up)
+        if self.jwt and "slurmrestd-jwt" not in self.procs:
+            jenv = {**env, "SLURM_JWT": "daemon"}
+            self._spawn("slurmrestd-jwt", ["slurmrestd", "-a", "rest_auth/jwt", "-s",
+                                           "openapi/v0.0.38", f"127.0.0.1:{self.rest_port}"], jenv)
+            self._wait("slurmrestd (jwt)", self._tcp_up)
+
+    def stop_slurmrestd(self) -> None:
+        self._terminate("slurmrestd")
+
+    def _rest_up(self) -> bool:
+        if not self.socket.exists():
+            return False
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(2)
+                s.connect(str(self.socket))
+                s.sendall(b"GET /slurm/v0.0.38/ping HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n")
+                return s.recv(64).startswith(b"HTTP/1.1 200")
+        except OSError:
+            return False
+
+    def _tcp_up(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.rest_port), timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def token(self, lifespan: int = 3600) -> str:
+        """A JWT for the current user from ``scontrol token`` (only with ``jwt=True``)."""
+        out = self.run("scontrol", "token", f"lifespan={lifespan}")
+        return out.strip().split("=", 1)[1]
+
+    def _terminate(self, name: str, timeout: float = 10.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def cancel_all(self, timeout: float = 20.0) -> None:
+        """scancel every job and wait until none runs (slurmstepd outlives a stopped slurmd)."""
+        if "slurmctld" not in self.procs:
+            return
+        self.run("scancel", "--partition", self.partition, "-u", "root", check=False)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if not self.run("squeue", "-h", "-t", "R,CG,S", check=False).strip():
+                return
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        try:
+            self.cancel_all()
+        except Exception:  # noqa: BLE001 - stopping must go on whatever a command did
+            pass
+        for name in ["slurmrestd-jwt", "slurmrestd"] + [f"slurmd-{n}" for n in self.node_names] + [
+                "slurmctld", "munged"]:
+            self._terminate(name)
+        for name in list(self.procs):
+            self._terminate(name)
+
+    def ensure_up(self) -> None:
+        """Restart slurmctld or slurmrestd if a test stopped them."""
+        if "slurmctld" not in self.procs:
+            self.start_slurmctld()
+        if "slurmrestd" not in self.procs:
+            self.start_slurmrestd()
+
+    def resume_nodes(self) -> None:
+        """Undrain every node a test drained."""
+        self.run("scontrol", "update", f"nodename={','.join(self.node_names)}", "state=resume",
+                 check=False)
+
+    def sbatch(self, *args: str, script: str = "#!/bin/sh\nsleep 5\n") -> int:
+        """Submit a batch job as a user would; its id."""
+        path = self.root / "jobs" / f"job-{time.monotonic_ns()}.sh"
+        path.write_text(script)
+        out = self.run("sbatch", "--parsable", "--open-mode=append",
+                       f"--chdir={self.root / 'jobs'}",
+                       f"--output={self.root / 'jobs'}/%j.out", *args, str(path))
+        return int(out.strip().split(";")[0])
+
+    def __enter__(self) -> "SlurmLab":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,182 @@
+"""The Slurm backend against real daemons: adoption, placement, preemption, cancel, health."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from chronus_py.service.backend import RunState
+from chronus_py.service.slurm.backend import SlurmBackend
+from chronus_py.service.slurm.lab import workload
+from chronus_py.service.slurm.rest import SlurmRest
+
+
+def backend(lab, **kw) -> SlurmBackend:
+    kw.setdefault("grace", 0.5)
+    kw.setdefault("start_timeout", 15)
+    return SlurmBackend(SlurmRest(f"unix:{lab.socket}"), partition=lab.partition,
+                        env=lab.env, **kw)
+
+
+def accept_all(b: SlurmBackend) -> list[dict]:
+    """What the service does with arrivals it admits: submit() them back."""
+    from chronus_py.service.jobspec import parse_job
+
+    out = []
+    for fields in b.arrivals():
+        spec = parse_job(dict(fields), now=b.now(), tenant=fields["tenant"], may_set_tenant=True,
+                         submit=fields["submit"])
+        b.submit(spec.job, spec.fields)
+        out.append(dict(fields))
+    return out
+
+
+def observed(b: SlurmBackend, job_id: str):
+    return {o.id: o for o in b.jobs()}[job_id]
+
+
+def wait_for(pred, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_nodes_and_health(lab):
+    b = backend(lab)
+    nodes = {n.name: n for n in b.nodes()}
+    assert set(nodes) == {"n1", "n2"}
+    assert all(n.gpus == (0, 1, 2, 3) and n.healthy for n in nodes.values())
+    lab.run("scontrol", "update", "nodename=n2", "state=drain", "reason=disk")
+    n2 = {n.name: n for n in b.nodes()}["n2"]
+    assert not n2.healthy and "disk" in n2.reason and "DRAIN" in n2.reason.upper()
+
+
+def test_adopts_marked_held_jobs_only(lab):
+    b = backend(lab)
+    mine = lab.sbatch("--hold", "--gres=gpu:2", "--comment",
+                      "chronus: estimate=30s deadline=+10m:1,+20m:0.5 model=bert")
+    plain = lab.sbatch("--hold", "--gres=gpu:1")
+    other = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "not for chronus")
+    arrivals = {a["id"]: a for a in b.arrivals()}
+    assert set(arrivals) == {f"slurm-{mine}"}
+    a = arrivals[f"slurm-{mine}"]
+    assert a["gpus"] == 2 and a["estimate_seconds"] == 30 and a["model"] == "bert"
+    assert [d["value"] for d in a["deadlines"]] == [1.0, 0.5]
+    assert a["deadlines"][0]["at"] == pytest.approx(a["submit"] + 600)
+    accept_all(b)
+    assert b.arrivals() == []
+    assert observed(b, f"slurm-{mine}").state is RunState.PENDING
+    for untouched in (plain, other):
+        job = b.rest.job(untouched)
+        assert job.held and "accepted" not in job.comment
+
+
+def test_bad_marker_is_refused_with_a_reason(lab):
+    b = backend(lab)
+    bad = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: deadline=+1h")
+    assert b.arrivals() == []
+    job = b.rest.job(bad)
+    assert job.state == "CANCELLED"
+    assert job.comment.startswith("chronus refused: estimate: required")
+
+
+def test_user_may_not_pick_an_id(lab):
+    b = backend(lab)
+    sid = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 id=mine")
+    assert b.arrivals() == []
+    assert b.rest.job(sid).comment.startswith("chronus refused: id: set by chronus")
+
+
+def test_a_forgotten_user_job_is_over_not_recreated(lab):
+    from chronus_py.model import Job, JobKind
+
+    b = backend(lab)
+    before = len(b.rest.jobs())
+    b.submit(Job("slurm-99999", "t", 1, 0.0, JobKind.BEST_EFFORT, duration=60))
+    assert len(b.rest.jobs()) == before
+    assert observed(b, "slurm-99999").state is RunState.FAILED
+
+
+def test_start_preempt_resume_and_finish(lab):
+    b = backend(lab)
+    sid = lab.sbatch("--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s",
+                     script=workload(4))
+    jid = f"slurm-{sid}"
+    accept_all(b)
+    b.start(jid, {"n2": (0, 1)})
+    o = observed(b, jid)
+    assert o.state is RunState.RUNNING and o.starts == 1
+    assert list(o.placement) == ["n2"] and len(o.placement["n2"]) == 2
+    b.start(jid, {"n2": (0, 1)})  # idempotent: already running
+    assert b.rest.job(sid).restart_cnt == 0
+    time.sleep(1.5)
+    b.preempt(jid)
+    job = b.rest.job(sid)
+    assert job.held and job.restart_cnt == 1
+    o = observed(b, jid)
+    assert o.state is RunState.PENDING and o.starts == 1 and o.work_done >= 1.5
+    b.start(jid, {"n1": (2, 3)})
+    o = observed(b, jid)
+    assert o.state is RunState.RUNNING and list(o.placement) == ["n1"] and o.starts == 2
+    o = wait_for(lambda: (x := observed(b, jid)).state is RunState.FINISHED and x)
+    assert o.starts == 2 and o.work_done >= 4  # its 4 s of work, over two runs
+
+
+def test_cancel_and_scancel(lab):
+    b = backend(lab)
+    a = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
+    c = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
+    accept_all(b)
+    b.start(f"slurm-{a}", {"n1": (0,)})
+    b.cancel(f"slurm-{a}")
+    b.cancel(f"slurm-{a}")  # idempotent
+    lab.run("scancel", str(c))
+    states = {o.id: o.state for o in b.jobs()}
+    assert states[f"slurm-{a}"] is RunState.CANCELLED
+    assert wait_for(lambda: observed(b, f"slurm-{c}").state is RunState.CANCELLED)
+
+
+def test_released_by_hand_is_held_again(lab):
+    b = backend(lab)
+    # a plain job fills n1, so the released job cannot start before chronus sees it
+    busy = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 30\n")
+    wait_for(lambda: b.rest.job(busy).state == "RUNNING")
+    sid = lab.sbatch("--hold", "--gres=gpu:4", "-w", "n1", "--comment", "chronus: estimate=60")
+    accept_all(b)
+    lab.run("scontrol", "release", str(sid))
+    assert observed(b, f"slurm-{sid}").state is RunState.PENDING
+    assert b.rest.job(sid).held
+    assert b.rest.job(busy).state == "RUNNING" and "chronus" not in b.rest.job(busy).comment
+
+
+def test_api_submission_is_a_held_marked_job(lab):
+    from chronus_py.service.jobspec import parse_job
+
+    b = backend(lab, workdir=str(lab.root / "jobs"))
+    spec = parse_job({"id": "api-1", "gpus": 2, "estimate_seconds": 2, "duration_seconds": 1,
+                      "deadlines": [{"at": b.now() + 600}]}, now=b.now(), tenant="t")
+    b.submit(spec.job, spec.fields)
+    b.submit(spec.job, spec.fields)  # idempotent
+    found = [j for j in b.rest.jobs() if "id=api-1" in j.comment]
+    assert len(found) == 1 and found[0].held and "accepted" in found[0].comment
+    assert b.arrivals() == []
+    b.start("api-1", {"n1": (0, 1)})
+    assert wait_for(lambda: observed(b, "api-1").state is RunState.FINISHED)
+
+
+def test_jwt_over_tcp(lab):
+    from chronus_py.service.slurm.rest import SlurmError, SlurmUnreachable
+
+    token = lab.token()
+    rest = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token=token, user="root", retries=1)
+    assert {n.name for n in rest.nodes()} == {"n1", "n2"}
+    assert token not in repr(rest)
+    bad = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token="x.y.z", user="root", retries=1,
+                    backoff=0.01)
+    with pytest.raises((SlurmError, SlurmUnreachable)) as err:  # slurmrestd answers 500
+        bad.nodes()
+    assert "x.y.z" not in str(err.value)

@@ -1,0 +1,135 @@
+"""``chronus serve --backend slurm`` end to end, as a child process against real daemons.
+
+What is checked comes from Slurm's own record: each run of a job prints the node and GPUs Slurm
+gave it (``SLURMD_NODENAME``, ``CUDA_VISIBLE_DEVICES``) into its output file, and Slurm counts
+its requeues (``restart_cnt``); chronus's decisions come from its decision log.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from chronus_py.service.slurm.harness import ServeProcess
+from chronus_py.service.slurm.lab import workload
+from chronus_py.service.slurm.rest import SlurmRest
+
+
+def decisions(serve: ServeProcess) -> list[dict]:
+    out = []
+    for line in serve.log.read_text().splitlines():
+        m = re.search(r"(\{.*\})\s*$", line)
+        if m:
+            event = json.loads(m.group(1))
+            if event.get("event") in ("start", "preempt"):
+                out.append(event)
+    return out
+
+
+def runs(lab, slurm_id: int) -> list[tuple[str, int]]:
+    """(node, GPU count) of every run of a job, as the job itself saw them."""
+    text = (lab.root / "jobs" / f"{slurm_id}.out").read_text()
+    return [(node, len(gpus.split(","))) for node, gpus in
+            re.findall(r"^run \d* on (\S+) gpus (\S+) from", text, re.M)]
+
+
+def submit(lab, gpus: int, seconds: int, extra: str = "") -> int:
+    return lab.sbatch("--hold", f"--gres=gpu:{gpus}", "--comment",
+                      f"chronus: estimate={seconds} {extra}".strip(), script=workload(seconds))
+
+
+def watch(lab, serve, ids, timeout, seen=None, during=None):
+    """Wait until chronus reports every job finished; record each job's Slurm states."""
+    rest = SlurmRest(f"unix:{lab.socket}", retries=0)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if during is not None:
+            during()
+        if seen is not None:
+            try:
+                for j in rest.jobs():
+                    seen.setdefault(j.id, []).append((j.state, j.reason, j.restart_cnt))
+            except Exception:  # noqa: BLE001 - slurmrestd may be down on purpose
+                pass
+        try:
+            jobs = serve.jobs()
+            if all(jobs.get(f"slurm-{i}", {}).get("state") == "finished" for i in ids):
+                return jobs
+        except Exception:  # noqa: BLE001 - the daemon may be restarting on purpose
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"not all finished in {timeout}s: {serve.jobs()}")
+
+
+def check_runs_match_decisions(lab, serve, ids) -> None:
+    """Every run Slurm made of a job is one chronus start, on the node and GPU count planned."""
+    starts: dict[str, list[tuple[str, int]]] = {}
+    for d in decisions(serve):
+        if d["event"] == "start":
+            ((node, gpus),) = d["placement"].items()
+            starts.setdefault(d["job"], []).append((node, len(gpus)))
+    for i in ids:
+        assert runs(lab, i) == starts[f"slurm-{i}"], f"job {i}"
+
+
+def test_workload_placement_preemption_deadlines(lab, tmp_path):
+    unmarked = lab.sbatch("--hold", "--gres=gpu:1", script=workload(1))
+    foreign = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "team note", script=workload(1))
+    with ServeProcess(lab, tmp_path / "chronus.db") as serve:
+        long = [submit(lab, 4, 20), submit(lab, 4, 20)]
+        time.sleep(3)
+        short = [submit(lab, 4, 4), submit(lab, 2, 3), submit(lab, 1, 3)]
+        slo = [submit(lab, 2, 5, "deadline=+3h"), submit(lab, 2, 5, "deadline=+3h:1,+4h:0.5")]
+        ids = long + short + slo
+        seen: dict[int, list] = {}
+        jobs = watch(lab, serve, ids, 120, seen)
+        check_runs_match_decisions(lab, serve, ids)
+        preempted = {d["job"] for d in decisions(serve) if d["event"] == "preempt"}
+        assert preempted, "the short jobs should have displaced a long one"
+        rest = SlurmRest(f"unix:{lab.socket}")
+        for job_id in preempted:
+            sid = int(job_id.split("-")[1])
+            states = seen[sid]
+            held_again = [s for s in states if s[0] == "PENDING" and s[2] >= 1]
+            assert held_again, f"{job_id} was not seen requeued and held: {states}"
+            assert rest.job(sid).restart_cnt >= 1 and jobs[job_id]["starts"] >= 2
+        for i in slo:
+            job = jobs[f"slurm-{i}"]
+            assert job["admission"]["decision"] == "guaranteed"
+            assert job["met_first_deadline"] is True
+        for sid, comment in ((unmarked, ""), (foreign, "team note")):
+            j = rest.job(sid)
+            assert j.held and j.comment == comment and j.restart_cnt == 0
+            assert f"slurm-{sid}" not in jobs
+
+
+def test_kill9_restart_and_slurm_outages(lab, tmp_path):
+    db = tmp_path / "chronus.db"
+    serve = ServeProcess(lab, db).start()
+    try:
+        ids = [submit(lab, 4, 12), submit(lab, 4, 12), submit(lab, 2, 8), submit(lab, 2, 4)]
+        time.sleep(4)
+        serve.kill9()
+        late = submit(lab, 2, 4)      # arrives while the daemon is dead
+        serve = ServeProcess(lab, db).start()
+        time.sleep(2)
+        lab.stop_slurmrestd()         # REST down for a while: the daemon must wait, not guess
+        during_outage = submit(lab, 1, 3)
+        time.sleep(4)
+        assert serve.proc.poll() is None
+        lab.start_slurmrestd()
+        time.sleep(2)
+        lab.stop_slurmctld()          # the controller restarts under running jobs
+        time.sleep(3)
+        lab.start_slurmctld()
+        ids += [late, during_outage]
+        jobs = watch(lab, serve, ids, 150)
+        assert serve.proc.poll() is None
+        check_runs_match_decisions(lab, serve, ids)
+        rest = SlurmRest(f"unix:{lab.socket}")
+        preempts = [d["job"] for d in decisions(serve) if d["event"] == "preempt"]
+        for i in ids:
+            assert rest.job(i).restart_cnt == preempts.count(f"slurm-{i}")
+            assert jobs[f"slurm-{i}"]["state"] == "finished"
+    finally:
+        serve.stop()
