@@ -357,9 +357,10 @@ class Profile:
         """Seconds per iteration on ``gpus`` over ``nodes`` (or on a concrete ``placement``:
         node → GPU indices or a GPU count, or a sequence of per-node counts)."""
         self._check_fitted()
-        t = iteration_seconds(self.coef_, self.placement_for(gpus, nodes, placement),
-                              self.inter_node, self.gpus_per_node)
-        half = self._z() * math.hypot(self.iteration_cv_, self.model_cv_)
+        placement = self.placement_for(gpus, nodes, placement)
+        t = iteration_seconds(self.coef_, placement, self.inter_node, self.gpus_per_node)
+        half = self._z() * math.hypot(self.iteration_cv_, self.model_cv_,
+                                      self._beyond(placement, t))
         return Estimate(t, max(0.0, t * (1 - half)), t * (1 + half))
 
     def runtime(self, iterations: int, gpus: int | None = None, nodes: int | None = None, *,
@@ -369,12 +370,27 @@ class Profile:
         if iterations < 0:
             raise ValueError(f"iterations must be >= 0, got {iterations}")
         self._check_fitted()
-        t = iteration_seconds(self.coef_, self.placement_for(gpus, nodes, placement),
-                              self.inter_node, self.gpus_per_node)
+        placement = self.placement_for(gpus, nodes, placement)
+        t = iteration_seconds(self.coef_, placement, self.inter_node, self.gpus_per_node)
         total = t * self.mean_ratio_ * iterations
         noise = self.iteration_cv_ / math.sqrt(iterations) if iterations else 0.0
-        half = self._z() * math.hypot(noise, self.model_cv_)
+        half = self._z() * math.hypot(noise, self.model_cv_, self._beyond(placement, t))
         return RuntimeEstimate(total, max(0.0, total * (1 - half)), total * (1 + half))
+
+    def _beyond(self, placement: Sequence[int], seconds: float) -> float:
+        """Relative 1-sigma error of a prediction on more nodes than any profile spanned.
+
+        1- and 2-node profiles cannot tell how the inter-node cost grows past two nodes: the
+        "linear" and "ring" shapes agree up to 2 nodes and differ beyond. The prediction uses
+        one shape; its band must reach the other, so the gap between the two inter-node terms,
+        relative to the prediction, counts as one standard deviation. 0 within the fitted
+        range. On model_info.json's 4-node entries this lifts the band's coverage from 2 to 9
+        of 10 (benchmarks/RESULTS.md, issue 14)."""
+        k = len(placement)
+        fitted = max((len(r.placement) for r in self.observations_), default=1)
+        if k <= fitted or seconds <= 0.0:
+            return 0.0
+        return self.coef_.inter * abs((k - 1.0) - 2.0 * (k - 1) / k) / seconds
 
     def _z(self) -> float:
         return NormalDist().inv_cdf(0.5 + self.band / 2)
@@ -448,3 +464,4 @@ def _number(data: dict, key: str) -> float:
             or value < 0:
         raise ValueError(f"{key} must be a non-negative number, got {value!r}")
     return float(value)
+

@@ -121,9 +121,10 @@ def test_band_reflects_iteration_noise_and_contains_the_estimate(make_samples, w
     for p in (quiet, noisy):
         est = p.predict(32, 4)
         assert est.low < est.iteration_seconds < est.high
-    width = lambda p: p.predict(32, 4).high / p.predict(32, 4).iteration_seconds - 1  # noqa: E731
+    width = lambda p: p.predict(16, 2).high / p.predict(16, 2).iteration_seconds - 1  # noqa: E731
     assert width(noisy) > 3 * width(quiet)
-    assert width(quiet) == pytest.approx(1.96 * math.hypot(quiet.iteration_cv_, quiet.model_cv_), rel=1e-3)
+    assert width(quiet) == pytest.approx(1.96 * math.hypot(quiet.iteration_cv_, quiet.model_cv_),
+                                         rel=1e-3)
     wider = Profile(band=0.99).fit(make_samples(weak_coef, GPUS, cv=0.01))
     assert width(wider) > width(quiet)
 
@@ -297,3 +298,18 @@ def test_partial_fit_accepts_progress_totals(make_samples, weak_coef):
     assert fresh.model_ == "" and fresh.iteration_cv_ == 0.0
     with pytest.raises(InputError, match="observations: all samples are single-node"):
         Profile().partial_fit([Observation((8,), 10, 1.0, 1.0, 0.0)])
+
+
+def test_band_widens_beyond_the_profiled_nodes_by_the_unknown_inter_node_shape(make_samples,
+                                                                              weak_coef):
+    """1-2 node profiles cannot tell "linear" from "ring" growth past two nodes: a 4-node band
+    must reach the other shape's prediction, a 2-node band is the fitted one."""
+    linear = Profile(inter_node="linear").fit(make_samples(weak_coef, GPUS, cv=0.01))
+    ring = Profile(inter_node="ring").fit(make_samples(weak_coef, GPUS, cv=0.01))
+    est = linear.predict(32, 4)
+    assert est.low <= ring.predict(32, 4).iteration_seconds < est.iteration_seconds
+    inside = linear.predict(16, 2)
+    assert inside.high / inside.iteration_seconds - 1 == pytest.approx(
+        1.96 * math.hypot(linear.iteration_cv_, linear.model_cv_), rel=1e-3)
+    rel = lambda r: r.high / r.seconds - 1  # noqa: E731
+    assert rel(linear.runtime(1000, 32, 4)) > 2 * rel(linear.runtime(1000, 16, 2))
