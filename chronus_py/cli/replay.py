@@ -40,6 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profiling-order", choices=("deadline", "fifo"), default="deadline",
                    help="who the pool profiles first: tightest deadline, with backfill (default), "
                         "or arrival order (the artifact)")
+    p.add_argument("--estimates", choices=("oracle", "pool", "realistic"), default="oracle",
+                   help="what the scheduler knows of runtimes: the trace's true ones (oracle, "
+                        "default), the profiling pool's estimates (pool, same as --profiling), or "
+                        "nothing until each job is measured in place on its own GPUs (realistic)")
     p.add_argument("--estimate-sigma", type=float, default=0.0,
                    help="log-normal error between estimates and true runtimes (robustness study)")
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
@@ -82,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
 def estimation(args: argparse.Namespace) -> dict:
     """Replay options for how estimates relate to true runtimes.
 
-    Default: the scheduler knows each true duration (as the Chronus artifact). ``--profiling``:
+    Default: the scheduler knows each true duration (as the Chronus artifact). ``--estimates
+    realistic``: no runtime is known; each job is measured in place (``chronus_py.estimation``)
+    with the profiler's error, ``--estimate-sigma`` on top. ``--profiling`` (``--estimates pool``):
     jobs pass the profiling pool and are scheduled by its estimate, off by ``--estimate-sigma``.
     ``--estimate-sigma`` alone: the trace duration is the estimate and true runtimes deviate.
     Whenever estimates can be wrong, running jobs are re-estimated from observed progress."""
@@ -94,7 +100,14 @@ def estimation(args: argparse.Namespace) -> dict:
         raise InputError("--estimate-sigma", "must be >= 0")
     if args.profiling and (args.profiling_nodes <= 0 or args.profile_minutes <= 0):
         raise InputError("--profiling-nodes/--profile-minutes", "must be positive")
-    if args.profiling:
+    if args.estimates == "realistic":
+        from chronus_py.estimation import InPlaceEstimation
+
+        if args.profiling:
+            raise InputError("--profiling", "is the pool model; it cannot go with --estimates "
+                                            "realistic")
+        return {"estimation": InPlaceEstimation(sigma=args.estimate_sigma, seed=args.seed)}
+    if args.profiling or args.estimates == "pool":
         pool = ProfilingPool(args.profiling_nodes, args.gpus_per_node, args.profile_minutes * 60,
                              sigma=args.estimate_sigma, seed=args.seed, order=args.profiling_order)
         return {"profiling": pool, "reestimate_every": 300.0}

@@ -136,7 +136,7 @@ class LeaseSelector:
         sigma 0.3: first-deadline ratio 0.8620 and 0.48 preemptions per job, against 0.8918 and
         0.27 with the cut)."""
         deadlines = state.job.deadlines
-        if not deadlines:
+        if not deadlines or not state.known:
             return False
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_cut)
         return now + state.remaining(now) * max(1.0 - band, 0.0) > deadlines[-1].at
@@ -160,7 +160,7 @@ class LeaseSelector:
         current = lease_of(now, self.settings.lease)
         first = current if now <= current * self.settings.lease + 1e-9 else current + 1
         for state in arrived:
-            if not state.job.is_slo or state.id in self.plan:
+            if not state.job.is_slo or state.id in self.plan or not state.known:
                 continue
             if self._try_guarantee(state, now, first):
                 self.stats.admitted_at_arrival += 1
@@ -197,7 +197,7 @@ class LeaseSelector:
         first = self.lease_index
         fixed, candidates, states = [], [], {}
         for state in active.values():
-            if not state.job.is_slo:
+            if not state.job.is_slo or not state.known:
                 continue
             if state.guaranteed is None and self.hopeless(state, now):
                 continue
