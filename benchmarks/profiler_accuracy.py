@@ -78,7 +78,8 @@ def evaluate_group(samples: list[Sample], inter_node: str) -> dict:
         rest = train[:i] + train[i + 1:]
         if not any(s.nodes == 2 for s in rest):
             continue
-        est = Profile(inter_node=inter_node).fit(Samples(tuple(rest))).predict(placement=held.placement)
+        profile = Profile(inter_node=inter_node).fit(Samples(tuple(rest)))
+        est = profile.predict(placement=held.placement)
         measured = float(np.median(held.seconds))
         loo[str(held.gpus)] = ape(est.iteration_seconds, measured)
         if one_gpu and held.gpus != 1:
@@ -125,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-info", type=Path,
                         default=ROOT / "traces" / "training_trace" / "model_info.json")
     parser.add_argument("--inter-node", choices=INTER_NODE_SHAPES, default="linear")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json")
+    parser.add_argument("--out", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json")
     args = parser.parse_args(argv)
 
     traces = {name: evaluate_group(samples, args.inter_node)
