@@ -20,6 +20,7 @@ median after dropping the first (warm-up) iteration.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from collections import defaultdict
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from chronus_py.profiler import INTER_NODE_SHAPES, Profile
-from chronus_py.samples import Sample, Samples, from_relative_throughput, read_file
+from chronus_py.samples import Sample, Samples, from_relative_throughput, packed, read_file
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS_PER_NODE = 8
@@ -116,6 +117,33 @@ def evaluate_model_info(path: Path) -> dict:
     return out
 
 
+def evaluate_throughputs(directory: Path) -> dict:
+    """ElasticFlow's A100 tables (``<model>.csv``: ``global_batch_size,1,2,4,...,64``, then
+    iterations per second per batch size; strong scaling, empty cell = not measured): per
+    (model, batch), fit on the packed runs of at most 2 nodes and predict the larger ones."""
+    per_table, everything, covered = {}, [], 0
+    for path in sorted(directory.glob("*.csv")):
+        rows = list(csv.reader(path.open()))
+        gpus = [int(g) for g in rows[0][1:]]
+        for row in rows[1:]:
+            name = f"{path.stem}/batch {row[0]}"
+            samples = [Sample(name, packed(g, GPUS_PER_NODE), np.array([1.0 / float(v)]),
+                              f"{path}: {name}, {g} GPUs")
+                       for g, v in zip(gpus, row[1:]) if v.strip()]
+            train = [s for s in samples if s.nodes <= 2]
+            profile = Profile().fit(Samples(tuple(train)))
+            errors = {}
+            for s in (s for s in samples if s.nodes > 2):
+                est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
+                errors[str(s.gpus)] = {"ape": ape(est.iteration_seconds, measured),
+                                       "in_band": est.low <= measured <= est.high}
+                covered += est.low <= measured <= est.high
+            per_table[name] = {"per_gpus": errors, **summary([e["ape"] for e in errors.values()])}
+            everything += [e["ape"] for e in errors.values()]
+    return {"tables": per_table, "all": summary(everything),
+            "band_coverage": covered / len(everything) if everything else None}
+
+
 def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
@@ -126,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-info", type=Path,
                         default=ROOT / "traces" / "training_trace" / "model_info.json")
     parser.add_argument("--inter-node", choices=INTER_NODE_SHAPES, default="linear")
+    parser.add_argument("--throughputs", type=Path,
+                        help="also predict 4- and 8-node runs of ElasticFlow's A100 throughput "
+                             "tables in DIR (not shipped: e.g. a copy of ElasticFlow's "
+                             "scheduler/throughputs_A100)")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json")
     args = parser.parse_args(argv)
@@ -153,10 +185,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {shape:6s} all: median {fmt(r['all']['median_ape'])} worst "
               f"{fmt(r['all']['worst_ape'])} band coverage {r['band_coverage']:.2f}   "
               f"(median/worst per model: {per})")
+    throughputs = evaluate_throughputs(args.throughputs) if args.throughputs else None
+    if throughputs:
+        print(f"\n{args.throughputs}: fit on <= 16 GPUs (2 nodes), predict 32 and 64; APE in %")
+        print(f"  all: median {fmt(throughputs['all']['median_ape'])} worst "
+              f"{fmt(throughputs['all']['worst_ape'])} band coverage "
+              f"{throughputs['band_coverage']:.2f} (n {throughputs['all']['n']})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"traces_dir": str(args.traces), "inter_node": args.inter_node,
                                     "gpus_per_node": GPUS_PER_NODE, "traces": traces,
-                                    "model_info": model_info}, indent=2) + "\n")
+                                    "model_info": model_info, "throughputs": throughputs},
+                                   indent=2) + "\n")
     print(f"\nwrote {args.out}")
     return 0
 
