@@ -1,6 +1,7 @@
 """Realistic estimation: jobs measured in place, admitted when measured, reported honestly."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -86,3 +87,27 @@ def test_bad_parameters_are_refused():
         InPlaceEstimation(window=0.0)
     with pytest.raises(ValueError):
         InPlaceEstimation(sigma=-0.1)
+
+
+def test_cli_realistic_estimates_meet_what_oracle_meets_on_a_small_trace(write, capsys):
+    from chronus_py.cli import main
+
+    rows = "".join(f"j{i},{i * 60},{w},{g},{i * 60 + 3 * w}\n" for i, (w, g) in
+                   enumerate([(3000, 2), (200, 1), (7200, 4), (900, 1)] * 3))
+    path = write("job_id,submit_time,duration,num_gpu,deadline\n" + rows)
+    runs = {}
+    for mode in ("oracle", "realistic"):
+        assert main(["replay", "--trace", str(path), "--nodes", "2", "--estimates", mode,
+                     "--estimate-sigma", "0.1", "--json"]) == 0
+        runs[mode] = json.loads(capsys.readouterr().out)
+    assert runs["realistic"]["slo_deadline_ratio"] == runs["oracle"]["slo_deadline_ratio"] == 1.0
+    assert runs["realistic"]["avg_queueing_delay"] == 0.0  # no pool to wait for
+
+
+def test_cli_refuses_the_pool_flag_with_realistic_estimates(write, capsys):
+    from chronus_py.cli import main
+
+    path = write("job_id,submit_time,duration,num_gpu\na,0,100,1\n")
+    assert main(["replay", "--trace", str(path), "--estimates", "realistic",
+                 "--profiling"]) == 2
+    assert "--profiling" in capsys.readouterr().err
