@@ -1,10 +1,15 @@
-"""Guarantees under estimation error: replays with the profiling stage and profiler estimates.
+"""Guarantees without oracle runtimes: replays with the profiling pool, with in-place estimation
+(issue 14), and with oracle runtimes for reference.
 
-For each trace, policy and sigma, every job passes the profiling pool (4 nodes, 5 minutes), is
-scheduled by an estimate off by log-normal error ``sigma`` (plus measurement spread), and is
-re-estimated from observed progress while it runs. Writes benchmarks/results/estimation_study.json.
+``pool``: every job first passes the profiling pool (4 nodes, 5 minutes) and is scheduled by an
+estimate off by log-normal error ``sigma`` (plus measurement spread), re-estimated from observed
+progress while it runs. ``realistic``: no pool and no runtime known; each job is measured in
+place, on its own GPUs, as its first lease (``chronus_py.estimates.in_place``), with the same error model.
+``oracle``: true runtimes (sigma does not apply; one row per trace and policy). Writes
+benchmarks/results/estimation_study.json.
 
-    python benchmarks/estimation_study.py [--sigmas 0,0.1,0.3] [--policies srtf,chronus]
+    python benchmarks/estimation_study.py [--sigmas 0.1,0.3] [--policies chronus]
+        [--estimates oracle,pool,realistic] [--workers 1]
 """
 from __future__ import annotations
 
@@ -16,37 +21,42 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def one(trace: str, policy: str, sigma: float) -> dict:
-    from chronus_py.model import Cluster
-    from chronus_py.policies import make_policy
-    from chronus_py.readers import read_trace
-    from chronus_py.replay import replay, summarize
-    from chronus_py.replay.profiling import ProfilingPool
+def one(trace: str, policy: str, estimates: str, sigma: float) -> dict:
+    from chronus_py.replay import summarize
+    from chronus_py.replay.setup import ReplaySetup, run_setup
 
-    loaded = read_trace(trace)
-    result = replay(loaded.jobs, Cluster.uniform(120, 8), make_policy(policy),
-                    profiling=ProfilingPool(4, 8, 300.0, sigma=sigma, seed=0), reestimate_every=300.0)
+    setup = ReplaySetup(trace=trace, policy=policy, estimates=estimates, sigma=sigma)
+    result, loaded = run_setup(setup)
     row = summarize(result, trace=trace, dropped=loaded.dropped)
-    row["sigma"] = sigma
+    row["estimates"] = estimates
+    row["sigma"] = sigma if estimates != "oracle" else None
     return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default="philly-slo,philly-mix1,philly-mix2")
-    parser.add_argument("--policies", default="srtf,chronus")
-    parser.add_argument("--sigmas", default="0,0.1,0.3")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--policies", default="chronus")
+    parser.add_argument("--estimates", default="oracle,pool,realistic")
+    parser.add_argument("--sigmas", default="0.1,0.3")
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
-    grid = [(t, p, float(s)) for t in args.traces.split(",") for p in args.policies.split(",")
-            for s in args.sigmas.split(",")]
+    grid = []
+    for t in args.traces.split(","):
+        for p in args.policies.split(","):
+            for e in args.estimates.split(","):
+                sigmas = [0.0] if e == "oracle" else [float(s) for s in args.sigmas.split(",")]
+                grid += [(t, p, e, s) for s in sigmas]
     with ProcessPoolExecutor(args.workers) as pool:
         rows = list(pool.map(one, *zip(*grid)))
     for r in rows:
         gm = r["guaranteed_miss_ratio"]
-        print(f"{r['trace']:12s} {r['policy']:8s} sigma {r['sigma']:.1f}  DSR {r['slo_deadline_ratio']:.4f}  "
-              f"guaranteed {r['guaranteed_jobs']:6d}  guaranteed miss {'-' if gm is None else f'{gm:.4f}'}  "
-              f"BE JCT {(r['be_avg_jct'] or 0) / 60:7.1f} min")
+        sigma = "-" if r["sigma"] is None else f"{r['sigma']:.1f}"
+        print(f"{r['trace']:12s} {r['policy']:8s} {r['estimates']:9s} sigma {sigma:3s}  "
+              f"DSR {r['slo_deadline_ratio']:.4f}  guaranteed {r['guaranteed_jobs']:6d}  "
+              f"guaranteed miss {'-' if gm is None else f'{gm:.4f}'}  "
+              f"BE JCT {(r['be_avg_jct'] or 0) / 60:7.1f} min  "
+              f"preemptions/job {r['preemptions_per_job']:.3f}")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "estimation_study.json").write_text(json.dumps(rows, indent=1) + "\n")
 

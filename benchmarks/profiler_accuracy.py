@@ -20,6 +20,7 @@ median after dropping the first (warm-up) iteration.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from collections import defaultdict
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from chronus_py.profiler import INTER_NODE_SHAPES, Profile
-from chronus_py.samples import Sample, Samples, from_relative_throughput, read_file
+from chronus_py.samples import Sample, Samples, from_relative_throughput, packed, read_file
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS_PER_NODE = 8
@@ -78,7 +79,8 @@ def evaluate_group(samples: list[Sample], inter_node: str) -> dict:
         rest = train[:i] + train[i + 1:]
         if not any(s.nodes == 2 for s in rest):
             continue
-        est = Profile(inter_node=inter_node).fit(Samples(tuple(rest))).predict(placement=held.placement)
+        profile = Profile(inter_node=inter_node).fit(Samples(tuple(rest)))
+        est = profile.predict(placement=held.placement)
         measured = float(np.median(held.seconds))
         loo[str(held.gpus)] = ape(est.iteration_seconds, measured)
         if one_gpu and held.gpus != 1:
@@ -89,22 +91,57 @@ def evaluate_group(samples: list[Sample], inter_node: str) -> dict:
 
 
 def evaluate_model_info(path: Path) -> dict:
+    """Per shape: fit each model on its 1-2 node entries and predict its 4-node entries (in units
+    of each G's single-node time); also how often the band holds the measured value."""
     table = json.loads(path.read_text())
     out: dict = {}
     for shape in INTER_NODE_SHAPES:
-        per_model, everything = {}, []
+        per_model, everything, covered = {}, [], 0
         for model in table:
             samples = from_relative_throughput(table, model, source=str(path))
             train = Samples(tuple(s for s in samples if s.nodes <= 2))
-            test = [s for s in samples if s.nodes > 2]
             profile = Profile(inter_node=shape).fit(train)
-            errors = {f"{s.gpus}x{s.nodes}": ape(profile.predict(placement=s.placement)
-                                                 .iteration_seconds, float(s.seconds[0]))
-                      for s in test}
-            per_model[model] = {"per_entry": errors, **summary(list(errors.values()))}
-            everything += errors.values()
-        out[shape] = {"models": per_model, "all": summary(everything)}
+            errors = {}
+            for s in samples:
+                if s.nodes <= 2:
+                    continue
+                est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
+                errors[f"{s.gpus}x{s.nodes}"] = {"ape": ape(est.iteration_seconds, measured),
+                                                 "in_band": est.low <= measured <= est.high}
+                covered += est.low <= measured <= est.high
+            per_model[model] = {"per_entry": errors,
+                                **summary([e["ape"] for e in errors.values()])}
+            everything += [e["ape"] for e in errors.values()]
+        out[shape] = {"models": per_model, "all": summary(everything),
+                      "band_coverage": covered / len(everything)}
     return out
+
+
+def evaluate_throughputs(directory: Path) -> dict:
+    """ElasticFlow's A100 tables (``<model>.csv``: ``global_batch_size,1,2,4,...,64``, then
+    iterations per second per batch size; strong scaling, empty cell = not measured): per
+    (model, batch), fit on the packed runs of at most 2 nodes and predict the larger ones."""
+    per_table, everything, covered = {}, [], 0
+    for path in sorted(directory.glob("*.csv")):
+        rows = list(csv.reader(path.open()))
+        gpus = [int(g) for g in rows[0][1:]]
+        for row in rows[1:]:
+            name = f"{path.stem}/batch {row[0]}"
+            samples = [Sample(name, packed(g, GPUS_PER_NODE), np.array([1.0 / float(v)]),
+                              f"{path}: {name}, {g} GPUs")
+                       for g, v in zip(gpus, row[1:]) if v.strip()]
+            train = [s for s in samples if s.nodes <= 2]
+            profile = Profile().fit(Samples(tuple(train)))
+            errors = {}
+            for s in (s for s in samples if s.nodes > 2):
+                est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
+                errors[str(s.gpus)] = {"ape": ape(est.iteration_seconds, measured),
+                                       "in_band": est.low <= measured <= est.high}
+                covered += est.low <= measured <= est.high
+            per_table[name] = {"per_gpus": errors, **summary([e["ape"] for e in errors.values()])}
+            everything += [e["ape"] for e in errors.values()]
+    return {"tables": per_table, "all": summary(everything),
+            "band_coverage": covered / len(everything) if everything else None}
 
 
 def fmt(x: float | None) -> str:
@@ -117,7 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-info", type=Path,
                         default=ROOT / "traces" / "training_trace" / "model_info.json")
     parser.add_argument("--inter-node", choices=INTER_NODE_SHAPES, default="linear")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json")
+    parser.add_argument("--throughputs", type=Path,
+                        help="also predict 4- and 8-node runs of ElasticFlow's A100 throughput "
+                             "tables in DIR (not shipped: e.g. a copy of ElasticFlow's "
+                             "scheduler/throughputs_A100)")
+    parser.add_argument("--out", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json")
     args = parser.parse_args(argv)
 
     traces = {name: evaluate_group(samples, args.inter_node)
@@ -136,15 +178,24 @@ def main(argv: list[str] | None = None) -> int:
               f"{fmt(loo['median_ape']):>7s} {fmt(loo['worst_ape']):>7s} "
               f"{fmt(loo['baseline_1gpu']['median_ape']):>19s}")
     model_info = evaluate_model_info(args.model_info)
-    print(f"\nmodel_info.json: fit on 1-2 node entries, predict 4-node entries; APE in %")
+    print("\nmodel_info.json: fit on 1-2 node entries, predict 4-node entries; APE in %")
     for shape, r in model_info.items():
-        per = ", ".join(f"{m} {fmt(v['median_ape'])}/{fmt(v['worst_ape'])}" for m, v in r["models"].items())
+        per = ", ".join(f"{m} {fmt(v['median_ape'])}/{fmt(v['worst_ape'])}"
+                        for m, v in r["models"].items())
         print(f"  {shape:6s} all: median {fmt(r['all']['median_ape'])} worst "
-              f"{fmt(r['all']['worst_ape'])}   (median/worst per model: {per})")
+              f"{fmt(r['all']['worst_ape'])} band coverage {r['band_coverage']:.2f}   "
+              f"(median/worst per model: {per})")
+    throughputs = evaluate_throughputs(args.throughputs) if args.throughputs else None
+    if throughputs:
+        print(f"\n{args.throughputs}: fit on <= 16 GPUs (2 nodes), predict 32 and 64; APE in %")
+        print(f"  all: median {fmt(throughputs['all']['median_ape'])} worst "
+              f"{fmt(throughputs['all']['worst_ape'])} band coverage "
+              f"{throughputs['band_coverage']:.2f} (n {throughputs['all']['n']})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"traces_dir": str(args.traces), "inter_node": args.inter_node,
                                     "gpus_per_node": GPUS_PER_NODE, "traces": traces,
-                                    "model_info": model_info}, indent=2) + "\n")
+                                    "model_info": model_info, "throughputs": throughputs},
+                                   indent=2) + "\n")
     print(f"\nwrote {args.out}")
     return 0
 

@@ -368,3 +368,17 @@ class Scheduler:
         change = self.policy.key_worsens_at(state, now)
         if change is not None:
             heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+
+    def firm_estimate(self, job_id: str, estimate: float, now: float,
+                      uncertainty: float = 0.0) -> JobState:
+        """A job submitted without a runtime (``known`` False, ranked by a placeholder) was
+        measured: give it its first real estimate. Not a sample of estimate error (the
+        placeholder was no estimate), and the job is offered admission at the next round, as
+        if it had just arrived (``chronus_py.estimates.in_place``)."""
+        state = self.active[job_id]
+        state.estimate = estimate
+        state.uncertainty = uncertainty
+        state.known = True
+        self._rekey([job_id], now)
+        self._arrived.append(state)
+        return state

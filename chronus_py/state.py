@@ -1,7 +1,9 @@
 """Live job state: the one mutable record, owned by the :class:`~chronus_py.scheduler.Scheduler`.
 
 Everything here is observable by a real cluster manager (start times, service received, restarts);
-the job's true duration is not. ``estimate`` is what the estimate stage believes the job's work is.
+the job's true duration is not. ``estimate`` is what the estimate stage believes the job's work is;
+``known`` is False while that is only a placeholder (the job is not measured yet), and no
+guarantee is planned on it (``chronus_py.estimates.in_place``).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ class JobState:
     placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     guaranteed: DeadlineOption | None = None
     was_guaranteed: DeadlineOption | None = None
+    known: bool = True  # False while ``estimate`` is only a placeholder (nothing measured yet)
     id: str = field(init=False)
     gpus: int = field(init=False)
 

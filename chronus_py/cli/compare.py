@@ -38,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profiling-nodes", type=_list, help="nodes in the profiling pool (default 4)")
     p.add_argument("--profile-minutes", type=_list, help="profiling window in minutes (default 5)")
     p.add_argument("--profiling-order", type=_list, help="deadline or fifo (default deadline)")
+    p.add_argument("--estimates", type=_list, help="oracle, pool or realistic (default oracle)")
     p.add_argument("--executor", choices=("serial", "process", "ray"), default="process",
                    help="where runs execute (default: a local process pool)")
     p.add_argument("--workers", type=int, help="parallel runs (default: the CPUs available; Ray: its cluster's)")

@@ -50,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profiling-order", choices=("deadline", "fifo"), default="deadline",
                    help="who the pool profiles first: tightest deadline, with backfill (default), "
                         "or arrival order (the artifact)")
+    p.add_argument("--estimates", choices=("oracle", "pool", "realistic"), default="oracle",
+                   help="what the scheduler knows of runtimes: the trace's true ones (oracle, "
+                        "default), the profiling pool's estimates (pool, same as --profiling), or "
+                        "nothing until each job is measured in place on its own GPUs (realistic)")
     p.add_argument("--estimate-sigma", type=float, default=0.0,
                    help="log-normal error between estimates and true runtimes (robustness study)")
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
@@ -72,6 +76,7 @@ def setup_from(args: argparse.Namespace):
                        slowdown=args.slowdown, round_requests=args.round_requests, load=args.load,
                        profiling=args.profiling, profiling_nodes=args.profiling_nodes,
                        profile_minutes=args.profile_minutes, profiling_order=args.profiling_order,
+                       estimates=args.estimates,
                        sigma=args.estimate_sigma, seed=args.seed, format=args.format,
                        columns=args.columns, time_unit=args.time_unit, skip_bad_rows=args.skip_bad_rows)
 

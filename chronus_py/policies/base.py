@@ -29,7 +29,7 @@ class View:
     previous decision point (in submission order), so a policy can admit them as a batch.
     ``node_gpus`` is the GPUs of the cluster's largest node (what a whole-node request is).
     ``estimate_pad`` is how much work (relative) to add to a job not observed yet, learned from
-    the errors of earlier estimates (``chronus_py.estimate_error``), and ``estimate_cut`` how much
+    the errors of earlier estimates (``chronus_py.estimates.errors``), and ``estimate_cut`` how much
     less it may need.
     """
 

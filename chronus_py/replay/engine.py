@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Oracle
@@ -25,6 +25,9 @@ from chronus_py.round import advance
 from chronus_py.scheduler import Scheduler, SpeedModel
 from chronus_py.state import JobState, Status
 from placement import Allocator
+
+if TYPE_CHECKING:
+    from chronus_py.estimates.in_place import InPlaceEstimation
 
 Progress = Callable[[int, int], None]
 
@@ -42,18 +45,21 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
            truth: Estimator | None = None, speed: SpeedModel | None = None,
            profiling: ProfilingPool | None = None, reestimate_every: float | None = None,
            observe: float = 300.0, round_requests: bool = False,
+           estimation: InPlaceEstimation | None = None,
            on_progress: Progress | None = None) -> ReplayResult:
     """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished.
     ``truth`` gives each job's true work (default: its trace duration), ``estimator`` what the
-    scheduler is told (default: the truth's oracle; the profiling pool when there is one)."""
+    scheduler is told (default: the truth's oracle; the profiling pool when there is one);
+    ``estimation``: jobs arrive with no runtime and are measured in place (its docstring)."""
     started_at = time.perf_counter()
     ordered = sorted(jobs, key=lambda j: j.submit)
     widest = max(n.gpus for n in cluster.nodes) * len(cluster.nodes)
     for job in ordered:
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
-    scheduler = Scheduler(cluster, policy, allocator=allocator, estimator=profiling or estimator,
-                          speed=speed, round_requests=round_requests)
+    scheduler = Scheduler(cluster, policy, allocator=allocator,
+                          estimator=profiling or estimation or estimator, speed=speed,
+                          round_requests=round_requests)
     truth = truth or Oracle()
     work = {job.id: truth.estimate(job) for job in ordered}
     clock = Clock(ordered)
@@ -64,7 +70,8 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     now = 0.0
     while True:
         wakeups = [t for t in (scheduler.next_wakeup(now), next_check,
-                               profiling.next_time() if profiling else None) if t is not None]
+                               profiling.next_time() if profiling else None,
+                               estimation.next_time() if estimation else None) if t is not None]
         now = clock.next_time(min(wakeups, default=None))
         if now == math.inf:
             break
@@ -76,6 +83,8 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
         for job in clock.pop_arrivals(now):
             if profiling:
                 profiling.arrive(job, work[job.id])
+            elif estimation:
+                estimation.arrive(scheduler.submit(job), work[job.id])
             else:
                 unsure.add(scheduler.submit(job).id)
         for job, start, done, end in profiling.pop(now) if profiling else ():
@@ -90,10 +99,14 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
             next_check = math.inf
         if reestimate_every and unsure and next_check == math.inf:
             next_check = now + reestimate_every
+        if estimation:
+            estimation.update(scheduler, now)
         decided = advance(scheduler, now)
         for state in decided.started:
             left = work[state.id] + state.starts * state.overhead - state.service
             clock.add_completion(now + max(left, 0.0) / state.speed, state.id, state.starts)
+            if estimation:
+                estimation.started(state, now)
         if on_progress and (decided.started or decided.preempted):
             on_progress(finished, len(ordered))
     stuck = [s.id for s in scheduler.jobs.values() if s.status is not Status.FINISHED]

@@ -3,11 +3,12 @@
 
 :class:`ReplaySetup` names the trace, the cluster (nodes x GPUs, or a HiveD config with a map from
 trace tenants to its virtual clusters), the policy and its options, the load factor, and how
-estimates relate to true runtimes: the oracle (default: the scheduler knows each true duration,
-as the Chronus artifact), a log-normal error (``sigma`` alone: the trace duration is the estimate
-and true runtimes deviate), or the profiling pool (``profiling``: every new job is measured on a
-small pool first and scheduled by that estimate, off by ``sigma``). Whenever estimates can be
-wrong, running jobs are re-estimated from observed progress every 5 minutes.
+estimates relate to true runtimes (``estimates``): ``oracle`` (default: the scheduler knows each
+true duration, as the Chronus artifact; with ``sigma`` the trace duration is the estimate and
+true runtimes deviate log-normally), ``pool`` (``profiling``: every new job is measured on a
+small pool first and scheduled by that estimate, off by ``sigma``), or ``realistic`` (no runtime
+is known: each job is measured in place on its own GPUs, ``chronus_py.estimates.in_place``).
+Whenever estimates can be wrong, running jobs are re-estimated from observed progress.
 
 ``run_setup`` reads, checks and replays; bad values raise one-line ``InputError`` naming the
 option, before any replay starts.
@@ -23,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 from chronus_py.errors import InputError
 from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.estimates import Noisy
+from chronus_py.estimates.in_place import InPlaceEstimation
 from chronus_py.model import Cluster, Job, Node
 from chronus_py.policies import make_policy
 from chronus_py.policies.base import Policy
@@ -35,6 +37,7 @@ from placement.limits import MAX_GPUS_PER_NODE, MAX_NODES
 from placement.slowdown import speed_factor
 
 REESTIMATE_EVERY = 300.0
+ESTIMATES = ("oracle", "pool", "realistic")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class ReplaySetup:
     profiling_nodes: int = 4
     profile_minutes: float = 5.0
     profiling_order: str = "deadline"
+    estimates: str = "oracle"
     sigma: float = 0.0
     seed: int = 0
     format: str | None = None
@@ -81,6 +85,10 @@ class ReplaySetup:
             raise InputError("--profiling-nodes/--profile-minutes", "must be positive")
         if self.profiling_order not in ORDERS:
             raise InputError("--profiling-order", f"must be one of {', '.join(ORDERS)}")
+        if self.estimates not in ESTIMATES:
+            raise InputError("--estimates", f"must be one of {', '.join(ESTIMATES)}")
+        if self.profiling and self.estimates == "realistic":
+            raise InputError("--profiling", "is the pool model; it cannot go with --estimates realistic")
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,9 @@ def scale_load(jobs: Sequence[Job], load: float) -> tuple[Job, ...]:
 
 def estimation(setup: ReplaySetup) -> dict[str, Any]:
     """The replay's estimation keyword arguments (see the module docstring)."""
-    if setup.profiling:
+    if setup.estimates == "realistic":
+        return {"estimation": InPlaceEstimation(sigma=setup.sigma, seed=setup.seed)}
+    if setup.profiling or setup.estimates == "pool":
         pool = ProfilingPool(setup.profiling_nodes, setup.gpus_per_node, setup.profile_minutes * 60,
                              sigma=setup.sigma, seed=setup.seed, order=setup.profiling_order)
         return {"profiling": pool, "reestimate_every": REESTIMATE_EVERY}

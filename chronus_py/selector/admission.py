@@ -180,7 +180,7 @@ class LeaseSelector:
         sigma 0.3: first-deadline ratio 0.8620 and 0.48 preemptions per job, against 0.8918 and
         0.27 with the cut)."""
         deadlines = state.job.deadlines
-        if not deadlines:
+        if not deadlines or not state.known:
             return False
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_cut)
         return now + state.remaining(now) * max(1.0 - band, 0.0) > deadlines[-1].at
@@ -202,7 +202,7 @@ class LeaseSelector:
         changed: set[str] = set()
         first = self._admission_start(now)
         for state in arrived:
-            if not state.job.is_slo or state.id in self.booked:
+            if not state.job.is_slo or state.id in self.booked or not state.known:
                 continue
             if self._try_guarantee(state, now, first):
                 self.stats.admitted_at_arrival += 1
@@ -263,7 +263,7 @@ class LeaseSelector:
         fixed, candidates, states = [], [], {}
         self._cap = sum(self._need(s, now, first) for s in active.values() if s.job.is_slo) + SLACK_LEASES
         for state in active.values():
-            if not state.job.is_slo:
+            if not state.job.is_slo or not state.known:
                 continue
             promised = state.id in self.guarantees
             if not promised and self.hopeless(state, now):

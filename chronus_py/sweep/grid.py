@@ -19,15 +19,15 @@ from typing import Any, Mapping
 from chronus_py.errors import InputError
 from chronus_py.inputs import load_yaml
 from chronus_py.policies import POLICIES, policy_options
-from chronus_py.replay.setup import ReplaySetup
+from chronus_py.replay.setup import ESTIMATES, ReplaySetup
 
 CONFIG_COLUMNS = ("run", "trace", "policy", "lease_min", "nodes", "gpus_per_node", "load", "sigma",
                   "seed", "options", "cluster", "tenant_map", "slowdown", "round_requests", "profiling",
-                  "profiling_nodes", "profile_minutes", "profiling_order")
+                  "profiling_nodes", "profile_minutes", "profiling_order", "estimates")
 # Replay options beyond the original grid: they join a run's key only when not at their default,
 # so the keys of earlier results (and their resumption) stay as they were.
 EXTRA = {"cluster": None, "tenant_map": None, "slowdown": False, "round_requests": False, "profiling": False,
-         "profiling_nodes": 4, "profile_minutes": 5.0, "profiling_order": "deadline"}
+         "profiling_nodes": 4, "profile_minutes": 5.0, "profiling_order": "deadline", "estimates": "oracle"}
 
 
 def takes_lease(policy: str) -> bool:
@@ -58,6 +58,7 @@ class RunConfig:
     profiling_nodes: int = 4
     profile_minutes: float = 5.0
     profiling_order: str = "deadline"
+    estimates: str = "oracle"
 
     @property
     def key(self) -> str:
@@ -86,7 +87,8 @@ class RunConfig:
             tenant_map=None if self.tenant_map is None else Path(self.tenant_map), slowdown=self.slowdown,
             round_requests=self.round_requests, load=self.load, profiling=self.profiling,
             profiling_nodes=self.profiling_nodes, profile_minutes=self.profile_minutes,
-            profiling_order=self.profiling_order, sigma=self.sigma, seed=self.seed or 0)
+            profiling_order=self.profiling_order, estimates=self.estimates, sigma=self.sigma,
+            seed=self.seed or 0)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class Grid:
     profiling_nodes: tuple[int, ...] = (4,)
     profile_minutes: tuple[float, ...] = (5.0,)
     profiling_order: tuple[str, ...] = ("deadline",)
+    estimates: tuple[str, ...] = ("oracle",)
     tenant_map: str | None = None
     round_requests: bool = False
 
@@ -115,18 +118,18 @@ class Grid:
         """Every distinct run, in grid order (traces outermost)."""
         seen: dict[str, RunConfig] = {}
         for (trace, policy, lease, nodes, load, sigma, seed, cluster, slowdown, profiling, pnodes, pminutes,
-             porder) in itertools.product(
+             porder, estimates) in itertools.product(
                 self.traces, self.policies, self.lease_min, self.nodes, self.load, self.sigma, self.seeds,
                 self.cluster, self.slowdown, self.profiling, self.profiling_nodes, self.profile_minutes,
-                self.profiling_order):
+                self.profiling_order, self.estimates):
             profile = {"profiling_nodes": pnodes, "profile_minutes": float(pminutes), "profiling_order": porder}
             config = RunConfig(
                 trace=trace, policy=policy, lease_min=float(lease) if takes_lease(policy) else None,
                 nodes=nodes, gpus_per_node=self.gpus_per_node, load=float(load), sigma=float(sigma),
-                seed=seed if sigma > 0 or profiling else None,
+                seed=seed if sigma > 0 or profiling or estimates != "oracle" else None,
                 options=json.dumps(dict(self.options.get(policy, {})), sort_keys=True),
                 cluster=cluster, tenant_map=self.tenant_map if cluster else None, slowdown=slowdown,
-                round_requests=self.round_requests, profiling=profiling,
+                round_requests=self.round_requests, profiling=profiling, estimates=estimates,
                 **(profile if profiling else {}))
             seen.setdefault(config.key, config)
         return list(seen.values())
@@ -146,7 +149,7 @@ def _boolean(value: Any) -> bool:
 
 LIST_KEYS = {"traces": str, "policies": str, "lease_min": float, "nodes": int, "load": float,
              "sigma": float, "seeds": int, "cluster": str, "slowdown": _boolean, "profiling": _boolean,
-             "profiling_nodes": int, "profile_minutes": float, "profiling_order": str}
+             "profiling_nodes": int, "profile_minutes": float, "profiling_order": str, "estimates": str}
 SCALAR_KEYS = ("gpus_per_node", "options", "tenant_map", "round_requests")
 
 
@@ -187,6 +190,8 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
             raise InputError(source, f"no such HiveD config file {path!r}", field="cluster")
     if any(v not in ("deadline", "fifo") for v in kwargs.get("profiling_order", ())):
         raise InputError(source, "must be deadline or fifo", field="profiling_order")
+    if any(v not in ESTIMATES for v in kwargs.get("estimates", ())):
+        raise InputError(source, f"must be one of {', '.join(ESTIMATES)}", field="estimates")
     for key in ("tenant_map",):
         if values.get(key) is not None:
             kwargs[key] = str(values[key])

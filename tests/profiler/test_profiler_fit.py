@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chronus_py.errors import InputError
-from chronus_py.profiler import (Coefficients, NotFittedError, Profile, features, nnls,
-                                 predict_seconds)
+from chronus_py.profiler import (
+    Coefficients,
+    NotFittedError,
+    Profile,
+    features,
+    nnls,
+    predict_seconds,
+)
 from chronus_py.samples import Sample, Samples
 
 GPUS = [1, 2, 4, 8, 12, 16]
@@ -46,7 +52,8 @@ def test_ring_shape_is_recovered_and_extrapolates_differently(make_samples, weak
     linear = Profile(inter_node="linear").fit(samples)
     assert_close(ring.coef_.inter, weak_coef.inter)
     # 1- and 2-node data cannot tell the shapes apart; four nodes can: (k-1) = 3 vs 2(k-1)/k = 1.5
-    assert linear.predict(16).iteration_seconds == pytest.approx(ring.predict(16).iteration_seconds, rel=1e-9)
+    assert linear.predict(16).iteration_seconds == pytest.approx(
+        ring.predict(16).iteration_seconds, rel=1e-9)
     gap = linear.predict(32, 4).iteration_seconds - ring.predict(32, 4).iteration_seconds
     assert_close(gap, 1.5 * weak_coef.inter)
 
@@ -73,17 +80,20 @@ def test_weak_scaling_predictions_are_monotone(compute, intra, inter, shape, g, 
     for the same GPUs."""
     profile = profile_with(Coefficients(compute, 0.0, intra, inter, None), shape)
     if g + 1 <= 8 * k and k <= g:
-        assert profile.predict(g + 1, k).iteration_seconds >= profile.predict(g, k).iteration_seconds - 1e-12
+        assert (profile.predict(g + 1, k).iteration_seconds
+                >= profile.predict(g, k).iteration_seconds - 1e-12)
     assert profile.predict(g + 1).iteration_seconds >= profile.predict(g).iteration_seconds - 1e-12
     if k + 1 <= g and g <= 8 * k:
-        assert profile.predict(g, k + 1).iteration_seconds >= profile.predict(g, k).iteration_seconds - 1e-12
+        assert (profile.predict(g, k + 1).iteration_seconds
+                >= profile.predict(g, k).iteration_seconds - 1e-12)
 
 
 @settings(max_examples=40, deadline=None)
 @given(compute=st.floats(0.01, 2), overhead=st.floats(0, 1), cap=st.integers(1, 16),
        g=st.integers(1, 63))
 def test_capped_compute_share_never_grows_with_gpus(compute, overhead, cap, g):
-    """Past the cap the global batch is fixed: with free communication, more GPUs never slow down."""
+    """Past the cap the global batch is fixed: with free communication, more GPUs never slow
+    down."""
     profile = profile_with(Coefficients(compute, overhead, 0.0, 0.0, cap), "linear")
     assert profile.predict(g + 1).iteration_seconds <= profile.predict(g).iteration_seconds + 1e-12
 
@@ -121,9 +131,10 @@ def test_band_reflects_iteration_noise_and_contains_the_estimate(make_samples, w
     for p in (quiet, noisy):
         est = p.predict(32, 4)
         assert est.low < est.iteration_seconds < est.high
-    width = lambda p: p.predict(32, 4).high / p.predict(32, 4).iteration_seconds - 1  # noqa: E731
+    width = lambda p: p.predict(16, 2).high / p.predict(16, 2).iteration_seconds - 1  # noqa: E731
     assert width(noisy) > 3 * width(quiet)
-    assert width(quiet) == pytest.approx(1.96 * math.hypot(quiet.iteration_cv_, quiet.model_cv_), rel=1e-3)
+    assert width(quiet) == pytest.approx(1.96 * math.hypot(quiet.iteration_cv_, quiet.model_cv_),
+                                         rel=1e-3)
     wider = Profile(band=0.99).fit(make_samples(weak_coef, GPUS, cv=0.01))
     assert width(wider) > width(quiet)
 
@@ -133,7 +144,8 @@ def test_runtime_scales_with_iterations_and_narrows_its_noise_band(make_samples,
     per_iteration = profile.predict(32, 4)
     one, many = profile.runtime(1, 32, 4), profile.runtime(10_000, 32, 4)
     assert many.seconds == pytest.approx(10_000 * one.seconds)
-    assert many.seconds == pytest.approx(10_000 * per_iteration.iteration_seconds * profile.mean_ratio_)
+    assert many.seconds == pytest.approx(
+        10_000 * per_iteration.iteration_seconds * profile.mean_ratio_)
     assert many.high / many.seconds < one.high / one.seconds
     assert profile.runtime(0, 32, 4).seconds == 0.0
     with pytest.raises(ValueError):
@@ -275,7 +287,8 @@ def test_packed_predictions_are_the_fitted_model_and_spreading_never_helps():
     profile = profile_with(coef, "linear")
     for g in (1, 4, 8, 12, 16, 32):
         placement = tuple(profile.placement_for(g))
-        assert profile.predict(g).iteration_seconds == pytest.approx(predict_seconds(coef, placement, "linear"))
+        assert profile.predict(g).iteration_seconds == pytest.approx(
+            predict_seconds(coef, placement, "linear"))
     assert predict_seconds(coef, (4, 4, 4, 4), "linear") < predict_seconds(coef, (8, 8), "linear")
     assert profile.predict(16, 4).iteration_seconds >= profile.predict(16, 2).iteration_seconds
 
@@ -287,13 +300,30 @@ def test_partial_fit_accepts_progress_totals(make_samples, weak_coef):
     profile = Profile().fit(make_samples(weak_coef, GPUS))
     cv_before = profile.iteration_cv_
     observed = 1.3 * profile.predict(32, 4).iteration_seconds
-    profile.partial_fit([Observation({"a": 8, "b": 8, "c": 8, "d": 8}, 50_000, observed, observed, 0.0)])
+    profile.partial_fit([Observation({"a": 8, "b": 8, "c": 8, "d": 8}, 50_000, observed,
+                                     observed, 0.0)])
     assert profile.predict(32, 4).iteration_seconds == pytest.approx(observed, rel=0.03)
     assert profile.iteration_cv_ == pytest.approx(cv_before)
     assert profile.observations_[-1].placement == (8, 8, 8, 8)
     profile.partial_fit([Observation((8, 8, 8, 8), 50_000, observed, observed, 0.0)])
     assert profile.observations_[-1].std == 0.0 and profile.observations_[-1].iterations == 100_000
-    fresh = Profile().partial_fit([Observation((8,), 10, 1.0, 1.0, 0.0), Observation((8, 8), 10, 1.2, 1.2, 0.0)])
+    fresh = Profile().partial_fit([Observation((8,), 10, 1.0, 1.0, 0.0),
+                                   Observation((8, 8), 10, 1.2, 1.2, 0.0)])
     assert fresh.model_ == "" and fresh.iteration_cv_ == 0.0
     with pytest.raises(InputError, match="observations: all samples are single-node"):
         Profile().partial_fit([Observation((8,), 10, 1.0, 1.0, 0.0)])
+
+
+def test_band_widens_beyond_the_profiled_nodes_by_the_unknown_inter_node_shape(make_samples,
+                                                                              weak_coef):
+    """1-2 node profiles cannot tell "linear" from "ring" growth past two nodes: a 4-node band
+    must reach the other shape's prediction, a 2-node band is the fitted one."""
+    linear = Profile(inter_node="linear").fit(make_samples(weak_coef, GPUS, cv=0.01))
+    ring = Profile(inter_node="ring").fit(make_samples(weak_coef, GPUS, cv=0.01))
+    est = linear.predict(32, 4)
+    assert est.low <= ring.predict(32, 4).iteration_seconds < est.iteration_seconds
+    inside = linear.predict(16, 2)
+    assert inside.high / inside.iteration_seconds - 1 == pytest.approx(
+        1.96 * math.hypot(linear.iteration_cv_, linear.model_cv_), rel=1e-3)
+    rel = lambda r: r.high / r.seconds - 1  # noqa: E731
+    assert rel(linear.runtime(1000, 32, 4)) > 2 * rel(linear.runtime(1000, 16, 2))
