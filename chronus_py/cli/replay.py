@@ -45,6 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
+    from chronus_py.elastic.cli import add_arguments as add_elastic_arguments
+    add_elastic_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -55,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     from chronus_py.readers import read_trace
     from chronus_py.replay import replay, summarize, write_jobs_csv
 
+    if args.elastic:
+        from chronus_py.elastic.cli import run_elastic
+        return run_elastic(args)
     trace = read_trace(args.trace, format=args.format, skip_bad_rows=args.skip_bad_rows)
     if not trace.jobs:
         raise InputError(args.trace, "no job left to replay")

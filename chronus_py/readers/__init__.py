@@ -25,6 +25,8 @@ BUNDLED = {
     "philly-slo": "chronus/trace_job_Philly_SLO.csv",
     "philly-mix1": "chronus/trace_job_Philly_MIX1.csv",
     "philly-mix2": "chronus/trace_job_Philly_MIX2.csv",
+    **{f"itp-{c}": f"elasticflow/{c}.csv" for c in ("cluster01", "cluster02", "cluster03",
+                                                     "cluster05", "cluster10")},
 }
 DEFAULT_TRACE = "philly-slo"
 
