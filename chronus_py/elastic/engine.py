@@ -36,7 +36,8 @@ class ElasticPolicy(Protocol):
         """Decide each newcomer: set ``guaranteed`` (promised), ``dropped``, or neither (run
         unpromised)."""
 
-    def assign(self, now: float, active: list[Run], cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
         """Every active job's size now (absent = 0), and when to be asked again (inf: at the next
         arrival or completion)."""
 
@@ -50,6 +51,7 @@ class ElasticResult:
     gpus: int
     runs: list[Run]
     wall_seconds: float
+    cpu_seconds: float = 0.0
     placement_failures: int = 0
     events: int = 0
     extra: dict = field(default_factory=dict)
@@ -59,7 +61,8 @@ def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
     """Whole nodes first, then the remainder: how the rigid scheduler asks for a gang."""
     if gpus <= per_node:
         return (PodSpec(gpus),)
-    return tuple(p for p in (PodSpec(per_node, gpus // per_node), PodSpec(gpus % per_node, 1)) if p.gpus)
+    whole, rest = PodSpec(per_node, gpus // per_node), PodSpec(gpus % per_node, 1)
+    return tuple(p for p in (whole, rest) if p.gpus)
 
 
 class ElasticEngine:
@@ -73,7 +76,7 @@ class ElasticEngine:
         self.placement_failures = 0
 
     def run(self, on_progress: Callable[[int, int], None] | None = None) -> ElasticResult:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         runs = [Run(job=j, remaining=j.iterations, since=j.submit) for j in self.jobs]
         active: list[Run] = []
         groups = self._arrival_groups(runs)
@@ -106,7 +109,8 @@ class ElasticEngine:
                 active.extend(newcomers)
             sizes, wake = self.policy.assign(now, active, self.cluster)
             if wake <= now:
-                raise RuntimeError(f"policy {self.policy.name} asked to wake at {wake} <= now {now}")
+                raise RuntimeError(f"policy {self.policy.name} asked to wake at {wake} "
+                                   f"<= now {now}")
             self._apply(now, active, sizes)
             gone = [r for r in active if r.dropped]
             for r in gone:
@@ -118,6 +122,7 @@ class ElasticEngine:
                 on_progress(next_group, len(groups))
         return ElasticResult(policy=self.policy.name, gpus=self.cluster.gpus, runs=runs,
                              wall_seconds=time.perf_counter() - started,
+                             cpu_seconds=time.process_time() - cpu,
                              placement_failures=self.placement_failures, events=events)
 
     def _arrival_groups(self, runs: list[Run]) -> list[tuple[float, list[Run]]]:

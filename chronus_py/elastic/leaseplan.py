@@ -1,4 +1,4 @@
-"""The lease plan: free GPUs per time slot, and each admitted job's GPUs per slot until its deadline.
+"""The lease plan: free GPUs per time slot, and each admitted job's GPUs per slot to its deadline.
 
 Slots lie on an absolute grid (slot k is ``[k*slot, (k+1)*slot)``), so a plan made at one event
 stays meaningful at the next: a job that ran at least its planned size so far is still on plan.

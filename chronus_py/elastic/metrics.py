@@ -44,7 +44,8 @@ def summarize(result: ElasticResult, *, trace: str, dropped: Counter) -> dict:
         "slo_value_ratio": _mean(met),
         "slo_last_deadline_ratio": _mean(met),
         "guaranteed_jobs": len(promised),
-        "guaranteed_miss_ratio": _mean([r.finish is None or r.finish > r.deadline for r in promised]),
+        "guaranteed_miss_ratio": _mean([r.finish is None or r.finish > r.deadline
+                                        for r in promised]),
         "slo_avg_jct": _mean([r.finish - r.job.submit for r in finished]),
         "avg_jct": _mean([r.finish - r.job.submit for r in finished]),
         "avg_queueing_delay": _mean([s - r.job.submit for r, s in
@@ -53,6 +54,7 @@ def summarize(result: ElasticResult, *, trace: str, dropped: Counter) -> dict:
         "makespan": makespan,
         "gpu_utilization": busy / (result.gpus * makespan) if makespan > 0 else None,
         "wall_seconds": result.wall_seconds,
+        "cpu_seconds": result.cpu_seconds,
         "elastic_ceiling": ceiling([r.job for r in runs]),
         "rigid_jobs": sum(r.job.rigid for r in runs),
         "finished_jobs": len(finished),

@@ -27,7 +27,8 @@ class ResizeOverhead:
     per_log2: float = 2.0
     scale: float = 1.0
 
-    def seconds(self, gpus: int, cluster_gpus: int, *, from_stopped: bool, known_gpus: bool) -> float:
+    def seconds(self, gpus: int, cluster_gpus: int, *, from_stopped: bool,
+                known_gpus: bool) -> float:
         """Pause for a move to ``gpus`` GPUs (``gpus`` > 0)."""
         large = cluster_gpus >= self.large_cluster
         cost = self.base_large if large else self.base

@@ -37,20 +37,24 @@ def distribute(runs: list[Run], base: dict[str, int], free: int, cluster: Cluste
     sizes = dict(base)
     heap: list[tuple[int, float, int, Run, int]] = []
     seq = 0
+    grow_cost: dict[int, float] = {}
 
     def push(r: Run) -> None:
         nonlocal seq
         t = sizes.get(r.id, 0)
-        bigger = [n for n in r.job.sizes if n > t]
-        if not bigger:
+        nxt = r.next_size.get(t)
+        if nxt is None:
             return
-        nxt = bigger[0]
         if t == 0:
             key = (0, r.deadline)
         else:
-            saved = r.time_left(t) - r.time_left(nxt)
+            rates = r.rate_of
+            saved = r.remaining / rates[t] - r.remaining / rates[nxt]
             if payback and nxt > r.size > 0:
-                cost = cluster.overhead.seconds(nxt, cluster.gpus, from_stopped=False, known_gpus=False)
+                cost = grow_cost.get(nxt)
+                if cost is None:
+                    cost = grow_cost[nxt] = cluster.overhead.seconds(
+                        nxt, cluster.gpus, from_stopped=False, known_gpus=False)
                 if saved < payback * cost:
                     return
             gain = saved / (nxt - t)
@@ -88,6 +92,7 @@ class LeasePolicy:
         self.leases: dict[str, Lease] = {}
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.changes: list[int] = []
+        self.steps: dict[str, tuple[Lease, np.ndarray]] = {}
 
     def planned_deadline(self, r: Run, cluster: Cluster) -> float:
         """The deadline the plan aims at: the real one minus ``reserve`` worst-case overheads."""
@@ -101,7 +106,8 @@ class LeasePolicy:
     def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
         return tl.fit(r.job, r.remaining, self.planned_deadline(r, cluster), self.tables_of(r))
 
-    def replan(self, now: float, runs: list[Run], cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
+    def replan(self, now: float, runs: list[Run],
+               cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
         tl = Timeline(now, cluster.gpus, self.slot)
         leases: dict[str, Lease] = {}
@@ -122,17 +128,23 @@ class LeasePolicy:
 
     def refresh_changes(self) -> None:
         """Slots where some lease starts or grows: when execution must be looked at again."""
-        marks: set[int] = set()
-        for lease in self.leases.values():
-            steps = np.flatnonzero(np.diff(lease.sizes, prepend=0) > 0) + lease.start
-            marks.update(steps.tolist())
-        self.changes = sorted(marks)
+        arrays = []
+        for id, lease in self.leases.items():
+            known = self.steps.get(id)
+            if known is None or known[0] is not lease:
+                sizes = lease.sizes
+                rises = np.flatnonzero(sizes[1:] > sizes[:-1]) + 1
+                known = (lease, np.concatenate(([0], rises)) + lease.start)
+                self.steps[id] = known
+            arrays.append(known[1])
+        self.changes = np.unique(np.concatenate(arrays)).tolist() if arrays else []
 
     def next_wake(self, now: float) -> float:
         i = bisect_right(self.changes, math.floor(now / self.slot))
         return self.changes[i] * self.slot if i < len(self.changes) else INF
 
-    def assign(self, now: float, active: list[Run], cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
         slot = math.floor(now / self.slot)
         promised = [r for r in active if r.guaranteed]
         base = {r.id: self.leases[r.id].at(slot) for r in promised if r.id in self.leases}
@@ -150,6 +162,7 @@ class LeasePolicy:
     def finished(self, run: Run) -> None:
         self.leases.pop(run.id, None)
         self.tables.pop(run.id, None)
+        self.steps.pop(run.id, None)
 
 
 def hopeless(r: Run, now: float) -> bool:
@@ -204,7 +217,8 @@ class ElasticChronus(LeasePolicy):
                 del self.waiting[r.id]
         self.refresh_changes()
 
-    def assign(self, now: float, active: list[Run], cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
         if self.capacity_freed and self.waiting:
             self.capacity_freed = False
             self._try_waiting(now, self.timeline(now, cluster),
@@ -244,7 +258,8 @@ class ElasticEDF:
     def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
         return None
 
-    def assign(self, now: float, active: list[Run], cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
         idle = cluster.gpus
         sizes: dict[str, int] = {}
         for r in sorted(active, key=lambda r: (r.deadline, r.id)):

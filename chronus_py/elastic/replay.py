@@ -33,7 +33,8 @@ def resolve_trace(trace: str | Path) -> tuple[str, Path]:
 
 def replay_trace(trace: str | Path, *, throughputs: Path | None, policy: str, nodes: int,
                  gpus_per_node: int, resize_scale: float = 1.0, skip_bad_rows: bool = False,
-                 on_progress: Callable[[int, int], None] | None = None) -> tuple[dict, ElasticResult]:
+                 on_progress: Callable[[int, int], None] | None = None,
+                 ) -> tuple[dict, ElasticResult]:
     if nodes <= 0 or gpus_per_node <= 0:
         raise InputError("--nodes/--gpus-per-node", "must be positive")
     name, path = resolve_trace(trace)

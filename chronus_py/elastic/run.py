@@ -9,7 +9,8 @@ from chronus_py.elastic.jobs import ElasticJob
 @dataclass(eq=False)
 class Run:
     """Mutable per-job state. ``guaranteed`` is set when a policy admits the job against its plan
-    (a promise to meet its deadline); ``dropped`` when a policy gives up on it (never runs again)."""
+    (a promise to meet its deadline); ``dropped`` when a policy gives up on it (it never runs
+    again)."""
 
     job: ElasticJob
     remaining: float
@@ -27,21 +28,24 @@ class Run:
     overhead_gpu_seconds: float = 0.0
     gpu_seconds: float = 0.0
     known_gpus: set = field(default_factory=set)
+    id: str = field(init=False)
+    deadline: float = field(init=False)
+    rate_of: dict[int, float] = field(init=False, repr=False)
+    next_size: dict[int, int] = field(init=False, repr=False)
 
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def deadline(self) -> float:
-        return self.job.deadline
+    def __post_init__(self) -> None:
+        # lookups the policies make thousands of times per event
+        self.id = self.job.id
+        self.deadline = self.job.deadline
+        self.rate_of = {0: 0.0, **dict(zip(self.job.sizes, self.job.rates))}
+        self.next_size = {a: b for a, b in zip((0,) + self.job.sizes, self.job.sizes)}
 
     def progress_to(self, t: float) -> None:
         """Advance the job's work to time ``t`` at its current size."""
         if self.size:
             start = max(self.since, self.paused_until)
             if t > start:
-                self.remaining -= self.job.rate(self.size) * (t - start)
+                self.remaining -= self.rate_of[self.size] * (t - start)
             self.gpu_seconds += self.size * (t - self.since)
         self.since = t
 
@@ -49,8 +53,9 @@ class Run:
         """When the job finishes if nothing changes (infinity when stopped)."""
         if not self.size:
             return float("inf")
-        return max(self.since, self.paused_until) + max(self.remaining, 0.0) / self.job.rate(self.size)
+        start = max(self.since, self.paused_until)
+        return start + max(self.remaining, 0.0) / self.rate_of[self.size]
 
     def time_left(self, gpus: int) -> float:
         """Seconds of work left at ``gpus`` GPUs, overhead aside."""
-        return self.remaining / self.job.rate(gpus) if gpus else float("inf")
+        return self.remaining / self.rate_of[gpus] if gpus else float("inf")

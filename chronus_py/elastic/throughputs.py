@@ -57,7 +57,8 @@ def _read_model(file: Path) -> dict[int, dict[int, float]]:
         raise InputError(file, "empty file: no header row", line=1)
     header = [h.strip() for h in rows[0]]
     if header[0] != BATCH_COLUMN:
-        raise InputError(file, f"first column must be {BATCH_COLUMN}", line=1, field=f"column {header[0]}")
+        raise InputError(file, f"first column must be {BATCH_COLUMN}", line=1,
+                         field=f"column {header[0]}")
     sizes = []
     for name in header[1:]:
         if not name.isdigit() or int(name) <= 0:
@@ -86,7 +87,8 @@ def _read_model(file: Path) -> dict[int, dict[int, float]]:
             try:
                 value = float(cell)
             except ValueError:
-                raise InputError(file, f"not a number: {cell!r}", line=line, field=f"column {size}") from None
+                raise InputError(file, f"not a number: {cell!r}", line=line,
+                                 field=f"column {size}") from None
             if not math.isfinite(value) or value <= 0:
                 raise InputError(file, f"throughput must be positive and finite, got {cell}",
                                  line=line, field=f"column {size}")
