@@ -67,21 +67,23 @@ class Timeline:
             grown[:len(self.free)] = self.free
             self.free = grown
 
-    def lengths(self, lo: int, hi: int) -> np.ndarray:
-        """Usable seconds of slots lo..hi-1 (the first slot only from ``now``)."""
-        out = np.full(hi - lo, self.slot)
-        if lo == 0 and hi > 0:
-            out[0] = (self.origin + 1) * self.slot - self.now
-        return out
+    @property
+    def first(self) -> float:
+        """Usable seconds of slot 0: only from ``now`` on."""
+        return (self.origin + 1) * self.slot - self.now
 
     def reserve(self, lease: Lease) -> None:
         lo, hi = lease.start - self.origin, lease.end - self.origin
         self._ensure(hi)
+        if hi <= 0:
+            return
         cut = max(0, -lo)
         self.free[max(lo, 0):hi] -= lease.sizes[cut:]
 
     def release(self, lease: Lease) -> None:
         lo, hi = lease.start - self.origin, lease.end - self.origin
+        if hi <= 0:
+            return
         cut = max(0, -lo)
         self.free[max(lo, 0):hi] += lease.sizes[cut:]
 
@@ -99,7 +101,10 @@ class Timeline:
         while hi > 0:
             lo = max(0, hi - CHUNK)
             g = best[np.minimum(self.free[lo:hi], cap)]
-            done = np.cumsum((rate[g] * self.lengths(lo, hi))[::-1])
+            work = rate[g] * self.slot
+            if lo == 0:
+                work[0] *= self.first / self.slot
+            done = np.cumsum(work[::-1])
             k = int(np.searchsorted(done, need))
             if k < len(done):
                 first = hi - 1 - k

@@ -175,8 +175,9 @@ class ElasticChronus(LeasePolicy):
     arrival_window = 0.0
 
     def __init__(self, slot: float = 60.0, reserve: float = 2.0, payback: float = 3.0,
-                 stick: float = 2.0):
+                 stick: float = 2.0, replan_on_reject: bool = True):
         super().__init__(slot=slot, reserve=reserve)
+        self.replan_on_reject = replan_on_reject
         self.payback = payback
         self.stick = stick
         self.waiting: dict[str, Run] = {}
@@ -191,7 +192,7 @@ class ElasticChronus(LeasePolicy):
             tl = self.timeline(now, cluster)
         for r in arrivals:
             self.waiting[r.id] = r
-        self._try_waiting(now, tl, promised, cluster, full=True)
+        self._try_waiting(now, tl, promised, cluster, full=self.replan_on_reject)
 
     def _try_waiting(self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *,
                      full: bool) -> None:
@@ -208,7 +209,7 @@ class ElasticChronus(LeasePolicy):
                 tl.reserve(lease)
                 self.leases[r.id] = lease
             elif full:
-                trial = self.replan(now, promised + [r], cluster)
+                trial = self.insert(now, r, promised, cluster)
                 if trial is not None:
                     tl, self.leases = trial
             if r.id in self.leases:
@@ -216,6 +217,29 @@ class ElasticChronus(LeasePolicy):
                 promised.append(r)
                 del self.waiting[r.id]
         self.refresh_changes()
+
+    def insert(self, now: float, r: Run, promised: list[Run],
+               cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
+        """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
+        leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
+        does not fit (then nothing changes)."""
+        key = (r.deadline, r.id)
+        tl = Timeline(now, cluster.gpus, self.slot)
+        leases: dict[str, Lease] = {}
+        later = []
+        for p in promised:
+            if (p.deadline, p.id) < key and p.id in self.leases:
+                tl.reserve(self.leases[p.id])
+                leases[p.id] = self.leases[p.id]
+            else:
+                later.append(p)
+        for q in [r] + sorted(later, key=lambda q: (q.deadline, q.id)):
+            lease = self.fit(tl, q, cluster)
+            if lease is None:
+                return None
+            tl.reserve(lease)
+            leases[q.id] = lease
+        return tl, leases
 
     def assign(self, now: float, active: list[Run],
                cluster: Cluster) -> tuple[dict[str, int], float]:
