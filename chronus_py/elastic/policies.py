@@ -109,15 +109,23 @@ class LeasePolicy:
     def replan(self, now: float, runs: list[Run],
                cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
+        tl, leases, missing = self.plan_all(now, runs, cluster)
+        return None if missing else (tl, leases)
+
+    def plan_all(self, now: float, runs: list[Run],
+                 cluster: Cluster) -> tuple[Timeline, dict[str, Lease], set[str]]:
+        """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
         tl = Timeline(now, cluster.gpus, self.slot)
         leases: dict[str, Lease] = {}
+        missing: set[str] = set()
         for r in sorted(runs, key=lambda r: (r.deadline, r.id)):
             lease = self.fit(tl, r, cluster)
             if lease is None:
-                return None
+                missing.add(r.id)
+                continue
             tl.reserve(lease)
             leases[r.id] = lease
-        return tl, leases
+        return tl, leases, missing
 
     def timeline(self, now: float, cluster: Cluster) -> Timeline:
         """The free timeline the current leases leave."""
@@ -260,18 +268,19 @@ class ElasticFlowStyle(LeasePolicy):
     arrival_window = 60.0
 
     def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+        """All newcomers or none: they are admitted if they fit and every promised job that fits
+        without them still fits (a job already behind its plan does not block everyone after)."""
         promised = [r for r in active if r.guaranteed]
-        trial = self.replan(now, promised + arrivals, cluster)
-        if trial is not None:
-            _, self.leases = trial
+        _, leases, behind = self.plan_all(now, promised, cluster)
+        _, trial, missing = self.plan_all(now, promised + arrivals, cluster)
+        if missing <= behind:
+            self.leases = trial
             for r in arrivals:
                 r.guaranteed = True
         else:
+            self.leases = leases
             for r in arrivals:
                 r.dropped = True
-            fresh = self.replan(now, promised, cluster)
-            if fresh is not None:
-                _, self.leases = fresh
         self.refresh_changes()
 
 
