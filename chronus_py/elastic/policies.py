@@ -1,8 +1,8 @@
 """Three policies on the elastic engine, so they compare side by side.
 
 - ``ElasticChronus``: admits each job on its own against the lease plan (its minimum satisfactory
-  share must fit without breaking any earlier lease); the plan keeps a reserve for overhead before
-  each deadline; a declined job is retried when capacity frees and runs on idle GPUs meanwhile;
+  share must fit without breaking any earlier lease); the plan keeps one worst-case (re)start
+  overhead in reserve before each deadline; a declined job is retried when capacity frees and runs on idle GPUs meanwhile;
   leftover GPUs go by marginal gain, and a running job is only grown when the time it saves pays
   ``payback`` times the resize overhead.
 - ``ElasticFlowStyle``: written from the ElasticFlow paper (ASPLOS'23): arrivals merged into
@@ -182,7 +182,7 @@ class ElasticChronus(LeasePolicy):
     name = "elastic-chronus"
     arrival_window = 0.0
 
-    def __init__(self, slot: float = 60.0, reserve: float = 2.0, payback: float = 3.0,
+    def __init__(self, slot: float = 60.0, reserve: float = 1.0, payback: float = 3.0,
                  stick: float = 2.0, replan_on_reject: bool = True):
         super().__init__(slot=slot, reserve=reserve)
         self.replan_on_reject = replan_on_reject
