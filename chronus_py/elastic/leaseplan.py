@@ -97,9 +97,11 @@ class Timeline:
         self._ensure(end)
         need = remaining
         hi = end
+        chunk = CHUNK
         pieces: list[np.ndarray] = []
         while hi > 0:
-            lo = max(0, hi - CHUNK)
+            lo = max(0, hi - chunk)
+            chunk *= 2
             g = best[np.minimum(self.free[lo:hi], cap)]
             work = rate[g] * self.slot
             if lo == 0:
@@ -117,14 +119,19 @@ class Timeline:
 
     def fit(self, job: ElasticJob, remaining: float, deadline: float,
             tables: tuple[np.ndarray, np.ndarray]) -> Lease | None:
-        """Minimum satisfactory share: the fill under the smallest cap that completes."""
+        """Minimum satisfactory share: the fill under the smallest cap that completes, found by
+        bisection over the job's sizes (a larger cap never does less work on the same timeline
+        while throughput grows with size, which holds up to a job's cap)."""
         window = deadline - self.now
-        fastest = 0.0
-        for n, r in zip(job.sizes, job.rates):
-            fastest = max(fastest, r)
-            if fastest * window < remaining:
-                continue
-            lease = self.fill(job, remaining, deadline, n, tables)
-            if lease is not None:
-                return lease
-        return None
+        caps = [n for n, fastest in zip(job.sizes, np.maximum.accumulate(job.rates))
+                if fastest * window >= remaining]
+        found = None
+        lo, hi = 0, len(caps) - 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            lease = self.fill(job, remaining, deadline, caps[mid], tables)
+            if lease is None:
+                lo = mid + 1
+            else:
+                found, hi = lease, mid - 1
+        return found

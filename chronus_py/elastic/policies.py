@@ -2,9 +2,9 @@
 
 - ``ElasticChronus``: admits each job on its own against the lease plan (its minimum satisfactory
   share must fit without breaking any earlier lease); the plan keeps one worst-case (re)start
-  overhead in reserve before each deadline; a declined job is retried when capacity frees and runs on idle GPUs meanwhile;
-  leftover GPUs go by marginal gain, and a running job is only grown when the time it saves pays
-  ``payback`` times the resize overhead.
+  overhead in reserve before each deadline; a declined job is retried when capacity frees and
+  runs on idle GPUs meanwhile; leftover GPUs go by marginal gain, and a running job is only grown
+  when the time it saves pays ``payback`` times the resize overhead.
 - ``ElasticFlowStyle``: written from the ElasticFlow paper (ASPLOS'23): arrivals merged into
   60 s slots, all admitted jobs and the newcomers planned by minimum satisfactory share in
   deadline order, and the newcomers admitted only if every job fits - otherwise all of them are
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
 
 import numpy as np
 
@@ -91,8 +90,7 @@ class LeasePolicy:
         self.reserve = reserve
         self.leases: dict[str, Lease] = {}
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.changes: list[int] = []
-        self.steps: dict[str, tuple[Lease, np.ndarray]] = {}
+        self.peaks: dict[str, tuple[Lease, int]] = {}
 
     def planned_deadline(self, r: Run, cluster: Cluster) -> float:
         """The deadline the plan aims at: the real one minus ``reserve`` worst-case overheads."""
@@ -135,21 +133,24 @@ class LeasePolicy:
         return tl
 
     def refresh_changes(self) -> None:
-        """Slots where some lease starts or grows: when execution must be looked at again."""
-        arrays = []
-        for id, lease in self.leases.items():
-            known = self.steps.get(id)
-            if known is None or known[0] is not lease:
-                sizes = lease.sizes
-                rises = np.flatnonzero(sizes[1:] > sizes[:-1]) + 1
-                known = (lease, np.concatenate(([0], rises)) + lease.start)
-                self.steps[id] = known
-            arrays.append(known[1])
-        self.changes = np.unique(np.concatenate(arrays)).tolist() if arrays else []
+        """Each lease's largest size, so ``next_wake`` skips the jobs already running above it."""
+        self.peaks = {id: (lease, int(lease.sizes.max(initial=0)))
+                      for id, lease in self.leases.items()}
 
-    def next_wake(self, now: float) -> float:
-        i = bisect_right(self.changes, math.floor(now / self.slot))
-        return self.changes[i] * self.slot if i < len(self.changes) else INF
+    def next_wake(self, now: float, sizes: dict[str, int]) -> float:
+        """The first slot boundary after ``now`` where some lease asks for more GPUs than the job
+        has: execution must be looked at again there."""
+        slot = math.floor(now / self.slot) + 1
+        wake = INF
+        for id, (lease, peak) in self.peaks.items():
+            size = sizes.get(id, 0)
+            if size >= peak or lease.end <= slot:
+                continue
+            skip = max(0, slot - lease.start)
+            above = np.flatnonzero(lease.sizes[skip:] > size)
+            if above.size:
+                wake = min(wake, (lease.start + skip + int(above[0])) * self.slot)
+        return wake
 
     def assign(self, now: float, active: list[Run],
                cluster: Cluster) -> tuple[dict[str, int], float]:
@@ -165,12 +166,12 @@ class LeasePolicy:
             if fits:
                 sizes[r.id] = r.size if r.size in fits and self.stick > 1 else fits[-1]
                 idle -= sizes[r.id]
-        return sizes, self.next_wake(now)
+        return sizes, self.next_wake(now, sizes)
 
     def finished(self, run: Run) -> None:
         self.leases.pop(run.id, None)
         self.tables.pop(run.id, None)
-        self.steps.pop(run.id, None)
+        self.peaks.pop(run.id, None)
 
 
 def hopeless(r: Run, now: float) -> bool:
