@@ -57,3 +57,14 @@ def test_batch_admission_declines_a_feasible_job_that_per_job_admission_accepts(
     ours = by_id(replay([c, d], ElasticChronus()))
     assert ours["c"].guaranteed and ours["c"].finish <= 1000
     assert not ours["d"].guaranteed
+
+
+def test_chronus_does_not_grow_a_job_when_the_time_saved_does_not_pay_the_overhead():
+    # a (elastic) and b (rigid 2 GPUs) share 4 GPUs from 0: a runs on 2 at 2 it/s after its
+    # 29 s start. b ends at 129 with a 30 it from done: 4 GPUs would save 7.5 s, less than
+    # 3 x the 8 s resize, so a stays on 2 and ends at 144 without a resize.
+    a = job("a", 0, 5000, 230)
+    b = job("b", 0, 10000, 100, sizes=(2,), rates=(1.0,))
+    runs = by_id(replay([a, b], ElasticChronus()))
+    assert runs["b"].finish == pytest.approx(129)
+    assert runs["a"].finish == pytest.approx(144) and runs["a"].resizes == 0
