@@ -1,8 +1,8 @@
 """Three policies on the elastic engine, so they compare side by side.
 
 - ``ElasticChronus``: admits each job on its own against the lease plan (its minimum satisfactory
-  share must fit without breaking any earlier lease); the plan keeps one worst-case (re)start
-  overhead in reserve before each deadline; a declined job is retried when capacity frees and
+  share must fit without breaking any earlier lease); each lease holds one (re)start overhead's
+  worth of GPU time in reserve; a declined job is retried when capacity frees and
   runs on idle GPUs meanwhile; leftover GPUs go by marginal gain, and a running job is only grown
   when the time it saves pays ``payback`` times the resize overhead.
 - ``ElasticFlowStyle``: written from the ElasticFlow paper (ASPLOS'23): arrivals merged into
@@ -92,9 +92,17 @@ class LeasePolicy:
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.peaks: dict[str, tuple[Lease, int]] = {}
 
-    def planned_deadline(self, r: Run, cluster: Cluster) -> float:
-        """The deadline the plan aims at: the real one minus ``reserve`` worst-case overheads."""
-        return r.deadline - self.reserve * cluster.overhead.worst(r.job.max_size, cluster.gpus)
+    def planned_work(self, r: Run, cluster: Cluster) -> float:
+        """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
+        the job's fastest rate - a (re)start for a stopped job, a resize onto new GPUs for a
+        running one. Holding the overhead inside the lease (not as slack after it) keeps GPUs
+        reserved for the time the job spends paused."""
+        if not self.reserve:
+            return r.remaining
+        o = cluster.overhead
+        pause = (o.seconds(r.job.max_size, cluster.gpus, from_stopped=False, known_gpus=False)
+                 if r.size else o.worst(r.job.max_size, cluster.gpus))
+        return r.remaining + self.reserve * pause * max(r.job.rates)
 
     def tables_of(self, r: Run) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
@@ -102,7 +110,7 @@ class LeasePolicy:
         return self.tables[r.id]
 
     def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
-        return tl.fit(r.job, r.remaining, self.planned_deadline(r, cluster), self.tables_of(r))
+        return tl.fit(r.job, self.planned_work(r, cluster), r.deadline, self.tables_of(r))
 
     def replan(self, now: float, runs: list[Run],
                cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
@@ -194,26 +202,31 @@ class ElasticChronus(LeasePolicy):
 
     def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
         promised = [r for r in active if r.guaranteed]
-        fresh = self.replan(now, promised, cluster)
-        if fresh is not None:
-            tl, self.leases = fresh
-        else:
-            tl = self.timeline(now, cluster)
         for r in arrivals:
             self.waiting[r.id] = r
-        self._try_waiting(now, tl, promised, cluster, full=self.replan_on_reject)
+        self._try_waiting(now, self.timeline(now, cluster), promised, cluster,
+                          full=self.replan_on_reject)
 
     def _try_waiting(self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *,
                      full: bool) -> None:
-        """Admit waiting jobs one at a time in deadline order: into the free timeline as it is,
-        else (``full``) into a fresh plan of everyone promised plus this job. A job that cannot
-        fit keeps waiting (and runs on idle GPUs) until it is hopeless."""
+        """Admit waiting jobs one at a time in deadline order: into the free timeline the current
+        leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
+        a fresh plan of everyone promised - which drops what jobs ahead of their leases no longer
+        need - and else with the job inserted in deadline order. A job that cannot fit keeps
+        waiting (and runs on idle GPUs) until it is hopeless."""
+        compacted = False
         for r in sorted(self.waiting.values(), key=lambda r: (r.deadline, r.id)):
             if hopeless(r, now):
                 r.dropped = True
                 del self.waiting[r.id]
                 continue
             lease = self.fit(tl, r, cluster)
+            if lease is None and full and not compacted:
+                compacted = True
+                fresh = self.replan(now, promised, cluster)
+                if fresh is not None:
+                    tl, self.leases = fresh
+                    lease = self.fit(tl, r, cluster)
             if lease is not None:
                 tl.reserve(lease)
                 self.leases[r.id] = lease
