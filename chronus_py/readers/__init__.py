@@ -1,7 +1,7 @@
 """Traces in, jobs out: one module per format, the format detected from the header.
 
 ``read_trace(path_or_name)`` accepts a file path or the name of a bundled trace
-(``philly-slo``, ``philly-mix1``, ``philly-mix2``).
+(``philly-slo``, ``philly-mix1``, ``philly-mix2``, and the ITP traces ``itp-cluster01``..``-10``).
 """
 from __future__ import annotations
 

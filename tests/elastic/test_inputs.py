@@ -88,3 +88,13 @@ def test_cli_bad_throughputs_dir_exits_2_with_one_line(tmp_path):
          "--throughputs", str(tmp_path / "none")], capture_output=True, text=True)
     assert out.returncode == 2
     assert "no such throughput directory" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("name, rows", [("itp-cluster01", 1595), ("itp-cluster02", 5778),
+                                        ("itp-cluster03", 3011), ("itp-cluster05", 3629),
+                                        ("itp-cluster10", 260)])
+def test_bundled_itp_traces_read_as_elasticflow_rows(name, rows):
+    from chronus_py.readers import read_trace
+
+    trace = read_trace(name)
+    assert trace.format == "elasticflow" and len(trace.jobs) == rows and not trace.dropped
