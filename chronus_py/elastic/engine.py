@@ -149,6 +149,18 @@ class ElasticEngine:
         for r in sorted(grow, key=lambda r: r.deadline):
             self._resize(r, sizes[r.id], now)
 
+    def _allocate_down(self, r: Run, new: int, old: int):
+        """Place ``new`` GPUs, or else the largest smaller size of the job above ``old``: a
+        fragmented allocator (cells) may hold a smaller gang where the chosen one does not fit.
+        Each size that does not fit counts as a placement failure."""
+        result = None
+        for size in [n for n in reversed(r.job.sizes) if old < n <= new]:
+            result = self.allocator.allocate(Request(job=r.id, pods=pods_for(size, self.per_node)))
+            if result.outcome == "placed":
+                return result
+            self.placement_failures += 1
+        return result
+
     def _stop(self, r: Run) -> None:
         if r.size:
             self.allocator.release(r.id)
@@ -164,16 +176,19 @@ class ElasticEngine:
         before = self.allocator.placement_of(r.id) if old else {}
         if old:
             self.allocator.release(r.id)
-        request = Request(job=r.id, pods=pods_for(new, self.per_node))
         if new < old:
+            request = Request(job=r.id, pods=pods_for(new, self.per_node))
             result = self.allocator.reserve(request, subset(before, new))
+            if result.outcome != "placed":
+                result = self.allocator.allocate(request)
+                self.placement_failures += result.outcome != "placed"
         else:
-            result = self.allocator.allocate(request)
+            result = self._allocate_down(r, new, old)
         if result.outcome != "placed":
-            self.placement_failures += 1
             if old:
                 self.allocator.reserve(Request(job=r.id, pods=pods_for(old, self.per_node)), before)
             return
+        new = result_size(result)
         gpus = {(node, g) for node, ids in result.by_node().items() for g in ids}
         from_stopped = old == 0
         known = not from_stopped and gpus <= r.known_gpus
@@ -190,6 +205,10 @@ class ElasticEngine:
                 r.first_start = now
         else:
             r.resizes += 1
+
+
+def result_size(result) -> int:
+    return sum(len(p.gpus) for p in result.pods)
 
 
 def subset(placement: dict[str, tuple[int, ...]], n: int) -> dict[str, tuple[int, ...]]:
