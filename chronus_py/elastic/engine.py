@@ -9,7 +9,7 @@ first, then grows and starts, so the GPUs a grow needs are free.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from chronus_py.elastic.jobs import ElasticJob
@@ -54,7 +54,6 @@ class ElasticResult:
     cpu_seconds: float = 0.0
     placement_failures: int = 0
     events: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:

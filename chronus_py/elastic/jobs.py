@@ -52,12 +52,6 @@ class ElasticJob:
     def max_size(self) -> int:
         return self.sizes[-1]
 
-    def rate(self, gpus: int) -> float:
-        """Iterations per second on ``gpus`` GPUs (0 when not running)."""
-        if gpus == 0:
-            return 0.0
-        return self.rates[self.sizes.index(gpus)]
-
     def best_time(self) -> float:
         """Seconds to finish alone at the fastest size, without any overhead."""
         return self.iterations / max(self.rates)

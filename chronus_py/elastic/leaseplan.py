@@ -57,10 +57,6 @@ class Timeline:
         self.origin = math.floor(now / slot)
         self.free = np.full(64, total, dtype=np.int64)
 
-    def index(self, t: float) -> int:
-        """Slots from the origin to the one holding time ``t``."""
-        return math.floor(t / self.slot) - self.origin
-
     def _ensure(self, n: int) -> None:
         if n > len(self.free):
             grown = np.full(max(n, 2 * len(self.free)), self.total, dtype=np.int64)
@@ -79,13 +75,6 @@ class Timeline:
             return
         cut = max(0, -lo)
         self.free[max(lo, 0):hi] -= lease.sizes[cut:]
-
-    def release(self, lease: Lease) -> None:
-        lo, hi = lease.start - self.origin, lease.end - self.origin
-        if hi <= 0:
-            return
-        cut = max(0, -lo)
-        self.free[max(lo, 0):hi] += lease.sizes[cut:]
 
     def fill(self, job: ElasticJob, remaining: float, deadline: float, cap: int,
              tables: tuple[np.ndarray, np.ndarray]) -> Lease | None:

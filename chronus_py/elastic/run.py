@@ -55,7 +55,3 @@ class Run:
             return float("inf")
         start = max(self.since, self.paused_until)
         return start + max(self.remaining, 0.0) / self.rate_of[self.size]
-
-    def time_left(self, gpus: int) -> float:
-        """Seconds of work left at ``gpus`` GPUs, overhead aside."""
-        return self.remaining / self.rate_of[gpus] if gpus else float("inf")

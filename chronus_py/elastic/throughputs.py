@@ -27,10 +27,6 @@ class ThroughputTable:
     def curve(self, model: str, batch: int) -> dict[int, float] | None:
         return self.rates.get((model, batch))
 
-    @property
-    def models(self) -> tuple[str, ...]:
-        return tuple(sorted({m for m, _ in self.rates}))
-
 
 def read_throughputs(directory: str | Path) -> ThroughputTable:
     """Every ``*.csv`` of ``directory`` as one table; the file's stem is the model name."""
