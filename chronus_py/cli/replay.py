@@ -60,8 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
     from chronus_py.cli.options import add_settings_arguments
+    from chronus_py.elastic.cli import add_arguments as add_elastic_arguments
 
     add_settings_arguments(p)
+    add_elastic_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -87,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     from chronus_py.replay.setup import run_setup
     from chronus_py.selector import ChronusSettings
 
+    if args.elastic:
+        from chronus_py.elastic.cli import run_elastic
+
+        return run_elastic(args)
     setup = setup_from(args)
     bar = progress_bar("replay")
     result, trace = run_setup(setup, on_progress=bar,

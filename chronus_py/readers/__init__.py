@@ -1,9 +1,9 @@
 """Traces in, jobs out: one module per format, the format detected from the header.
 
 ``read_trace(path_or_name)`` accepts a file path or the name of a bundled trace
-(``philly-slo``, ``philly-mix1``, ``philly-mix2``). Field traces (Philly job lists, Helios, Alibaba
-PAI) are read through column mappings (``field_csv``); ``TraceRead.detected`` says which format was
-used and why.
+(``philly-slo``, ``philly-mix1``, ``philly-mix2``, and the ITP traces ``itp-cluster01``..``-10``).
+Field traces (Philly job lists, Helios, Alibaba PAI) are read through column mappings
+(``field_csv``); ``TraceRead.detected`` says which format was used and why.
 """
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ BUNDLED = {
     "philly-slo": "chronus/trace_job_Philly_SLO.csv",
     "philly-mix1": "chronus/trace_job_Philly_MIX1.csv",
     "philly-mix2": "chronus/trace_job_Philly_MIX2.csv",
+    **{f"itp-{c}": f"elasticflow/{c}.csv" for c in ("cluster01", "cluster02", "cluster03",
+                                                     "cluster05", "cluster10")},
 }
 DEFAULT_TRACE = "philly-slo"
 

@@ -1,0 +1,327 @@
+"""Three policies on the elastic engine, so they compare side by side.
+
+- ``ElasticChronus``: admits each job on its own against the lease plan (its minimum satisfactory
+  share must fit without breaking any earlier lease); each lease holds one (re)start overhead's
+  worth of GPU time in reserve; a declined job is retried when capacity frees and
+  runs on idle GPUs meanwhile; leftover GPUs go by marginal gain, and a running job is only grown
+  when the time it saves pays ``payback`` times the resize overhead.
+- ``ElasticFlowStyle``: written from the ElasticFlow paper (ASPLOS'23): arrivals merged into
+  60 s slots, all admitted jobs and the newcomers planned by minimum satisfactory share in
+  deadline order, and the newcomers admitted only if every job fits - otherwise all of them are
+  declined (and dropped). Leftover GPUs by marginal gain, resizing freely.
+- ``ElasticEDF``: no admission; in deadline order every job takes its largest size that fits.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from chronus_py.elastic.engine import Cluster
+from chronus_py.elastic.leaseplan import Lease, Timeline, size_tables
+from chronus_py.elastic.run import Run
+
+INF = float("inf")
+
+
+def distribute(runs: list[Run], base: dict[str, int], free: int, cluster: Cluster, *,
+               payback: float = 0.0, stick: float = 1.0) -> dict[str, int]:
+    """Give ``free`` GPUs on top of ``base`` sizes: first a start to stopped jobs in deadline order,
+    then doublings by marginal gain (seconds of remaining runtime saved per extra GPU).
+
+    With ``payback`` > 0, a running job is not grown past its current size unless the runtime the
+    move saves is at least ``payback`` x its overhead; ``stick`` multiplies the gain of steps back
+    to a job's current size (moving away from it costs a resize too)."""
+    sizes = dict(base)
+    heap: list[tuple[int, float, int, Run, int]] = []
+    seq = 0
+    grow_cost: dict[int, float] = {}
+
+    def push(r: Run) -> None:
+        nonlocal seq
+        t = sizes.get(r.id, 0)
+        nxt = r.next_size.get(t)
+        if nxt is None:
+            return
+        if t == 0:
+            key = (0, r.deadline)
+        else:
+            rates = r.rate_of
+            saved = r.remaining / rates[t] - r.remaining / rates[nxt]
+            if payback and nxt > r.size > 0:
+                cost = grow_cost.get(nxt)
+                if cost is None:
+                    cost = grow_cost[nxt] = cluster.overhead.seconds(
+                        nxt, cluster.gpus, from_stopped=False, known_gpus=False)
+                if saved < payback * cost:
+                    return
+            gain = saved / (nxt - t)
+            if nxt <= r.size:
+                gain *= stick
+            key = (1, -gain)
+        seq += 1
+        heapq.heappush(heap, (key[0], key[1], seq, r, nxt))
+
+    for r in runs:
+        push(r)
+    while heap and free > 0:
+        _, _, _, r, nxt = heapq.heappop(heap)
+        extra = nxt - sizes.get(r.id, 0)
+        if extra > free:
+            continue
+        sizes[r.id] = nxt
+        free -= extra
+        push(r)
+    return sizes
+
+
+class LeasePolicy:
+    """What Chronus and the ElasticFlow-style peer share: leases on a slot grid, the plan's
+    wake-ups, and execution = each job's lease now plus leftover GPUs."""
+
+    name = "lease"
+    arrival_window = 0.0
+    payback = 0.0
+    stick = 1.0
+
+    def __init__(self, slot: float = 60.0, reserve: float = 0.0):
+        self.slot = slot
+        self.reserve = reserve
+        self.leases: dict[str, Lease] = {}
+        self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.peaks: dict[str, tuple[Lease, int]] = {}
+
+    def planned_work(self, r: Run, cluster: Cluster) -> float:
+        """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
+        the job's fastest rate - a (re)start for a stopped job, a resize onto new GPUs for a
+        running one. Holding the overhead inside the lease (not as slack after it) keeps GPUs
+        reserved for the time the job spends paused."""
+        if not self.reserve:
+            return r.remaining
+        o = cluster.overhead
+        pause = (o.seconds(r.job.max_size, cluster.gpus, from_stopped=False, known_gpus=False)
+                 if r.size else o.worst(r.job.max_size, cluster.gpus))
+        return r.remaining + self.reserve * pause * max(r.job.rates)
+
+    def tables_of(self, r: Run) -> tuple[np.ndarray, np.ndarray]:
+        if r.id not in self.tables:
+            self.tables[r.id] = size_tables(r.job)
+        return self.tables[r.id]
+
+    def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
+        return tl.fit(r.job, self.planned_work(r, cluster), r.deadline, self.tables_of(r))
+
+    def replan(self, now: float, runs: list[Run],
+               cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
+        """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
+        tl, leases, missing = self.plan_all(now, runs, cluster)
+        return None if missing else (tl, leases)
+
+    def plan_all(self, now: float, runs: list[Run],
+                 cluster: Cluster) -> tuple[Timeline, dict[str, Lease], set[str]]:
+        """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
+        tl = Timeline(now, cluster.gpus, self.slot)
+        leases: dict[str, Lease] = {}
+        missing: set[str] = set()
+        for r in sorted(runs, key=lambda r: (r.deadline, r.id)):
+            lease = self.fit(tl, r, cluster)
+            if lease is None:
+                missing.add(r.id)
+                continue
+            tl.reserve(lease)
+            leases[r.id] = lease
+        return tl, leases, missing
+
+    def timeline(self, now: float, cluster: Cluster) -> Timeline:
+        """The free timeline the current leases leave."""
+        tl = Timeline(now, cluster.gpus, self.slot)
+        for lease in self.leases.values():
+            tl.reserve(lease)
+        return tl
+
+    def refresh_changes(self) -> None:
+        """Each lease's largest size, so ``next_wake`` skips the jobs already running above it."""
+        self.peaks = {id: (lease, int(lease.sizes.max(initial=0)))
+                      for id, lease in self.leases.items()}
+
+    def next_wake(self, now: float, sizes: dict[str, int]) -> float:
+        """The first slot boundary after ``now`` where some lease asks for more GPUs than the job
+        has: execution must be looked at again there."""
+        slot = math.floor(now / self.slot) + 1
+        wake = INF
+        for id, (lease, peak) in self.peaks.items():
+            size = sizes.get(id, 0)
+            if size >= peak or lease.end <= slot:
+                continue
+            skip = max(0, slot - lease.start)
+            above = np.flatnonzero(lease.sizes[skip:] > size)
+            if above.size:
+                wake = min(wake, (lease.start + skip + int(above[0])) * self.slot)
+        return wake
+
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
+        slot = math.floor(now / self.slot)
+        promised = [r for r in active if r.guaranteed]
+        base = {r.id: self.leases[r.id].at(slot) for r in promised if r.id in self.leases}
+        free = cluster.gpus - sum(base.values())
+        sizes = distribute(promised, base, free, cluster, payback=self.payback, stick=self.stick)
+        idle = cluster.gpus - sum(sizes.values())
+        for r in sorted((r for r in active if not r.guaranteed and not r.dropped),
+                        key=lambda r: r.deadline):
+            fits = [n for n in r.job.sizes if n <= idle]
+            if fits:
+                sizes[r.id] = r.size if r.size in fits and self.stick > 1 else fits[-1]
+                idle -= sizes[r.id]
+        return sizes, self.next_wake(now, sizes)
+
+    def finished(self, run: Run) -> None:
+        self.leases.pop(run.id, None)
+        self.tables.pop(run.id, None)
+        self.peaks.pop(run.id, None)
+
+
+def hopeless(r: Run, now: float) -> bool:
+    """Cannot meet its deadline even alone at its fastest size from now."""
+    return now + r.remaining / max(r.job.rates) > r.deadline
+
+
+class ElasticChronus(LeasePolicy):
+    name = "elastic-chronus"
+    arrival_window = 0.0
+
+    def __init__(self, slot: float = 60.0, reserve: float = 1.0, payback: float = 3.0,
+                 stick: float = 2.0, replan_on_reject: bool = True):
+        super().__init__(slot=slot, reserve=reserve)
+        self.replan_on_reject = replan_on_reject
+        self.payback = payback
+        self.stick = stick
+        self.waiting: dict[str, Run] = {}
+        self.capacity_freed = False
+
+    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+        promised = [r for r in active if r.guaranteed]
+        for r in arrivals:
+            self.waiting[r.id] = r
+        self._try_waiting(now, self.timeline(now, cluster), promised, cluster,
+                          full=self.replan_on_reject)
+
+    def _try_waiting(self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *,
+                     full: bool) -> None:
+        """Admit waiting jobs one at a time in deadline order: into the free timeline the current
+        leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
+        a fresh plan of everyone promised - which drops what jobs ahead of their leases no longer
+        need - and else with the job inserted in deadline order. A job that cannot fit keeps
+        waiting (and runs on idle GPUs) until it is hopeless."""
+        compacted = False
+        for r in sorted(self.waiting.values(), key=lambda r: (r.deadline, r.id)):
+            if hopeless(r, now):
+                r.dropped = True
+                del self.waiting[r.id]
+                continue
+            lease = self.fit(tl, r, cluster)
+            if lease is None and full and not compacted:
+                compacted = True
+                fresh = self.replan(now, promised, cluster)
+                if fresh is not None:
+                    tl, self.leases = fresh
+                    lease = self.fit(tl, r, cluster)
+            if lease is not None:
+                tl.reserve(lease)
+                self.leases[r.id] = lease
+            elif full:
+                trial = self.insert(now, r, promised, cluster)
+                if trial is not None:
+                    tl, self.leases = trial
+            if r.id in self.leases:
+                r.guaranteed = True
+                promised.append(r)
+                del self.waiting[r.id]
+        self.refresh_changes()
+
+    def insert(self, now: float, r: Run, promised: list[Run],
+               cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
+        """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
+        leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
+        does not fit (then nothing changes)."""
+        key = (r.deadline, r.id)
+        tl = Timeline(now, cluster.gpus, self.slot)
+        leases: dict[str, Lease] = {}
+        later = []
+        for p in promised:
+            if (p.deadline, p.id) < key and p.id in self.leases:
+                tl.reserve(self.leases[p.id])
+                leases[p.id] = self.leases[p.id]
+            else:
+                later.append(p)
+        for q in [r] + sorted(later, key=lambda q: (q.deadline, q.id)):
+            lease = self.fit(tl, q, cluster)
+            if lease is None:
+                return None
+            tl.reserve(lease)
+            leases[q.id] = lease
+        return tl, leases
+
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
+        if self.capacity_freed and self.waiting:
+            self.capacity_freed = False
+            self._try_waiting(now, self.timeline(now, cluster),
+                              [r for r in active if r.guaranteed], cluster, full=False)
+        return super().assign(now, active, cluster)
+
+    def finished(self, run: Run) -> None:
+        super().finished(run)
+        self.waiting.pop(run.id, None)
+        self.capacity_freed = True
+
+
+class ElasticFlowStyle(LeasePolicy):
+    name = "elasticflow"
+    arrival_window = 60.0
+
+    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+        """All newcomers or none: they are admitted if they fit and every promised job that fits
+        without them still fits (a job already behind its plan does not block everyone after)."""
+        promised = [r for r in active if r.guaranteed]
+        _, leases, behind = self.plan_all(now, promised, cluster)
+        _, trial, missing = self.plan_all(now, promised + arrivals, cluster)
+        if missing <= behind:
+            self.leases = trial
+            for r in arrivals:
+                r.guaranteed = True
+        else:
+            self.leases = leases
+            for r in arrivals:
+                r.dropped = True
+        self.refresh_changes()
+
+
+class ElasticEDF:
+    name = "elastic-edf"
+    arrival_window = 0.0
+
+    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+        return None
+
+    def assign(self, now: float, active: list[Run],
+               cluster: Cluster) -> tuple[dict[str, int], float]:
+        idle = cluster.gpus
+        sizes: dict[str, int] = {}
+        for r in sorted(active, key=lambda r: (r.deadline, r.id)):
+            fits = [n for n in r.job.sizes if n <= idle]
+            if fits:
+                sizes[r.id] = fits[-1]
+                idle -= fits[-1]
+        return sizes, INF
+
+    def finished(self, run: Run) -> None:
+        return None
+
+
+POLICIES = {
+    "elastic-chronus": ElasticChronus,
+    "elasticflow": ElasticFlowStyle,
+    "elastic-edf": ElasticEDF,
+}
