@@ -10,12 +10,13 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from chronus_py.errors import InputError
-from chronus_py.inputs import load_yaml
+from chronus_py.inputs import load_yaml, show
 from chronus_py.policies import POLICIES
 
 CONFIG_COLUMNS = ("run", "trace", "policy", "lease_min", "nodes", "gpus_per_node", "load", "sigma",
@@ -94,7 +95,7 @@ LIST_KEYS = {"traces": str, "policies": str, "lease_min": float, "nodes": int, "
 
 def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     """Validate raw values (from YAML or the command line) into a Grid; errors name the key."""
-    unknown = sorted(set(values) - set(LIST_KEYS) - {"gpus_per_node", "options"})
+    unknown = sorted(map(str, set(values) - set(LIST_KEYS) - {"gpus_per_node", "options"}))
     if unknown:
         raise InputError(source, f"unknown key (have: {', '.join([*LIST_KEYS, 'gpus_per_node', 'options'])})",
                          field=unknown[0])
@@ -107,7 +108,9 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
         try:
             parsed = tuple(kind(v) for v in items)
         except (TypeError, ValueError):
-            raise InputError(source, f"expected {kind.__name__} values, got {raw!r}", field=key) from None
+            raise InputError(source, f"expected {kind.__name__} values, got {show(raw)}", field=key) from None
+        if kind is float and not all(math.isfinite(v) for v in parsed):
+            raise InputError(source, f"expected finite numbers, got {show(raw)}", field=key)
         if not parsed:
             raise InputError(source, "needs at least one value", field=key)
         kwargs[key] = parsed
