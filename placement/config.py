@@ -204,7 +204,7 @@ def _parse_cell_types(raw: Mapping[str, Any]) -> dict[str, CellTypeSpec]:
         spec = _mapping(spec, key)
         unknown = set(spec) - _CELL_TYPE_KEYS
         if unknown:
-            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+            raise ConfigError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
         child = spec.get("childCellType")
         if not isinstance(child, str) or not child:
             raise ConfigError(f"{key}.childCellType", "must be a cell type name")
@@ -265,7 +265,7 @@ def _parse_cell(raw, cell_type: str, default: str, below_node: bool, key: str, c
     raw = {} if raw is None else _mapping(raw, key)
     unknown = set(raw) - _PHYSICAL_KEYS
     if unknown:
-        raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+        raise ConfigError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
     given_type = raw.get("cellType")
     if given_type is not None and given_type != cell_type:
         raise ConfigError(f"{key}.cellType", f"expected {cell_type} here (the parent's childCellType), got {show(given_type)}")
@@ -370,7 +370,7 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
         vc_raw = {} if vc_raw is None else _mapping(vc_raw, vkey)
         unknown = set(vc_raw) - _VC_KEYS
         if unknown:
-            raise ConfigError(f"{vkey}.{sorted(unknown)[0]}", "unknown key")
+            raise ConfigError(f"{vkey}.{sorted(map(str, unknown))[0]}", "unknown key")
         cells = []
         entries = vc_raw.get("virtualCells") or []
         if not isinstance(entries, list):
@@ -380,7 +380,7 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
             entry = _mapping(entry, ekey)
             unknown = set(entry) - {"cellType", "cellNumber"}
             if unknown:
-                raise ConfigError(f"{ekey}.{sorted(unknown)[0]}", "unknown key (pinned cells go under pinnedCells)")
+                raise ConfigError(f"{ekey}.{sorted(map(str, unknown))[0]}", "unknown key (pinned cells go under pinnedCells)")
             path = entry.get("cellType")
             if not isinstance(path, str) or not path:
                 raise ConfigError(f"{ekey}.cellType", "must be a dotted cell type path such as RACK.NODE")

@@ -139,7 +139,7 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
         if policy not in POLICIES:
             raise InputError(source, f"unknown policy {policy!r}", field="options")
         allowed = set(inspect.signature(POLICIES[policy]).parameters) - {"lease", "name", "selector"}
-        bad = sorted(set(opts) - allowed)
+        bad = sorted(map(str, set(opts) - allowed))
         if bad:
             raise InputError(source, f"{policy} has no option {bad[0]!r} (have: {', '.join(sorted(allowed))})",
                              field="options")
