@@ -24,7 +24,8 @@ solver: {{backend: greedy}}
 cluster: {{nodes: 2, gpus_per_node: 8}}
 running:
   - {{id: a, gpus: 8, submit: {t0}, placement: {{node0: [0, 1, 2, 3, 4, 5, 6, 7]}},
-     estimate_seconds: 14400, progress_seconds: 6150, deadlines: [{{at: {d1}}}], guaranteed_deadline: {d1}}}
+     estimate_seconds: 14400, progress_seconds: 6150, deadlines: [{{at: {d1}}}],
+     guaranteed_deadline: {d1}}}
 pending:
   - {{id: c, gpus: 8, submit: {t1}, estimate_seconds: 1800, deadlines: [{{at: {d2}}}]}}
   - {{id: d, gpus: 4, submit: {t1}, estimate_seconds: 1800, deadlines: [{{at: {d3}}}]}}
@@ -100,7 +101,8 @@ def scenario(tmp_path, steps: str, cluster: str | None = None) -> Path:
 
 
 def test_pod_count_is_bounded(tmp_path, capsys):
-    path = scenario(tmp_path, "  - {op: allocate, job: j, vc: vcA, pods: [{gpus: 1, count: 1000000000}]}\n")
+    path = scenario(tmp_path, "  - {op: allocate, job: j, vc: vcA,"
+                              " pods: [{gpus: 1, count: 1000000000}]}\n")
     started = time.perf_counter()
     assert main(["cells", "run", str(path)]) == 2
     assert "pods[0].count: must be <= 100,000" in capsys.readouterr().err
