@@ -13,7 +13,8 @@ time limit. Every run is one of:
     hang       no answer within --timeout seconds (the worker is killed)
     crash      the worker died (e.g. a segfault in a C extension)
 
-    nice python benchmarks/fuzz.py [--runs 10000] [--only NAME,...] [--timeout 20] [--memory-mb 1500]
+    nice python benchmarks/fuzz.py [--runs 10000] [--only NAME,...] [--timeout 20]
+                                   [--memory-mb 1500] [--out FILE]
 
 Writes benchmarks/results/fuzz.json (counts per reader, and the first few inputs of each bad kind
 under benchmarks/results/fuzz-failures/ so they can be replayed).
@@ -44,20 +45,17 @@ RACK = (REPO / "tests/placement/configs/rack-2x2.yaml").read_bytes()
 HOST = (REPO / "examples/hosts/1socket-4gpu.yaml").read_bytes()
 PROFILE = (REPO / "examples/profiles/resnet50.json").read_bytes()
 
-STATE = b"""now: 7200
-lease: 1200
-policy: chronus
-headroom: 0.5
-solver: {backend: greedy}
-cluster: {nodes: 3, gpus_per_node: 8}
-running:
-  - {id: a, gpus: 8, submit: 0, placement: {node0: [0, 1, 2, 3, 4, 5, 6, 7]}, estimate_seconds: 14400,
-     progress_seconds: 6150, deadlines: [{at: 15600, value: 1}], guaranteed_deadline: 15600}
-  - {id: b, gpus: 4, submit: 600, placement: {node1: [0, 1, 2, 3]}, estimate_seconds: 30000}
-pending:
-  - {id: c, gpus: 8, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 9600}]}
-  - {id: d, gpus: 4, submit: 3100, estimate_seconds: 20000, deadlines: [{at: 36000, value: 2}, {at: 50000, value: 1}]}
-"""
+STATE = (b"now: 7200\nlease: 1200\npolicy: chronus\nheadroom: 0.5\nsolver: {backend: greedy}\n"
+         b"cluster: {nodes: 3, gpus_per_node: 8}\nrunning:\n"
+         b"  - {id: a, gpus: 8, submit: 0, placement: {node0: [0, 1, 2, 3, 4, 5, 6, 7]}, "
+         b"estimate_seconds: 14400,\n"
+         b"     progress_seconds: 6150, deadlines: [{at: 15600, value: 1}], "
+         b"guaranteed_deadline: 15600}\n"
+         b"  - {id: b, gpus: 4, submit: 600, placement: {node1: [0, 1, 2, 3]}, "
+         b"estimate_seconds: 30000}\npending:\n"
+         b"  - {id: c, gpus: 8, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 9600}]}\n"
+         b"  - {id: d, gpus: 4, submit: 3100, estimate_seconds: 20000, "
+         b"deadlines: [{at: 36000, value: 2}, {at: 50000, value: 1}]}\n")
 STATE_JSON = json.dumps({
     "now": 100, "lease": 600, "policy": "edf", "cluster": {"nodes": [{"name": "x", "gpus": 4}]},
     "pending": [{"id": "p", "gpus": 2, "submit": 0, "estimate_seconds": 500,
@@ -65,7 +63,8 @@ STATE_JSON = json.dumps({
 SCENARIO = b"""name: fuzz seed
 cluster: config.yaml
 steps:
-  - {op: allocate, job: b1, vc: vcB, priority: 0, pods: [{gpus: 1, count: 1}], expect: {outcome: placed}}
+  - {op: allocate, job: b1, vc: vcB, priority: 0, pods: [{gpus: 1, count: 1}], \
+expect: {outcome: placed}}
   - {op: allocate, job: o1, vc: vcA, priority: -1, pods: [{gpus: 8, count: 2}]}
   - {op: allocate, job: a1, vc: vcA, priority: 1, pods: [{gpus: 4}], expect: {nodes_not: [n3]}}
   - {op: set_bad, node: n3}
@@ -73,8 +72,8 @@ steps:
   - {op: check, expect: {free: {V100-RACK: 1}}}
 """
 TENANTS = b"vc_a: vcA\nvc_b: vcB\ndefault: vcA\n"
-GRID = b"traces: [t.csv]\npolicies: [fifo, chronus]\nlease_min: [10, 20]\nnodes: [2]\nload: [1, 2]\n" \
-       b"sigma: [0, 0.2]\nseeds: [0, 1]\noptions: {chronus: {headroom: [0.9]}}\n"
+GRID = b"traces: [t.csv]\npolicies: [fifo, chronus]\nlease_min: [10, 20]\nnodes: [2]\n" \
+       b"load: [1, 2]\nsigma: [0, 0.2]\nseeds: [0, 1]\noptions: {chronus: {headroom: [0.9]}}\n"
 JOBS = b"jobs:\n  - {id: a, gpus: [0, 1], cgroup: training.slice/a.scope, preset: pytorch}\n" \
        b"  - {id: b, gpus: [2], thread_names: {support: [ckpt]}, opt_in: true}\n"
 LAYERS = json.dumps([
@@ -92,7 +91,8 @@ PLAIN_TRACE = (b"job_id,submit_time,duration,num_gpu,tenant,deadline,model_name\
 PHILLY_TRACE = (b"timestamp,duration,num_gpus,gpu_time,cluster\n"
                 b"1506000000,600,1,600,vc1\n1506000100,3600,8,28800,vc2\n1506000050,100,2,200,vc1\n")
 HELIOS_TRACE = (b"job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,"
-                b"duration,queue\n1,u1,vcA,8,16,1,COMPLETED,2020-04-01 00:00:05,2020-04-01 00:01:00,"
+                b"duration,queue\n1,u1,vcA,8,16,1,COMPLETED,2020-04-01 00:00:05,"
+                b"2020-04-01 00:01:00,"
                 b"2020-04-01 01:00:00,3540,55\n2,u2,vcB,0,4,1,FAILED,2020-04-01 00:10:00,"
                 b"2020-04-01 00:10:01,2020-04-01 00:20:00,599,1\n")
 SAMPLES_CSV = b"model,gpus,nodes,iteration,seconds\nresnet50,4,1,1,0.5\nresnet50,4,1,2,0.51\n" \
@@ -144,7 +144,7 @@ def targets() -> list[Target]:
                ["cells", "run", "s.yaml"]),
         Target("tenant-map", {"config.yaml": RACK, "t.yaml": TENANTS, "t.csv": CHRONUS_TRACE},
                "t.yaml", ["replay", "--trace", "t.csv", "--cluster", "config.yaml",
-                          "--tenant-map", "t.yaml", "--json"], json_out=True),
+                          "--tenant-map", "t.yaml", "--policy", "fifo", "--json"], json_out=True),
         # --out is a file: a grid that passes validation stops there, cleanly, before any run
         Target("sweep-grid", {"g.yaml": GRID, "t.csv": CHRONUS_TRACE, "out": b""}, "g.yaml",
                ["compare", "--config", "g.yaml", "--out", "out", "--executor", "serial"]),
@@ -180,10 +180,12 @@ def targets() -> list[Target]:
 HOSTILE = [b"1e308", b"1.0e+308", b"-1", b"0", b"nan", b".nan", b"NaN", b"inf", b".inf", b"-.inf",
            b"Infinity", b"9" * 400, b"1" * 5000, b"!!int 1e3", b"!!float x", b"~", b"null", b"''",
            b'""', b"[]", b"{}", b"[{a: 1}]", b"{a: {}}", b"\xff\xfe", b"\x00", b"\xc3", b"true",
-           b"1700000000000", b"2020-01-01", b"2020-13-45 99:99:99", b"1:20:30", b"0x7fffffffffffffff",
+           b"1700000000000", b"2020-01-01", b"2020-13-45 99:99:99", b"1:20:30",
+           b"0x7fffffffffffffff",
            b"-0", b"1e-320", b"4.9e-324", b"&a [1]", b"*a", b"*zz", b"!!python/object:os.system",
-           b"? [1, 2]\n: 3", b"<<: {a: 1}", b"%YAML 1.2", b"---", b"...", b"\t", b",", b"-", b"10-",
-           b"1--2", b"\r\n", b'"\\ud800"', b"100000000", b"1e9", b"[" * 40, b"{" * 40, b"\xef\xbb\xbf"]
+           b"? [1, 2]\n: 3", b"<<: {a: 1}", b"%YAML 1.2", b"---", b"...", b"\t", b",", b"-",
+           b"10-", b"1--2", b"\r\n", b'"\\ud800"', b"100000000", b"1e9", b"[" * 40, b"{" * 40,
+           b"\xef\xbb\xbf"]
 
 
 def alias_bomb() -> bytes:

@@ -345,6 +345,9 @@ def load_npy(path: str | Path, *, what: str = "samples file", max_items: int = 5
     if dtype.kind not in "fiub" or dtype.hasobject:
         raise LoadError("", f"expected a real-valued array, got dtype {_one_line(str(dtype))}",
                         source=source)
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise LoadError("", f"not a readable .npy array: shape {_one_line(str(shape))}",
+                        source=source)
     items = math.prod(shape)
     if items > max_items:
         raise LoadError("", f"the header claims {items:,} values; the limit is {max_items:,}",

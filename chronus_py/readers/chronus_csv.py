@@ -41,7 +41,8 @@ def _options(table: Table, submit: np.ndarray, slo: np.ndarray) -> list[tuple[De
 def _parse_options(times: str, values: str) -> tuple[str, str]:
     """(column, problem) for a row's deadline lists; ("", "") when they are well formed."""
     t_parts, v_parts = times.split("-"), values.split("-")
-    for column, parts in (("column expect_time_list", t_parts), ("column expect_value_list", v_parts)):
+    for column, parts in (("column expect_time_list", t_parts),
+                          ("column expect_value_list", v_parts)):
         for part in parts:
             try:
                 finite = math.isfinite(float(part))
@@ -53,7 +54,8 @@ def _parse_options(times: str, values: str) -> tuple[str, str]:
         return "column expect_value_list", f"{len(v_parts)} values for {len(t_parts)} deadlines"
     rel = [float(p) for p in t_parts]
     if any(b <= a for a, b in zip(rel, rel[1:])):
-        return "column expect_time_list", "deadlines must be listed tightest first, strictly increasing"
+        return ("column expect_time_list",
+                "deadlines must be listed tightest first, strictly increasing")
     return "", ""
 
 
@@ -77,7 +79,8 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
         else:
             kind = JobKind.STRICT_SLO
         jobs.append(Job(
-            id=ids[row], tenant=users[row] or "default", gpus=int(gpus[row]), submit=float(submit[row]),
+            id=ids[row], tenant=users[row] or "default", gpus=int(gpus[row]),
+            submit=float(submit[row]),
             kind=kind, deadlines=options[row], duration=float(duration[row]),
             iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
             model=models[row] or None,

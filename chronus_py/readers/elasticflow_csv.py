@@ -29,7 +29,8 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     return [
         Job(id=ids[row], tenant="default", gpus=int(gpus[row]), submit=float(submit[row]),
             kind=JobKind.BEST_EFFORT if np.isnan(deadline[row]) else JobKind.STRICT_SLO,
-            deadlines=() if np.isnan(deadline[row]) else (DeadlineOption(float(deadline[row]), 1.0),),
+            deadlines=(() if np.isnan(deadline[row])
+                       else (DeadlineOption(float(deadline[row]), 1.0),)),
             duration=float(duration[row]),
             iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
             model=models[row] or None)
