@@ -130,6 +130,12 @@ def _check_counts(gpus: int, nodes: int | None, gpus_per_node: int) -> None:
         raise ValueError(f"{gpus} GPUs do not fit on {nodes} nodes of {gpus_per_node}")
 
 
+# An iteration shorter than a nanosecond or longer than a year is not a measurement; such values
+# (subnormals, 1e300) also made the least-squares fit fail to converge or overflow.
+MIN_SECONDS = 1e-9
+MAX_SECONDS = 365 * 86400.0
+
+
 def clean_seconds(values: object, source: str, *, warmup: int = 0, first_index: int = 0) -> np.ndarray:
     """Drop ``warmup`` leading iterations and check the rest: a non-empty 1-D array of finite,
     positive seconds. ``first_index`` shifts reported indices (CSV rows, JSON entries)."""
@@ -143,11 +149,13 @@ def clean_seconds(values: object, source: str, *, warmup: int = 0, first_index: 
     if steady.size == 0:
         raise InputError(source, f"no iterations left after dropping {warmup} warm-up "
                                  f"iteration(s) of {arr.size}")
-    bad = np.flatnonzero(~np.isfinite(steady) | (steady <= 0))
+    bad = np.flatnonzero(~np.isfinite(steady) | (steady < MIN_SECONDS) | (steady > MAX_SECONDS))
     if bad.size:
         i = int(bad[0])
         value = steady[i]
-        what = "NaN" if np.isnan(value) else "infinite" if np.isinf(value) else "not positive"
+        what = ("NaN" if np.isnan(value) else "infinite" if np.isinf(value)
+                else "not positive" if value <= 0
+                else f"outside [{MIN_SECONDS:g}, {MAX_SECONDS:g}] seconds")
         raise InputError(source, f"iteration time {float(value)!r} is {what}",
                          field=f"index {i + warmup + first_index}")
     return steady
