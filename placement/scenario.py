@@ -1,4 +1,4 @@
-"""Cell scenarios (../spec/cell-scenarios.md): YAML steps in, one JSON-ready record per step out.
+"""Cell scenarios (docs/cell-scenarios.md): YAML steps in, one JSON-ready record per step out.
 
 :func:`load_scenario` validates the whole file before anything runs, so a malformed scenario
 fails with one line naming the step and key and prints no partial output. :func:`run_scenario`
