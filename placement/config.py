@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from placement.errors import ConfigError
-from placement.limits import MAX_CELL_LEVELS, MAX_GPUS, too_large
+from placement.limits import MAX_CELL_LEVELS, MAX_GPUS, MAX_GPUS_PER_NODE, too_large
 from placement.loading import LoadError, load_yaml, show
 
 _CELL_TYPE_KEYS = {"childCellType", "childCellNumber", "isNodeLevel"}
@@ -187,6 +187,10 @@ def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int
             leaves[t] = cell_types[t].child_number * leaf_count(cell_types[t].child)
         return leaves[t]
 
+    for name, spec in cell_types.items():
+        if spec.node_level and leaf_count(name) > MAX_GPUS_PER_NODE:
+            raise ConfigError(f"physicalCluster.cellTypes.{name}",
+                              f"a node of {leaf_count(name):,} GPUs; the limit is {MAX_GPUS_PER_NODE:,}")
     total = 0
     for i, raw in enumerate(raw_cells):
         cell_type = raw.get("cellType") if isinstance(raw, Mapping) else None

@@ -122,3 +122,13 @@ def test_huge_hived_tree_is_refused_before_it_is_built(tmp_path, capsys):
 def test_replay_cluster_size_is_bounded(capsys):
     assert main(["replay", "--nodes", "100000000"]) == 2
     assert "at most 100,000 nodes" in capsys.readouterr().err
+
+
+def test_huge_hived_nodes_are_refused(tmp_path, capsys):
+    """A childCellNumber of 1:20:30 (YAML 1.1 sexagesimal: 4830) made 19,320-GPU nodes and a
+    scenario that ran for minutes (found by benchmarks/fuzz.py)."""
+    config = tmp_path / "c.yaml"
+    config.write_text(RACK.read_text().replace("childCellType: V100, childCellNumber: 2",
+                                               "childCellType: V100, childCellNumber: 1:20:30"))
+    assert main(["cells", "run", str(scenario(tmp_path, "  - {op: check}\n", str(config)))]) == 2
+    assert "a node of 19,320 GPUs; the limit is 1,024" in capsys.readouterr().err
