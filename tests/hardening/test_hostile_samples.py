@@ -29,3 +29,12 @@ def test_profile_with_infinity_is_refused_by_predict(tmp_path, capsys):
     path.write_text('{"format": "chronus-profile/1", "iteration_cv": Infinity}')
     assert main(["profile", "predict", str(path), "--gpus", "8"]) == 2
     assert "Infinity is not a JSON number" in capsys.readouterr().err
+
+
+def test_sample_gpu_counts_are_bounded(tmp_path, capsys):
+    """1e8 GPUs in a JSON sample built a 12.5-million-node placement and stalled the fit (found by
+    benchmarks/fuzz.py)."""
+    path = tmp_path / "s.json"
+    path.write_text('{"model": "m", "samples": [{"gpus": 100000000, "seconds": [0.3, 0.31]}]}')
+    assert main(["profile", "fit", str(path)]) == 2
+    assert "samples[0]: gpus must be <= 1,000,000" in capsys.readouterr().err
