@@ -177,7 +177,8 @@ def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int
     childCellNumber of 1e9 used to hang while materialising the cells."""
     deepest = max(levels.values(), default=1)
     if deepest > MAX_CELL_LEVELS:
-        raise ConfigError("physicalCluster.cellTypes", f"{deepest} levels; the limit is {MAX_CELL_LEVELS}")
+        raise ConfigError("physicalCluster.cellTypes",
+                          f"{deepest} levels; the limit is {MAX_CELL_LEVELS}")
     leaves: dict[str, int] = {}
 
     def leaf_count(t: str) -> int:
@@ -189,8 +190,8 @@ def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int
 
     for name, spec in cell_types.items():
         if spec.node_level and leaf_count(name) > MAX_GPUS_PER_NODE:
-            raise ConfigError(f"physicalCluster.cellTypes.{name}",
-                              f"a node of {leaf_count(name):,} GPUs; the limit is {MAX_GPUS_PER_NODE:,}")
+            why = f"a node of {leaf_count(name):,} GPUs; the limit is {MAX_GPUS_PER_NODE:,}"
+            raise ConfigError(f"physicalCluster.cellTypes.{name}", why)
     total = 0
     for i, raw in enumerate(raw_cells):
         cell_type = raw.get("cellType") if isinstance(raw, Mapping) else None
