@@ -54,7 +54,14 @@ from chronus_py.errors import InputError
 from chronus_py.inputs import show
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import LeaseSettings
-from placement.limits import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS, too_large
+from placement.limits import (
+    MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_JOB_SECONDS,
+    MAX_NODES,
+    MAX_SECONDS,
+    too_large,
+)
 
 _TOP_KEYS = ("now", "lease", "policy", "headroom", "solver", "cluster", "hosts", "running", "pending")
 _JOB_KEYS = ("id", "gpus", "submit", "estimate_seconds", "profile", "progress_seconds", "deadlines",
@@ -399,7 +406,8 @@ class _Reader:
                 raise self.fail(f"{where}.at", f"must be >= submit ({_show(submit)})")
             if out and at <= out[-1].at:
                 raise self.fail(f"{where}.at", f"must be later than {key}[{i - 1}].at (tightest first)")
-            out.append(DeadlineOption(at, self.number(item, "value", where, default=1.0)))
+            out.append(DeadlineOption(at, self.number(item, "value", where, default=1.0,
+                                                      positive=True)))
         return tuple(out)
 
     def guarantee(self, raw: dict, key: str, deadlines: tuple[DeadlineOption, ...]) -> DeadlineOption | None:
@@ -444,7 +452,10 @@ class _Reader:
         if has_seconds == has_profile:
             raise self.fail(key, "give exactly one of estimate_seconds and profile")
         if has_seconds:
-            return self.number(raw, "estimate_seconds", key, positive=True), None
+            seconds = self.number(raw, "estimate_seconds", key, positive=True)
+            if seconds > MAX_JOB_SECONDS:
+                raise self.fail(f"{key}.estimate_seconds", too_large(seconds, MAX_JOB_SECONDS))
+            return seconds, None
         where = f"{key}.profile"
         spec = self.mapping(raw["profile"], where, ("file", "iterations"))
         profile = self.profile(self.text(spec, "file", where))

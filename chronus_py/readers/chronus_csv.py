@@ -14,7 +14,7 @@ import numpy as np
 from chronus_py.inputs import show
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
-from placement.limits import MAX_GPUS, MAX_SECONDS
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS
 
 COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration",
            "interval", "expect_time_list", "expect_value_list", "best_effort", "job_type")
@@ -50,6 +50,8 @@ def _parse_options(times: str, values: str) -> tuple[str, str]:
                 finite = False
             if not finite or abs(float(part)) * MINUTE > MAX_SECONDS:
                 return column, f"not a '-'-joined list of finite numbers: {show('-'.join(parts))}"
+    if any(float(v) <= 0 for v in v_parts):  # a value-0 option made slo_value_ratio divide by 0
+        return "column expect_value_list", f"values must be > 0: {show(values)}"
     if len(t_parts) != len(v_parts):
         return "column expect_value_list", f"{len(v_parts)} values for {len(t_parts)} deadlines"
     rel = [float(p) for p in t_parts]
@@ -63,7 +65,7 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     submit = table.number("submit_time", minimum=0, scale=MINUTE)
-    duration = table.number("duration", minimum=0, scale=MINUTE)
+    duration = table.number("duration", minimum=0, scale=MINUTE, maximum=MAX_JOB_SECONDS)
     iterations = table.number("iterations", integer=True, minimum=0, optional=True)
     best = table.number("best_effort", integer=True, minimum=0)
     table.flag(best > 1, "column best_effort", "must be 0 or 1")

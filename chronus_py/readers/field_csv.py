@@ -27,7 +27,7 @@ import pandas as pd
 from chronus_py.errors import InputError
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import HEADER_LINE, Table
-from placement.limits import MAX_GPUS, MAX_SECONDS, too_large
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS, too_large
 
 _EPOCH = pd.Timestamp(0, tz="UTC")
 FIELDS = ("id", "submit", "duration", "start", "end", "gpus", "instances", "tenant", "deadline",
@@ -140,12 +140,14 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
     start = _times(table, cols["start"], unit, optional=True) if "start" in cols else None
     submit = _times(table, cols["submit"], unit) if "submit" in cols else start
     if "duration" in cols:
-        duration = table.number(cols["duration"], minimum=0, scale=unit)
+        duration = table.number(cols["duration"], minimum=0, scale=unit, maximum=MAX_JOB_SECONDS)
     else:
         end = _times(table, cols["end"], unit, optional=True)
         begin = submit if start is None else start
         duration = end - begin
         table.flag(duration < 0, f"column {cols['end']}", "is before the start")
+        table.flag(duration > MAX_JOB_SECONDS, f"column {cols['end']}",
+                   f"the job would run longer than {MAX_JOB_SECONDS:,.0f} seconds")
         table.drop(np.isnan(duration), "never ran (no start or end time)")
     gpus = _gpus(table, fmt, cols)
     deadline = _times(table, cols["deadline"], unit, optional=True) if "deadline" in cols \

@@ -9,7 +9,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
-from placement.limits import MAX_GPUS
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS
 
 COLUMNS = ("job_id", "submit_time", "duration", "num_gpu")
 
@@ -17,7 +17,7 @@ COLUMNS = ("job_id", "submit_time", "duration", "num_gpu")
 def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
     submit = table.number("submit_time", minimum=0)
-    duration = table.number("duration", minimum=0)
+    duration = table.number("duration", minimum=0, maximum=MAX_JOB_SECONDS)
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     n = len(table)
     deadline = (table.number("deadline", optional=True) if table.has("deadline")

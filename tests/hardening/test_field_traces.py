@@ -113,3 +113,17 @@ def test_non_finite_deadline_values_are_refused(write, value):
 def test_time_unit_is_refused_for_formats_with_fixed_units(write):
     with pytest.raises(InputError, match="apply to plain traces and presets"):
         read_trace(write(CHRONUS_HEADER + "\n" + CHRONUS_ROW), time_unit="ms")
+
+
+def test_job_durations_are_bounded(write):
+    """A 1e9-minute job meant 5e7 lease rounds (found by benchmarks/fuzz.py)."""
+    path = write(CHRONUS_HEADER + "\n" + CHRONUS_ROW.replace(",vgg16,30,", ",vgg16,1e9,"))
+    with pytest.raises(InputError, match="column duration: must be <= 3.16224e"):
+        read_trace(path)
+
+
+def test_zero_deadline_value_is_refused(write):
+    """slo_value_ratio divided by a job's zero value (found by benchmarks/fuzz.py)."""
+    path = write(CHRONUS_HEADER + "\n" + CHRONUS_ROW.replace(",60,10,", ",60,0,"))
+    with pytest.raises(InputError, match="expect_value_list: values must be > 0"):
+        read_trace(path)

@@ -133,3 +133,9 @@ def test_npy_reads_real_arrays(tmp_path):
     path = tmp_path / "a.npy"
     path.write_bytes(npy_bytes(np.array([1, 2, 3], dtype=np.int32)))
     assert load_npy(path).tolist() == [1.0, 2.0, 3.0]
+
+
+def test_odd_tagged_scalars_are_clean_errors():
+    """`!!int *zz` reached PyYAML's int constructor with an empty string (IndexError)."""
+    err = refused(parse_yaml, "vc_a: vcA\n!!int *zz: vcB\n", "t.yaml")
+    assert "not an integer" in err.why or "not valid YAML" in err.why
