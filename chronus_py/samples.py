@@ -34,6 +34,7 @@ import numpy as np
 
 from chronus_py.errors import InputError
 from chronus_py.inputs import load_json, load_npy
+from placement.limits import MAX_GPUS
 
 ARTIFACT_NAME = re.compile(r"^(?P<task>.+?)_arch_(?P<model>.+)_gpu_(?P<gpus>\d+)$")
 GPU_SUFFIX = re.compile(r"^(?P<model>.+?)_gpu_(?P<gpus>\d+)$")
@@ -116,6 +117,8 @@ def placement_counts(placement: Mapping | Sequence[int], gpus_per_node: int) -> 
         counts.append(int(n))
     if not counts:
         raise ValueError("placement uses no node")
+    if sum(counts) > MAX_GPUS:
+        raise ValueError(f"placement holds more than {MAX_GPUS:,} GPUs")
     return tuple(sorted(counts, reverse=True))
 
 
@@ -124,10 +127,18 @@ def _check_counts(gpus: int, nodes: int | None, gpus_per_node: int) -> None:
         raise ValueError(f"gpus_per_node must be >= 1, got {gpus_per_node}")
     if gpus < 1:
         raise ValueError(f"gpus must be >= 1, got {gpus}")
+    if gpus > MAX_GPUS:  # 1e8 GPUs built a 12.5-million-node tuple and stalled the fit
+        raise ValueError(f"gpus must be <= {MAX_GPUS:,}, got {gpus:,}")
     if nodes is not None and not 1 <= nodes <= gpus:
         raise ValueError(f"nodes must be in 1..{gpus} for {gpus} GPUs, got {nodes}")
     if nodes is not None and gpus > nodes * gpus_per_node:
         raise ValueError(f"{gpus} GPUs do not fit on {nodes} nodes of {gpus_per_node}")
+
+
+# An iteration shorter than a nanosecond or longer than a year is not a measurement; such values
+# (subnormals, 1e300) also made the least-squares fit fail to converge or overflow.
+MIN_SECONDS = 1e-9
+MAX_SECONDS = 365 * 86400.0
 
 
 def clean_seconds(values: object, source: str, *, warmup: int = 0, first_index: int = 0) -> np.ndarray:
@@ -143,11 +154,13 @@ def clean_seconds(values: object, source: str, *, warmup: int = 0, first_index: 
     if steady.size == 0:
         raise InputError(source, f"no iterations left after dropping {warmup} warm-up "
                                  f"iteration(s) of {arr.size}")
-    bad = np.flatnonzero(~np.isfinite(steady) | (steady <= 0))
+    bad = np.flatnonzero(~np.isfinite(steady) | (steady < MIN_SECONDS) | (steady > MAX_SECONDS))
     if bad.size:
         i = int(bad[0])
         value = steady[i]
-        what = "NaN" if np.isnan(value) else "infinite" if np.isinf(value) else "not positive"
+        what = ("NaN" if np.isnan(value) else "infinite" if np.isinf(value)
+                else "not positive" if value <= 0
+                else f"outside [{MIN_SECONDS:g}, {MAX_SECONDS:g}] seconds")
         raise InputError(source, f"iteration time {float(value)!r} is {what}",
                          field=f"index {i + warmup + first_index}")
     return steady

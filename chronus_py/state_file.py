@@ -58,7 +58,14 @@ from chronus_py.inputs import as_input_error, load_structured, show
 from chronus_py.layers import LayerSpec
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import ChronusSettings
-from placement.limits import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS, too_large
+from placement.limits import (
+    MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_JOB_SECONDS,
+    MAX_NODES,
+    MAX_SECONDS,
+    too_large,
+)
 
 _SETTING_KEYS = ("lease", "headroom", "guard", "margin", "objective")
 _SOLVER_KEYS = {"backend": "backend", "time_limit_s": "time_limit_s", "deterministic_time": "deterministic_time"}
@@ -342,7 +349,8 @@ class _Reader:
                 raise self.fail(f"{where}.at", f"must be >= submit ({_show(submit)})")
             if out and at <= out[-1].at:
                 raise self.fail(f"{where}.at", f"must be later than {key}[{i - 1}].at (tightest first)")
-            out.append(DeadlineOption(at, self.number(item, "value", where, default=1.0)))
+            out.append(DeadlineOption(at, self.number(item, "value", where, default=1.0,
+                                                      positive=True)))
         return tuple(out)
 
     def guarantee(self, raw: dict, key: str, deadlines: tuple[DeadlineOption, ...]) -> DeadlineOption | None:
@@ -387,7 +395,10 @@ class _Reader:
         if has_seconds == has_profile:
             raise self.fail(key, "give exactly one of estimate_seconds and profile")
         if has_seconds:
-            return self.number(raw, "estimate_seconds", key, positive=True), None
+            seconds = self.number(raw, "estimate_seconds", key, positive=True)
+            if seconds > MAX_JOB_SECONDS:
+                raise self.fail(f"{key}.estimate_seconds", too_large(seconds, MAX_JOB_SECONDS))
+            return seconds, None
         where = f"{key}.profile"
         spec = self.mapping(raw["profile"], where, ("file", "iterations"))
         profile = self.profile(self.text(spec, "file", where))

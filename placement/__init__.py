@@ -4,7 +4,7 @@
 HiveD-style buddy cell allocator (tenants with promised cells, lazy binding, priorities, gangs,
 bad nodes) over a HiveD config read by ``load_config``; ``ConsolidatedAllocator`` is node-level
 best fit for clusters given only as nodes and GPU counts. ``run_scenario`` drives a cell
-scenario (../spec/cell-scenarios.md).
+scenario (docs/cell-scenarios.md).
 """
 from placement.types import Allocator, NodeUsage, PodPlacement, PodSpec, Request, Result, RunningJob
 from placement.consolidated import ConsolidatedAllocator

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from placement.errors import ConfigError
-from placement.limits import MAX_CELL_LEVELS, MAX_GPUS, too_large
+from placement.limits import MAX_CELL_LEVELS, MAX_GPUS, MAX_GPUS_PER_NODE, too_large
 from placement.loading import LoadError, load_yaml, show
 
 _CELL_TYPE_KEYS = {"childCellType", "childCellNumber", "isNodeLevel"}
@@ -177,7 +177,8 @@ def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int
     childCellNumber of 1e9 used to hang while materialising the cells."""
     deepest = max(levels.values(), default=1)
     if deepest > MAX_CELL_LEVELS:
-        raise ConfigError("physicalCluster.cellTypes", f"{deepest} levels; the limit is {MAX_CELL_LEVELS}")
+        raise ConfigError("physicalCluster.cellTypes",
+                          f"{deepest} levels; the limit is {MAX_CELL_LEVELS}")
     leaves: dict[str, int] = {}
 
     def leaf_count(t: str) -> int:
@@ -187,6 +188,10 @@ def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int
             leaves[t] = cell_types[t].child_number * leaf_count(cell_types[t].child)
         return leaves[t]
 
+    for name, spec in cell_types.items():
+        if spec.node_level and leaf_count(name) > MAX_GPUS_PER_NODE:
+            why = f"a node of {leaf_count(name):,} GPUs; the limit is {MAX_GPUS_PER_NODE:,}"
+            raise ConfigError(f"physicalCluster.cellTypes.{name}", why)
     total = 0
     for i, raw in enumerate(raw_cells):
         cell_type = raw.get("cellType") if isinstance(raw, Mapping) else None
@@ -204,7 +209,7 @@ def _parse_cell_types(raw: Mapping[str, Any]) -> dict[str, CellTypeSpec]:
         spec = _mapping(spec, key)
         unknown = set(spec) - _CELL_TYPE_KEYS
         if unknown:
-            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+            raise ConfigError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
         child = spec.get("childCellType")
         if not isinstance(child, str) or not child:
             raise ConfigError(f"{key}.childCellType", "must be a cell type name")
@@ -265,7 +270,7 @@ def _parse_cell(raw, cell_type: str, default: str, below_node: bool, key: str, c
     raw = {} if raw is None else _mapping(raw, key)
     unknown = set(raw) - _PHYSICAL_KEYS
     if unknown:
-        raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+        raise ConfigError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
     given_type = raw.get("cellType")
     if given_type is not None and given_type != cell_type:
         raise ConfigError(f"{key}.cellType", f"expected {cell_type} here (the parent's childCellType), got {show(given_type)}")
@@ -370,7 +375,7 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
         vc_raw = {} if vc_raw is None else _mapping(vc_raw, vkey)
         unknown = set(vc_raw) - _VC_KEYS
         if unknown:
-            raise ConfigError(f"{vkey}.{sorted(unknown)[0]}", "unknown key")
+            raise ConfigError(f"{vkey}.{sorted(map(str, unknown))[0]}", "unknown key")
         cells = []
         entries = vc_raw.get("virtualCells") or []
         if not isinstance(entries, list):
@@ -380,7 +385,7 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
             entry = _mapping(entry, ekey)
             unknown = set(entry) - {"cellType", "cellNumber"}
             if unknown:
-                raise ConfigError(f"{ekey}.{sorted(unknown)[0]}", "unknown key (pinned cells go under pinnedCells)")
+                raise ConfigError(f"{ekey}.{sorted(map(str, unknown))[0]}", "unknown key (pinned cells go under pinnedCells)")
             path = entry.get("cellType")
             if not isinstance(path, str) or not path:
                 raise ConfigError(f"{ekey}.cellType", "must be a dotted cell type path such as RACK.NODE")

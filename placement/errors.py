@@ -23,4 +23,4 @@ class ConfigError(PlacementError):
 
 
 class ScenarioError(PlacementError):
-    """A malformed cell scenario (../spec/cell-scenarios.md)."""
+    """A malformed cell scenario (docs/cell-scenarios.md)."""

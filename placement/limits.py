@@ -15,6 +15,9 @@ MAX_CELL_LEVELS = 32  # levels of a HiveD cell hierarchy
 # Any time or duration, in seconds (~31.7 million years). float64 still resolves 0.125 s there,
 # so epoch times in milliseconds read as seconds (~1.7e12) are slow to think about but correct.
 MAX_SECONDS = 1e15
+# One job's run time. A replay re-plans at every lease boundary while a deadline job runs, so a
+# 1,900-year job (1e9 minutes) meant 5e7 rounds; no training job runs for more than a year.
+MAX_JOB_SECONDS = 366 * 86400.0
 
 
 def too_large(value: float, bound: float) -> str:

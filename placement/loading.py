@@ -114,7 +114,8 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise LoadError("", f"not valid YAML: {_one_line(problem)}", source=source,
                         line=None if mark is None else mark.line + 1) from None
-    except (ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
+    except (ValueError, OverflowError, TypeError, IndexError, KeyError, AttributeError,
+            RecursionError, MemoryError) as exc:  # PyYAML's constructors on odd tagged scalars
         raise LoadError("", f"not valid YAML: {_one_line(str(exc))}", source=source) from None
 
 
@@ -219,14 +220,14 @@ def _check_scalar(resolver: Any, event: Any, key: str, fail) -> Any:
     if tag == _INT_TAG:
         try:
             number = _CONSTRUCTOR.construct_yaml_int(yaml.ScalarNode(tag, event.value))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, IndexError):
             raise fail(f"not an integer: {show(event.value)}", event, key) from None
         if abs(number) > MAX_INT:
             raise fail(f"integer {show(event.value)} is out of range", event, key)
     elif tag == _FLOAT_TAG:
         try:
             number = _CONSTRUCTOR.construct_yaml_float(yaml.ScalarNode(tag, event.value))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, IndexError):
             raise fail(f"not a number: {show(event.value)}", event, key) from None
         if not math.isfinite(number):
             raise fail(f"{show(event.value)} is not a finite number", event, key)
@@ -344,6 +345,9 @@ def load_npy(path: str | Path, *, what: str = "samples file", max_items: int = 5
         raise LoadError("", why, source=source) from None
     if dtype.kind not in "fiub" or dtype.hasobject:
         raise LoadError("", f"expected a real-valued array, got dtype {_one_line(str(dtype))}",
+                        source=source)
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise LoadError("", f"not a readable .npy array: shape {_one_line(str(shape))}",
                         source=source)
     items = math.prod(shape)
     if items > max_items:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
+from placement.binding import Tenant, Tenants
 from placement.buddy import (
     FreeLists,
     by_fewest_opportunistic,
@@ -26,9 +27,8 @@ from placement.buddy import (
     feasible_after_take,
 )
 from placement.cells import Cell, Chain, Topology, lowest_common_cell
-from placement.packing import containers, fit_pods, lca_size, pick, slots_of
-from placement.binding import Tenant, Tenants
 from placement.idle import IdleNodes
+from placement.packing import containers, fit_pods, lca_size, pick, slots_of
 
 
 @dataclass(slots=True)

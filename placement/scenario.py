@@ -1,4 +1,4 @@
-"""Cell scenarios (../spec/cell-scenarios.md): YAML steps in, one JSON-ready record per step out.
+"""Cell scenarios (docs/cell-scenarios.md): YAML steps in, one JSON-ready record per step out.
 
 :func:`load_scenario` validates the whole file before anything runs, so a malformed scenario
 fails with one line naming the step and key and prints no partial output. :func:`run_scenario`
@@ -72,7 +72,7 @@ def parse_scenario(data: Any, *, base: Path = Path(".")) -> Scenario:
         raise ScenarioError("", "a scenario must be a mapping with cluster and steps")
     unknown = set(data) - _TOP_KEYS
     if unknown:
-        raise ScenarioError(sorted(unknown)[0], "unknown key")
+        raise ScenarioError(sorted(map(str, unknown))[0], "unknown key")
     config = _cluster(data.get("cluster"), base)
     nodes = {name for name, _ in config.nodes()}
     healthy = data.get("healthy", "all")
@@ -118,12 +118,12 @@ def _step(raw: Any, i: int, nodes: set[str], types: set[str]) -> Step:
     if not isinstance(raw, Mapping):
         raise ScenarioError(where, "must be a mapping with an op")
     op = raw.get("op")
-    if op not in _STEP_KEYS:
+    if not isinstance(op, str) or op not in _STEP_KEYS:
         raise ScenarioError(f"{where}: op", f"must be one of {', '.join(_STEP_KEYS)}, got {show(op)}")
     where = f"step {i} ({op})"
     unknown = set(raw) - _STEP_KEYS[op]
     if unknown:
-        raise ScenarioError(f"{where}: {sorted(unknown)[0]}", "unknown key")
+        raise ScenarioError(f"{where}: {sorted(map(str, unknown))[0]}", "unknown key")
     expect = _expect(raw.get("expect"), op, where, types)
     if op == "allocate":
         return Step(i, op, job=_name(raw, "job", where), request=_request(raw, where), expect=expect)
@@ -164,7 +164,7 @@ def _request(raw: Mapping, where: str) -> Request:
             raise ScenarioError(key, "must be a mapping {gpus, count}")
         unknown = set(pod) - {"gpus", "count"}
         if unknown:
-            raise ScenarioError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+            raise ScenarioError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
         gpus = _int(pod.get("gpus"), f"{key}.gpus", minimum=1)
         count = _int(pod.get("count", 1), f"{key}.count", minimum=1,
                      maximum=MAX_PODS - sum(p.count for p in pods))
@@ -198,10 +198,11 @@ def _expect(raw: Any, op: str, where: str, types: set[str]) -> dict[str, Any]:
         raise ScenarioError(f"{where}: expect", "must be a mapping")
     unknown = set(raw) - _EXPECT_KEYS[op]
     if unknown:
-        raise ScenarioError(f"{where}: expect.{sorted(unknown)[0]}", "unknown key")
+        raise ScenarioError(f"{where}: expect.{sorted(map(str, unknown))[0]}", "unknown key")
     out = dict(raw)
     key = f"{where}: expect"
-    if "outcome" in out and out["outcome"] not in _OUTCOMES.get(op, {"ok"}):
+    if "outcome" in out and (not isinstance(out["outcome"], str)
+                             or out["outcome"] not in _OUTCOMES.get(op, {"ok"})):
         allowed = " | ".join(sorted(_OUTCOMES.get(op, {"ok"})))
         raise ScenarioError(f"{key}.outcome", f"must be {allowed}, got {show(out['outcome'])}")
     for k in ("nodes", "nodes_not", "preempted", "downgraded"):
@@ -218,7 +219,7 @@ def _expect(raw: Any, op: str, where: str, types: set[str]) -> dict[str, Any]:
             raise ScenarioError(f"{key}.gpus", "must map node names to lists of GPU indices")
         out["gpus"] = {str(n): sorted(v) for n, v in gpus.items()}
     for k in ("pod_within", "job_within"):
-        if k in out and out[k] not in types:
+        if k in out and (not isinstance(out[k], str) or out[k] not in types):
             raise ScenarioError(f"{key}.{k}", f"unknown cell type {show(out[k])}")
     if "free" in out:
         free = out["free"]

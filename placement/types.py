@@ -1,6 +1,6 @@
 """The allocator protocol and its request/result records.
 
-They mirror the cell-scenario format (../spec/cell-scenarios.md): a request is one gang
+They mirror the cell-scenario format (docs/cell-scenarios.md): a request is one gang
 (all pods or none), a result is ``placed | wait | error`` with a reason. Every allocator in this
 package, and every caller (replay, ``chronus plan``, scenario runner), speaks only these types.
 """

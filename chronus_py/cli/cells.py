@@ -1,6 +1,6 @@
 """``chronus cells run SCENARIO.yaml``: drive the cell allocator through a scenario.
 
-Prints one JSON object per step (JSON Lines, ../spec/cell-scenarios.md). Exits 0 when every
+Prints one JSON object per step (JSON Lines, docs/cell-scenarios.md). Exits 0 when every
 ``expect`` holds, 1 when some step's does not (those records carry ``failed``), 2 when the
 scenario or its cluster config is malformed (one line naming the file, step and key).
 """

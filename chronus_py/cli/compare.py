@@ -70,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
 
     for trace in grid.traces:
         trace_path(trace)  # a missing trace file is refused before any run starts
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(args.out, f"cannot create the results directory: {exc.strerror}") from None
     bar = progress_bar("compare")
 
     def on_result(result, done: int, total: int) -> None:

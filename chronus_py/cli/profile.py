@@ -67,8 +67,17 @@ def _fit(args: argparse.Namespace) -> int:
     gpus = args.gpus[0] if args.gpus and len(args.gpus) == 1 else args.gpus
     samples = read_samples(args.files, gpus=gpus, gpus_per_node=args.gpus_per_node,
                            warmup=args.warmup, model=args.model)
-    profile = Profile(gpus_per_node=args.gpus_per_node, inter_node=args.inter_node).fit(samples)
-    text = json.dumps(profile.to_dict(), indent=2) + "\n"
+    import numpy as np
+
+    where = ", ".join(map(str, args.files))
+    try:
+        profile = Profile(gpus_per_node=args.gpus_per_node, inter_node=args.inter_node).fit(samples)
+    except np.linalg.LinAlgError as exc:
+        raise InputError(where, f"the samples cannot be fitted ({exc})") from None
+    try:  # a profile `predict` would refuse is never written (NaN/Infinity are not JSON)
+        text = json.dumps(profile.to_dict(), indent=2, allow_nan=False) + "\n"
+    except ValueError:
+        raise InputError(where, "the fit has non-finite coefficients; check the samples") from None
     if args.output is None:
         sys.stdout.write(text)
         return 0

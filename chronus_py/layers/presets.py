@@ -85,7 +85,7 @@ def resolve_thread_names(
     for tier, values in (overrides or {}).items():
         if tier not in TIERS:
             raise ValueError(f"unknown tier {tier!r} in thread_names (tiers: {', '.join(TIERS)})")
-        if isinstance(values, str):
+        if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
             raise ValueError(f"thread_names.{tier} must be a list of names")
         names[tier] = list(dict.fromkeys(values))
     for tier, values in names.items():

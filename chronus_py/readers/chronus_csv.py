@@ -14,7 +14,7 @@ import numpy as np
 from chronus_py.inputs import show
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
-from placement.limits import MAX_GPUS, MAX_SECONDS
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS
 
 COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration",
            "interval", "expect_time_list", "expect_value_list", "best_effort", "job_type")
@@ -41,7 +41,8 @@ def _options(table: Table, submit: np.ndarray, slo: np.ndarray) -> list[tuple[De
 def _parse_options(times: str, values: str) -> tuple[str, str]:
     """(column, problem) for a row's deadline lists; ("", "") when they are well formed."""
     t_parts, v_parts = times.split("-"), values.split("-")
-    for column, parts in (("column expect_time_list", t_parts), ("column expect_value_list", v_parts)):
+    for column, parts in (("column expect_time_list", t_parts),
+                          ("column expect_value_list", v_parts)):
         for part in parts:
             try:
                 finite = math.isfinite(float(part))
@@ -49,11 +50,14 @@ def _parse_options(times: str, values: str) -> tuple[str, str]:
                 finite = False
             if not finite or abs(float(part)) * MINUTE > MAX_SECONDS:
                 return column, f"not a '-'-joined list of finite numbers: {show('-'.join(parts))}"
+    if any(float(v) <= 0 for v in v_parts):  # a value-0 option made slo_value_ratio divide by 0
+        return "column expect_value_list", f"values must be > 0: {show(values)}"
     if len(t_parts) != len(v_parts):
         return "column expect_value_list", f"{len(v_parts)} values for {len(t_parts)} deadlines"
     rel = [float(p) for p in t_parts]
     if any(b <= a for a, b in zip(rel, rel[1:])):
-        return "column expect_time_list", "deadlines must be listed tightest first, strictly increasing"
+        return ("column expect_time_list",
+                "deadlines must be listed tightest first, strictly increasing")
     return "", ""
 
 
@@ -61,7 +65,7 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     submit = table.number("submit_time", minimum=0, scale=MINUTE)
-    duration = table.number("duration", minimum=0, scale=MINUTE)
+    duration = table.number("duration", minimum=0, scale=MINUTE, maximum=MAX_JOB_SECONDS)
     iterations = table.number("iterations", integer=True, minimum=0, optional=True)
     best = table.number("best_effort", integer=True, minimum=0)
     table.flag(best > 1, "column best_effort", "must be 0 or 1")
@@ -77,7 +81,8 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
         else:
             kind = JobKind.STRICT_SLO
         jobs.append(Job(
-            id=ids[row], tenant=users[row] or "default", gpus=int(gpus[row]), submit=float(submit[row]),
+            id=ids[row], tenant=users[row] or "default", gpus=int(gpus[row]),
+            submit=float(submit[row]),
             kind=kind, deadlines=options[row], duration=float(duration[row]),
             iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
             model=models[row] or None,

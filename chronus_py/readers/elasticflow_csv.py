@@ -9,7 +9,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
-from placement.limits import MAX_GPUS
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS
 
 COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size",
            "num_gpu", "duration")
@@ -21,7 +21,7 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     iterations = table.number("num_iteration", integer=True, minimum=0, optional=True)
     table.number("batch_size", integer=True, minimum=0, optional=True)
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
-    duration = table.number("duration", minimum=0)
+    duration = table.number("duration", minimum=0, maximum=MAX_JOB_SECONDS)
     deadline = table.number("deadline", optional=True)
     table.flag(deadline < submit, "column deadline", "is before submission_time")
     table.drop(gpus == 0, "num_gpu is 0")
@@ -29,7 +29,8 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     return [
         Job(id=ids[row], tenant="default", gpus=int(gpus[row]), submit=float(submit[row]),
             kind=JobKind.BEST_EFFORT if np.isnan(deadline[row]) else JobKind.STRICT_SLO,
-            deadlines=() if np.isnan(deadline[row]) else (DeadlineOption(float(deadline[row]), 1.0),),
+            deadlines=(() if np.isnan(deadline[row])
+                       else (DeadlineOption(float(deadline[row]), 1.0),)),
             duration=float(duration[row]),
             iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
             model=models[row] or None)

@@ -27,8 +27,9 @@ import pandas as pd
 from chronus_py.errors import InputError
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import HEADER_LINE, Table
-from placement.limits import MAX_GPUS, MAX_SECONDS, too_large
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS, too_large
 
+_EPOCH = pd.Timestamp(0, tz="UTC")
 FIELDS = ("id", "submit", "duration", "start", "end", "gpus", "instances", "tenant", "deadline",
           "model")
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0,
@@ -107,7 +108,8 @@ def parse_columns(text: str) -> dict[str, str]:
         if not eq or not column:
             raise InputError("--columns", f"expected NAME=COLUMN, got {part[:40]!r}")
         if name not in FIELDS:
-            raise InputError("--columns", f"unknown field {name[:40]!r} (have: {', '.join(FIELDS)})")
+            raise InputError("--columns",
+                             f"unknown field {name[:40]!r} (have: {', '.join(FIELDS)})")
         out[name] = column
     if not out:
         raise InputError("--columns", "expected NAME=COLUMN,...")
@@ -116,7 +118,8 @@ def parse_columns(text: str) -> dict[str, str]:
 
 def check_time_unit(unit: str | None) -> str | None:
     if unit is not None and unit not in TIME_UNITS:
-        raise InputError("--time-unit", f"unknown unit {unit[:20]!r} (have: {', '.join(TIME_UNITS)})")
+        raise InputError("--time-unit",
+                         f"unknown unit {unit[:20]!r} (have: {', '.join(TIME_UNITS)})")
     return unit
 
 
@@ -137,12 +140,14 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
     start = _times(table, cols["start"], unit, optional=True) if "start" in cols else None
     submit = _times(table, cols["submit"], unit) if "submit" in cols else start
     if "duration" in cols:
-        duration = table.number(cols["duration"], minimum=0, scale=unit)
+        duration = table.number(cols["duration"], minimum=0, scale=unit, maximum=MAX_JOB_SECONDS)
     else:
         end = _times(table, cols["end"], unit, optional=True)
         begin = submit if start is None else start
         duration = end - begin
         table.flag(duration < 0, f"column {cols['end']}", "is before the start")
+        table.flag(duration > MAX_JOB_SECONDS, f"column {cols['end']}",
+                   f"the job would run longer than {MAX_JOB_SECONDS:,.0f} seconds")
         table.drop(np.isnan(duration), "never ran (no start or end time)")
     gpus = _gpus(table, fmt, cols)
     deadline = _times(table, cols["deadline"], unit, optional=True) if "deadline" in cols \
@@ -187,19 +192,30 @@ def _times(table: Table, column: str, unit: float, *, optional: bool = False) ->
 
 
 def _dates(raw: np.ndarray) -> np.ndarray:
-    series = pd.Series(raw, dtype=object)
-    parsed = pd.to_datetime(series, errors="coerce", format="ISO8601", utc=True)
-    retry = parsed.isna()
-    if retry.any():
-        parsed[retry] = pd.to_datetime(series[retry], errors="coerce", format="mixed", utc=True)
-    epoch = pd.Timestamp(0, tz="UTC")
-    return (parsed - epoch).dt.total_seconds().to_numpy(dtype=float)
+    """Seconds since the epoch; NaN where a cell is not a date pandas can represent."""
+    try:
+        parsed = pd.to_datetime(pd.Series(raw, dtype=object), errors="coerce", format="ISO8601",
+                                utc=True)
+        seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=float, copy=True)
+    except (ValueError, OverflowError, TypeError):  # pandas raises for some out-of-range dates
+        seconds = np.full(len(raw), np.nan)
+    for i in np.flatnonzero(np.isnan(seconds)):
+        seconds[i] = _one_date(str(raw[i]))
+    return seconds
+
+
+def _one_date(text: str) -> float:
+    try:
+        stamp = pd.to_datetime(text, format="mixed", utc=True)
+        return float((stamp - _EPOCH).total_seconds())
+    except (ValueError, OverflowError, TypeError):
+        return math.nan
 
 
 def _gpus(table: Table, fmt: FieldFormat, cols: dict[str, str]) -> np.ndarray:
     scaled = fmt.gpu_scale != 1.0
-    gpus = table.number(cols["gpus"], minimum=0, integer=not scaled, maximum=MAX_GPUS / fmt.gpu_scale,
-                        optional=scaled)
+    gpus = table.number(cols["gpus"], minimum=0, integer=not scaled,
+                        maximum=MAX_GPUS / fmt.gpu_scale, optional=scaled)
     gpus = np.nan_to_num(gpus * fmt.gpu_scale, nan=0.0)
     if "instances" in cols:
         count = table.number(cols["instances"], minimum=0, integer=True, maximum=MAX_GPUS)
@@ -235,6 +251,9 @@ def describe_origin(origin: float) -> str:
     """How the times were shifted, in words (empty when they start at 0)."""
     if origin == 0 or not math.isfinite(origin):
         return ""
-    when = pd.Timestamp(origin, unit="s", tz="UTC") if origin > 86400 * 365 else None
+    try:
+        when = pd.Timestamp(origin, unit="s", tz="UTC") if origin > 86400 * 365 else None
+    except (ValueError, OverflowError):  # beyond pandas' dates (year 2262)
+        when = None
     at = f"{origin:,.0f} s" + (f" ({when:%Y-%m-%d %H:%M:%S} UTC)" if when is not None else "")
     return f"times shifted so the first submission ({at}) is t=0"

@@ -9,7 +9,7 @@ import numpy as np
 
 from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
-from placement.limits import MAX_GPUS
+from placement.limits import MAX_GPUS, MAX_JOB_SECONDS
 
 COLUMNS = ("job_id", "submit_time", "duration", "num_gpu")
 
@@ -17,18 +17,21 @@ COLUMNS = ("job_id", "submit_time", "duration", "num_gpu")
 def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
     submit = table.number("submit_time", minimum=0)
-    duration = table.number("duration", minimum=0)
+    duration = table.number("duration", minimum=0, maximum=MAX_JOB_SECONDS)
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     n = len(table)
-    deadline = table.number("deadline", optional=True) if table.has("deadline") else np.full(n, np.nan)
+    deadline = (table.number("deadline", optional=True) if table.has("deadline")
+                else np.full(n, np.nan))
     table.flag(deadline < submit, "column deadline", "is before submit_time")
     table.drop(gpus == 0, "num_gpu is 0")
     tenants = table.text("tenant") if table.has("tenant") else np.full(n, "", dtype=object)
     models = table.text("model_name") if table.has("model_name") else np.full(n, "", dtype=object)
     return [
-        Job(id=ids[row], tenant=tenants[row] or "default", gpus=int(gpus[row]), submit=float(submit[row]),
+        Job(id=ids[row], tenant=tenants[row] or "default", gpus=int(gpus[row]),
+            submit=float(submit[row]),
             kind=JobKind.BEST_EFFORT if np.isnan(deadline[row]) else JobKind.STRICT_SLO,
-            deadlines=() if np.isnan(deadline[row]) else (DeadlineOption(float(deadline[row]), 1.0),),
+            deadlines=(() if np.isnan(deadline[row])
+                       else (DeadlineOption(float(deadline[row]), 1.0),)),
             duration=float(duration[row]), model=models[row] or None)
         for row in table.keep(skip_bad_rows)
     ]

@@ -57,7 +57,8 @@ class Table:
         header = read_header(path, text)
         for column in required:
             if column not in header:
-                raise InputError(path, "missing from header", line=HEADER_LINE, field=f"column {column}")
+                raise InputError(path, "missing from header", line=HEADER_LINE,
+                                 field=f"column {column}")
         if len(set(header)) != len(header):
             twice = next(h for h in header if header.count(h) > 1)
             raise InputError(path, "appears twice in the header", line=HEADER_LINE,
@@ -73,7 +74,7 @@ class Table:
             raise InputError(path, "no job rows after the header", line=HEADER_LINE + 1)
         self.problems: dict[int, tuple[str, str, str]] = {}
         self.dropped: Counter[str] = Counter()
-        self.origin = 0.0  # seconds a reader subtracted from every time (field traces: first submit)
+        self.origin = 0.0  # seconds subtracted from every time (field traces: the first submit)
 
     def __len__(self) -> int:
         return len(self.df)
@@ -98,7 +99,8 @@ class Table:
 
     def flag_row(self, row: int, column: str, reason: str, detail: str | None = None) -> None:
         if row not in self.problems:
-            self.problems[row] = (column, reason if detail is None else f"{reason} {detail}", reason)
+            why = reason if detail is None else f"{reason} {detail}"
+            self.problems[row] = (column, why, reason)
 
     def number(self, column: str, *, integer: bool = False, minimum: float | None = None,
                optional: bool = False, scale: float = 1.0,
@@ -127,7 +129,7 @@ class Table:
         return scaled
 
     def unique(self, column: str) -> np.ndarray:
-        """The column as stripped strings; empty cells and repeats of an earlier value are flagged."""
+        """The column as stripped strings; empty cells and repeats of earlier values are flagged."""
         ids = self.text(column)
         self.flag(ids == "", f"column {column}", "empty")
         first_seen: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""Replay metrics exactly as ../spec/metrics.md (v1) defines them, and the per-job CSV rows."""
+"""Replay metrics exactly as docs/metrics.md (v1) defines them, and the per-job CSV rows."""
 from __future__ import annotations
 
 import csv

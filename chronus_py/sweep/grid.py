@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from chronus_py.errors import InputError
-from chronus_py.inputs import load_yaml
+from chronus_py.inputs import load_yaml, show
 from chronus_py.policies import POLICIES, policy_options
 from chronus_py.replay.setup import ESTIMATES, ReplaySetup
 
@@ -155,7 +156,7 @@ SCALAR_KEYS = ("gpus_per_node", "options", "tenant_map", "round_requests")
 
 def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     """Validate raw values (from YAML or the command line) into a Grid; errors name the key."""
-    unknown = sorted(set(values) - set(LIST_KEYS) - set(SCALAR_KEYS))
+    unknown = sorted(map(str, set(values) - set(LIST_KEYS) - set(SCALAR_KEYS)))
     if unknown:
         raise InputError(source, f"unknown key (have: {', '.join([*LIST_KEYS, *SCALAR_KEYS])})",
                          field=unknown[0])
@@ -169,7 +170,9 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
             parsed = tuple(kind(v) for v in items)
         except (TypeError, ValueError):
             name = "on/off" if kind is _boolean else kind.__name__
-            raise InputError(source, f"expected {name} values, got {raw!r}", field=key) from None
+            raise InputError(source, f"expected {name} values, got {show(raw)}", field=key) from None
+        if kind is float and not all(math.isfinite(v) for v in parsed):
+            raise InputError(source, f"expected finite numbers, got {show(raw)}", field=key)
         if not parsed:
             raise InputError(source, "needs at least one value", field=key)
         kwargs[key] = parsed
@@ -214,7 +217,7 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
         if policy not in POLICIES:
             raise InputError(source, f"unknown policy {policy!r}", field="options")
         allowed = set(policy_options(policy)) - {"lease"}
-        bad = sorted(set(opts) - allowed)
+        bad = sorted(map(str, set(opts) - allowed))
         if bad:
             raise InputError(source, f"{policy} has no option {bad[0]!r} (have: {', '.join(sorted(allowed))})",
                              field="options")

@@ -1,5 +1,5 @@
 """``chronus cells run``: every scenario under scenarios/ passes; the output and exit codes follow
-../spec/cell-scenarios.md exactly."""
+docs/cell-scenarios.md exactly."""
 from __future__ import annotations
 
 import json

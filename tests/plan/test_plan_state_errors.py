@@ -71,7 +71,7 @@ CASES = [
     ("pending.0.deadlines", [{"at": 50}], "pending[0].deadlines[0].at: must be >= submit (100)"),
     ("pending.0.deadlines", [{"at": 5000}, {"at": 4000}],
      "pending[0].deadlines[1].at: must be later than pending[0].deadlines[0].at (tightest first)"),
-    ("pending.0.deadlines", [{"at": 5000, "value": -1}], "pending[0].deadlines[0].value: must be >= 0, got -1"),
+    ("pending.0.deadlines", [{"at": 5000, "value": -1}], "pending[0].deadlines[0].value: must be > 0, got -1"),
     ("pending.0.deadlines", [{"when": 5000}], "pending[0].deadlines[0].when: unknown key (expected one of: at, value)"),
     ("pending.0.deadlines", "5000", "pending[0].deadlines: expected a list of {at, value} (tightest first)"),
     ("pending.1.guaranteed_deadline", 3000, "pending[1].guaranteed_deadline: a job without deadlines cannot be guaranteed"),
