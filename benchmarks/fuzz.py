@@ -57,7 +57,7 @@ STATE = (b"now: 7200\nlease: 1200\npolicy: chronus\nheadroom: 0.5\nsolver: {back
          b"  - {id: d, gpus: 4, submit: 3100, estimate_seconds: 20000, "
          b"deadlines: [{at: 36000, value: 2}, {at: 50000, value: 1}]}\n")
 STATE_JSON = json.dumps({
-    "now": 100, "lease": 600, "policy": "edf", "cluster": {"nodes": [{"name": "x", "gpus": 4}]},
+    "now": 100, "policy": "edf", "cluster": {"nodes": [{"name": "x", "gpus": 4}]},
     "pending": [{"id": "p", "gpus": 2, "submit": 0, "estimate_seconds": 500,
                  "deadlines": [{"at": 900}]}]}).encode()
 SCENARIO = b"""name: fuzz seed

@@ -14,21 +14,12 @@ from chronus_py.elastic.run import Run
 from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
 from chronus_py.model import Cluster
-from chronus_py.readers import BUNDLED, bundled, traces_dir
+from chronus_py.readers import trace_path, traces_dir
 from placement import ConsolidatedAllocator
 
 JOB_COLUMNS = ("job_id", "submit", "deadline", "first_start", "finish", "met", "guaranteed",
                "min_gpus", "max_gpus", "requested_gpus", "starts", "resizes", "preemptions",
                "overhead_seconds")
-
-
-def resolve_trace(trace: str | Path) -> tuple[str, Path]:
-    path = Path(trace)
-    if not path.exists() and str(trace) in BUNDLED:
-        return str(trace), bundled(str(trace))
-    if not path.is_file():
-        raise InputError(trace, "no such trace file or bundled trace name")
-    return path.name, path
 
 
 def replay_trace(trace: str | Path, *, throughputs: Path | None, policy: str, nodes: int,
@@ -37,7 +28,7 @@ def replay_trace(trace: str | Path, *, throughputs: Path | None, policy: str, no
                  ) -> tuple[dict, ElasticResult]:
     if nodes <= 0 or gpus_per_node <= 0:
         raise InputError("--nodes/--gpus-per-node", "must be positive")
-    name, path = resolve_trace(trace)
+    name, path = trace_path(trace)
     table = read_throughputs(throughputs or traces_dir() / "elasticflow" / "throughputs_A100")
     cluster = Cluster.uniform(nodes, gpus_per_node)
     jobs, checked = read_elastic_trace(path, table, cluster_gpus=cluster.gpus,

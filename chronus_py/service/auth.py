@@ -12,9 +12,8 @@ from __future__ import annotations
 import hmac
 from pathlib import Path
 
-import yaml
-
 from chronus_py.errors import InputError
+from chronus_py.inputs import load_yaml
 from chronus_py.service.core import Caller
 
 MIN_TOKEN = 16
@@ -38,12 +37,7 @@ class Tokens:
 
 
 def load_tokens(path: Path) -> Tokens:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = load_yaml(path, what="tokens file")
     if not isinstance(data, dict) or set(data) != {"tokens"} or not isinstance(data["tokens"],
                                                                                list):
         raise InputError(path, "expected a mapping with one key, tokens: a list", field="tokens")

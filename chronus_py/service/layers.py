@@ -13,21 +13,15 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from chronus_py.errors import InputError
+from chronus_py.inputs import load_yaml
 
 
 def load_hosts(path: Path, node_gpus: Mapping[str, int]) -> dict[str, Any]:
     """node -> HostTopology, checked against the cluster's nodes and GPU counts."""
     from chronus_py.layers import HostTopology
 
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    raw = load_yaml(path, what="hosts file")
     if not isinstance(raw, dict):
         raise InputError(path, "expected a mapping of node -> host model YAML")
     models: dict[Path, Any] = {}

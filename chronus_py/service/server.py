@@ -27,6 +27,7 @@ import yaml
 
 from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.errors import ChronusError, InputError
+from chronus_py.inputs import load_yaml
 from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.backends import BACKENDS, DEFAULT_BACKEND, backend_module
 from chronus_py.service.rounds import SchedulerSettings
@@ -126,12 +127,7 @@ def resolve(args: argparse.Namespace) -> Options:
 
 
 def _merge_config(args: argparse.Namespace, path: Path) -> None:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(path, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = load_yaml(path, what="config file") or {}
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping of option: value")
     for key, value in data.items():

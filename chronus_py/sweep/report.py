@@ -72,8 +72,8 @@ def sweep_section(df: pd.DataFrame, param: str) -> list[str]:
             lines.append("")
     margin = margins(sweep, param)
     if margin:
-        lines += [f"**Chronus' first-deadline ratio minus each other policy's** (positive: Chronus meets "
-                  f"more first deadlines)", "", *margin, ""]
+        lines += ["**Chronus' first-deadline ratio minus each other policy's** (positive: Chronus meets "
+                  "more first deadlines)", "", *margin, ""]
     return lines
 
 

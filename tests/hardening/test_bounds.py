@@ -12,7 +12,8 @@ import pytest
 
 from chronus_py.cli import main
 from chronus_py.selector.admission import SLACK_LEASES, LeaseSelector
-from chronus_py.state_file import load_state, scheduler_for
+from chronus_py.round import advance, build_scheduler
+from chronus_py.state_file import load_state
 
 REPO = Path(__file__).resolve().parents[2]
 RACK = REPO / "tests/placement/configs/rack-2x2.yaml"
@@ -59,8 +60,8 @@ def test_epoch_milliseconds_plan_like_small_times(tmp_path, capsys):
 
 def test_selector_arrays_follow_the_work_not_the_times(tmp_path):
     # a deadline 3 million years out: 8e10 leases of 20 minutes
-    scheduler = scheduler_for(load_state(state(tmp_path, 1_700_000_000_000, d3="1.0e+14")))
-    scheduler.plan(1_700_000_007_200)
+    scheduler = build_scheduler(load_state(state(tmp_path, 1_700_000_000_000, d3="1.0e+14")))
+    advance(scheduler, 1_700_000_007_200)
     selectors = [v for v in vars(scheduler.policy).values() if isinstance(v, LeaseSelector)]
     assert selectors and all(s._used.size <= 2 * (SLACK_LEASES + 64) for s in selectors)
 
