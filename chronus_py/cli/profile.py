@@ -113,5 +113,9 @@ def _predict(args: argparse.Namespace) -> int:
             out = {"seconds": rt.seconds, "low": rt.low, "high": rt.high}
     except ValueError as exc:
         raise InputError("arguments", str(exc)) from None
-    print(json.dumps(out))
+    try:  # coefficients near 1e308 overflow to infinity, which is not JSON
+        print(json.dumps(out, allow_nan=False))
+    except ValueError:
+        raise InputError(args.profile, "the profile predicts a non-finite time; "
+                                       "check its coefficients") from None
     return 0

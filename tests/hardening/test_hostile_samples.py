@@ -38,3 +38,18 @@ def test_sample_gpu_counts_are_bounded(tmp_path, capsys):
     path.write_text('{"model": "m", "samples": [{"gpus": 100000000, "seconds": [0.3, 0.31]}]}')
     assert main(["profile", "fit", str(path)]) == 2
     assert "samples[0]: gpus must be <= 1,000,000" in capsys.readouterr().err
+
+
+def test_profile_predicting_infinity_is_a_clean_error(tmp_path, capsys):
+    """A coefficient of 1e308 made `predict` print Infinity, which is not JSON (found by
+    benchmarks/fuzz.py)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "examples/profiles/resnet50.json")
+                      .read_text())
+    data["coefficients"]["intra"] = 1e308
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    assert main(["profile", "predict", str(path), "--gpus", "16", "--nodes", "2"]) == 2
+    assert "non-finite time" in capsys.readouterr().err
