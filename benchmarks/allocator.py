@@ -21,6 +21,7 @@ shapes as opportunistic (priority -1) jobs, which may use any idle GPU of the cl
 
     PYTHONPATH=. python benchmarks/allocator.py [--pairs 200000] [--repeat 3] [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,11 @@ def cluster_config(nodes: int, *, rack: int = 16, tenants: int = 4, promise: str
         "V100-RACK": {"childCellType": "V100-NODE", "childCellNumber": rack},
     }
     physical = [
-        {"cellType": "V100-RACK", "cellAddress": f"r{r}",
-         "cellChildren": [{"cellAddress": f"r{r}-n{n}"} for n in range(rack)]}
+        {
+            "cellType": "V100-RACK",
+            "cellAddress": f"r{r}",
+            "cellChildren": [{"cellAddress": f"r{r}-n{n}"} for n in range(rack)],
+        }
         for r in range(racks)
     ]
     if promise == "rack":
@@ -57,10 +61,15 @@ def cluster_config(nodes: int, *, rack: int = 16, tenants: int = 4, promise: str
     else:
         share = {"cellType": "V100-RACK.V100-NODE", "cellNumber": racks * rack // tenants}
     vcs = {f"vc{t}": {"virtualCells": [dict(share)]} for t in range(tenants)}
-    return {"physicalCluster": {"cellTypes": cell_types, "physicalCells": physical}, "virtualClusters": vcs}
+    return {
+        "physicalCluster": {"cellTypes": cell_types, "physicalCells": physical},
+        "virtualClusters": vcs,
+    }
 
 
-def steady_state(allocator: CellAllocator, rng: random.Random, tenants: list[str], load: float) -> list[str]:
+def steady_state(
+    allocator: CellAllocator, rng: random.Random, tenants: list[str], load: float
+) -> list[str]:
     total = sum(n.gpus for n in allocator.nodes())
     running: list[str] = []
     serial = 0
@@ -76,14 +85,17 @@ def steady_state(allocator: CellAllocator, rng: random.Random, tenants: list[str
     return running
 
 
-def throughput(nodes: int, pairs: int, *, load: float, promise: str, tenants: int, seed: int) -> dict:
+def throughput(
+    nodes: int, pairs: int, *, load: float, promise: str, tenants: int, seed: int
+) -> dict:
     config = load_config(cluster_config(nodes, tenants=tenants, promise=promise))
     allocator = CellAllocator(config)
     rng = random.Random(seed)
     names = list(config.virtual_clusters)
     running = steady_state(allocator, rng, names, load)
     requests = [
-        Request(f"job{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names)) for i in range(pairs)
+        Request(f"job{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names))
+        for i in range(pairs)
     ]
     victims = [rng.random() for _ in range(pairs)]
     placed = 0
@@ -101,14 +113,27 @@ def throughput(nodes: int, pairs: int, *, load: float, promise: str, tenants: in
     cpu = time.process_time() - cpu
     assert allocator.audit() == [], "allocator state inconsistent after the run"
     return {
-        "nodes": nodes, "gpus": nodes * 8, "tenants": tenants, "promise": promise, "load": load,
-        "pairs": pairs, "seconds": round(elapsed, 3), "pairs_per_second": round(pairs / elapsed),
-        "pairs_per_cpu_second": round(pairs / cpu), "placed_fraction": round(placed / pairs, 4),
+        "nodes": nodes,
+        "gpus": nodes * 8,
+        "tenants": tenants,
+        "promise": promise,
+        "load": load,
+        "pairs": pairs,
+        "seconds": round(elapsed, 3),
+        "pairs_per_second": round(pairs / elapsed),
+        "pairs_per_cpu_second": round(pairs / cpu),
+        "placed_fraction": round(placed / pairs, 4),
     }
 
 
-def _timed(allocator: CellAllocator, requests: list[Request], running: list[str], rng: random.Random,
-           *, keep: bool) -> dict:
+def _timed(
+    allocator: CellAllocator,
+    requests: list[Request],
+    running: list[str],
+    rng: random.Random,
+    *,
+    keep: bool,
+) -> dict:
     """Latency summary of ``allocate`` over ``requests``; a placed job joins ``running``
     (``keep``) or is released at once. After each request of a kept kind a random running job is
     released, so the load stays put."""
@@ -131,7 +156,9 @@ def _timed(allocator: CellAllocator, requests: list[Request], running: list[str]
     return {**_summary(times), "placed_fraction": round(placed / len(requests), 4)}
 
 
-def latency(nodes: int, samples: int, *, load: float, promise: str, tenants: int, seed: int) -> dict:
+def latency(
+    nodes: int, samples: int, *, load: float, promise: str, tenants: int, seed: int
+) -> dict:
     started = time.perf_counter()
     config = load_config(cluster_config(nodes, tenants=tenants, promise=promise))
     allocator = CellAllocator(config)
@@ -139,29 +166,48 @@ def latency(nodes: int, samples: int, *, load: float, promise: str, tenants: int
     rng = random.Random(seed)
     names = list(config.virtual_clusters)
     running = steady_state(allocator, rng, names, load)
-    one = [Request(f"probe{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names)) for i in range(samples)]
+    one = [
+        Request(f"probe{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names))
+        for i in range(samples)
+    ]
     one_pod = _timed(allocator, one, running, rng, keep=True)
-    gangs = [Request(f"gang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names)) for i in range(samples // 10)]
+    gangs = [
+        Request(f"gang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names))
+        for i in range(samples // 10)
+    ]
     gang = _timed(allocator, gangs, running, rng, keep=False)
-    opp = [Request(f"opp{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names), priority=-1) for i in range(samples)]
+    opp = [
+        Request(f"opp{i}", (PodSpec(rng.randint(1, 8)),), vc=rng.choice(names), priority=-1)
+        for i in range(samples)
+    ]
     opp_pod = _timed(allocator, opp, running, rng, keep=True)
-    opp_gangs = [Request(f"oppgang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names), priority=-1)
-                 for i in range(samples // 10)]
+    opp_gangs = [
+        Request(f"oppgang{i}", (PodSpec(8, rng.randint(2, 4)),), vc=rng.choice(names), priority=-1)
+        for i in range(samples // 10)
+    ]
     opp_gang = _timed(allocator, opp_gangs, running, rng, keep=False)
     assert allocator.audit() == [], "allocator state inconsistent after the run"
     return {
-        "nodes": nodes, "gpus": nodes * 8, "tenants": tenants, "promise": promise, "load": load,
+        "nodes": nodes,
+        "gpus": nodes * 8,
+        "tenants": tenants,
+        "promise": promise,
+        "load": load,
         "build_seconds": round(build, 2),
-        "one_pod_1_8_gpus": one_pod, "gang_2_4_nodes": gang,
-        "opportunistic_one_pod_1_8_gpus": opp_pod, "opportunistic_gang_2_4_nodes": opp_gang,
+        "one_pod_1_8_gpus": one_pod,
+        "gang_2_4_nodes": gang,
+        "opportunistic_one_pod_1_8_gpus": opp_pod,
+        "opportunistic_gang_2_4_nodes": opp_gang,
     }
 
 
 def _summary(seconds: list[float]) -> dict:
     ms = sorted(t * 1000 for t in seconds)
     return {
-        "samples": len(ms), "median_ms": round(statistics.median(ms), 4),
-        "p99_ms": round(ms[int(len(ms) * 0.99) - 1], 4), "max_ms": round(ms[-1], 3),
+        "samples": len(ms),
+        "median_ms": round(statistics.median(ms), 4),
+        "p99_ms": round(ms[int(len(ms) * 0.99) - 1], 4),
+        "max_ms": round(ms[-1], 3),
     }
 
 
@@ -171,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=20_000)
     parser.add_argument("--load", type=float, default=0.8)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=3, help="throughput runs per setting (seeds seed..)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="throughput runs per setting (seeds seed..)"
+    )
     parser.add_argument("--quick", action="store_true", help="small run (for a smoke test)")
     args = parser.parse_args(argv)
     load_at_start = os.getloadavg()[0]
@@ -181,41 +229,69 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for promise in ("rack", "node"):
         for rep in range(args.repeat):
-            r = throughput(1024, pairs, load=args.load, promise=promise, tenants=4, seed=args.seed + rep)
-            print(f"1,024 nodes, {promise} promises, seed {args.seed + rep}: {r['pairs_per_second']:,} "
-                  f"allocate+release pairs/s wall, {r['pairs_per_cpu_second']:,} per CPU second "
-                  f"({r['placed_fraction']:.1%} placed)", flush=True)
+            r = throughput(
+                1024, pairs, load=args.load, promise=promise, tenants=4, seed=args.seed + rep
+            )
+            print(
+                f"1,024 nodes, {promise} promises, seed {args.seed + rep}: {r['pairs_per_second']:,} "
+                f"allocate+release pairs/s wall, {r['pairs_per_cpu_second']:,} per CPU second "
+                f"({r['placed_fraction']:.1%} placed)",
+                flush=True,
+            )
             runs.append(r)
     settings = []
     for promise in ("rack", "node"):
         per_seed = [r for r in runs if r["promise"] == promise]
         wall = statistics.median(r["pairs_per_second"] for r in per_seed)
         cpu = statistics.median(r["pairs_per_cpu_second"] for r in per_seed)
-        settings.append({"promise": promise, "seeds": len(per_seed), "median_pairs_per_second": round(wall),
-                         "median_pairs_per_cpu_second": round(cpu),
-                         "min_pairs_per_second": min(r["pairs_per_second"] for r in per_seed)})
-        print(f"1,024 nodes, {promise} promises, median of {len(per_seed)} seeds: {round(wall):,} pairs/s wall, "
-              f"{round(cpu):,} per CPU second", flush=True)
+        settings.append(
+            {
+                "promise": promise,
+                "seeds": len(per_seed),
+                "median_pairs_per_second": round(wall),
+                "median_pairs_per_cpu_second": round(cpu),
+                "min_pairs_per_second": min(r["pairs_per_second"] for r in per_seed),
+            }
+        )
+        print(
+            f"1,024 nodes, {promise} promises, median of {len(per_seed)} seeds: {round(wall):,} pairs/s wall, "
+            f"{round(cpu):,} per CPU second",
+            flush=True,
+        )
     big = []
     for size, tenants in ((1024, 4), (10_000, 5)):
         for promise in ("rack", "node"):
-            r = latency(size, samples, load=args.load, promise=promise, tenants=tenants, seed=args.seed)
-            rows = (("guaranteed 1-8 GPU pod", "one_pod_1_8_gpus"), ("guaranteed 2-4 node gang", "gang_2_4_nodes"),
-                    ("opportunistic 1-8 GPU pod", "opportunistic_one_pod_1_8_gpus"),
-                    ("opportunistic 2-4 node gang", "opportunistic_gang_2_4_nodes"))
+            r = latency(
+                size, samples, load=args.load, promise=promise, tenants=tenants, seed=args.seed
+            )
+            rows = (
+                ("guaranteed 1-8 GPU pod", "one_pod_1_8_gpus"),
+                ("guaranteed 2-4 node gang", "gang_2_4_nodes"),
+                ("opportunistic 1-8 GPU pod", "opportunistic_one_pod_1_8_gpus"),
+                ("opportunistic 2-4 node gang", "opportunistic_gang_2_4_nodes"),
+            )
             for label, key in rows:
                 t = r[key]
-                print(f"{size:,} nodes, {promise} promises, {label}: allocate median {t['median_ms']} ms, "
-                      f"p99 {t['p99_ms']} ms, max {t['max_ms']} ms ({t['samples']} samples, "
-                      f"{t['placed_fraction']:.1%} placed)", flush=True)
+                print(
+                    f"{size:,} nodes, {promise} promises, {label}: allocate median {t['median_ms']} ms, "
+                    f"p99 {t['p99_ms']} ms, max {t['max_ms']} ms ({t['samples']} samples, "
+                    f"{t['placed_fraction']:.1%} placed)",
+                    flush=True,
+                )
             print(f"{size:,} nodes, {promise} promises: build {r['build_seconds']} s", flush=True)
             big.append(r)
     result = {
-        "command": "PYTHONPATH=. python benchmarks/allocator.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "python": sys.version.split()[0], "machine": platform.machine(), "processor": platform.processor(),
+        "command": "PYTHONPATH=. python benchmarks/allocator.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "processor": platform.processor(),
         "cpus": os.cpu_count(),
-        "load_average_at_start": load_at_start, "load_average_at_end": os.getloadavg()[0],
-        "throughput": runs, "throughput_medians": settings, "latency": big,
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": os.getloadavg()[0],
+        "throughput": runs,
+        "throughput_medians": settings,
+        "latency": big,
         "targets": {"pairs_per_second": 50_000, "median_ms": 5.0},
     }
     if not args.quick:

@@ -8,6 +8,7 @@ second time on another executor and counts rows whose metrics differ (wall time 
     PYTHONPATH=. python benchmarks/compare_policies.py [--grids philly,load] [--executor process]
         [--workers 2] [--check ray] [--work DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,12 +27,18 @@ def sweep(name: str, executor: str, workers: int | None, work: Path) -> tuple[fl
     config = HERE / "compare" / f"{name}.yaml"
     grid = make_grid(config, read_grid(config))
     started = time.perf_counter()
-    outcome = compare(grid, work, executor=executor, workers=workers,
-                      command=f"chronus compare --config benchmarks/compare/{name}.yaml --executor {executor}",
-                      on_result=lambda r, done, total: print(
-                          f"  [{done}/{total}] {r.config.key} "
-                          f"{'FAILED ' + r.row['error'] if r.failed else format(r.row['wall_seconds'], '.1f') + ' s'}",
-                          flush=True))
+    outcome = compare(
+        grid,
+        work,
+        executor=executor,
+        workers=workers,
+        command=f"chronus compare --config benchmarks/compare/{name}.yaml --executor {executor}",
+        on_result=lambda r, done, total: print(
+            f"  [{done}/{total}] {r.config.key} "
+            f"{'FAILED ' + r.row['error'] if r.failed else format(r.row['wall_seconds'], '.1f') + ' s'}",
+            flush=True,
+        ),
+    )
     return time.perf_counter() - started, outcome
 
 
@@ -48,7 +55,9 @@ def main() -> None:
     parser.add_argument("--executor", default="process")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--check", help="second executor whose metrics must equal the first's")
-    parser.add_argument("--work", type=Path, help="keep run directories here (resumable) instead of a temp dir")
+    parser.add_argument(
+        "--work", type=Path, help="keep run directories here (resumable) instead of a temp dir"
+    )
     args = parser.parse_args()
     from chronus_py.sweep import same_metrics
 
@@ -57,23 +66,41 @@ def main() -> None:
         out = base / name / args.executor
         print(f"{name}: {args.executor} -> {out}", flush=True)
         wall, outcome = sweep(name, args.executor, args.workers, out)
-        print(f"{name}: {outcome.ran} runs in {wall:.0f} s ({outcome.skipped} resumed, {outcome.failed} failed)")
+        print(
+            f"{name}: {outcome.ran} runs in {wall:.0f} s ({outcome.skipped} resumed, {outcome.failed} failed)"
+        )
         figures = HERE / "figures" / name
         figures.mkdir(parents=True, exist_ok=True)
         for png in outcome.figures:
             shutil.copy(png, figures / png.name)
-        record = {"grid": name, "executor": args.executor, "workers": args.workers, "sweep_seconds": wall,
-                  "runs_made": outcome.ran, "runs_resumed": outcome.skipped, "failed": outcome.failed,
-                  "report": (out / "report.md").read_text(), "rows": rows_of(out)}
+        record = {
+            "grid": name,
+            "executor": args.executor,
+            "workers": args.workers,
+            "sweep_seconds": wall,
+            "runs_made": outcome.ran,
+            "runs_resumed": outcome.skipped,
+            "failed": outcome.failed,
+            "report": (out / "report.md").read_text(),
+            "rows": rows_of(out),
+        }
         if args.check:
             check_out = base / name / args.check
             check_wall, _ = sweep(name, args.check, args.workers, check_out)
             ours = {r["run"]: r for r in record["rows"]}
             theirs = {r["run"]: r for r in rows_of(check_out)}
-            differ = sorted(k for k in ours if k not in theirs or not same_metrics(ours[k], theirs[k]))
-            record["check"] = {"executor": args.check, "sweep_seconds": check_wall, "runs": len(theirs),
-                               "differing_runs": differ}
-            print(f"{name}: {args.check} in {check_wall:.0f} s; {len(differ)} of {len(ours)} runs differ: {differ}")
+            differ = sorted(
+                k for k in ours if k not in theirs or not same_metrics(ours[k], theirs[k])
+            )
+            record["check"] = {
+                "executor": args.check,
+                "sweep_seconds": check_wall,
+                "runs": len(theirs),
+                "differing_runs": differ,
+            }
+            print(
+                f"{name}: {args.check} in {check_wall:.0f} s; {len(differ)} of {len(ours)} runs differ: {differ}"
+            )
         (HERE / "results").mkdir(exist_ok=True)
         (HERE / "results" / f"compare_{name}.json").write_text(json.dumps(record, indent=1) + "\n")
 

@@ -12,6 +12,7 @@ cluster01 again) on 512 GPUs.
     PYTHONPATH=. python benchmarks/elastic_itp.py [--traces cluster01 ...] [--policies ...]
         [--overhead-scales 0 2] [--speed] [--out benchmarks/results/elastic_itp.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,24 +30,49 @@ from chronus_py.readers import traces_dir
 
 RESULTS = Path(__file__).resolve().parent / "results" / "elastic_itp.json"
 TRACES = {"cluster01": 64, "cluster02": 64, "cluster03": 64, "cluster05": 64, "cluster10": 32}
-PUBLISHED = {"cluster01": 0.788, "cluster02": 0.822, "cluster03": 0.455, "cluster05": 0.832,
-             "cluster10": 0.981}
-KEYS = ("slo_deadline_ratio", "elastic_ceiling", "guaranteed_jobs", "guaranteed_miss_ratio",
-        "declined_jobs", "resizes", "resizes_per_job", "restarts", "resize_overhead_gpu_seconds",
-        "resize_overhead_share", "gpu_utilization", "avg_jct", "placement_failures", "events",
-        "wall_seconds", "cpu_seconds", "jobs", "gpus")
+PUBLISHED = {
+    "cluster01": 0.788,
+    "cluster02": 0.822,
+    "cluster03": 0.455,
+    "cluster05": 0.832,
+    "cluster10": 0.981,
+}
+KEYS = (
+    "slo_deadline_ratio",
+    "elastic_ceiling",
+    "guaranteed_jobs",
+    "guaranteed_miss_ratio",
+    "declined_jobs",
+    "resizes",
+    "resizes_per_job",
+    "restarts",
+    "resize_overhead_gpu_seconds",
+    "resize_overhead_share",
+    "gpu_utilization",
+    "avg_jct",
+    "placement_failures",
+    "events",
+    "wall_seconds",
+    "cpu_seconds",
+    "jobs",
+    "gpus",
+)
 
 
 def one(trace: str, policy: str, nodes: int, scale: float = 1.0) -> dict:
-    metrics, _ = replay_trace(trace, throughputs=None, policy=policy, nodes=nodes, gpus_per_node=8,
-                              resize_scale=scale)
+    metrics, _ = replay_trace(
+        trace, throughputs=None, policy=policy, nodes=nodes, gpus_per_node=8, resize_scale=scale
+    )
     row = {"trace": metrics["trace"], "policy": policy, "resize_scale": scale}
     row.update({k: metrics[k] for k in KEYS})
-    print(f"{row['trace']:<16} {policy:<16} x{scale:<4g} ratio {row['slo_deadline_ratio']:.3f} "
-          f"ceiling {row['elastic_ceiling']:.3f} guaranteed miss "
-          f"{row['guaranteed_miss_ratio'] if row['guaranteed_miss_ratio'] is not None else '-'} "
-          f"resizes/job {row['resizes_per_job']:.2f} overhead {row['resize_overhead_share']:.4f} "
-          f"wall {row['wall_seconds']:.1f}s cpu {row['cpu_seconds']:.1f}s", flush=True)
+    print(
+        f"{row['trace']:<16} {policy:<16} x{scale:<4g} ratio {row['slo_deadline_ratio']:.3f} "
+        f"ceiling {row['elastic_ceiling']:.3f} guaranteed miss "
+        f"{row['guaranteed_miss_ratio'] if row['guaranteed_miss_ratio'] is not None else '-'} "
+        f"resizes/job {row['resizes_per_job']:.2f} overhead {row['resize_overhead_share']:.4f} "
+        f"wall {row['wall_seconds']:.1f}s cpu {row['cpu_seconds']:.1f}s",
+        flush=True,
+    )
     return row
 
 
@@ -60,9 +86,14 @@ def long_trace(path: Path) -> int:
         end = 0.0
         for r in part:
             shift = offset - start
-            rows.append({**r, "job_id": f"{name}-{len(rows)}-{r['job_id']}",
-                         "submission_time": float(r["submission_time"]) + shift,
-                         "deadline": float(r["deadline"]) + shift})
+            rows.append(
+                {
+                    **r,
+                    "job_id": f"{name}-{len(rows)}-{r['job_id']}",
+                    "submission_time": float(r["submission_time"]) + shift,
+                    "deadline": float(r["deadline"]) + shift,
+                }
+            )
             end = max(end, float(r["deadline"]) + shift)
         offset = end
     with open(path, "w", newline="") as fh:
@@ -76,8 +107,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", nargs="+", default=list(TRACES), choices=list(TRACES))
     ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
-    ap.add_argument("--overhead-scales", nargs="*", type=float, default=[],
-                    help="extra elastic-chronus runs with the resize overhead scaled")
+    ap.add_argument(
+        "--overhead-scales",
+        nargs="*",
+        type=float,
+        default=[],
+        help="extra elastic-chronus runs with the resize overhead scaled",
+    )
     ap.add_argument("--speed", action="store_true", help="also time the 15,000+-job trace")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
@@ -99,8 +135,12 @@ def main() -> int:
         "cluster_nodes": TRACES,
         "rows": rows,
         "speed": speed,
-        "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
-                    "cpus": os.cpu_count(), "load_average": os.getloadavg()},
+        "machine": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average": os.getloadavg(),
+        },
         "command": " ".join(["python"] + sys.argv),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

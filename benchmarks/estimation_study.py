@@ -11,6 +11,7 @@ benchmarks/results/estimation_study.json.
     python benchmarks/estimation_study.py [--sigmas 0.1,0.3] [--policies chronus]
         [--estimates oracle,pool,realistic] [--workers 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,11 +53,13 @@ def main() -> None:
     for r in rows:
         gm = r["guaranteed_miss_ratio"]
         sigma = "-" if r["sigma"] is None else f"{r['sigma']:.1f}"
-        print(f"{r['trace']:12s} {r['policy']:8s} {r['estimates']:9s} sigma {sigma:3s}  "
-              f"DSR {r['slo_deadline_ratio']:.4f}  guaranteed {r['guaranteed_jobs']:6d}  "
-              f"guaranteed miss {'-' if gm is None else f'{gm:.4f}'}  "
-              f"BE JCT {(r['be_avg_jct'] or 0) / 60:7.1f} min  "
-              f"preemptions/job {r['preemptions_per_job']:.3f}")
+        print(
+            f"{r['trace']:12s} {r['policy']:8s} {r['estimates']:9s} sigma {sigma:3s}  "
+            f"DSR {r['slo_deadline_ratio']:.4f}  guaranteed {r['guaranteed_jobs']:6d}  "
+            f"guaranteed miss {'-' if gm is None else f'{gm:.4f}'}  "
+            f"BE JCT {(r['be_avg_jct'] or 0) / 60:7.1f} min  "
+            f"preemptions/job {r['preemptions_per_job']:.3f}"
+        )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "estimation_study.json").write_text(json.dumps(rows, indent=1) + "\n")
 

@@ -19,6 +19,7 @@ time limit. Every run is one of:
 Writes benchmarks/results/fuzz.json (counts per reader, and the first few inputs of each bad kind
 under benchmarks/results/fuzz-failures/ so they can be replayed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,21 +46,29 @@ RACK = (REPO / "tests/placement/configs/rack-2x2.yaml").read_bytes()
 HOST = (REPO / "examples/hosts/1socket-4gpu.yaml").read_bytes()
 PROFILE = (REPO / "examples/profiles/resnet50.json").read_bytes()
 
-STATE = (b"now: 7200\nlease: 1200\npolicy: chronus\nheadroom: 0.5\nsolver: {backend: greedy}\n"
-         b"cluster: {nodes: 3, gpus_per_node: 8}\nrunning:\n"
-         b"  - {id: a, gpus: 8, submit: 0, placement: {node0: [0, 1, 2, 3, 4, 5, 6, 7]}, "
-         b"estimate_seconds: 14400,\n"
-         b"     progress_seconds: 6150, deadlines: [{at: 15600, value: 1}], "
-         b"guaranteed_deadline: 15600}\n"
-         b"  - {id: b, gpus: 4, submit: 600, placement: {node1: [0, 1, 2, 3]}, "
-         b"estimate_seconds: 30000}\npending:\n"
-         b"  - {id: c, gpus: 8, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 9600}]}\n"
-         b"  - {id: d, gpus: 4, submit: 3100, estimate_seconds: 20000, "
-         b"deadlines: [{at: 36000, value: 2}, {at: 50000, value: 1}]}\n")
-STATE_JSON = json.dumps({
-    "now": 100, "policy": "edf", "cluster": {"nodes": [{"name": "x", "gpus": 4}]},
-    "pending": [{"id": "p", "gpus": 2, "submit": 0, "estimate_seconds": 500,
-                 "deadlines": [{"at": 900}]}]}).encode()
+STATE = (
+    b"now: 7200\nlease: 1200\npolicy: chronus\nheadroom: 0.5\nsolver: {backend: greedy}\n"
+    b"cluster: {nodes: 3, gpus_per_node: 8}\nrunning:\n"
+    b"  - {id: a, gpus: 8, submit: 0, placement: {node0: [0, 1, 2, 3, 4, 5, 6, 7]}, "
+    b"estimate_seconds: 14400,\n"
+    b"     progress_seconds: 6150, deadlines: [{at: 15600, value: 1}], "
+    b"guaranteed_deadline: 15600}\n"
+    b"  - {id: b, gpus: 4, submit: 600, placement: {node1: [0, 1, 2, 3]}, "
+    b"estimate_seconds: 30000}\npending:\n"
+    b"  - {id: c, gpus: 8, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 9600}]}\n"
+    b"  - {id: d, gpus: 4, submit: 3100, estimate_seconds: 20000, "
+    b"deadlines: [{at: 36000, value: 2}, {at: 50000, value: 1}]}\n"
+)
+STATE_JSON = json.dumps(
+    {
+        "now": 100,
+        "policy": "edf",
+        "cluster": {"nodes": [{"name": "x", "gpus": 4}]},
+        "pending": [
+            {"id": "p", "gpus": 2, "submit": 0, "estimate_seconds": 500, "deadlines": [{"at": 900}]}
+        ],
+    }
+).encode()
 SCENARIO = b"""name: fuzz seed
 cluster: config.yaml
 steps:
@@ -72,34 +81,61 @@ expect: {outcome: placed}}
   - {op: check, expect: {free: {V100-RACK: 1}}}
 """
 TENANTS = b"vc_a: vcA\nvc_b: vcB\ndefault: vcA\n"
-GRID = b"traces: [t.csv]\npolicies: [fifo, chronus]\nlease_min: [10, 20]\nnodes: [2]\n" \
-       b"load: [1, 2]\nsigma: [0, 0.2]\nseeds: [0, 1]\noptions: {chronus: {headroom: [0.9]}}\n"
-JOBS = b"jobs:\n  - {id: a, gpus: [0, 1], cgroup: training.slice/a.scope, preset: pytorch}\n" \
-       b"  - {id: b, gpus: [2], thread_names: {support: [ckpt]}, opt_in: true}\n"
-LAYERS = json.dumps([
-    {"name": "lat", "matches": [[{"CgroupPrefix": "training.slice/a"}, {"CommPrefix": "pt_"}]],
-     "kind": {"Confined": {"util_range": [0.5, 0.9], "nodes": [0], "cpus_range": [2, 4]}}},
-    {"name": "rest", "matches": [[]], "kind": {"Open": {}}}], indent=1).encode()
-CHRONUS_TRACE = (b"job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
-                 b"expect_time_list,expect_value_list,best_effort,job_type\n"
-                 b"1,vc_a,2,0,100,vgg16,30,1,60-90,10-5,0,soft\n"
-                 b"2,vc_b,8,5,200,resnet50,45,1,120,10,0,strict\n"
-                 b"3,vc_a,1,7,50,alexnet,20,1,1,1,1,best\n"
-                 b"4,vc_b,4,9,80,bert,15,1,40,10,0,strict\n")
-PLAIN_TRACE = (b"job_id,submit_time,duration,num_gpu,tenant,deadline,model_name\n"
-               b"a,0,600,2,t1,2000,vgg\nb,100,1200,8,t2,,resnet\nc,150,300,1,t1,900,\n")
-PHILLY_TRACE = (b"timestamp,duration,num_gpus,gpu_time,cluster\n"
-                b"1506000000,600,1,600,vc1\n1506000100,3600,8,28800,vc2\n1506000050,100,2,200,vc1\n")
-HELIOS_TRACE = (b"job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,"
-                b"duration,queue\n1,u1,vcA,8,16,1,COMPLETED,2020-04-01 00:00:05,"
-                b"2020-04-01 00:01:00,"
-                b"2020-04-01 01:00:00,3540,55\n2,u2,vcB,0,4,1,FAILED,2020-04-01 00:10:00,"
-                b"2020-04-01 00:10:01,2020-04-01 00:20:00,599,1\n")
-SAMPLES_CSV = b"model,gpus,nodes,iteration,seconds\nresnet50,4,1,1,0.5\nresnet50,4,1,2,0.51\n" \
-              b"resnet50,4,1,3,0.49\nresnet50,4,1,4,0.5\n"
-SAMPLES_JSON = json.dumps({"model": "resnet50", "samples": [
-    {"gpus": 2, "seconds": [0.3, 0.31, 0.3, 0.29]},
-    {"placement": [4, 4], "seconds": [0.2, 0.21, 0.2]}]}).encode()
+GRID = (
+    b"traces: [t.csv]\npolicies: [fifo, chronus]\nlease_min: [10, 20]\nnodes: [2]\n"
+    b"load: [1, 2]\nsigma: [0, 0.2]\nseeds: [0, 1]\noptions: {chronus: {headroom: [0.9]}}\n"
+)
+JOBS = (
+    b"jobs:\n  - {id: a, gpus: [0, 1], cgroup: training.slice/a.scope, preset: pytorch}\n"
+    b"  - {id: b, gpus: [2], thread_names: {support: [ckpt]}, opt_in: true}\n"
+)
+LAYERS = json.dumps(
+    [
+        {
+            "name": "lat",
+            "matches": [[{"CgroupPrefix": "training.slice/a"}, {"CommPrefix": "pt_"}]],
+            "kind": {"Confined": {"util_range": [0.5, 0.9], "nodes": [0], "cpus_range": [2, 4]}},
+        },
+        {"name": "rest", "matches": [[]], "kind": {"Open": {}}},
+    ],
+    indent=1,
+).encode()
+CHRONUS_TRACE = (
+    b"job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
+    b"expect_time_list,expect_value_list,best_effort,job_type\n"
+    b"1,vc_a,2,0,100,vgg16,30,1,60-90,10-5,0,soft\n"
+    b"2,vc_b,8,5,200,resnet50,45,1,120,10,0,strict\n"
+    b"3,vc_a,1,7,50,alexnet,20,1,1,1,1,best\n"
+    b"4,vc_b,4,9,80,bert,15,1,40,10,0,strict\n"
+)
+PLAIN_TRACE = (
+    b"job_id,submit_time,duration,num_gpu,tenant,deadline,model_name\n"
+    b"a,0,600,2,t1,2000,vgg\nb,100,1200,8,t2,,resnet\nc,150,300,1,t1,900,\n"
+)
+PHILLY_TRACE = (
+    b"timestamp,duration,num_gpus,gpu_time,cluster\n"
+    b"1506000000,600,1,600,vc1\n1506000100,3600,8,28800,vc2\n1506000050,100,2,200,vc1\n"
+)
+HELIOS_TRACE = (
+    b"job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,"
+    b"duration,queue\n1,u1,vcA,8,16,1,COMPLETED,2020-04-01 00:00:05,"
+    b"2020-04-01 00:01:00,"
+    b"2020-04-01 01:00:00,3540,55\n2,u2,vcB,0,4,1,FAILED,2020-04-01 00:10:00,"
+    b"2020-04-01 00:10:01,2020-04-01 00:20:00,599,1\n"
+)
+SAMPLES_CSV = (
+    b"model,gpus,nodes,iteration,seconds\nresnet50,4,1,1,0.5\nresnet50,4,1,2,0.51\n"
+    b"resnet50,4,1,3,0.49\nresnet50,4,1,4,0.5\n"
+)
+SAMPLES_JSON = json.dumps(
+    {
+        "model": "resnet50",
+        "samples": [
+            {"gpus": 2, "seconds": [0.3, 0.31, 0.3, 0.29]},
+            {"placement": [4, 4], "seconds": [0.2, 0.21, 0.2]},
+        ],
+    }
+).encode()
 
 
 def _npy() -> bytes:
@@ -134,58 +170,186 @@ def targets() -> list[Target]:
     good8 = _good_npy("imagenet_arch_resnet50_gpu_16.npy", 0.6)
     npy_argv = ["profile", "fit", good1[0], good8[0], "imagenet_arch_resnet50_gpu_4.npy"]
     return [
-        Target("state-yaml", {"state.yaml": STATE}, "state.yaml", ["plan", "state.yaml"],
-               json_out=True),
-        Target("state-json", {"state.json": STATE_JSON}, "state.json", ["plan", "state.json"],
-               json_out=True),
-        Target("hived-config", {"config.yaml": RACK, "s.yaml": SCENARIO}, "config.yaml",
-               ["cells", "run", "s.yaml"]),
-        Target("scenario", {"config.yaml": RACK, "s.yaml": SCENARIO}, "s.yaml",
-               ["cells", "run", "s.yaml"]),
-        Target("tenant-map", {"config.yaml": RACK, "t.yaml": TENANTS, "t.csv": CHRONUS_TRACE},
-               "t.yaml", ["replay", "--trace", "t.csv", "--cluster", "config.yaml",
-                          "--tenant-map", "t.yaml", "--policy", "fifo", "--json"], json_out=True),
+        Target(
+            "state-yaml", {"state.yaml": STATE}, "state.yaml", ["plan", "state.yaml"], json_out=True
+        ),
+        Target(
+            "state-json",
+            {"state.json": STATE_JSON},
+            "state.json",
+            ["plan", "state.json"],
+            json_out=True,
+        ),
+        Target(
+            "hived-config",
+            {"config.yaml": RACK, "s.yaml": SCENARIO},
+            "config.yaml",
+            ["cells", "run", "s.yaml"],
+        ),
+        Target(
+            "scenario",
+            {"config.yaml": RACK, "s.yaml": SCENARIO},
+            "s.yaml",
+            ["cells", "run", "s.yaml"],
+        ),
+        Target(
+            "tenant-map",
+            {"config.yaml": RACK, "t.yaml": TENANTS, "t.csv": CHRONUS_TRACE},
+            "t.yaml",
+            [
+                "replay",
+                "--trace",
+                "t.csv",
+                "--cluster",
+                "config.yaml",
+                "--tenant-map",
+                "t.yaml",
+                "--policy",
+                "fifo",
+                "--json",
+            ],
+            json_out=True,
+        ),
         # --out is a file: a grid that passes validation stops there, cleanly, before any run
-        Target("sweep-grid", {"g.yaml": GRID, "t.csv": CHRONUS_TRACE, "out": b""}, "g.yaml",
-               ["compare", "--config", "g.yaml", "--out", "out", "--executor", "serial"]),
-        Target("host-model", {"h.yaml": HOST, "j.yaml": JOBS}, "h.yaml",
-               ["layers", "emit", "--host", "h.yaml", "--jobs", "j.yaml"]),
-        Target("layer-jobs", {"h.yaml": HOST, "j.yaml": JOBS}, "j.yaml",
-               ["layers", "emit", "--host", "h.yaml", "--jobs", "j.yaml"]),
-        Target("layer-config", {"l.json": LAYERS, "h.yaml": HOST}, "l.json",
-               ["layers", "validate", "l.json", "--host", "h.yaml"]),
-        Target("profile", {"p.json": PROFILE}, "p.json",
-               ["profile", "predict", "p.json", "--gpus", "16", "--nodes", "2"], json_out=True),
-        Target("samples-npy", {good1[0]: good1[1], good8[0]: good8[1],
-                               "imagenet_arch_resnet50_gpu_4.npy": _npy()},
-               "imagenet_arch_resnet50_gpu_4.npy", npy_argv + ["-o", "out.json"]),
-        Target("samples-json", {good1[0]: good1[1], "s.json": SAMPLES_JSON}, "s.json",
-               ["profile", "fit", good1[0], "s.json", "-o", "out.json"]),
-        Target("samples-csv", {good1[0]: good1[1], good8[0]: good8[1], "s.csv": SAMPLES_CSV},
-               "s.csv", ["profile", "fit", good1[0], good8[0], "s.csv", "-o", "out.json"]),
-        Target("trace-chronus", {"t.csv": CHRONUS_TRACE}, "t.csv",
-               ["replay", "--trace", "t.csv", "--nodes", "2", "--json"], json_out=True),
-        Target("trace-plain", {"t.csv": PLAIN_TRACE}, "t.csv",
-               ["replay", "--trace", "t.csv", "--nodes", "2", "--policy", "edf", "--json"],
-               json_out=True),
-        Target("trace-philly", {"t.csv": PHILLY_TRACE}, "t.csv",
-               ["replay", "--trace", "t.csv", "--nodes", "2", "--json"], json_out=True),
-        Target("trace-helios", {"t.csv": HELIOS_TRACE}, "t.csv",
-               ["replay", "--trace", "t.csv", "--nodes", "2", "--policy", "srtf", "--json"],
-               json_out=True),
+        Target(
+            "sweep-grid",
+            {"g.yaml": GRID, "t.csv": CHRONUS_TRACE, "out": b""},
+            "g.yaml",
+            ["compare", "--config", "g.yaml", "--out", "out", "--executor", "serial"],
+        ),
+        Target(
+            "host-model",
+            {"h.yaml": HOST, "j.yaml": JOBS},
+            "h.yaml",
+            ["layers", "emit", "--host", "h.yaml", "--jobs", "j.yaml"],
+        ),
+        Target(
+            "layer-jobs",
+            {"h.yaml": HOST, "j.yaml": JOBS},
+            "j.yaml",
+            ["layers", "emit", "--host", "h.yaml", "--jobs", "j.yaml"],
+        ),
+        Target(
+            "layer-config",
+            {"l.json": LAYERS, "h.yaml": HOST},
+            "l.json",
+            ["layers", "validate", "l.json", "--host", "h.yaml"],
+        ),
+        Target(
+            "profile",
+            {"p.json": PROFILE},
+            "p.json",
+            ["profile", "predict", "p.json", "--gpus", "16", "--nodes", "2"],
+            json_out=True,
+        ),
+        Target(
+            "samples-npy",
+            {good1[0]: good1[1], good8[0]: good8[1], "imagenet_arch_resnet50_gpu_4.npy": _npy()},
+            "imagenet_arch_resnet50_gpu_4.npy",
+            npy_argv + ["-o", "out.json"],
+        ),
+        Target(
+            "samples-json",
+            {good1[0]: good1[1], "s.json": SAMPLES_JSON},
+            "s.json",
+            ["profile", "fit", good1[0], "s.json", "-o", "out.json"],
+        ),
+        Target(
+            "samples-csv",
+            {good1[0]: good1[1], good8[0]: good8[1], "s.csv": SAMPLES_CSV},
+            "s.csv",
+            ["profile", "fit", good1[0], good8[0], "s.csv", "-o", "out.json"],
+        ),
+        Target(
+            "trace-chronus",
+            {"t.csv": CHRONUS_TRACE},
+            "t.csv",
+            ["replay", "--trace", "t.csv", "--nodes", "2", "--json"],
+            json_out=True,
+        ),
+        Target(
+            "trace-plain",
+            {"t.csv": PLAIN_TRACE},
+            "t.csv",
+            ["replay", "--trace", "t.csv", "--nodes", "2", "--policy", "edf", "--json"],
+            json_out=True,
+        ),
+        Target(
+            "trace-philly",
+            {"t.csv": PHILLY_TRACE},
+            "t.csv",
+            ["replay", "--trace", "t.csv", "--nodes", "2", "--json"],
+            json_out=True,
+        ),
+        Target(
+            "trace-helios",
+            {"t.csv": HELIOS_TRACE},
+            "t.csv",
+            ["replay", "--trace", "t.csv", "--nodes", "2", "--policy", "srtf", "--json"],
+            json_out=True,
+        ),
     ]
 
 
 # -- mutations ------------------------------------------------------------------------------------
-HOSTILE = [b"1e308", b"1.0e+308", b"-1", b"0", b"nan", b".nan", b"NaN", b"inf", b".inf", b"-.inf",
-           b"Infinity", b"9" * 400, b"1" * 5000, b"!!int 1e3", b"!!float x", b"~", b"null", b"''",
-           b'""', b"[]", b"{}", b"[{a: 1}]", b"{a: {}}", b"\xff\xfe", b"\x00", b"\xc3", b"true",
-           b"1700000000000", b"2020-01-01", b"2020-13-45 99:99:99", b"1:20:30",
-           b"0x7fffffffffffffff",
-           b"-0", b"1e-320", b"4.9e-324", b"&a [1]", b"*a", b"*zz", b"!!python/object:os.system",
-           b"? [1, 2]\n: 3", b"<<: {a: 1}", b"%YAML 1.2", b"---", b"...", b"\t", b",", b"-",
-           b"10-", b"1--2", b"\r\n", b'"\\ud800"', b"100000000", b"1e9", b"[" * 40, b"{" * 40,
-           b"\xef\xbb\xbf"]
+HOSTILE = [
+    b"1e308",
+    b"1.0e+308",
+    b"-1",
+    b"0",
+    b"nan",
+    b".nan",
+    b"NaN",
+    b"inf",
+    b".inf",
+    b"-.inf",
+    b"Infinity",
+    b"9" * 400,
+    b"1" * 5000,
+    b"!!int 1e3",
+    b"!!float x",
+    b"~",
+    b"null",
+    b"''",
+    b'""',
+    b"[]",
+    b"{}",
+    b"[{a: 1}]",
+    b"{a: {}}",
+    b"\xff\xfe",
+    b"\x00",
+    b"\xc3",
+    b"true",
+    b"1700000000000",
+    b"2020-01-01",
+    b"2020-13-45 99:99:99",
+    b"1:20:30",
+    b"0x7fffffffffffffff",
+    b"-0",
+    b"1e-320",
+    b"4.9e-324",
+    b"&a [1]",
+    b"*a",
+    b"*zz",
+    b"!!python/object:os.system",
+    b"? [1, 2]\n: 3",
+    b"<<: {a: 1}",
+    b"%YAML 1.2",
+    b"---",
+    b"...",
+    b"\t",
+    b",",
+    b"-",
+    b"10-",
+    b"1--2",
+    b"\r\n",
+    b'"\\ud800"',
+    b"100000000",
+    b"1e9",
+    b"[" * 40,
+    b"{" * 40,
+    b"\xef\xbb\xbf",
+]
 
 
 def alias_bomb() -> bytes:
@@ -211,7 +375,7 @@ def mutate(seed: bytes, rng: random.Random) -> bytes:
             del data[pos:end]
         elif op == 3 and data:  # duplicate a span
             start = rng.randrange(len(data))
-            span = data[start:start + rng.randrange(1, 80)]
+            span = data[start : start + rng.randrange(1, 80)]
             data[pos:pos] = span * rng.randrange(1, 4)
         elif op in (4, 5, 6):  # a hostile token over a value
             data = bytearray(_replace_token(bytes(data), rng.choice(HOSTILE), rng))
@@ -374,8 +538,15 @@ class Pool:
 KINDS = ("clean", "accepted", "traceback", "hang", "crash")
 
 
-def fuzz(target: Target, runs: int, seed: int, timeout: float, pool: Pool,
-         failures: Path | None, log: Callable[[str], None]) -> dict:
+def fuzz(
+    target: Target,
+    runs: int,
+    seed: int,
+    timeout: float,
+    pool: Pool,
+    failures: Path | None,
+    log: Callable[[str], None],
+) -> dict:
     rng = random.Random(f"{seed}:{target.name}")
     counts = dict.fromkeys(KINDS, 0)
     examples: dict[str, list[str]] = {}
@@ -394,8 +565,12 @@ def fuzz(target: Target, runs: int, seed: int, timeout: float, pool: Pool,
                 seen.append(path.name)
         if (i + 1) % 1000 == 0:
             log(f"  {target.name}: {i + 1}/{runs} {counts}")
-    return {"runs": runs, **counts, "seconds": round(time.perf_counter() - started, 1),
-            "bad": {k: v for k, v in examples.items()}}
+    return {
+        "runs": runs,
+        **counts,
+        "seconds": round(time.perf_counter() - started, 1),
+        "bad": {k: v for k, v in examples.items()},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -418,19 +593,34 @@ def main(argv: list[str] | None = None) -> int:
         names = set(args.only.split(","))
         chosen = [t for t in chosen if t.name in names]
     pool = Pool(args.memory_mb)
-    report = {"command": "python benchmarks/fuzz.py " + " ".join(argv or sys.argv[1:]),
-              "runs_per_reader": args.runs, "seed": args.seed, "timeout_s": args.timeout,
-              "memory_mb": args.memory_mb, "readers": {}}
+    report = {
+        "command": "python benchmarks/fuzz.py " + " ".join(argv or sys.argv[1:]),
+        "runs_per_reader": args.runs,
+        "seed": args.seed,
+        "timeout_s": args.timeout,
+        "memory_mb": args.memory_mb,
+        "readers": {},
+    }
     failures = args.out.parent / "fuzz-failures"
     try:
         for target in chosen:
             print(f"{target.name} ...", file=sys.stderr, flush=True)
-            report["readers"][target.name] = fuzz(target, args.runs, args.seed, args.timeout, pool,
-                                                  failures, lambda m: print(m, file=sys.stderr,
-                                                                            flush=True))
+            report["readers"][target.name] = fuzz(
+                target,
+                args.runs,
+                args.seed,
+                args.timeout,
+                pool,
+                failures,
+                lambda m: print(m, file=sys.stderr, flush=True),
+            )
             r = report["readers"][target.name]
-            print(f"{target.name:14} " + "  ".join(f"{k} {r[k]}" for k in KINDS)
-                  + f"  ({r['seconds']} s)", flush=True)
+            print(
+                f"{target.name:14} "
+                + "  ".join(f"{k} {r[k]}" for k in KINDS)
+                + f"  ({r['seconds']} s)",
+                flush=True,
+            )
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(report, indent=1) + "\n")
     finally:

@@ -8,6 +8,7 @@ median <= 2 s. Writes benchmarks/results/plan_speed.json. Usage:
 
     python benchmarks/plan_speed.py [--runs 7] [--pending 5000] [--nodes 1024] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         files = {"json": Path(tmp) / "state.json", "yaml": Path(tmp) / "state.yaml"}
         files["json"].write_text(json.dumps(state), encoding="utf-8")
-        files["yaml"].write_text(yaml.dump(state, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)),
-                                 encoding="utf-8")
+        files["yaml"].write_text(
+            yaml.dump(state, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)), encoding="utf-8"
+        )
         first, _ = time_plan(files["json"])
         for fmt, path in files.items():
             runs, outputs = [], set()
@@ -67,17 +69,27 @@ def main() -> None:
                 outputs.add(text)
             plan = json.loads(text)
             row = {
-                "format": fmt, "nodes": args.nodes, "gpus": args.nodes * 8, "running": len(state["running"]),
-                "pending": len(state["pending"]), "seed": args.seed, "runs": args.runs,
-                "median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs),
+                "format": fmt,
+                "nodes": args.nodes,
+                "gpus": args.nodes * 8,
+                "running": len(state["running"]),
+                "pending": len(state["pending"]),
+                "seed": args.seed,
+                "runs": args.runs,
+                "median_s": statistics.median(runs),
+                "min_s": min(runs),
+                "max_s": max(runs),
                 "identical_outputs": len(outputs) == 1,
                 "actions": dict(sorted(Counter(d["action"] for d in plan["decisions"]).items())),
-                "guaranteed_in_plan": len(plan["lease_plan"]), "solver": plan["solver"],
+                "guaranteed_in_plan": len(plan["lease_plan"]),
+                "solver": plan["solver"],
             }
             rows.append(row)
-            print(f"{fmt:4s} {row['gpus']} GPUs, {row['running']} running + {row['pending']} pending: "
-                  f"median {row['median_s']:.3f} s (min {row['min_s']:.3f}, max {row['max_s']:.3f}, "
-                  f"{args.runs} runs), identical outputs: {row['identical_outputs']}, actions {row['actions']}")
+            print(
+                f"{fmt:4s} {row['gpus']} GPUs, {row['running']} running + {row['pending']} pending: "
+                f"median {row['median_s']:.3f} s (min {row['min_s']:.3f}, max {row['max_s']:.3f}, "
+                f"{args.runs} runs), identical outputs: {row['identical_outputs']}, actions {row['actions']}"
+            )
     print(f"first run in a fresh process (with imports): {first:.3f} s")
     RESULTS.mkdir(exist_ok=True)
     out = {"first_run_with_imports_s": first, "python": sys.version.split()[0], "results": rows}

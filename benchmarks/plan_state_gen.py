@@ -9,6 +9,7 @@ that leaves room for it). Usage:
 
     python benchmarks/plan_state_gen.py -o state.json [--nodes 1024] [--pending 5000] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,15 @@ SIZES = np.array([1, 2, 4, 8, 16, 32])
 SIZE_P = np.array([0.45, 0.2, 0.15, 0.15, 0.04, 0.01])
 
 
-def generate(*, nodes: int = 1024, gpus_per_node: int = 8, pending: int = 5000, busy: float = 0.8,
-             now: float = 86_400.0, seed: int = 0) -> dict:
+def generate(
+    *,
+    nodes: int = 1024,
+    gpus_per_node: int = 8,
+    pending: int = 5000,
+    busy: float = 0.8,
+    now: float = 86_400.0,
+    seed: int = 0,
+) -> dict:
     """The state as a mapping (dump it as YAML or JSON)."""
     rng = np.random.default_rng(seed)
     width = len(str(nodes - 1))
@@ -48,11 +56,18 @@ def generate(*, nodes: int = 1024, gpus_per_node: int = 8, pending: int = 5000, 
             job["deadlines"] = [{"at": at, "value": 1.0}]
             job["guaranteed_deadline"] = at
         running.append(job)
-    waiting = [_job(rng, f"p{i}", int(rng.choice(SIZES, p=SIZE_P)), now - float(rng.uniform(0, 3600)), now)
-               for i in range(pending)]
-    return {"now": now, "lease": 1200, "policy": "chronus",
-            "cluster": {"nodes": nodes, "gpus_per_node": gpus_per_node},
-            "running": running, "pending": waiting}
+    waiting = [
+        _job(rng, f"p{i}", int(rng.choice(SIZES, p=SIZE_P)), now - float(rng.uniform(0, 3600)), now)
+        for i in range(pending)
+    ]
+    return {
+        "now": now,
+        "lease": 1200,
+        "policy": "chronus",
+        "cluster": {"nodes": nodes, "gpus_per_node": gpus_per_node},
+        "running": running,
+        "pending": waiting,
+    }
 
 
 def _job(rng: np.random.Generator, job_id: str, gpus: int, submit: float, now: float) -> dict:
@@ -61,8 +76,10 @@ def _job(rng: np.random.Generator, job_id: str, gpus: int, submit: float, now: f
     if rng.random() < 0.7:
         first = max(submit + estimate * float(rng.uniform(1.2, 3.0)), now + 60)
         options = 1 if rng.random() < 0.67 else int(rng.integers(2, 4))
-        job["deadlines"] = [{"at": round(first * (1 + 0.5 * k), 1), "value": float(options - k)}
-                            for k in range(options)]
+        job["deadlines"] = [
+            {"at": round(first * (1 + 0.5 * k), 1), "value": float(options - k)}
+            for k in range(options)
+        ]
     return job
 
 
@@ -74,7 +91,9 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    state = generate(nodes=args.nodes, gpus_per_node=args.gpus_per_node, pending=args.pending, seed=args.seed)
+    state = generate(
+        nodes=args.nodes, gpus_per_node=args.gpus_per_node, pending=args.pending, seed=args.seed
+    )
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(state, f)
     print(f"{args.output}: {len(state['running'])} running, {len(state['pending'])} pending jobs")

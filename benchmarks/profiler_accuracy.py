@@ -17,6 +17,7 @@ median after dropping the first (warm-up) iteration.
 
     PYTHONPATH=. python benchmarks/profiler_accuracy.py [--traces DIR] [--inter-node linear|ring]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,11 @@ def ape(predicted: float, measured: float) -> float:
 
 
 def summary(errors: list[float]) -> dict:
-    return {"n": len(errors), "median_ape": float(np.median(errors)) if errors else None,
-            "worst_ape": float(np.max(errors)) if errors else None}
+    return {
+        "n": len(errors),
+        "median_ape": float(np.median(errors)) if errors else None,
+        "worst_ape": float(np.max(errors)) if errors else None,
+    }
 
 
 def trace_groups(traces: Path) -> dict[str, list[Sample]]:
@@ -61,22 +65,33 @@ def evaluate_group(samples: list[Sample], inter_node: str) -> dict:
         return result
     profile = Profile(inter_node=inter_node).fit(Samples(tuple(train)))
     coef = profile.coef_
-    result["fit"] = {"batch_cap_gpus": coef.batch_cap_gpus, "compute": coef.compute,
-                     "overhead": coef.overhead, "intra": coef.intra, "inter": coef.inter,
-                     "iteration_cv": profile.iteration_cv_, "model_cv": profile.model_cv_}
+    result["fit"] = {
+        "batch_cap_gpus": coef.batch_cap_gpus,
+        "compute": coef.compute,
+        "overhead": coef.overhead,
+        "intra": coef.intra,
+        "inter": coef.inter,
+        "iteration_cv": profile.iteration_cv_,
+        "model_cv": profile.model_cv_,
+    }
     extrapolation = {}
     for s in test:
         est = profile.predict(placement=s.placement)
         measured = float(np.median(s.seconds))
-        extrapolation[str(s.gpus)] = {"measured": measured, "predicted": est.iteration_seconds,
-                                      "ape": ape(est.iteration_seconds, measured),
-                                      "in_band": est.low <= measured <= est.high}
-    result["extrapolation"] = {"per_gpus": extrapolation,
-                               **summary([e["ape"] for e in extrapolation.values()])}
+        extrapolation[str(s.gpus)] = {
+            "measured": measured,
+            "predicted": est.iteration_seconds,
+            "ape": ape(est.iteration_seconds, measured),
+            "in_band": est.low <= measured <= est.high,
+        }
+    result["extrapolation"] = {
+        "per_gpus": extrapolation,
+        **summary([e["ape"] for e in extrapolation.values()]),
+    }
     loo, baseline = {}, []
     one_gpu = [float(np.median(s.seconds)) for s in train if s.gpus == 1]
     for i, held in enumerate(train):
-        rest = train[:i] + train[i + 1:]
+        rest = train[:i] + train[i + 1 :]
         if not any(s.nodes == 2 for s in rest):
             continue
         profile = Profile(inter_node=inter_node).fit(Samples(tuple(rest)))
@@ -85,8 +100,11 @@ def evaluate_group(samples: list[Sample], inter_node: str) -> dict:
         loo[str(held.gpus)] = ape(est.iteration_seconds, measured)
         if one_gpu and held.gpus != 1:
             baseline.append(ape(one_gpu[0], measured))
-    result["leave_one_out"] = {"per_gpus": loo, **summary(list(loo.values())),
-                               "baseline_1gpu": summary(baseline)}
+    result["leave_one_out"] = {
+        "per_gpus": loo,
+        **summary(list(loo.values())),
+        "baseline_1gpu": summary(baseline),
+    }
     return result
 
 
@@ -106,14 +124,18 @@ def evaluate_model_info(path: Path) -> dict:
                 if s.nodes <= 2:
                     continue
                 est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
-                errors[f"{s.gpus}x{s.nodes}"] = {"ape": ape(est.iteration_seconds, measured),
-                                                 "in_band": est.low <= measured <= est.high}
+                errors[f"{s.gpus}x{s.nodes}"] = {
+                    "ape": ape(est.iteration_seconds, measured),
+                    "in_band": est.low <= measured <= est.high,
+                }
                 covered += est.low <= measured <= est.high
-            per_model[model] = {"per_entry": errors,
-                                **summary([e["ape"] for e in errors.values()])}
+            per_model[model] = {"per_entry": errors, **summary([e["ape"] for e in errors.values()])}
             everything += [e["ape"] for e in errors.values()]
-        out[shape] = {"models": per_model, "all": summary(everything),
-                      "band_coverage": covered / len(everything)}
+        out[shape] = {
+            "models": per_model,
+            "all": summary(everything),
+            "band_coverage": covered / len(everything),
+        }
     return out
 
 
@@ -127,21 +149,33 @@ def evaluate_throughputs(directory: Path) -> dict:
         gpus = [int(g) for g in rows[0][1:]]
         for row in rows[1:]:
             name = f"{path.stem}/batch {row[0]}"
-            samples = [Sample(name, packed(g, GPUS_PER_NODE), np.array([1.0 / float(v)]),
-                              f"{path}: {name}, {g} GPUs")
-                       for g, v in zip(gpus, row[1:]) if v.strip()]
+            samples = [
+                Sample(
+                    name,
+                    packed(g, GPUS_PER_NODE),
+                    np.array([1.0 / float(v)]),
+                    f"{path}: {name}, {g} GPUs",
+                )
+                for g, v in zip(gpus, row[1:])
+                if v.strip()
+            ]
             train = [s for s in samples if s.nodes <= 2]
             profile = Profile().fit(Samples(tuple(train)))
             errors = {}
             for s in (s for s in samples if s.nodes > 2):
                 est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
-                errors[str(s.gpus)] = {"ape": ape(est.iteration_seconds, measured),
-                                       "in_band": est.low <= measured <= est.high}
+                errors[str(s.gpus)] = {
+                    "ape": ape(est.iteration_seconds, measured),
+                    "in_band": est.low <= measured <= est.high,
+                }
                 covered += est.low <= measured <= est.high
             per_table[name] = {"per_gpus": errors, **summary([e["ape"] for e in errors.values()])}
             everything += [e["ape"] for e in errors.values()]
-    return {"tables": per_table, "all": summary(everything),
-            "band_coverage": covered / len(everything) if everything else None}
+    return {
+        "tables": per_table,
+        "all": summary(everything),
+        "band_coverage": covered / len(everything) if everything else None,
+    }
 
 
 def fmt(x: float | None) -> str:
@@ -151,51 +185,77 @@ def fmt(x: float | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=Path, default=ROOT / "traces" / "training_trace")
-    parser.add_argument("--model-info", type=Path,
-                        default=ROOT / "traces" / "training_trace" / "model_info.json")
+    parser.add_argument(
+        "--model-info", type=Path, default=ROOT / "traces" / "training_trace" / "model_info.json"
+    )
     parser.add_argument("--inter-node", choices=INTER_NODE_SHAPES, default="linear")
-    parser.add_argument("--throughputs", type=Path,
-                        help="also predict 4- and 8-node runs of ElasticFlow's A100 throughput "
-                             "tables in DIR (not shipped: e.g. a copy of ElasticFlow's "
-                             "scheduler/throughputs_A100)")
-    parser.add_argument("--out", type=Path,
-                        default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json")
+    parser.add_argument(
+        "--throughputs",
+        type=Path,
+        help="also predict 4- and 8-node runs of ElasticFlow's A100 throughput "
+        "tables in DIR (not shipped: e.g. a copy of ElasticFlow's "
+        "scheduler/throughputs_A100)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json"
+    )
     args = parser.parse_args(argv)
 
-    traces = {name: evaluate_group(samples, args.inter_node)
-              for name, samples in trace_groups(args.traces).items()}
+    traces = {
+        name: evaluate_group(samples, args.inter_node)
+        for name, samples in trace_groups(args.traces).items()
+    }
     print(f"training traces ({args.traces}), inter_node={args.inter_node}; APE in %")
-    print(f"{'model':24s} {'fit on GPUs':18s} {'cap':>4s} {'extrap n':>8s} {'median':>7s} "
-          f"{'worst':>7s} {'LOO n':>6s} {'median':>7s} {'worst':>7s} {'1-GPU baseline med':>19s}")
+    print(
+        f"{'model':24s} {'fit on GPUs':18s} {'cap':>4s} {'extrap n':>8s} {'median':>7s} "
+        f"{'worst':>7s} {'LOO n':>6s} {'median':>7s} {'worst':>7s} {'1-GPU baseline med':>19s}"
+    )
     for name, r in traces.items():
         if "error" in r:
             print(f"{name:24s} {','.join(map(str, r['train_gpus'])):18s} {r['error']}")
             continue
         ex, loo = r["extrapolation"], r["leave_one_out"]
         cap = r["fit"]["batch_cap_gpus"]
-        print(f"{name:24s} {','.join(map(str, r['train_gpus'])):18s} {cap or '-':>4} {ex['n']:8d} "
-              f"{fmt(ex['median_ape']):>7s} {fmt(ex['worst_ape']):>7s} {loo['n']:6d} "
-              f"{fmt(loo['median_ape']):>7s} {fmt(loo['worst_ape']):>7s} "
-              f"{fmt(loo['baseline_1gpu']['median_ape']):>19s}")
+        print(
+            f"{name:24s} {','.join(map(str, r['train_gpus'])):18s} {cap or '-':>4} {ex['n']:8d} "
+            f"{fmt(ex['median_ape']):>7s} {fmt(ex['worst_ape']):>7s} {loo['n']:6d} "
+            f"{fmt(loo['median_ape']):>7s} {fmt(loo['worst_ape']):>7s} "
+            f"{fmt(loo['baseline_1gpu']['median_ape']):>19s}"
+        )
     model_info = evaluate_model_info(args.model_info)
     print("\nmodel_info.json: fit on 1-2 node entries, predict 4-node entries; APE in %")
     for shape, r in model_info.items():
-        per = ", ".join(f"{m} {fmt(v['median_ape'])}/{fmt(v['worst_ape'])}"
-                        for m, v in r["models"].items())
-        print(f"  {shape:6s} all: median {fmt(r['all']['median_ape'])} worst "
-              f"{fmt(r['all']['worst_ape'])} band coverage {r['band_coverage']:.2f}   "
-              f"(median/worst per model: {per})")
+        per = ", ".join(
+            f"{m} {fmt(v['median_ape'])}/{fmt(v['worst_ape'])}" for m, v in r["models"].items()
+        )
+        print(
+            f"  {shape:6s} all: median {fmt(r['all']['median_ape'])} worst "
+            f"{fmt(r['all']['worst_ape'])} band coverage {r['band_coverage']:.2f}   "
+            f"(median/worst per model: {per})"
+        )
     throughputs = evaluate_throughputs(args.throughputs) if args.throughputs else None
     if throughputs:
         print(f"\n{args.throughputs}: fit on <= 16 GPUs (2 nodes), predict 32 and 64; APE in %")
-        print(f"  all: median {fmt(throughputs['all']['median_ape'])} worst "
-              f"{fmt(throughputs['all']['worst_ape'])} band coverage "
-              f"{throughputs['band_coverage']:.2f} (n {throughputs['all']['n']})")
+        print(
+            f"  all: median {fmt(throughputs['all']['median_ape'])} worst "
+            f"{fmt(throughputs['all']['worst_ape'])} band coverage "
+            f"{throughputs['band_coverage']:.2f} (n {throughputs['all']['n']})"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"traces_dir": str(args.traces), "inter_node": args.inter_node,
-                                    "gpus_per_node": GPUS_PER_NODE, "traces": traces,
-                                    "model_info": model_info, "throughputs": throughputs},
-                                   indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "traces_dir": str(args.traces),
+                "inter_node": args.inter_node,
+                "gpus_per_node": GPUS_PER_NODE,
+                "traces": traces,
+                "model_info": model_info,
+                "throughputs": throughputs,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {args.out}")
     return 0
 

@@ -8,6 +8,7 @@ Each run is a fresh ``python -m chronus_py replay`` of ``--source`` (default: th
 two checkouts can be measured with the same script. ``--compare`` reports, per run, the metrics
 that differ (wall time aside) and exits 1 if any does.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,24 @@ CLOCK = {"wall_seconds"}
 
 def replay(source: Path, trace: str, policy: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(source)}
-    done = subprocess.run([sys.executable, "-m", "chronus_py", "replay", "--trace", trace, "--policy", policy,
-                           "--json"], cwd=source, env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "replay",
+            "--trace",
+            trace,
+            "--policy",
+            policy,
+            "--json",
+        ],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -40,14 +57,19 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--out", default="replay_all.json")
     parser.add_argument("--compare", type=Path, help="an earlier output of this script")
-    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated (default: all)")
+    parser.add_argument(
+        "--policies", default=",".join(POLICIES), help="comma-separated (default: all)"
+    )
     args = parser.parse_args()
     runs = {}
     for trace in TRACES:
         for policy in args.policies.split(","):
             runs[f"{trace}/{policy}"] = metrics = replay(args.source.resolve(), trace, policy)
-            print(f"{trace:12s} {policy:9s} DSR {metrics['slo_deadline_ratio']:.4f}  "
-                  f"{metrics['wall_seconds']:6.1f} s", flush=True)
+            print(
+                f"{trace:12s} {policy:9s} DSR {metrics['slo_deadline_ratio']:.4f}  "
+                f"{metrics['wall_seconds']:6.1f} s",
+                flush=True,
+            )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / args.out).write_text(json.dumps(runs, indent=1) + "\n")
     if args.compare is None:

@@ -11,6 +11,7 @@ service running in real time: a job is submitted, and a completion seen, some wa
 milliseconds (x ``--speed`` simulated seconds) after the replay would have. Writes
 benchmarks/results/serve_equivalence.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,13 @@ def replay_ratio(jobs) -> tuple[float, dict]:
 
 
 def body(job) -> dict:
-    out = {"id": job.id, "gpus": job.gpus, "estimate_seconds": job.duration,
-           "duration_seconds": job.duration,
-           "deadlines": [{"at": d.at, "value": d.value} for d in job.deadlines]}
+    out = {
+        "id": job.id,
+        "gpus": job.gpus,
+        "estimate_seconds": job.duration,
+        "duration_seconds": job.duration,
+        "deadlines": [{"at": d.at, "value": d.value} for d in job.deadlines],
+    }
     if job.iterations:
         out["iterations"] = job.iterations
     return out
@@ -66,16 +71,34 @@ def main() -> None:
     started = time.perf_counter()
     expected, replay_metrics = replay_ratio(jobs)
     replay_wall = time.perf_counter() - started
-    print(f"replay: {len(jobs)} jobs, first-deadline ratio {expected:.4f} ({replay_wall:.0f} s)",
-          flush=True)
+    print(
+        f"replay: {len(jobs)} jobs, first-deadline ratio {expected:.4f} ({replay_wall:.0f} s)",
+        flush=True,
+    )
 
     workdir = Path(tempfile.mkdtemp(prefix="serve-equiv-"))
     port = free_port()
     log = open(workdir / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "chronus_py", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--db", str(workdir / "chronus.db"),
-                             "--nodes", "120", "--gpus-per-node", "8", "--speed",
-                             str(args.speed)], stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--db",
+            str(workdir / "chronus.db"),
+            "--nodes",
+            "120",
+            "--gpus-per-node",
+            "8",
+            "--speed",
+            str(args.speed),
+        ],
+        stdout=log,
+        stderr=log,
+    )
     lags: list[float] = []
     try:
         for _ in range(600):
@@ -123,17 +146,25 @@ def main() -> None:
     served = sum(j["met_first_deadline"] for j in slo) / len(slo)
     lags.sort()
     out = {
-        "command": " ".join(["python", *sys.argv]), "cpus": os.cpu_count(),
-        "load_average_at_end": os.getloadavg(), "jobs": len(jobs), "slo_jobs": len(slo),
-        "speed": args.speed, "replay_first_deadline_ratio": expected,
-        "served_first_deadline_ratio": served, "difference": served - expected,
+        "command": " ".join(["python", *sys.argv]),
+        "cpus": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
+        "jobs": len(jobs),
+        "slo_jobs": len(slo),
+        "speed": args.speed,
+        "replay_first_deadline_ratio": expected,
+        "served_first_deadline_ratio": served,
+        "difference": served - expected,
         "within_0.005": abs(served - expected) <= 0.005,
         "replay_guaranteed_jobs": replay_metrics["guaranteed_jobs"],
-        "served_guaranteed_at_arrival": sum(j["admission"]["decision"] == "guaranteed"
-                                            for j in got),
+        "served_guaranteed_at_arrival": sum(
+            j["admission"]["decision"] == "guaranteed" for j in got
+        ),
         "served_guaranteed_jobs": sum(j["guaranteed"] is not None for j in got),
-        "submission_lag_sim_s_p50": lags[len(lags) // 2], "submission_lag_sim_s_max": lags[-1],
-        "serve_wall_s": total_wall, "replay_wall_s": replay_wall,
+        "submission_lag_sim_s_p50": lags[len(lags) // 2],
+        "submission_lag_sim_s_max": lags[-1],
+        "serve_wall_s": total_wall,
+        "replay_wall_s": replay_wall,
         "round_p50_ms": 1000 * health["round_seconds_p50"],
         "round_p99_ms": 1000 * health["round_seconds_p99"],
     }

@@ -14,6 +14,7 @@ file) as a subprocess. Phases:
 3. memory: keeps submitting until ``--total`` jobs exist, then reads the server's VmRSS.
 Writes benchmarks/results/serve_load.json (or ``--out``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,11 +62,11 @@ class Conn:
                     raise
 
 
-def job(i: int, rng: random.Random, now: float, gpus: int | None = None,
-        estimate: float | None = None) -> dict:
+def job(
+    i: int, rng: random.Random, now: float, gpus: int | None = None, estimate: float | None = None
+) -> dict:
     est = estimate or rng.choice((7200.0, 14400.0, 28800.0, 57600.0))
-    body = {"id": f"b{i}", "gpus": gpus or rng.choice((1, 1, 1, 2, 4, 8)),
-            "estimate_seconds": est}
+    body = {"id": f"b{i}", "gpus": gpus or rng.choice((1, 1, 1, 2, 4, 8)), "estimate_seconds": est}
     if rng.random() < 0.7:
         body["deadlines"] = [{"at": now + est * rng.uniform(1.5, 4.0)}]
     return body
@@ -121,10 +122,16 @@ def open_loop(port: int, bodies: list[dict], rate: float, connections: int = 16)
     elapsed = time.perf_counter() - start
     latencies.sort()
     pick = lambda q: latencies[min(int(q * len(latencies)), len(latencies) - 1)]  # noqa: E731
-    return {"requests": len(bodies), "target_rate": rate, "elapsed_s": elapsed,
-            "achieved_rate": len(bodies) / elapsed, "statuses": statuses,
-            "latency_p50_ms": 1000 * pick(0.5), "latency_p99_ms": 1000 * pick(0.99),
-            "latency_max_ms": 1000 * latencies[-1]}
+    return {
+        "requests": len(bodies),
+        "target_rate": rate,
+        "elapsed_s": elapsed,
+        "achieved_rate": len(bodies) / elapsed,
+        "statuses": statuses,
+        "latency_p50_ms": 1000 * pick(0.5),
+        "latency_p99_ms": 1000 * pick(0.99),
+        "latency_max_ms": 1000 * latencies[-1],
+    }
 
 
 def server_admission_quantiles(port: int) -> dict:
@@ -140,8 +147,10 @@ def server_admission_quantiles(port: int) -> dict:
             buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
     total = buckets[-1][1]
     pick = lambda q: next(b for b, n in buckets if n >= q * total)  # noqa: E731
-    return {"server_admission_p50_ms_at_most": 1000 * pick(0.5),
-            "server_admission_p99_ms_at_most": 1000 * pick(0.99)}
+    return {
+        "server_admission_p50_ms_at_most": 1000 * pick(0.5),
+        "server_admission_p99_ms_at_most": 1000 * pick(0.99),
+    }
 
 
 def rss_mb(pid: int) -> float:
@@ -161,10 +170,26 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="serve-load-"))
     port = free_port()
     log = open(workdir / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "chronus_py", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--db", str(workdir / "chronus.db"),
-                             "--nodes", "1024", "--gpus-per-node", "8", "--speed", "1"],
-                            stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--db",
+            str(workdir / "chronus.db"),
+            "--nodes",
+            "1024",
+            "--gpus-per-node",
+            "8",
+            "--speed",
+            "1",
+        ],
+        stdout=log,
+        stderr=log,
+    )
     try:
         for _ in range(600):
             try:
@@ -180,8 +205,12 @@ def main() -> None:
         submit_many(port, [job(1024 + i, rng, now) for i in range(5000)])
         time.sleep(1.0)
         cluster = Conn(port).call("GET", "/v1/cluster")[1]
-        fill = {"seconds": time.perf_counter() - t0, "running": cluster["running"],
-                "pending": cluster["pending"], "free_gpus": cluster["free_gpus"]}
+        fill = {
+            "seconds": time.perf_counter() - t0,
+            "running": cluster["running"],
+            "pending": cluster["pending"],
+            "free_gpus": cluster["free_gpus"],
+        }
         print("fill:", fill, flush=True)
         n = int(args.rate * args.seconds)
         load = open_loop(port, [job(10_000 + i, rng, now) for i in range(n)], args.rate)
@@ -194,14 +223,23 @@ def main() -> None:
         have = 6024 + n
         t1 = time.perf_counter()
         submit_many(port, [job(200_000 + i, rng, now) for i in range(args.total - have)])
-        memory = {"jobs": args.total, "seconds": time.perf_counter() - t1,
-                  "rss_mb": rss_mb(proc.pid)}
+        memory = {
+            "jobs": args.total,
+            "seconds": time.perf_counter() - t1,
+            "rss_mb": rss_mb(proc.pid),
+        }
         print("memory:", memory, flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-    out = {"command": " ".join(["python", *sys.argv]), "cpus": os.cpu_count(),
-           "load_average_at_end": os.getloadavg(), "fill": fill, "load": load, "memory": memory}
+    out = {
+        "command": " ".join(["python", *sys.argv]),
+        "cpus": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
+        "fill": fill,
+        "load": load,
+        "memory": memory,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))

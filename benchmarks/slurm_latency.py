@@ -14,6 +14,7 @@ first line the job's script prints (``date +%s.%N``), so it includes Slurm's own
 
     sudo PYTHONPATH=. python benchmarks/slurm_latency.py [--samples 40]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,13 @@ def decision_times(log: Path) -> dict[str, float]:
 def stats(xs: list[float]) -> dict:
     xs = sorted(xs)
     p99 = xs[min(len(xs) - 1, round(0.99 * (len(xs) - 1)))]
-    return {"median_s": round(statistics.median(xs), 3), "p99_s": round(p99, 3),
-            "min_s": round(xs[0], 3), "max_s": round(xs[-1], 3), "n": len(xs)}
+    return {
+        "median_s": round(statistics.median(xs), 3),
+        "p99_s": round(p99, 3),
+        "min_s": round(xs[0], 3),
+        "max_s": round(xs[-1], 3),
+        "n": len(xs),
+    }
 
 
 def main() -> int:
@@ -83,16 +89,23 @@ def main() -> int:
                 submits, runs = {}, {}
                 for _ in range(args.samples):
                     t0 = time.time()
-                    sid = lab.sbatch("--hold", "--gres=gpu:1", "--comment",
-                                     "chronus: estimate=1", script=workload(1))
+                    sid = lab.sbatch(
+                        "--hold",
+                        "--gres=gpu:1",
+                        "--comment",
+                        "chronus: estimate=1",
+                        script=workload(1),
+                    )
                     submits[sid], runs[sid] = t0, started(lab, sid)
                 decided = decision_times(serve.log)
     out["plain_slurm_submit_to_running"] = stats(plain)
     out["chronus_submit_to_running"] = stats([runs[s] - submits[s] for s in runs])
     out["chronus_decision_to_running"] = stats([runs[s] - decided[f"slurm-{s}"] for s in runs])
-    out["chronus_overhead_median_s"] = round(out["chronus_submit_to_running"]["median_s"]
-                                             - out["plain_slurm_submit_to_running"]["median_s"],
-                                             3)
+    out["chronus_overhead_median_s"] = round(
+        out["chronus_submit_to_running"]["median_s"]
+        - out["plain_slurm_submit_to_running"]["median_s"],
+        3,
+    )
     print(json.dumps(out, indent=2))
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")

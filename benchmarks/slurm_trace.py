@@ -11,6 +11,7 @@ steps; outcomes are read from Slurm's own records (submit, end, requeues).
     sudo PYTHONPATH=. python benchmarks/slurm_trace.py [--jobs 200] [--scale 120]
         [--deadline-hours 2 4]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,38 +33,69 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=200)
     p.add_argument("--scale", type=float, default=120.0)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--deadline-hours", type=float, nargs=2, default=(2.0, 4.0),
-                   metavar=("LO", "HI"), help="deadlines: LO-HI hours plus 1-3 times the work")
-    p.add_argument("--modes", nargs="+", choices=("slurm-fifo", "chronus"),
-                   default=["slurm-fifo", "chronus"])
-    p.add_argument("--exact", action="store_true",
-                   help="tell chronus the work each script really does (whole wall seconds) "
-                        "instead of the trace's work")
-    p.add_argument("--time-limit", type=float, default=0.5,
-                   help="chronus's solver time limit per plan, s (the service's --time-limit)")
+    p.add_argument(
+        "--deadline-hours",
+        type=float,
+        nargs=2,
+        default=(2.0, 4.0),
+        metavar=("LO", "HI"),
+        help="deadlines: LO-HI hours plus 1-3 times the work",
+    )
+    p.add_argument(
+        "--modes", nargs="+", choices=("slurm-fifo", "chronus"), default=["slurm-fifo", "chronus"]
+    )
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="tell chronus the work each script really does (whole wall seconds) "
+        "instead of the trace's work",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.5,
+        help="chronus's solver time limit per plan, s (the service's --time-limit)",
+    )
     args = p.parse_args()
     why = why_not_here()
     if why:
         print(why, file=sys.stderr)
         return 2
     jobs = synthetic_trace(args.jobs, seed=args.seed, deadline_hours=tuple(args.deadline_hours))
-    results = RESULTS if tuple(args.deadline_hours) == (2.0, 4.0) else RESULTS.with_name(
-        "slurm_trace_deadlines_{:g}-{:g}h.json".format(*args.deadline_hours))
+    results = (
+        RESULTS
+        if tuple(args.deadline_hours) == (2.0, 4.0)
+        else RESULTS.with_name("slurm_trace_deadlines_{:g}-{:g}h.json".format(*args.deadline_hours))
+    )
     if args.exact or args.modes != ["slurm-fifo", "chronus"]:
-        results = results.with_name(f"{results.stem}_{'_'.join(args.modes)}"
-                                    f"{'_exact' if args.exact else ''}.json")
-    out: dict = {"jobs": args.jobs, "scale": args.scale, "seed": args.seed,
-                 "nodes": 4, "gpus_per_node": 4, "time_limit": args.time_limit, "exact": args.exact,
-                 "deadline_hours": list(args.deadline_hours),
-                 "machine": platform.node(), "runs": {}}
+        results = results.with_name(
+            f"{results.stem}_{'_'.join(args.modes)}{'_exact' if args.exact else ''}.json"
+        )
+    out: dict = {
+        "jobs": args.jobs,
+        "scale": args.scale,
+        "seed": args.seed,
+        "nodes": 4,
+        "gpus_per_node": 4,
+        "time_limit": args.time_limit,
+        "exact": args.exact,
+        "deadline_hours": list(args.deadline_hours),
+        "machine": platform.node(),
+        "runs": {},
+    }
     for mode in args.modes:
         with tempfile.TemporaryDirectory(prefix=f"slurm-trace-{mode}-") as tmp:
             with SlurmLab(Path(tmp) / "lab", nodes=4, gpus_per_node=4) as lab:
                 t0 = time.monotonic()
-                outcomes = run(lab, jobs, chronus=mode == "chronus", scale=args.scale,
-                               workdir=Path(tmp),
-                               serve_args=("--time-limit", f"{args.time_limit:g}"),
-                               exact=args.exact)
+                outcomes = run(
+                    lab,
+                    jobs,
+                    chronus=mode == "chronus",
+                    scale=args.scale,
+                    workdir=Path(tmp),
+                    serve_args=("--time-limit", f"{args.time_limit:g}"),
+                    exact=args.exact,
+                )
                 s = summary(outcomes)
                 s["wall_s"] = round(time.monotonic() - t0, 1)
         out["runs"][mode] = s

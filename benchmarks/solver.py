@@ -18,6 +18,7 @@ and 5,000 jobs x 48 slots on 8,192 GPUs (``chronus plan`` scale).
 Writes benchmarks/results/<out> and prints one row per (scale, kind, backend). "gain" is the
 objective minus the greedy plan's objective (value units; slot-0 terms are fractions of one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,14 +72,16 @@ def instance(kind: str, seed: int, jobs: int, slots: int, gpus: int) -> LeasePro
     capacity = np.full(slots, max(32, round(work / span / OVERLOAD)), dtype=np.int64)
     decided = admit(LeaseProblem(capacity, ()), pool[: jobs // 2])
     fixed = tuple(_fix(j) for j in pool[: jobs // 2] if decided.option[j.id] is not None)
-    return LeaseProblem(capacity, fixed + tuple(pool[jobs // 2:]), objective)
+    return LeaseProblem(capacity, fixed + tuple(pool[jobs // 2 :]), objective)
 
 
 def _fix(job: LeaseJob) -> LeaseJob:
     return LeaseJob(job.id, job.gpus, job.options, fixed=True, running=job.running)
 
 
-def run(scales: dict, kinds: tuple[str, ...], seeds: int, time_limit: float, backends: tuple[str, ...]) -> list[dict]:
+def run(
+    scales: dict, kinds: tuple[str, ...], seeds: int, time_limit: float, backends: tuple[str, ...]
+) -> list[dict]:
     rows = []
     for scale, shape in scales.items():
         for kind in kinds:
@@ -94,18 +97,31 @@ def run(scales: dict, kinds: tuple[str, ...], seeds: int, time_limit: float, bac
                     gains.append(sol.stats.objective - sol.stats.greedy_objective)
                     statuses.append(sol.stats.status)
                     fallbacks += sol.stats.fallback
-                row = dict(scale=scale, kind=kind, backend=backend, seeds=seeds, time_limit_s=time_limit,
-                           jobs=int(np.median([len(p.jobs) for p in problems])),
-                           rows=int(np.median(n_rows)), slots=int(problems[0].horizon),
-                           wall_median_s=float(np.median(walls)), wall_p99_s=float(np.percentile(walls, 99)),
-                           wall_max_s=float(max(walls)),
-                           gain_vs_greedy_mean=float(np.mean(gains)), gain_vs_greedy_max=float(max(gains)),
-                           statuses={s: statuses.count(s) for s in sorted(set(statuses))}, fallbacks=fallbacks)
+                row = dict(
+                    scale=scale,
+                    kind=kind,
+                    backend=backend,
+                    seeds=seeds,
+                    time_limit_s=time_limit,
+                    jobs=int(np.median([len(p.jobs) for p in problems])),
+                    rows=int(np.median(n_rows)),
+                    slots=int(problems[0].horizon),
+                    wall_median_s=float(np.median(walls)),
+                    wall_p99_s=float(np.percentile(walls, 99)),
+                    wall_max_s=float(max(walls)),
+                    gain_vs_greedy_mean=float(np.mean(gains)),
+                    gain_vs_greedy_max=float(max(gains)),
+                    statuses={s: statuses.count(s) for s in sorted(set(statuses))},
+                    fallbacks=fallbacks,
+                )
                 rows.append(row)
-                print(f"{scale:16} {kind:6} {backend:7} jobs={row['jobs']:5} rows={row['rows']:5} "
-                      f"T={row['slots']:3}  median {row['wall_median_s']:7.3f}s  p99 {row['wall_p99_s']:7.3f}s  "
-                      f"gain {row['gain_vs_greedy_mean']:+9.3f} (max {row['gain_vs_greedy_max']:+8.3f})  "
-                      f"{row['statuses']}", flush=True)
+                print(
+                    f"{scale:16} {kind:6} {backend:7} jobs={row['jobs']:5} rows={row['rows']:5} "
+                    f"T={row['slots']:3}  median {row['wall_median_s']:7.3f}s  p99 {row['wall_p99_s']:7.3f}s  "
+                    f"gain {row['gain_vs_greedy_mean']:+9.3f} (max {row['gain_vs_greedy_max']:+8.3f})  "
+                    f"{row['statuses']}",
+                    flush=True,
+                )
     return rows
 
 
@@ -114,7 +130,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--time-limit", type=float, default=1.0)
     ap.add_argument("--quick", action="store_true", help="Philly scale only, 2 seeds")
-    ap.add_argument("--scales", default=",".join(SCALES), help="comma-separated subset of " + ", ".join(SCALES))
+    ap.add_argument(
+        "--scales", default=",".join(SCALES), help="comma-separated subset of " + ", ".join(SCALES)
+    )
     ap.add_argument("--out", default="solver.json", help="file name under benchmarks/results/")
     ap.add_argument("--backends", default="greedy,cpsat,cbc")
     args = ap.parse_args()
@@ -122,16 +140,25 @@ def main() -> None:
     # about 0.4 s of imports (ortools pulls in pandas), once per process, not per round.
     import ortools.sat.python.cp_model  # noqa: F401
     import pulp  # noqa: F401
+
     names = ["philly-300x200"] if args.quick else args.scales.split(",")
     scales = {name: SCALES[name] for name in names}
     seeds = 2 if args.quick else args.seeds
     rows = run(scales, ("plan", "mixed"), seeds, args.time_limit, tuple(args.backends.split(",")))
     out = Path(__file__).parent / "results" / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(machine=platform.platform(), python=platform.python_version(),
-                                   command=f"python benchmarks/solver.py --seeds {seeds} --time-limit {args.time_limit} "
-                                           f"--scales {','.join(names)} --backends {args.backends}",
-                                   results=rows), indent=1))
+    out.write_text(
+        json.dumps(
+            dict(
+                machine=platform.platform(),
+                python=platform.python_version(),
+                command=f"python benchmarks/solver.py --seeds {seeds} --time-limit {args.time_limit} "
+                f"--scales {','.join(names)} --backends {args.backends}",
+                results=rows,
+            ),
+            indent=1,
+        )
+    )
     print(f"wrote {out}")
 
 

@@ -21,6 +21,7 @@ plan`` in ``cli/plan.py`` runs it once, the service once per wake-up, ``replay``
    each job's latency-critical threads.
 6. **Plan** (``round.assemble``): per-job decisions a cluster manager acts on, as a :class:`Plan`.
 """
+
 from chronus_py.estimates import Estimator, Fixed, Noisy, Oracle, Profiled
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.plan import JobDecision, Plan
@@ -33,7 +34,30 @@ from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import ChronusSettings, LeaseSelector
 from placement import CellAllocator
 
-__all__ = ["Cluster", "DeadlineOption", "Job", "JobKind", "Node", "Profile", "Estimator", "Oracle", "Fixed",
-           "Profiled", "Noisy", "Scheduler", "Moves", "Chronus", "ChronusSettings", "make_policy",
-           "LeaseSelector", "CellAllocator", "Plan", "JobDecision", "build_scheduler", "run_round",
-           "read_trace", "replay", "summarize"]
+__all__ = [
+    "Cluster",
+    "DeadlineOption",
+    "Job",
+    "JobKind",
+    "Node",
+    "Profile",
+    "Estimator",
+    "Oracle",
+    "Fixed",
+    "Profiled",
+    "Noisy",
+    "Scheduler",
+    "Moves",
+    "Chronus",
+    "ChronusSettings",
+    "make_policy",
+    "LeaseSelector",
+    "CellAllocator",
+    "Plan",
+    "JobDecision",
+    "build_scheduler",
+    "run_round",
+    "read_trace",
+    "replay",
+    "summarize",
+]

@@ -7,6 +7,7 @@
 Readers raise ``InputError`` at the edge, naming the file, line and field, so nothing deeper
 re-validates and no user ever sees a traceback for bad input.
 """
+
 from __future__ import annotations
 
 
@@ -35,4 +36,3 @@ class CheckFailed(ChronusError):
     """A check ran and failed (invalid layer config, unmet scenario expectation)."""
 
     exit_code = 1
-

@@ -5,6 +5,7 @@ is the one place that turns it into :class:`~chronus_py.errors.InputError` (exit
 file, line and key). Every reader in chronus-py -- state files, scenarios, tenant maps, sweep grids,
 host models, layer-jobs files, profiles, samples, traces, request bodies -- reads through here.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -16,14 +17,24 @@ from placement import loading
 from placement.errors import PlacementError
 from placement.loading import show
 
-__all__ = ["as_input_error", "load_json", "load_npy", "load_structured", "load_yaml",
-           "parse_json", "parse_yaml", "read_text", "show"]
+__all__ = [
+    "as_input_error",
+    "load_json",
+    "load_npy",
+    "load_structured",
+    "load_yaml",
+    "parse_json",
+    "parse_yaml",
+    "read_text",
+    "show",
+]
 
 
 def as_input_error(exc: PlacementError, source: str | Path | None = None) -> InputError:
     """The same failure as an ``InputError``: file, line and key carried over."""
-    return InputError(exc.source or str(source or "<input>"), exc.why, line=exc.line,
-                      field=exc.key or None)
+    return InputError(
+        exc.source or str(source or "<input>"), exc.why, line=exc.line, field=exc.key or None
+    )
 
 
 @contextmanager

@@ -4,6 +4,7 @@ Times are absolute seconds (floats); ids are strings. Inputs are frozen dataclas
 about a job (``duration``) lives here because replay needs it, but policies never read it: they see
 :class:`~chronus_py.scheduler.JobState` and its estimate.
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ As the Chronus artifact charges it (chronus.md §e): checkpoint 0.1 min + resume
 ``1 + log2 g``, for **every** start including the first. The replay world charges it for real; the
 scheduler adds it to its estimates so both agree when the estimate is exact.
 """
+
 from __future__ import annotations
 
 import math

@@ -9,6 +9,7 @@ job to the start times of the future leases (from the current one on) the lease 
 it; ``solver`` says how that plan was obtained. Wall-clock timings make output differ between runs,
 so they appear only under ``timings`` when asked for: the rest is the same for the same input.
 """
+
 from __future__ import annotations
 
 import json
@@ -94,11 +95,16 @@ def format_json(obj: Mapping[str, Any]) -> str:
     """An object one key per line, and one line per element of its non-empty lists and mappings
     (one decision per line): readable and diffable, and encoded by json's C encoder (an
     ``indent`` would switch to the pure-Python one, seconds for thousands of jobs)."""
+
     def block(value: Any) -> str:
         if isinstance(value, list) and value:
             return "[\n    " + ",\n    ".join(json.dumps(v) for v in value) + "\n  ]"
         if isinstance(value, dict) and value:
-            return "{\n    " + ",\n    ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in value.items()) + "\n  }"
+            return (
+                "{\n    "
+                + ",\n    ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in value.items())
+                + "\n  }"
+            )
         return json.dumps(value)
 
     return "{\n" + ",\n".join(f"  {json.dumps(k)}: {block(v)}" for k, v in obj.items()) + "\n}\n"

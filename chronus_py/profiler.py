@@ -39,6 +39,7 @@ of single iterations (``iteration_cv_``) with the model's own leave-one-out erro
 *not* a :class:`~chronus_py.errors.ChronusError`: it subclasses ``ValueError`` and
 ``AttributeError`` like scikit-learn's, and the CLI never shows it.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -108,8 +109,11 @@ def summarise(samples: Samples) -> list[Observation]:
     rows = []
     for placement, arrays in pooled.items():
         x = np.concatenate(arrays)
-        rows.append(Observation(placement, int(x.size), float(np.median(x)), float(x.mean()),
-                                float(x.std())))
+        rows.append(
+            Observation(
+                placement, int(x.size), float(np.median(x)), float(x.mean()), float(x.std())
+            )
+        )
     return rows
 
 
@@ -155,8 +159,9 @@ def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best
 
 
-def fit_coefficients(rows: Sequence[Observation], batch_cap: int | None,
-                     inter_node: str) -> tuple[Coefficients, float]:
+def fit_coefficients(
+    rows: Sequence[Observation], batch_cap: int | None, inter_node: str
+) -> tuple[Coefficients, float]:
     """Weighted NNLS fit of the model to the rows' medians for one regime.
 
     Returns the coefficients and the weighted RMS of the relative residuals."""
@@ -176,15 +181,17 @@ def predict_seconds(coef: Coefficients, placement: Sequence[int], inter_node: st
     return float(features(placement, coef.batch_cap_gpus, inter_node) @ x)
 
 
-def _ring_seconds(coef: Coefficients, gpus_on_busiest_node: int, nodes: int,
-                  inter_node: str) -> float:
+def _ring_seconds(
+    coef: Coefficients, gpus_on_busiest_node: int, nodes: int, inter_node: str
+) -> float:
     m = gpus_on_busiest_node
     hops = nodes - 1.0 if inter_node == "linear" else 2.0 * (nodes - 1) / nodes
     return coef.intra * 2.0 * (m - 1) / m + coef.inter * hops
 
 
-def iteration_seconds(coef: Coefficients, placement: Sequence[int], inter_node: str,
-                      gpus_per_node: int) -> float:
+def iteration_seconds(
+    coef: Coefficients, placement: Sequence[int], inter_node: str, gpus_per_node: int
+) -> float:
     """Predicted seconds per iteration, with communication monotone in GPUs and nodes.
 
     Physics: a longer ring or one more network crossing cannot speed up an all-reduce. The raw
@@ -244,16 +251,24 @@ class Profile:
     ``observations_`` and ``n_samples_``.
     """
 
-    def __init__(self, *, gpus_per_node: int = 8, band: float = 0.95,
-                 inter_node: str = "linear", batch_cap: int | str | None = "auto"):
+    def __init__(
+        self,
+        *,
+        gpus_per_node: int = 8,
+        band: float = 0.95,
+        inter_node: str = "linear",
+        batch_cap: int | str | None = "auto",
+    ):
         self.gpus_per_node = gpus_per_node
         self.band = band
         self.inter_node = inter_node
         self.batch_cap = batch_cap
 
     def __repr__(self) -> str:
-        return (f"Profile(gpus_per_node={self.gpus_per_node!r}, band={self.band!r}, "
-                f"inter_node={self.inter_node!r}, batch_cap={self.batch_cap!r})")
+        return (
+            f"Profile(gpus_per_node={self.gpus_per_node!r}, band={self.band!r}, "
+            f"inter_node={self.inter_node!r}, batch_cap={self.batch_cap!r})"
+        )
 
     def _check_params(self) -> None:
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
@@ -261,8 +276,9 @@ class Profile:
         if not 0 < self.band < 1:
             raise ValueError(f"band must be in (0, 1), got {self.band!r}")
         if self.inter_node not in INTER_NODE_SHAPES:
-            raise ValueError(f"inter_node must be one of {INTER_NODE_SHAPES}, "
-                             f"got {self.inter_node!r}")
+            raise ValueError(
+                f"inter_node must be one of {INTER_NODE_SHAPES}, got {self.inter_node!r}"
+            )
         cap = self.batch_cap
         if not (cap in ("auto", None) or (isinstance(cap, int) and cap >= 1)):
             raise ValueError(f"batch_cap must be 'auto', None or a positive int, got {cap!r}")
@@ -275,8 +291,11 @@ class Profile:
         self._check_params()
         for s in samples:
             if max(s.placement) > self.gpus_per_node:
-                raise InputError(s.source, f"{max(s.placement)} GPUs on one node exceed "
-                                           f"gpus_per_node={self.gpus_per_node}")
+                raise InputError(
+                    s.source,
+                    f"{max(s.placement)} GPUs on one node exceed "
+                    f"gpus_per_node={self.gpus_per_node}",
+                )
         self._start(summarise(samples), samples.source, samples.model)
         return self
 
@@ -293,15 +312,18 @@ class Profile:
             source, model, new_rows = observed.source, observed.model, summarise(observed)
         else:
             source, model = "observations", ""
-            new_rows = [replace(o, placement=placement_counts(o.placement, self.gpus_per_node))
-                        for o in observed]
+            new_rows = [
+                replace(o, placement=placement_counts(o.placement, self.gpus_per_node))
+                for o in observed
+            ]
         if not hasattr(self, "coef_"):
             self._check_params()
             self._start(new_rows, source, model)
             return self
         if model and self.model_ and model != self.model_:
-            raise InputError(source, f"samples of model {model!r} cannot refine the profile of "
-                                     f"{self.model_!r}")
+            raise InputError(
+                source, f"samples of model {model!r} cannot refine the profile of {self.model_!r}"
+            )
         rows = {r.placement: r for r in self.observations_}
         for new in new_rows:
             rows[new.placement] = merge(rows[new.placement], new) if new.placement in rows else new
@@ -312,17 +334,23 @@ class Profile:
         if not rows:
             raise InputError(source, "no samples to fit")
         if all(len(r.placement) == 1 for r in rows):
-            raise InputError(source, "all samples are single-node; a sample on two nodes (more "
-                                     f"than {self.gpus_per_node} GPUs) is needed to estimate the "
-                                     "inter-node cost")
+            raise InputError(
+                source,
+                "all samples are single-node; a sample on two nodes (more "
+                f"than {self.gpus_per_node} GPUs) is needed to estimate the "
+                "inter-node cost",
+            )
         self.model_ = model
         self._fit_rows(rows)
 
     def _fit_rows(self, rows: list[Observation]) -> None:
         spread_known = [r for r in rows if r.iterations > 1 and r.std > 0]
         total = sum(r.iterations for r in spread_known)
-        cv2 = (sum(r.iterations * (r.std / r.mean) ** 2 for r in spread_known) / total
-               if total else 0.0)
+        cv2 = (
+            sum(r.iterations * (r.std / r.mean) ** 2 for r in spread_known) / total
+            if total
+            else 0.0
+        )
         self.iteration_cv_ = float(math.sqrt(cv2))
         if self.batch_cap == "auto":
             cap = choose_regime(rows, self.inter_node, self.iteration_cv_)
@@ -330,8 +358,9 @@ class Profile:
             cap = self.batch_cap
         self.coef_, _ = fit_coefficients(rows, cap, self.inter_node)
         self.model_cv_ = leave_one_out_cv(rows, cap, self.inter_node)
-        self.mean_ratio_ = float(sum(r.iterations * r.mean for r in rows)
-                                 / sum(r.iterations * r.median for r in rows))
+        self.mean_ratio_ = float(
+            sum(r.iterations * r.mean for r in rows) / sum(r.iterations * r.median for r in rows)
+        )
         self.observations_ = tuple(rows)
         self.n_samples_ = len(rows)
 
@@ -339,8 +368,12 @@ class Profile:
         if not hasattr(self, "coef_"):
             raise NotFittedError("this Profile is not fitted yet; call fit(samples) first")
 
-    def placement_for(self, gpus: int | None = None, nodes: int | None = None,
-                      placement: Mapping | Sequence[int] | None = None) -> tuple[int, ...]:
+    def placement_for(
+        self,
+        gpus: int | None = None,
+        nodes: int | None = None,
+        placement: Mapping | Sequence[int] | None = None,
+    ) -> tuple[int, ...]:
         """GPUs per node for a request: the placement if given, else ``gpus`` spread evenly over
         ``nodes``, else packed on as few nodes as possible."""
         if placement is not None:
@@ -356,19 +389,31 @@ class Profile:
             return packed(gpus, self.gpus_per_node)
         return spread(gpus, nodes, self.gpus_per_node)
 
-    def predict(self, gpus: int | None = None, nodes: int | None = None, *,
-                placement: Mapping | Sequence[int] | None = None) -> Estimate:
+    def predict(
+        self,
+        gpus: int | None = None,
+        nodes: int | None = None,
+        *,
+        placement: Mapping | Sequence[int] | None = None,
+    ) -> Estimate:
         """Seconds per iteration on ``gpus`` over ``nodes`` (or on a concrete ``placement``:
         node → GPU indices or a GPU count, or a sequence of per-node counts)."""
         self._check_fitted()
         placement = self.placement_for(gpus, nodes, placement)
         t = iteration_seconds(self.coef_, placement, self.inter_node, self.gpus_per_node)
-        half = self._z() * math.hypot(self.iteration_cv_, self.model_cv_,
-                                      self._beyond(placement, t))
+        half = self._z() * math.hypot(
+            self.iteration_cv_, self.model_cv_, self._beyond(placement, t)
+        )
         return Estimate(t, max(0.0, t * (1 - half)), t * (1 + half))
 
-    def runtime(self, iterations: int, gpus: int | None = None, nodes: int | None = None, *,
-                placement: Mapping | Sequence[int] | None = None) -> RuntimeEstimate:
+    def runtime(
+        self,
+        iterations: int,
+        gpus: int | None = None,
+        nodes: int | None = None,
+        *,
+        placement: Mapping | Sequence[int] | None = None,
+    ) -> RuntimeEstimate:
         """Seconds for ``iterations`` iterations: the mean iteration (median × ``mean_ratio_``)
         times the count. Iteration noise averages out over many iterations; model error does not."""
         if iterations < 0:
@@ -406,21 +451,26 @@ class Profile:
         return {
             "format": PROFILE_FORMAT,
             "model": self.model_,
-            "params": {"gpus_per_node": self.gpus_per_node, "band": self.band,
-                       "inter_node": self.inter_node, "batch_cap": self.batch_cap},
+            "params": {
+                "gpus_per_node": self.gpus_per_node,
+                "band": self.band,
+                "inter_node": self.inter_node,
+                "batch_cap": self.batch_cap,
+            },
             "coefficients": asdict(self.coef_),
             "iteration_cv": self.iteration_cv_,
             "model_cv": self.model_cv_,
             "mean_ratio": self.mean_ratio_,
-            "observations": [{**asdict(r), "placement": list(r.placement)}
-                             for r in self.observations_],
+            "observations": [
+                {**asdict(r), "placement": list(r.placement)} for r in self.observations_
+            ],
         }
 
     @classmethod
     def from_dict(cls, data: object, source: str = "profile.json") -> Profile:
         """Inverse of :meth:`to_dict`; malformed content raises :class:`InputError` naming it."""
         if not isinstance(data, dict) or data.get("format") != PROFILE_FORMAT:
-            raise InputError(source, f"not a profile (expected \"format\": \"{PROFILE_FORMAT}\")")
+            raise InputError(source, f'not a profile (expected "format": "{PROFILE_FORMAT}")')
         params = _get(data, "params", dict, source)
         try:
             profile = cls(**params)
@@ -445,12 +495,19 @@ class Profile:
         rows = []
         for i, r in enumerate(_get(data, "observations", list, source)):
             try:
-                rows.append(Observation(placement_counts(r["placement"], profile.gpus_per_node),
-                                        int(r["iterations"]), _number(r, "median"),
-                                        _number(r, "mean"), _number(r, "std")))
+                rows.append(
+                    Observation(
+                        placement_counts(r["placement"], profile.gpus_per_node),
+                        int(r["iterations"]),
+                        _number(r, "median"),
+                        _number(r, "mean"),
+                        _number(r, "std"),
+                    )
+                )
             except (KeyError, TypeError, ValueError) as exc:
-                raise InputError(source, str(exc).strip("'\""),
-                                 field=f"observations[{i}]") from None
+                raise InputError(
+                    source, str(exc).strip("'\""), field=f"observations[{i}]"
+                ) from None
         profile.observations_ = tuple(rows)
         profile.n_samples_ = len(rows)
         return profile
@@ -465,8 +522,11 @@ def _get(data: dict, key: str, kind: type, source: str):
 
 def _number(data: dict, key: str) -> float:
     value = data[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise ValueError(f"{key} must be a non-negative number, got {value!r}")
     return float(value)
-

@@ -17,6 +17,7 @@
 runs the first two (:func:`advance`) at every event of a trace: it acts on the moves directly and
 needs no decisions.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,8 +44,13 @@ def build_scheduler(state: State) -> Scheduler:
     scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
     for entry in state.jobs:
         try:
-            scheduler.restore(entry.job, state.now, work_done=entry.work_done, guaranteed=entry.guaranteed,
-                              placement=entry.placement)
+            scheduler.restore(
+                entry.job,
+                state.now,
+                work_done=entry.work_done,
+                guaranteed=entry.guaranteed,
+                placement=entry.placement,
+            )
         except ValueError as exc:
             raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
     return scheduler
@@ -56,19 +62,29 @@ def advance(scheduler: Scheduler, now: float) -> Moves:
     return scheduler.place(now)
 
 
-def run_round(scheduler: Scheduler, now: float, *, hosts: Mapping[str, HostTopology] | None = None,
-              layers: Mapping[str, LayerSpec] | None = None) -> Plan:
+def run_round(
+    scheduler: Scheduler,
+    now: float,
+    *,
+    hosts: Mapping[str, HostTopology] | None = None,
+    layers: Mapping[str, LayerSpec] | None = None,
+) -> Plan:
     """The whole round: select, place, host configs (for nodes in ``hosts``, with each job's
     ``layers`` wishes, default ones for jobs not listed), and the decisions."""
     started = time.perf_counter()
     moves = advance(scheduler, now)
     host_layers = host_configs(scheduler, hosts or {}, layers or {})
-    return assemble(scheduler, moves, host_layers=host_layers,
-                    timings={"round_s": time.perf_counter() - started})
+    return assemble(
+        scheduler,
+        moves,
+        host_layers=host_layers,
+        timings={"round_s": time.perf_counter() - started},
+    )
 
 
-def host_configs(scheduler: Scheduler, hosts: Mapping[str, HostTopology],
-                 layers: Mapping[str, LayerSpec]) -> dict[str, HostLayers]:
+def host_configs(
+    scheduler: Scheduler, hosts: Mapping[str, HostTopology], layers: Mapping[str, LayerSpec]
+) -> dict[str, HostLayers]:
     """Step 3: node -> its scx_layered config, for every node with a host model and at least one
     opted-in job running there after the round. Others get nothing: they keep their default CPU
     scheduler, so a fleet can opt in host by host and job by job."""
@@ -101,14 +117,16 @@ def decide(scheduler: Scheduler, moves: Moves) -> tuple[JobDecision, ...]:
             action = Action.START if state.id in started else Action.CONTINUE
         else:
             action = Action.PREEMPT if state.id in preempted else Action.WAIT
-        out.append(JobDecision(
-            job_id=state.id,
-            action=action,
-            placement=dict(state.placement) if state.status is Status.RUNNING else {},
-            guaranteed=state.guaranteed is not None,
-            deadline=_deadline(state),
-            reason=reason(scheduler, state, action, free),
-        ))
+        out.append(
+            JobDecision(
+                job_id=state.id,
+                action=action,
+                placement=dict(state.placement) if state.status is Status.RUNNING else {},
+                guaranteed=state.guaranteed is not None,
+                deadline=_deadline(state),
+                reason=reason(scheduler, state, action, free),
+            )
+        )
     return tuple(out)
 
 
@@ -121,8 +139,11 @@ def _deadline(state: JobState) -> float | None:
 def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
     """Why ``state`` gets ``action``: its standing in the policy's order, and the GPUs."""
     if action is Action.WAIT:
-        where = (f"needs {state.gpus} GPUs, {free} free after this round" if state.gpus > free
-                 else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)")
+        where = (
+            f"needs {state.gpus} GPUs, {free} free after this round"
+            if state.gpus > free
+            else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)"
+        )
     elif action is Action.PREEMPT:
         where = f"its GPUs go to jobs ahead in {scheduler.policy.name} order"
     else:
@@ -131,8 +152,13 @@ def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> 
     return f"{standing}; {where}" if standing else where
 
 
-def assemble(scheduler: Scheduler, moves: Moves, *, host_layers: Mapping[str, HostLayers] | None = None,
-             timings: Mapping[str, float] | None = None) -> Plan:
+def assemble(
+    scheduler: Scheduler,
+    moves: Moves,
+    *,
+    host_layers: Mapping[str, HostLayers] | None = None,
+    timings: Mapping[str, float] | None = None,
+) -> Plan:
     """Step 4: the :class:`Plan` of a round: decisions, plus the lease plan and solver statistics
     when the policy keeps a lease plan."""
     report = scheduler.policy.lease_report()

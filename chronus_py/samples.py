@@ -21,6 +21,7 @@ Node counts: a run on ``N`` GPUs without an explicit node count is assumed *pack
 one-node sample and 9..16 a two-node sample. The artifact does not record placements; packing is
 what a scheduler does by default and what its 16-GPU runs most plausibly used.
 """
+
 from __future__ import annotations
 
 import csv
@@ -69,8 +70,11 @@ class Samples:
         if len(models) > 1:
             first = self.items[0]
             other = next(s for s in self.items if s.model != first.model)
-            raise InputError(other.source, f"model {other.model!r} differs from {first.model!r} "
-                             f"in {first.source}; fit one model at a time")
+            raise InputError(
+                other.source,
+                f"model {other.model!r} differs from {first.model!r} "
+                f"in {first.source}; fit one model at a time",
+            )
 
     def __iter__(self) -> Iterator[Sample]:
         return iter(self.items)
@@ -141,7 +145,9 @@ MIN_SECONDS = 1e-9
 MAX_SECONDS = 365 * 86400.0
 
 
-def clean_seconds(values: object, source: str, *, warmup: int = 0, first_index: int = 0) -> np.ndarray:
+def clean_seconds(
+    values: object, source: str, *, warmup: int = 0, first_index: int = 0
+) -> np.ndarray:
     """Drop ``warmup`` leading iterations and check the rest: a non-empty 1-D array of finite,
     positive seconds. ``first_index`` shifts reported indices (CSV rows, JSON entries)."""
     try:
@@ -152,22 +158,33 @@ def clean_seconds(values: object, source: str, *, warmup: int = 0, first_index: 
         raise InputError(source, f"expected a 1-D array of seconds, got shape {arr.shape}")
     steady = arr[warmup:]
     if steady.size == 0:
-        raise InputError(source, f"no iterations left after dropping {warmup} warm-up "
-                                 f"iteration(s) of {arr.size}")
+        raise InputError(
+            source, f"no iterations left after dropping {warmup} warm-up iteration(s) of {arr.size}"
+        )
     bad = np.flatnonzero(~np.isfinite(steady) | (steady < MIN_SECONDS) | (steady > MAX_SECONDS))
     if bad.size:
         i = int(bad[0])
         value = steady[i]
-        what = ("NaN" if np.isnan(value) else "infinite" if np.isinf(value)
-                else "not positive" if value <= 0
-                else f"outside [{MIN_SECONDS:g}, {MAX_SECONDS:g}] seconds")
-        raise InputError(source, f"iteration time {float(value)!r} is {what}",
-                         field=f"index {i + warmup + first_index}")
+        what = (
+            "NaN"
+            if np.isnan(value)
+            else "infinite"
+            if np.isinf(value)
+            else "not positive"
+            if value <= 0
+            else f"outside [{MIN_SECONDS:g}, {MAX_SECONDS:g}] seconds"
+        )
+        raise InputError(
+            source,
+            f"iteration time {float(value)!r} is {what}",
+            field=f"index {i + warmup + first_index}",
+        )
     return steady
 
 
-def _counts_for(gpus: int, nodes: int | None, gpus_per_node: int, source: str,
-                field: str | None = None) -> tuple[int, ...]:
+def _counts_for(
+    gpus: int, nodes: int | None, gpus_per_node: int, source: str, field: str | None = None
+) -> tuple[int, ...]:
     try:
         return packed(gpus, gpus_per_node) if nodes is None else spread(gpus, nodes, gpus_per_node)
     except ValueError as exc:
@@ -184,8 +201,14 @@ def name_fields(path: Path) -> tuple[str, int | None]:
     return path.stem, None
 
 
-def read_samples(paths: Iterable[str | Path], *, gpus: Sequence[int] | int | None = None,
-                 gpus_per_node: int = 8, warmup: int = 1, model: str | None = None) -> Samples:
+def read_samples(
+    paths: Iterable[str | Path],
+    *,
+    gpus: Sequence[int] | int | None = None,
+    gpus_per_node: int = 8,
+    warmup: int = 1,
+    model: str | None = None,
+) -> Samples:
     """Read the sample files of one model.
 
     ``gpus`` overrides the GPU count of every file (an int) or of each file in order (a
@@ -198,20 +221,29 @@ def read_samples(paths: Iterable[str | Path], *, gpus: Sequence[int] | int | Non
     per_file = [gpus if isinstance(gpus, (int, type(None))) else gpus[i] for i in range(len(paths))]
     items: list[Sample] = []
     for path, g in zip(paths, per_file):
-        items.extend(read_file(path, gpus=g, gpus_per_node=gpus_per_node, warmup=warmup,
-                               model=model))
+        items.extend(
+            read_file(path, gpus=g, gpus_per_node=gpus_per_node, warmup=warmup, model=model)
+        )
     return Samples(tuple(items))
 
 
-def read_file(path: str | Path, *, gpus: int | None = None, gpus_per_node: int = 8,
-              warmup: int = 1, model: str | None = None) -> list[Sample]:
+def read_file(
+    path: str | Path,
+    *,
+    gpus: int | None = None,
+    gpus_per_node: int = 8,
+    warmup: int = 1,
+    model: str | None = None,
+) -> list[Sample]:
     """The samples in one file, by suffix (``.npy``, ``.json``, ``.csv``)."""
     path = Path(path)
     source = str(path)
     readers = {".npy": _read_npy, ".json": _read_json, ".csv": _read_csv}
     reader = readers.get(path.suffix.lower())
     if reader is None:
-        raise InputError(source, f"unknown sample format {path.suffix!r}; expected .npy, .json or .csv")
+        raise InputError(
+            source, f"unknown sample format {path.suffix!r}; expected .npy, .json or .csv"
+        )
     if not path.is_file():
         raise InputError(source, "no such file")
     return reader(path, gpus, gpus_per_node, warmup, model)
@@ -225,37 +257,48 @@ def _gpus_from_name(path: Path, gpus: int | None) -> tuple[str, int]:
     return name_model, g
 
 
-def _read_npy(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
-              model: str | None) -> list[Sample]:
+def _read_npy(
+    path: Path, gpus: int | None, gpus_per_node: int, warmup: int, model: str | None
+) -> list[Sample]:
     source = str(path)
     name_model, g = _gpus_from_name(path, gpus)
     arr = load_npy(path)
     seconds = clean_seconds(arr, source, warmup=warmup)
-    return [Sample(model or name_model, _counts_for(g, None, gpus_per_node, source), seconds, source)]
+    return [
+        Sample(model or name_model, _counts_for(g, None, gpus_per_node, source), seconds, source)
+    ]
 
 
-def _read_json(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
-               model: str | None) -> list[Sample]:
+def _read_json(
+    path: Path, gpus: int | None, gpus_per_node: int, warmup: int, model: str | None
+) -> list[Sample]:
     source = str(path)
     data = load_json(path, what="samples file")
     if isinstance(data, list):
         name_model, g = _gpus_from_name(path, gpus)
         seconds = clean_seconds(data, source, warmup=warmup)
-        return [Sample(model or name_model, _counts_for(g, None, gpus_per_node, source),
-                       seconds, source)]
+        return [
+            Sample(
+                model or name_model, _counts_for(g, None, gpus_per_node, source), seconds, source
+            )
+        ]
     if isinstance(data, dict) and "samples" in data:
         return _json_samples(data, path, gpus, gpus_per_node, warmup, model)
     if isinstance(data, dict):
         if model is None:
-            raise InputError(source, f"a relative-throughput table holds models "
-                                     f"{sorted(data)}; choose one with --model")
-        return list(from_relative_throughput(data, model, gpus_per_node=gpus_per_node,
-                                             source=source))
-    raise InputError(source, "expected a list of seconds or an object with \"samples\"")
+            raise InputError(
+                source,
+                f"a relative-throughput table holds models {sorted(data)}; choose one with --model",
+            )
+        return list(
+            from_relative_throughput(data, model, gpus_per_node=gpus_per_node, source=source)
+        )
+    raise InputError(source, 'expected a list of seconds or an object with "samples"')
 
 
-def _json_samples(data: dict, path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
-                  model: str | None) -> list[Sample]:
+def _json_samples(
+    data: dict, path: Path, gpus: int | None, gpus_per_node: int, warmup: int, model: str | None
+) -> list[Sample]:
     source = str(path)
     entries = data["samples"]
     if not isinstance(entries, list) or not entries:
@@ -265,7 +308,7 @@ def _json_samples(data: dict, path: Path, gpus: int | None, gpus_per_node: int, 
     for i, entry in enumerate(entries):
         field = f"samples[{i}]"
         if not isinstance(entry, dict) or "seconds" not in entry:
-            raise InputError(source, "must be an object with \"seconds\"", field=field)
+            raise InputError(source, 'must be an object with "seconds"', field=field)
         where = f"{source}: {field}"
         if "placement" in entry:
             try:
@@ -275,7 +318,7 @@ def _json_samples(data: dict, path: Path, gpus: int | None, gpus_per_node: int, 
         else:
             g = entry.get("gpus", gpus)
             if not isinstance(g, int) or isinstance(g, bool):
-                raise InputError(source, "needs an integer \"gpus\" (or \"placement\")", field=field)
+                raise InputError(source, 'needs an integer "gpus" (or "placement")', field=field)
             nodes = entry.get("nodes")
             if nodes is not None and (not isinstance(nodes, int) or isinstance(nodes, bool)):
                 raise InputError(source, "must be an integer", field=f"{field}.nodes")
@@ -285,8 +328,9 @@ def _json_samples(data: dict, path: Path, gpus: int | None, gpus_per_node: int, 
     return items
 
 
-def _read_csv(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
-              model: str | None) -> list[Sample]:
+def _read_csv(
+    path: Path, gpus: int | None, gpus_per_node: int, warmup: int, model: str | None
+) -> list[Sample]:
     source = str(path)
     name_model, name_gpus = name_fields(path)
     groups: dict[tuple[str, int, int | None], list[tuple[int, float]]] = {}
@@ -294,23 +338,29 @@ def _read_csv(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
         with path.open(newline="") as fh:
             reader = csv.DictReader(fh)
             if reader.fieldnames is None or "seconds" not in reader.fieldnames:
-                raise InputError(source, "needs a header with a \"seconds\" column", line=1)
+                raise InputError(source, 'needs a header with a "seconds" column', line=1)
             for row in reader:
                 line = reader.line_num
                 m = row.get("model") or name_model
                 if model is not None and m != model:
                     continue
-                g = _csv_int(row.get("gpus"), gpus if gpus is not None else name_gpus,
-                             source, line, "gpus")
+                g = _csv_int(
+                    row.get("gpus"), gpus if gpus is not None else name_gpus, source, line, "gpus"
+                )
                 if g is None:
-                    raise InputError(source, "GPU count unknown: add a gpus column, name the "
-                                             "file ..._gpu_<N> or pass --gpus", line=line)
+                    raise InputError(
+                        source,
+                        "GPU count unknown: add a gpus column, name the "
+                        "file ..._gpu_<N> or pass --gpus",
+                        line=line,
+                    )
                 k = _csv_int(row.get("nodes"), None, source, line, "nodes")
                 try:
                     value = float(row["seconds"])
                 except (TypeError, ValueError):
-                    raise InputError(source, f"not a number: {row['seconds']!r}", line=line,
-                                     field="seconds") from None
+                    raise InputError(
+                        source, f"not a number: {row['seconds']!r}", line=line, field="seconds"
+                    ) from None
                 groups.setdefault((m, g, k), []).append((line, value))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(source, f"unreadable CSV ({exc})") from None
@@ -322,17 +372,26 @@ def _read_csv(path: Path, gpus: int | None, gpus_per_node: int, warmup: int,
         counts = _counts_for(g, k, gpus_per_node, where)
         steady = rows[warmup:]
         if not steady:
-            raise InputError(source, f"no iterations left after dropping {warmup} warm-up "
-                                     f"iteration(s) of {len(rows)}", line=rows[0][0])
+            raise InputError(
+                source,
+                f"no iterations left after dropping {warmup} warm-up iteration(s) of {len(rows)}",
+                line=rows[0][0],
+            )
         for line, value in steady:
             if not math.isfinite(value) or value <= 0:
-                raise InputError(source, f"iteration time {value!r} is not a finite positive "
-                                         f"number", line=line, field="seconds")
+                raise InputError(
+                    source,
+                    f"iteration time {value!r} is not a finite positive number",
+                    line=line,
+                    field="seconds",
+                )
         items.append(Sample(m, counts, np.array([v for _, v in steady]), where))
     return items
 
 
-def _csv_int(text: str | None, default: int | None, source: str, line: int, field: str) -> int | None:
+def _csv_int(
+    text: str | None, default: int | None, source: str, line: int, field: str
+) -> int | None:
     if text is None or text.strip() == "":
         return default
     try:
@@ -341,9 +400,14 @@ def _csv_int(text: str | None, default: int | None, source: str, line: int, fiel
         raise InputError(source, f"not an integer: {text!r}", line=line, field=field) from None
 
 
-def from_relative_throughput(table: Mapping, model: str, *,
-                             base_seconds: float | Mapping[int, float] = 1.0,
-                             gpus_per_node: int = 8, source: str = "model_info.json") -> Samples:
+def from_relative_throughput(
+    table: Mapping,
+    model: str,
+    *,
+    base_seconds: float | Mapping[int, float] = 1.0,
+    gpus_per_node: int = 8,
+    source: str = "model_info.json",
+) -> Samples:
     """Pseudo-samples from a ``model_info.json`` table: ``model → G → k → r``, the throughput
     of a G-GPU job spread evenly over k nodes relative to the same job on one node.
 
@@ -376,9 +440,15 @@ def from_relative_throughput(table: Mapping, model: str, *,
                 k = int(k_key)
             except ValueError:
                 raise InputError(source, "node count is not an integer", field=where) from None
-            if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
-                raise InputError(source, f"relative throughput {r!r} is not a positive number",
-                                 field=where)
+            if (
+                isinstance(r, bool)
+                or not isinstance(r, (int, float))
+                or not math.isfinite(r)
+                or r <= 0
+            ):
+                raise InputError(
+                    source, f"relative throughput {r!r} is not a positive number", field=where
+                )
             counts = _counts_for(g, k, gpus_per_node, source, where)
             items.append(Sample(model, counts, np.array([base / r]), f"{source}: {where}"))
     if not items:

@@ -8,6 +8,7 @@ GPUs, running jobs that no longer make the cut are preempted (if the policy is p
 rest wait. The scheduler owns every job record (:class:`~chronus_py.state.JobState`); the policy
 reports what it decided (guarantees, standings) and the scheduler writes it down.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -40,9 +41,17 @@ class Scheduler:
     GPUs (placement's ``round_up``, the sizes the Chronus artifact packs), so a 3-GPU job holds
     4 GPUs and odd sizes leave no holes; off, a job holds exactly what it asked for."""
 
-    def __init__(self, cluster: Cluster, policy: Policy, *, allocator: Allocator | None = None,
-                 estimator: Estimator | None = None, overhead: Callable[[int], float] = restart_overhead,
-                 speed: SpeedModel | None = None, round_requests: bool = False):
+    def __init__(
+        self,
+        cluster: Cluster,
+        policy: Policy,
+        *,
+        allocator: Allocator | None = None,
+        estimator: Estimator | None = None,
+        overhead: Callable[[int], float] = restart_overhead,
+        speed: SpeedModel | None = None,
+        round_requests: bool = False,
+    ):
         self.cluster = cluster
         self.policy = policy
         self.allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
@@ -68,8 +77,13 @@ class Scheduler:
     def submit(self, job: Job) -> JobState:
         if job.id in self.jobs:
             raise ValueError(f"job {job.id} submitted twice")
-        state = JobState(job=job, seq=len(self.jobs), estimate=self.estimator.estimate(job),
-                         overhead=self.overhead(job.gpus), uncertainty=self.estimator.uncertainty(job))
+        state = JobState(
+            job=job,
+            seq=len(self.jobs),
+            estimate=self.estimator.estimate(job),
+            overhead=self.overhead(job.gpus),
+            uncertainty=self.estimator.uncertainty(job),
+        )
         if self.round_requests:
             state.gpus = round_up(job.gpus, node=self.node_gpus)
         self.jobs[job.id] = state
@@ -134,10 +148,17 @@ class Scheduler:
         return [self.jobs[i] for _, i in self._pending]
 
     def view(self, now: float) -> View:
-        return View(now=now, active=self.active, running=self.running, arrived=tuple(self._arrived),
-                    free_gpus=self.allocator.free_gpus(), total_gpus=self.total_gpus,
-                    node_gpus=self.node_gpus, estimate_pad=self.estimate_errors.pad(),
-                    estimate_cut=self.estimate_errors.cut())
+        return View(
+            now=now,
+            active=self.active,
+            running=self.running,
+            arrived=tuple(self._arrived),
+            free_gpus=self.allocator.free_gpus(),
+            total_gpus=self.total_gpus,
+            node_gpus=self.node_gpus,
+            estimate_pad=self.estimate_errors.pad(),
+            estimate_cut=self.estimate_errors.cut(),
+        )
 
     def next_wakeup(self, now: float) -> float | None:
         """The next instant at which the plan may change without any arrival or completion."""
@@ -145,8 +166,14 @@ class Scheduler:
             heapq.heappop(self._key_changes)
         if not self.active:
             return None
-        times = [t for t in (self.policy.next_wakeup(now),
-                             self._key_changes[0][0] if self._key_changes else None) if t is not None]
+        times = [
+            t
+            for t in (
+                self.policy.next_wakeup(now),
+                self._key_changes[0][0] if self._key_changes else None,
+            )
+            if t is not None
+        ]
         return min(times) if times else None
 
     def _live(self, change: tuple[float, int, str, int]) -> bool:
@@ -171,14 +198,20 @@ class Scheduler:
         while self._key_changes and self._key_changes[0][0] <= now:
             change = heapq.heappop(self._key_changes)
             if self._live(change):
-                self._set_running_key(self.running[change[2]], self.policy.key(self.running[change[2]], now))
+                self._set_running_key(
+                    self.running[change[2]], self.policy.key(self.running[change[2]], now)
+                )
         return changed
 
     def place(self, now: float) -> Moves:
         """The placement step: start and preempt so the best-ordered fitting set runs."""
         if not self._pending:
             return Moves(now, (), ())
-        if self.policy.preemptive and self._running_sorted and self._pending[0] < self._running_sorted[-1]:
+        if (
+            self.policy.preemptive
+            and self._running_sorted
+            and self._pending[0] < self._running_sorted[-1]
+        ):
             return self._walk(now)
         return Moves(now, tuple(self._fill(now)), ())
 
@@ -248,7 +281,9 @@ class Scheduler:
             started += self._fill(now)
         return Moves(now, tuple(started), tuple(preempted))
 
-    def _resume(self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float) -> bool:
+    def _resume(
+        self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float
+    ) -> bool:
         """Undo a preemption made at ``now`` if the job's GPUs are still free: same GPUs, same
         run, no restart charged. False (and nothing changed) if they are not."""
         if self.allocator.reserve(self.request_for(state), placement).outcome != "placed":
@@ -270,8 +305,13 @@ class Scheduler:
     def request_for(self, state: JobState) -> Request:
         """One gang: whole-node pods plus the remainder, so placement keeps the job on few nodes."""
         g, per_node = state.gpus, self.node_gpus
-        pods = (PodSpec(g),) if g <= per_node else tuple(
-            p for p in (PodSpec(per_node, g // per_node), PodSpec(g % per_node, 1)) if p.gpus)
+        pods = (
+            (PodSpec(g),)
+            if g <= per_node
+            else tuple(
+                p for p in (PodSpec(per_node, g // per_node), PodSpec(g % per_node, 1)) if p.gpus
+            )
+        )
         return Request(job=state.id, pods=pods, vc=state.job.tenant)
 
     def _start(self, state: JobState, now: float) -> bool:
@@ -294,9 +334,15 @@ class Scheduler:
         self._enqueue(state, now)
 
     # -- cluster managers: restoring state, progress reports, decisions --------------------------
-    def restore(self, job: Job, now: float, *, work_done: float = 0.0,
-                guaranteed: DeadlineOption | None = None,
-                placement: Mapping[str, Iterable[int]] | None = None) -> JobState:
+    def restore(
+        self,
+        job: Job,
+        now: float,
+        *,
+        work_done: float = 0.0,
+        guaranteed: DeadlineOption | None = None,
+        placement: Mapping[str, Iterable[int]] | None = None,
+    ) -> JobState:
         """Load a job a cluster manager already tracks: submitted, with ``work_done`` seconds of
         its estimated work behind it, optionally guaranteed ``guaranteed`` (one of its deadline
         options) and, if ``placement`` (node -> GPU indices) is given, running there since ``now``.
@@ -305,7 +351,9 @@ class Scheduler:
         changed and ValueError says why. Like ``submit``, the job counts as arrived at the next
         ``select``, so the policy sees it (a guaranteed job keeps its guarantee)."""
         if guaranteed is not None and guaranteed not in job.deadlines:
-            raise ValueError(f"job {job.id}: guaranteed deadline {guaranteed.at} is not one of its options")
+            raise ValueError(
+                f"job {job.id}: guaranteed deadline {guaranteed.at} is not one of its options"
+            )
         state = self.submit(job)
         self._dequeue(state)
         state.guaranteed = state.was_guaranteed = guaranteed
@@ -340,7 +388,9 @@ class Scheduler:
             self._enqueue(state, now)
         return state
 
-    def reestimate(self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0) -> JobState:
+    def reestimate(
+        self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0
+    ) -> JobState:
         """Replace an active job's estimated total work and its relative uncertainty (online
         re-estimation from observed progress); its key is refreshed at once, and a lease planner
         re-plans it next round. A job's first re-estimate also teaches ``estimate_errors`` how far
@@ -354,7 +404,9 @@ class Scheduler:
         self._rekey([job_id], now)
         return state
 
-    def _run_on(self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float) -> None:
+    def _run_on(
+        self, state: JobState, placement: Mapping[str, tuple[int, ...]], now: float
+    ) -> None:
         """Mark a job running on GPUs the allocator already holds for it (``_start``'s bookkeeping
         after placement, without counting a new start)."""
         state.placement = placement
@@ -369,8 +421,9 @@ class Scheduler:
         if change is not None:
             heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
 
-    def firm_estimate(self, job_id: str, estimate: float, now: float,
-                      uncertainty: float = 0.0) -> JobState:
+    def firm_estimate(
+        self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0
+    ) -> JobState:
         """A job submitted without a runtime (``known`` False, ranked by a placeholder) was
         measured: give it its first real estimate. Not a sample of estimate error (the
         placeholder was no estimate), and the job is offered admission at the next round, as

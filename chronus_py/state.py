@@ -5,6 +5,7 @@ the job's true duration is not. ``estimate`` is what the estimate stage believes
 ``known`` is False while that is only a placeholder (the job is not measured yet), and no
 guarantee is planned on it (``chronus_py.estimates.in_place``).
 """
+
 from __future__ import annotations
 
 import math

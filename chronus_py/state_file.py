@@ -46,6 +46,7 @@ One deadline makes a strict SLO job, several a soft one; a job without deadlines
 ``progress_seconds`` on a pending job is work done before it was preempted; a restart is then
 charged again, as for any start (see ``chronus_py.overhead``).
 """
+
 from __future__ import annotations
 
 import math
@@ -68,10 +69,28 @@ from placement.limits import (
 )
 
 _SETTING_KEYS = ("lease", "headroom", "guard", "margin", "objective")
-_SOLVER_KEYS = {"backend": "backend", "time_limit_s": "time_limit_s", "deterministic_time": "deterministic_time"}
+_SOLVER_KEYS = {
+    "backend": "backend",
+    "time_limit_s": "time_limit_s",
+    "deterministic_time": "deterministic_time",
+}
 _TOP_KEYS = ("now", "policy", *_SETTING_KEYS, "solver", "cluster", "hosts", "running", "pending")
-_JOB_KEYS = ("id", "gpus", "submit", "estimate_seconds", "profile", "progress_seconds", "deadlines",
-             "guaranteed_deadline", "tenant", "model", "cgroup", "preset", "thread_names", "opt_in")
+_JOB_KEYS = (
+    "id",
+    "gpus",
+    "submit",
+    "estimate_seconds",
+    "profile",
+    "progress_seconds",
+    "deadlines",
+    "guaranteed_deadline",
+    "tenant",
+    "model",
+    "cgroup",
+    "preset",
+    "thread_names",
+    "opt_in",
+)
 _MISSING = object()
 
 
@@ -137,15 +156,23 @@ class _Reader:
             raise self.fail(key, "expected a mapping")
         for name in value:
             if name not in allowed:
-                raise self.fail(_join(key, str(name)), f"unknown key (expected one of: {', '.join(allowed)})")
+                raise self.fail(
+                    _join(key, str(name)), f"unknown key (expected one of: {', '.join(allowed)})"
+                )
         return value
 
-    def number(self, data: dict, name: str, key: str, *, default: Any = _MISSING, positive: bool = False) -> float:
+    def number(
+        self, data: dict, name: str, key: str, *, default: Any = _MISSING, positive: bool = False
+    ) -> float:
         where = _join(key, name)
         value = data.get(name, default)
         if value is _MISSING:
             raise self.fail(where, "required")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             raise self.fail(where, f"expected a number, got {show(value)}")
         if value < 0 or (positive and value == 0):
             raise self.fail(where, f"must be {'> 0' if positive else '>= 0'}, got {show(value)}")
@@ -179,7 +206,9 @@ class _Reader:
         now = self.number(data, "now", "")
         policy = self.text(data, "policy", "", "chronus")
         if policy not in POLICIES:
-            raise self.fail("policy", f"unknown policy {show(policy)} (have: {', '.join(sorted(POLICIES))})")
+            raise self.fail(
+                "policy", f"unknown policy {show(policy)} (have: {', '.join(sorted(POLICIES))})"
+            )
         options = self.settings(data, policy)
         if "cluster" not in data:
             raise self.fail("cluster", "required")
@@ -195,13 +224,25 @@ class _Reader:
             if not isinstance(items, list):
                 raise self.fail(section, "expected a list of jobs")
             for i, item in enumerate(items):
-                entry = self.job(item, f"{section}[{i}]", now, node_gpus, vcs,
-                                 running=section == "running", owners=owners)
+                entry = self.job(
+                    item,
+                    f"{section}[{i}]",
+                    now,
+                    node_gpus,
+                    vcs,
+                    running=section == "running",
+                    owners=owners,
+                )
                 if entry.job.id in seen:
-                    raise self.fail(f"{entry.key}.id", f"duplicate id {show(entry.job.id)} (also {seen[entry.job.id]})")
+                    raise self.fail(
+                        f"{entry.key}.id",
+                        f"duplicate id {show(entry.job.id)} (also {seen[entry.job.id]})",
+                    )
                 seen[entry.job.id] = entry.key
                 jobs.append(entry)
-        return State(self.source, now, policy, options, cluster, hived, node_gpus, hosts, tuple(jobs))
+        return State(
+            self.source, now, policy, options, cluster, hived, node_gpus, hosts, tuple(jobs)
+        )
 
     def settings(self, data: dict, policy: str) -> dict[str, Any]:
         """The Chronus settings the file gives, checked by :class:`ChronusSettings` itself (its
@@ -218,7 +259,14 @@ class _Reader:
             ChronusSettings.from_mapping(given)
         except ValueError as exc:
             name, _, why = str(exc).partition(": ")
-            key = next((f"solver.{k}" for k, v in _SOLVER_KEYS.items() if v == name and k in (solver or {})), name)
+            key = next(
+                (
+                    f"solver.{k}"
+                    for k, v in _SOLVER_KEYS.items()
+                    if v == name and k in (solver or {})
+                ),
+                name,
+            )
             raise self.fail(key, why) from None
         return given
 
@@ -228,7 +276,10 @@ class _Reader:
         raw = self.mapping(raw, "cluster", ("nodes", "gpus_per_node"))
         nodes = raw.get("nodes", _MISSING)
         if nodes is _MISSING:
-            raise self.fail("cluster", "give nodes (+ gpus_per_node), a nodes list, hived: PATH or an inline HiveD config")
+            raise self.fail(
+                "cluster",
+                "give nodes (+ gpus_per_node), a nodes list, hived: PATH or an inline HiveD config",
+            )
         if isinstance(nodes, list):
             if "gpus_per_node" in raw:
                 raise self.fail("cluster.gpus_per_node", "only applies when nodes is a count")
@@ -243,13 +294,23 @@ class _Reader:
                 name = self.text(item, "name", where)
                 if any(n.name == name for n in out):
                     raise self.fail(f"{where}.name", f"duplicate node name {show(name)}")
-                out.append(Node(name, self.integer(item.get("gpus"), f"{where}.gpus", minimum=1,
-                                                   maximum=MAX_GPUS_PER_NODE)))
+                out.append(
+                    Node(
+                        name,
+                        self.integer(
+                            item.get("gpus"), f"{where}.gpus", minimum=1, maximum=MAX_GPUS_PER_NODE
+                        ),
+                    )
+                )
             cluster = Cluster(tuple(out))
         else:
             count = self.integer(nodes, "cluster.nodes", minimum=1, maximum=MAX_NODES)
-            per_node = self.integer(raw.get("gpus_per_node", 8), "cluster.gpus_per_node", minimum=1,
-                                    maximum=MAX_GPUS_PER_NODE)
+            per_node = self.integer(
+                raw.get("gpus_per_node", 8),
+                "cluster.gpus_per_node",
+                minimum=1,
+                maximum=MAX_GPUS_PER_NODE,
+            )
             cluster = Cluster.uniform(count, per_node)
         return cluster, None, {n.name: tuple(range(n.gpus)) for n in cluster.nodes}
 
@@ -296,17 +357,30 @@ class _Reader:
                 try:
                     host.gpu(g)
                 except KeyError:
-                    raise self.fail(where, f"host {host.name} ({path}) has no GPU {g}, which node {node} has") from None
+                    raise self.fail(
+                        where, f"host {host.name} ({path}) has no GPU {g}, which node {node} has"
+                    ) from None
             out[node] = host
         return out
 
     def node(self, name: Any, where: str, node_gpus: Mapping[str, tuple[int, ...]]) -> None:
         if name not in node_gpus:
-            raise self.fail(where, f"unknown node {show(name)} (the cluster has {len(node_gpus)} nodes)")
+            raise self.fail(
+                where, f"unknown node {show(name)} (the cluster has {len(node_gpus)} nodes)"
+            )
 
     # -- jobs -----------------------------------------------------------------------------------
-    def job(self, raw: Any, key: str, now: float, node_gpus: Mapping[str, tuple[int, ...]],
-            vcs: set[str] | None, *, running: bool, owners: dict[tuple[str, int], str]) -> JobEntry:
+    def job(
+        self,
+        raw: Any,
+        key: str,
+        now: float,
+        node_gpus: Mapping[str, tuple[int, ...]],
+        vcs: set[str] | None,
+        *,
+        running: bool,
+        owners: dict[tuple[str, int], str],
+    ) -> JobEntry:
         raw = self.mapping(raw, key, _JOB_KEYS + (("placement",) if running else ()))
         job_id = raw.get("id")
         if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
@@ -316,7 +390,9 @@ class _Reader:
             raise self.fail(f"{key}.gpus", "required")
         gpus = self.integer(raw["gpus"], f"{key}.gpus", minimum=1)
         if gpus > self.total_gpus:
-            raise self.fail(f"{key}.gpus", f"{gpus} is more than the cluster's {self.total_gpus} GPUs")
+            raise self.fail(
+                f"{key}.gpus", f"{gpus} is more than the cluster's {self.total_gpus} GPUs"
+            )
         submit = self.number(raw, "submit", key)
         if submit > now:
             raise self.fail(f"{key}.submit", f"must be <= now ({_show(now)})")
@@ -324,15 +400,35 @@ class _Reader:
         guaranteed = self.guarantee(raw, key, deadlines)
         tenant = self.text(raw, "tenant", key, "default")
         if vcs is not None and tenant not in vcs:
-            raise self.fail(f"{key}.tenant", f"no virtual cluster {show(tenant)} (have: {', '.join(sorted(vcs))})")
-        placement = self.placement(raw.get("placement"), f"{key}.placement", gpus, node_gpus, owners, job_id) \
-            if running else None
+            raise self.fail(
+                f"{key}.tenant",
+                f"no virtual cluster {show(tenant)} (have: {', '.join(sorted(vcs))})",
+            )
+        placement = (
+            self.placement(
+                raw.get("placement"), f"{key}.placement", gpus, node_gpus, owners, job_id
+            )
+            if running
+            else None
+        )
         estimate, model = self.estimate(raw, key, gpus, placement)
         work_done = self.number(raw, "progress_seconds", key, default=0.0)
-        kind = JobKind.BEST_EFFORT if not deadlines else JobKind.STRICT_SLO if len(deadlines) == 1 \
+        kind = (
+            JobKind.BEST_EFFORT
+            if not deadlines
+            else JobKind.STRICT_SLO
+            if len(deadlines) == 1
             else JobKind.SOFT_SLO
-        job = Job(id=job_id, tenant=tenant, gpus=gpus, submit=submit, kind=kind, deadlines=deadlines,
-                  model=self.text(raw, "model", key, None) or model)
+        )
+        job = Job(
+            id=job_id,
+            tenant=tenant,
+            gpus=gpus,
+            submit=submit,
+            kind=kind,
+            deadlines=deadlines,
+            model=self.text(raw, "model", key, None) or model,
+        )
         return JobEntry(key, job, estimate, work_done, guaranteed, placement, self.layers(raw, key))
 
     def deadlines(self, raw: Any, key: str, submit: float) -> tuple[DeadlineOption, ...]:
@@ -348,12 +444,17 @@ class _Reader:
             if at < submit:
                 raise self.fail(f"{where}.at", f"must be >= submit ({_show(submit)})")
             if out and at <= out[-1].at:
-                raise self.fail(f"{where}.at", f"must be later than {key}[{i - 1}].at (tightest first)")
-            out.append(DeadlineOption(at, self.number(item, "value", where, default=1.0,
-                                                      positive=True)))
+                raise self.fail(
+                    f"{where}.at", f"must be later than {key}[{i - 1}].at (tightest first)"
+                )
+            out.append(
+                DeadlineOption(at, self.number(item, "value", where, default=1.0, positive=True))
+            )
         return tuple(out)
 
-    def guarantee(self, raw: dict, key: str, deadlines: tuple[DeadlineOption, ...]) -> DeadlineOption | None:
+    def guarantee(
+        self, raw: dict, key: str, deadlines: tuple[DeadlineOption, ...]
+    ) -> DeadlineOption | None:
         if raw.get("guaranteed_deadline") is None:
             return None
         at = self.number(raw, "guaranteed_deadline", key)
@@ -361,11 +462,22 @@ class _Reader:
             if option.at == at:
                 return option
         if not deadlines:
-            raise self.fail(f"{key}.guaranteed_deadline", "a job without deadlines cannot be guaranteed")
-        raise self.fail(f"{key}.guaranteed_deadline", f"{_show(at)} is not the `at` of one of its deadlines")
+            raise self.fail(
+                f"{key}.guaranteed_deadline", "a job without deadlines cannot be guaranteed"
+            )
+        raise self.fail(
+            f"{key}.guaranteed_deadline", f"{_show(at)} is not the `at` of one of its deadlines"
+        )
 
-    def placement(self, raw: Any, key: str, gpus: int, node_gpus: Mapping[str, tuple[int, ...]],
-                  owners: dict[tuple[str, int], str], job_id: str) -> dict[str, tuple[int, ...]]:
+    def placement(
+        self,
+        raw: Any,
+        key: str,
+        gpus: int,
+        node_gpus: Mapping[str, tuple[int, ...]],
+        owners: dict[tuple[str, int], str],
+        job_id: str,
+    ) -> dict[str, tuple[int, ...]]:
         if raw is None:
             raise self.fail(key, "required for a running job: node -> GPU indices")
         if not isinstance(raw, dict):
@@ -389,8 +501,9 @@ class _Reader:
             raise self.fail(key, f"holds {held} GPUs, but gpus is {gpus}")
         return out
 
-    def estimate(self, raw: dict, key: str, gpus: int, placement: Mapping[str, tuple[int, ...]] | None
-                 ) -> tuple[float, str | None]:
+    def estimate(
+        self, raw: dict, key: str, gpus: int, placement: Mapping[str, tuple[int, ...]] | None
+    ) -> tuple[float, str | None]:
         has_seconds, has_profile = "estimate_seconds" in raw, "profile" in raw
         if has_seconds == has_profile:
             raise self.fail(key, "give exactly one of estimate_seconds and profile")
@@ -402,8 +515,9 @@ class _Reader:
         where = f"{key}.profile"
         spec = self.mapping(raw["profile"], where, ("file", "iterations"))
         profile = self.profile(self.text(spec, "file", where))
-        iterations = self.integer(spec.get("iterations"), f"{where}.iterations", minimum=1,
-                                  maximum=2**53)
+        iterations = self.integer(
+            spec.get("iterations"), f"{where}.iterations", minimum=1, maximum=2**53
+        )
         try:
             if placement is None:
                 seconds = profile.runtime(iterations, gpus).seconds

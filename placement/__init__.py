@@ -6,13 +6,14 @@ bad nodes) over a HiveD config read by ``load_config``; ``ConsolidatedAllocator`
 best fit for clusters given only as nodes and GPU counts. ``run_scenario`` drives a cell
 scenario (docs/cell-scenarios.md).
 """
-from placement.types import Allocator, NodeUsage, PodPlacement, PodSpec, Request, Result, RunningJob
-from placement.consolidated import ConsolidatedAllocator
-from placement.config import ClusterConfig, load_config
-from placement.errors import ConfigError, PlacementError, ScenarioError
+
 from placement.allocator import CellAllocator
-from placement.scenario import load_scenario, run_scenario
 from placement.batch import round_up
+from placement.config import ClusterConfig, load_config
+from placement.consolidated import ConsolidatedAllocator
+from placement.errors import ConfigError, PlacementError, ScenarioError
+from placement.scenario import load_scenario, run_scenario
+from placement.types import Allocator, NodeUsage, PodPlacement, PodSpec, Request, Result, RunningJob
 
 __all__ = [
     "Allocator",

@@ -19,6 +19,7 @@ chooses what the general planner chooses.
 :meth:`CellAllocator.restart`) it re-adds jobs after a restart on a changed config. Both map GPUs
 back into VC cells with :mod:`placement.restore`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -58,17 +59,29 @@ class CellAllocator:
         self._free = FreeLists.initial(self.topology.chains)
         self._index = SlotIndex()
         self._idle = IdleNodes(self.topology.chains)
-        self._tenants = Tenants(self.config, self.topology, self._free, self._index, self._idle.touched)
-        self._ledger = Ledger(self._index, sum(n.size for n in self.topology.all_nodes()), self._idle.touched)
+        self._tenants = Tenants(
+            self.config, self.topology, self._free, self._index, self._idle.touched
+        )
+        self._ledger = Ledger(
+            self._index, sum(n.size for n in self.topology.all_nodes()), self._idle.touched
+        )
         self._planner = Planner(self.topology, self._tenants, self._free, self._idle)
         self._jobs: dict[str, Job] = {}
         self._bad: set[Cell] = set()
         self._round_up = round_up
         self._chains_cache: dict[tuple[str, str | None], list[str]] = {}
         self._fast = FastPath(
-            self.topology, self._tenants, self._planner, self._index, self._ledger, self._jobs, self._tenant_chains
+            self.topology,
+            self._tenants,
+            self._planner,
+            self._index,
+            self._ledger,
+            self._jobs,
+            self._tenant_chains,
         )
-        self._restorer = Restorer(self.topology, self._tenants, self._free, self._ledger, self._jobs, self._commit)
+        self._restorer = Restorer(
+            self.topology, self._tenants, self._free, self._ledger, self._jobs, self._commit
+        )
 
     @classmethod
     def restart(
@@ -85,7 +98,9 @@ class CellAllocator:
         each is in the ``downgraded`` of the result that did it)."""
         allocator = cls(config, round_up=round_up)
         results = {
-            job.request.job: allocator.reserve(job.request, job.placement, restart=True, cell_types=job.cell_types)
+            job.request.job: allocator.reserve(
+                job.request, job.placement, restart=True, cell_types=job.cell_types
+            )
             for job in running
         }
         return allocator, results
@@ -98,8 +113,13 @@ class CellAllocator:
         pods = request.pods
         pod = pods[0] if len(pods) == 1 else None
         if (
-            pod is not None and pod.count == 1 and pod.gpus >= 1 and 0 <= request.priority <= 1000
-            and request.pinned is None and request.nodes is None and request.job not in self._jobs
+            pod is not None
+            and pod.count == 1
+            and pod.gpus >= 1
+            and 0 <= request.priority <= 1000
+            and request.pinned is None
+            and request.nodes is None
+            and request.job not in self._jobs
         ):
             tenant = self._tenants.by_name.get(request.vc)
             buckets = self._fast.cached.get((request.vc, request.sku))
@@ -110,20 +130,31 @@ class CellAllocator:
                 return (
                     self._fast.held(request, tenant, buckets, n)
                     or self._fast.new_cell(request, tenant, n)
-                    or self._guaranteed(request, tenant, [(0, n)], [n], tried_free=True, preempt=preempt)
+                    or self._guaranteed(
+                        request, tenant, [(0, n)], [n], tried_free=True, preempt=preempt
+                    )
                 )
         why = self._invalid(request)
         if why:
             return Result("error", reason=why)
-        sizes = [self._round_up(p.gpus) if self._round_up else p.gpus for p in pods for _ in range(p.count)]
+        sizes = [
+            self._round_up(p.gpus) if self._round_up else p.gpus
+            for p in pods
+            for _ in range(p.count)
+        ]
         order = sorted(enumerate(sizes), key=lambda pod: (-pod[1], pod[0]))
         if request.priority < 0:
             chains = self._sku_chains(request.sku)
             candidate = self._planner.opportunistic(chains, order, request.nodes)
             if candidate is None:
-                return Result("wait", reason=f"no idle GPUs for {_describe(sizes, request.sku)} on healthy nodes")
+                return Result(
+                    "wait",
+                    reason=f"no idle GPUs for {_describe(sizes, request.sku)} on healthy nodes",
+                )
             return self._commit(request, candidate, None, ())
-        return self._guaranteed(request, self._tenants.by_name[request.vc], order, sizes, preempt=preempt)
+        return self._guaranteed(
+            request, self._tenants.by_name[request.vc], order, sizes, preempt=preempt
+        )
 
     def release(self, job: str) -> None:
         record = self._jobs.get(job)
@@ -196,7 +227,10 @@ class CellAllocator:
         if isinstance(positions, str):
             return Result("error", reason=positions)
         if len(positions) != request.total_gpus:
-            return Result("error", reason=f"placement holds {len(positions)} GPUs, the request {request.total_gpus}")
+            return Result(
+                "error",
+                reason=f"placement holds {len(positions)} GPUs, the request {request.total_gpus}",
+            )
         tenant = self._tenants.by_name[request.vc] if request.priority >= 0 else None
         mapped = self._restorer.map(request, tenant, positions, {})
         if isinstance(mapped, Unmapped):
@@ -260,7 +294,11 @@ class CellAllocator:
     def free_list_cells(self) -> dict[str, dict[int, tuple[str, ...]]]:
         """The buddy free lists: chain -> level -> sorted cell addresses (for checks and tests)."""
         return {
-            chain: {lv: tuple(sorted(c.address for c in cells)) for lv, cells in enumerate(levels) if cells}
+            chain: {
+                lv: tuple(sorted(c.address for c in cells))
+                for lv, cells in enumerate(levels)
+                if cells
+            }
             for chain, levels in self._free.levels.items()
         }
 
@@ -294,7 +332,9 @@ class CellAllocator:
             held = 0
             for job, mask in node.jobs.items():
                 if held & mask or self._jobs.get(job.name) is not job:
-                    problems.append(f"{node.name}: {job.name} holds GPUs held twice or is not placed")
+                    problems.append(
+                        f"{node.name}: {job.name} holds GPUs held twice or is not placed"
+                    )
                 held |= mask
             if held != ((1 << node.size) - 1) & ~node.free_mask:
                 problems.append(f"{node.name}: used GPUs do not match the jobs holding them")
@@ -306,13 +346,21 @@ class CellAllocator:
                     if job.priority >= 0:
                         region = bound_ancestor(node, p)
                         if region is None or region.bound != job.vc:
-                            problems.append(f"{job.name}: GPU {node.gpus[p]} of {node.name} is outside {job.vc}'s cells")
+                            problems.append(
+                                f"{job.name}: GPU {node.gpus[p]} of {node.name} is outside {job.vc}'s cells"
+                            )
         return problems
 
     # -- placing --------------------------------------------------------------------------------
 
     def _guaranteed_candidate(
-        self, request: Request, tenant: Tenant, pods, *, tried_free: bool = False, preempt: bool = True
+        self,
+        request: Request,
+        tenant: Tenant,
+        pods,
+        *,
+        tried_free: bool = False,
+        preempt: bool = True,
     ) -> Candidate | None:
         """Stages: inside the VC's cells, then binding new ones (free GPUs only), then evicting.
 
@@ -336,16 +384,30 @@ class CellAllocator:
         return None
 
     def _guaranteed(
-        self, request: Request, tenant: Tenant, pods, sizes: list[int], *, tried_free: bool = False,
+        self,
+        request: Request,
+        tenant: Tenant,
+        pods,
+        sizes: list[int],
+        *,
+        tried_free: bool = False,
         preempt: bool = True,
     ) -> Result:
-        candidate = self._guaranteed_candidate(request, tenant, pods, tried_free=tried_free, preempt=preempt)
+        candidate = self._guaranteed_candidate(
+            request, tenant, pods, tried_free=tried_free, preempt=preempt
+        )
         if candidate is None:
-            where = f"pinned cell {request.pinned}" if request.pinned else f"VC {tenant.name}'s cells"
+            where = (
+                f"pinned cell {request.pinned}" if request.pinned else f"VC {tenant.name}'s cells"
+            )
             bad = " (bad nodes excluded)" if self._bad else ""
-            return Result("wait", reason=f"no room for {_describe(sizes, request.sku)} in {where}{bad}")
+            return Result(
+                "wait", reason=f"no room for {_describe(sizes, request.sku)} in {where}{bad}"
+            )
         downgraded: tuple[str, ...] = ()
-        lazy = sorted((j for j in candidate.victims if j.lazy and j.priority >= 0), key=lambda j: j.name)
+        lazy = sorted(
+            (j for j in candidate.victims if j.lazy and j.priority >= 0), key=lambda j: j.name
+        )
         if lazy:
             records = [downgrade(j, self._ledger, self._tenants) for j in lazy]
             again = self._guaranteed_candidate(request, tenant, pods)
@@ -357,7 +419,9 @@ class CellAllocator:
                 downgraded = tuple(j.name for j in lazy if j not in again.victims)
         return self._commit(request, candidate, tenant, downgraded)
 
-    def _commit(self, request: Request, candidate: Candidate, tenant: Tenant | None, downgraded) -> Result:
+    def _commit(
+        self, request: Request, candidate: Candidate, tenant: Tenant | None, downgraded
+    ) -> Result:
         job = Job(request.job, request.vc, request.priority, request.lazy_preempt)
         for cell in candidate.binds:
             self._tenants.bind(tenant, cell)
@@ -379,7 +443,10 @@ class CellAllocator:
         job.placement = job.record()
         self._jobs[job.name] = job
         return Result(
-            "placed", pods=job.placement, preempted=tuple(v.name for v in victims), downgraded=downgraded
+            "placed",
+            pods=job.placement,
+            preempted=tuple(v.name for v in victims),
+            downgraded=downgraded,
         )
 
     def _release(self, job: Job) -> None:
@@ -418,7 +485,10 @@ class CellAllocator:
             cell = tenant.pinned.get(request.pinned)
             if cell is None:
                 return f"VC {request.vc} does not have pinned cell {request.pinned}"
-            if request.sku is not None and self.topology.chains[cell.chain].leaf_type != request.sku:
+            if (
+                request.sku is not None
+                and self.topology.chains[cell.chain].leaf_type != request.sku
+            ):
                 return f"pinned cell {request.pinned} has no {request.sku} GPUs"
         elif request.priority >= 0 and not self._tenant_chains(tenant, request.sku):
             what = f"{request.sku} cells" if request.sku else "cells"
@@ -461,5 +531,8 @@ def _describe(sizes: list[int], sku: str | None) -> str:
     counts: dict[int, int] = {}
     for n in sizes:
         counts[n] = counts.get(n, 0) + 1
-    parts = [f"{c} pod{'s' if c > 1 else ''} of {n} {gpus}{'s' if n > 1 else ''}" for n, c in counts.items()]
+    parts = [
+        f"{c} pod{'s' if c > 1 else ''} of {n} {gpus}{'s' if n > 1 else ''}"
+        for n, c in counts.items()
+    ]
     return " + ".join(parts)

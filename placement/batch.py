@@ -9,6 +9,7 @@
   is its GPUs times :func:`~placement.slowdown.speed_factor` of its placement, so placing more
   GPUs wins first and tighter topology second. Trials never evict anyone.
 """
+
 from __future__ import annotations
 
 import random
@@ -59,13 +60,19 @@ def consolidate(
 ) -> BatchPlacement:
     """Place ``requests`` in the best order found and return the committed results."""
     models = models or {}
-    place = partial(allocator.allocate, preempt=False) if isinstance(allocator, CellAllocator) else allocator.allocate
+    place = (
+        partial(allocator.allocate, preempt=False)
+        if isinstance(allocator, CellAllocator)
+        else allocator.allocate
+    )
     topology = allocator if isinstance(allocator, CellAllocator) else None
 
     def score_of(request: Request, result: Result) -> float:
         if result.outcome != "placed":
             return 0.0
-        return request.total_gpus * speed_factor(result.by_node(), models.get(request.job), topology=topology)
+        return request.total_gpus * speed_factor(
+            result.by_node(), models.get(request.job), topology=topology
+        )
 
     def run(order: Sequence[Request]) -> tuple[float, dict[str, Result]]:
         results = {r.job: place(r) for r in order}
@@ -99,5 +106,10 @@ def consolidate(
             best_order, best = order, value
     committed, results = run(best_order)
     return BatchPlacement(
-        tuple(r.job for r in best_order), results, committed, greedy, best_name, trials,
+        tuple(r.job for r in best_order),
+        results,
+        committed,
+        greedy,
+        best_name,
+        trials,
     )

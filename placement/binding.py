@@ -14,6 +14,7 @@ because every binding decision asks for it; ``recount_demand`` derives it from t
 bindings again, and ``CellAllocator.audit`` checks that the two agree. (The free side of the
 safety test is never counted: it is read off the free lists.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,7 +55,12 @@ class Tenants:
     binding changes go into ``touched`` (see :class:`placement.idle.IdleNodes`)."""
 
     def __init__(
-        self, config: ClusterConfig, topology: Topology, free: FreeLists, index: SlotIndex, touched: set[Cell]
+        self,
+        config: ClusterConfig,
+        topology: Topology,
+        free: FreeLists,
+        index: SlotIndex,
+        touched: set[Cell],
     ):
         self.free = free
         self.index = index

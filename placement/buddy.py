@@ -8,6 +8,7 @@ with its buddies as soon as they are all free. Opportunistic jobs never touch th
 (:func:`feasible`), never kept in counters: HiveD's counters drift when a bad cell recovers while
 in use (the "VC Safety Broken" panic in ../shared/notes/hived.md §7), ours cannot.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Iterator, Mapping

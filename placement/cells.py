@@ -6,6 +6,7 @@ range of positions: GPU choice, "is this switch free" and "how many GPUs are fre
 operations, not walks over leaf objects. ``gpus[pos]`` maps a position to the GPU index HiveD
 would report (the leaf's ``cellAddress``, or its default number).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,13 +22,45 @@ class Cell:
     opportunistic bitmasks and, per running job, the mask of positions it holds."""
 
     __slots__ = (
-        "id", "type", "level", "chain", "address", "parent", "children", "size", "node",
-        "offset", "bits", "nodes", "gpu", "is_node", "sizes",
-        "used", "idle", "bad", "bound", "fixed", "region", "bkey", "bver", "bucket",
-        "name", "free_mask", "opp_mask", "nfree", "jobs", "gpus", "layout", "slots", "ikey", "iver",
+        "id",
+        "type",
+        "level",
+        "chain",
+        "address",
+        "parent",
+        "children",
+        "size",
+        "node",
+        "offset",
+        "bits",
+        "nodes",
+        "gpu",
+        "is_node",
+        "sizes",
+        "used",
+        "idle",
+        "bad",
+        "bound",
+        "fixed",
+        "region",
+        "bkey",
+        "bver",
+        "bucket",
+        "name",
+        "free_mask",
+        "opp_mask",
+        "nfree",
+        "jobs",
+        "gpus",
+        "layout",
+        "slots",
+        "ikey",
+        "iver",
     )
 
-    def __init__(self, id: int, type: str, level: int, chain: str, address: str, parent: "Cell | None"):
+    def __init__(
+        self, id: int, type: str, level: int, chain: str, address: str, parent: "Cell | None"
+    ):
         self.id = id
         self.type = type
         self.level = level
@@ -68,7 +101,6 @@ class Cell:
 
     def healthy(self) -> bool:
         return (self.node.bad if self.node is not None else self.bad) == 0
-
 
 
 def _lca(a: Cell, b: Cell) -> Cell | None:
@@ -150,10 +182,14 @@ class Topology:
             cached = self.sizes_of[cell_type] = tuple(sizes)
         return cached
 
-    def _build(self, spec: PhysicalCellSpec, chain: str, parent: Cell | None, node: Cell | None) -> Cell:
+    def _build(
+        self, spec: PhysicalCellSpec, chain: str, parent: Cell | None, node: Cell | None
+    ) -> Cell:
         cfg = self.config
         address = spec.address if parent is None else f"{parent.address}/{spec.address}"
-        cell = Cell(len(self.cells), spec.cell_type, cfg.level(spec.cell_type), chain, address, parent)
+        cell = Cell(
+            len(self.cells), spec.cell_type, cfg.level(spec.cell_type), chain, address, parent
+        )
         self.cells.append(cell)
         if spec.pinned is not None:
             self.pinned[spec.pinned] = cell

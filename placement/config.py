@@ -10,6 +10,7 @@ allocator then trust the config.
 Keys HiveD's scheduler service uses (``kubeApiServerAddress`` ...) and ``skuTypes`` are accepted and
 ignored.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,7 +89,9 @@ class ClusterConfig:
             if self.cell_types[t].node_level:
                 return self.levels[t]
             t = self.cell_types[t].child
-        raise ConfigError("physicalCluster.cellTypes", f"{cell_type} has no node-level type below it")
+        raise ConfigError(
+            "physicalCluster.cellTypes", f"{cell_type} has no node-level type below it"
+        )
 
     def chains(self) -> tuple[str, ...]:
         """Top-level cell types in config order; each names a chain."""
@@ -138,7 +141,9 @@ def load_config(source: str | Path | Mapping[str, Any]) -> ClusterConfig:
 
 def parse_config(data: Any, source: str = "<mapping>") -> ClusterConfig:
     if not isinstance(data, Mapping):
-        raise ConfigError("", "a cluster config must be a mapping with physicalCluster and virtualClusters")
+        raise ConfigError(
+            "", "a cluster config must be a mapping with physicalCluster and virtualClusters"
+        )
     pc = _mapping(data.get("physicalCluster"), "physicalCluster")
     cell_types = _parse_cell_types(_mapping(pc.get("cellTypes"), "physicalCluster.cellTypes"))
     levels = _levels(cell_types)
@@ -146,9 +151,7 @@ def parse_config(data: Any, source: str = "<mapping>") -> ClusterConfig:
     if not isinstance(raw_cells, list) or not raw_cells:
         raise ConfigError("physicalCluster.physicalCells", "must be a non-empty list of cells")
     _check_size(cell_types, levels, raw_cells)
-    tops = tuple(
-        _parse_top_cell(raw, i, cell_types, levels) for i, raw in enumerate(raw_cells)
-    )
+    tops = tuple(_parse_top_cell(raw, i, cell_types, levels) for i, raw in enumerate(raw_cells))
     config = ClusterConfig(cell_types, tops, {}, levels, source)
     _check_unique_names(config)
     vcs = _parse_virtual_clusters(data.get("virtualClusters"), config)
@@ -171,14 +174,16 @@ def _positive_int(value: Any, key: str, *, zero: bool = False) -> int:
     return value
 
 
-def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int],
-                raw_cells: list) -> None:
+def _check_size(
+    cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int], raw_cells: list
+) -> None:
     """Refuse hierarchies too deep or clusters too large *before* the cell tree is built: a
     childCellNumber of 1e9 used to hang while materialising the cells."""
     deepest = max(levels.values(), default=1)
     if deepest > MAX_CELL_LEVELS:
-        raise ConfigError("physicalCluster.cellTypes",
-                          f"{deepest} levels; the limit is {MAX_CELL_LEVELS}")
+        raise ConfigError(
+            "physicalCluster.cellTypes", f"{deepest} levels; the limit is {MAX_CELL_LEVELS}"
+        )
     leaves: dict[str, int] = {}
 
     def leaf_count(t: str) -> int:
@@ -198,8 +203,10 @@ def _check_size(cell_types: Mapping[str, CellTypeSpec], levels: Mapping[str, int
         if isinstance(cell_type, str) and cell_type in cell_types:
             total += leaf_count(cell_type)
         if total > MAX_GPUS:
-            raise ConfigError(f"physicalCluster.physicalCells[{i}]",
-                              f"the cluster would have more than {MAX_GPUS:,} GPUs")
+            raise ConfigError(
+                f"physicalCluster.physicalCells[{i}]",
+                f"the cluster would have more than {MAX_GPUS:,} GPUs",
+            )
 
 
 def _parse_cell_types(raw: Mapping[str, Any]) -> dict[str, CellTypeSpec]:
@@ -216,7 +223,9 @@ def _parse_cell_types(raw: Mapping[str, Any]) -> dict[str, CellTypeSpec]:
         number = _positive_int(spec.get("childCellNumber"), f"{key}.childCellNumber")
         node_level = spec.get("isNodeLevel", False)
         if not isinstance(node_level, bool):
-            raise ConfigError(f"{key}.isNodeLevel", f"must be true or false, got {show(node_level)}")
+            raise ConfigError(
+                f"{key}.isNodeLevel", f"must be true or false, got {show(node_level)}"
+            )
         out[str(name)] = CellTypeSpec(str(name), child, number, node_level)
     return out
 
@@ -228,7 +237,7 @@ def _levels(cell_types: Mapping[str, CellTypeSpec]) -> dict[str, int]:
         t = name
         while t in cell_types and t not in levels:
             if t in path:
-                cycle = " -> ".join(path[path.index(t):] + [t])
+                cycle = " -> ".join(path[path.index(t) :] + [t])
                 raise ConfigError(f"physicalCluster.cellTypes.{t}.childCellType", f"cycle: {cycle}")
             path.append(t)
             t = cell_types[t].child
@@ -259,13 +268,20 @@ def _parse_top_cell(raw: Any, i: int, cell_types, levels) -> PhysicalCellSpec:
         raise ConfigError(f"{key}.cellType", why)
     node_types = _node_levels_in(cell_type, cell_types)
     if not node_types:
-        raise ConfigError(f"{key}.cellType", f"{cell_type} has no node level (no isNodeLevel type in its hierarchy)")
+        raise ConfigError(
+            f"{key}.cellType",
+            f"{cell_type} has no node level (no isNodeLevel type in its hierarchy)",
+        )
     if len(node_types) > 1:
-        raise ConfigError(f"{key}.cellType", f"{cell_type} has more than one node level: {', '.join(node_types)}")
+        raise ConfigError(
+            f"{key}.cellType", f"{cell_type} has more than one node level: {', '.join(node_types)}"
+        )
     return _parse_cell(raw, cell_type, str(i), False, key, cell_types)
 
 
-def _parse_cell(raw, cell_type: str, default: str, below_node: bool, key: str, cell_types) -> PhysicalCellSpec:
+def _parse_cell(
+    raw, cell_type: str, default: str, below_node: bool, key: str, cell_types
+) -> PhysicalCellSpec:
     """Build one physical cell; ``default`` is HiveD's default address segment for it."""
     raw = {} if raw is None else _mapping(raw, key)
     unknown = set(raw) - _PHYSICAL_KEYS
@@ -273,28 +289,39 @@ def _parse_cell(raw, cell_type: str, default: str, below_node: bool, key: str, c
         raise ConfigError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
     given_type = raw.get("cellType")
     if given_type is not None and given_type != cell_type:
-        raise ConfigError(f"{key}.cellType", f"expected {cell_type} here (the parent's childCellType), got {show(given_type)}")
+        raise ConfigError(
+            f"{key}.cellType",
+            f"expected {cell_type} here (the parent's childCellType), got {show(given_type)}",
+        )
     spec = cell_types.get(cell_type)
     address = raw.get("cellAddress")
     if isinstance(address, (dict, list, bool)):
         raise ConfigError(f"{key}.cellAddress", f"must be a name or an index, got {show(address)}")
     if spec is not None and spec.node_level and address in (None, ""):
-        raise ConfigError(f"{key}.cellAddress", f"required for node-level cell {cell_type} (it is the node name)")
+        raise ConfigError(
+            f"{key}.cellAddress", f"required for node-level cell {cell_type} (it is the node name)"
+        )
     if spec is None:  # a leaf: its address is the GPU index
         if address is None:
             address = default
         elif isinstance(address, float) or not str(address).lstrip("-").isdigit():
-            raise ConfigError(f"{key}.cellAddress", f"a GPU index must be an integer, got {show(address)}")
+            raise ConfigError(
+                f"{key}.cellAddress", f"a GPU index must be an integer, got {show(address)}"
+            )
     address = default if address in (None, "") else str(address)
     pinned = raw.get("pinnedCellId")
     if pinned is not None and (not isinstance(pinned, str) or not pinned):
         if pinned == "":
             pinned = None
         else:
-            raise ConfigError(f"{key}.pinnedCellId", f"must be a non-empty string, got {show(pinned)}")
+            raise ConfigError(
+                f"{key}.pinnedCellId", f"must be a non-empty string, got {show(pinned)}"
+            )
     if spec is None:
         if raw.get("cellChildren"):
-            raise ConfigError(f"{key}.cellChildren", f"{cell_type} is a leaf (GPU) type and has no children")
+            raise ConfigError(
+                f"{key}.cellChildren", f"{cell_type} is a leaf (GPU) type and has no children"
+            )
         return PhysicalCellSpec(cell_type, address, pinned, (), key)
     children_raw = raw.get("cellChildren")
     if children_raw in (None, []):
@@ -310,8 +337,12 @@ def _parse_cell(raw, cell_type: str, default: str, below_node: bool, key: str, c
     base = 0 if spec.node_level else int(default)
     children = tuple(
         _parse_cell(
-            child, spec.child, str(base * spec.child_number + j),
-            below_node or spec.node_level, f"{key}.cellChildren[{j}]", cell_types,
+            child,
+            spec.child,
+            str(base * spec.child_number + j),
+            below_node or spec.node_level,
+            f"{key}.cellChildren[{j}]",
+            cell_types,
         )
         for j, child in enumerate(children_raw)
     )
@@ -336,7 +367,9 @@ def _check_unique_names(config: ClusterConfig) -> None:
                 leaf_type = config.leaf_type(spec.cell_type)
                 types = node_leaf_types.setdefault(spec.address, set())
                 if leaf_type in types:
-                    raise ConfigError(f"{spec.key}.cellAddress", f"duplicate node name {show(spec.address)}")
+                    raise ConfigError(
+                        f"{spec.key}.cellAddress", f"duplicate node name {show(spec.address)}"
+                    )
                 types.add(leaf_type)
                 seen = node_gpus.setdefault(spec.address, set())
                 for leaf in _walk(spec):
@@ -344,11 +377,16 @@ def _check_unique_names(config: ClusterConfig) -> None:
                         continue
                     index = int(leaf.address)
                     if index in seen:
-                        raise ConfigError(f"{leaf.key}.cellAddress", f"duplicate GPU index {index} on node {spec.address}")
+                        raise ConfigError(
+                            f"{leaf.key}.cellAddress",
+                            f"duplicate GPU index {index} on node {spec.address}",
+                        )
                     seen.add(index)
             if spec.pinned is not None:
                 if spec.pinned in pins:
-                    raise ConfigError(f"{spec.key}.pinnedCellId", f"duplicate pinned cell id {show(spec.pinned)}")
+                    raise ConfigError(
+                        f"{spec.key}.pinnedCellId", f"duplicate pinned cell id {show(spec.pinned)}"
+                    )
                 pins.add(spec.pinned)
 
 
@@ -385,18 +423,31 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
             entry = _mapping(entry, ekey)
             unknown = set(entry) - {"cellType", "cellNumber"}
             if unknown:
-                raise ConfigError(f"{ekey}.{sorted(map(str, unknown))[0]}", "unknown key (pinned cells go under pinnedCells)")
+                raise ConfigError(
+                    f"{ekey}.{sorted(map(str, unknown))[0]}",
+                    "unknown key (pinned cells go under pinnedCells)",
+                )
             path = entry.get("cellType")
             if not isinstance(path, str) or not path:
-                raise ConfigError(f"{ekey}.cellType", "must be a dotted cell type path such as RACK.NODE")
+                raise ConfigError(
+                    f"{ekey}.cellType", "must be a dotted cell type path such as RACK.NODE"
+                )
             parts = path.split(".")
             if parts[0] not in chains:
-                known = "unknown cell type" if parts[0] not in config.levels else "not the type of any top-level physical cell"
+                known = (
+                    "unknown cell type"
+                    if parts[0] not in config.levels
+                    else "not the type of any top-level physical cell"
+                )
                 raise ConfigError(f"{ekey}.cellType", f"{show(parts[0])}: {known}")
             for parent, child in zip(parts, parts[1:]):
                 spec = config.cell_types.get(parent)
                 if spec is None or spec.child != child:
-                    what = "unknown cell type" if child not in config.levels else f"not the child type of {parent}"
+                    what = (
+                        "unknown cell type"
+                        if child not in config.levels
+                        else f"not the child type of {parent}"
+                    )
                     raise ConfigError(f"{ekey}.cellType", f"{show(child)} in {show(path)}: {what}")
             count = _positive_int(entry.get("cellNumber"), f"{ekey}.cellNumber", zero=True)
             cells.append(VirtualCellSpec(parts[0], parts[-1], count))
@@ -410,7 +461,9 @@ def _parse_virtual_clusters(raw: Any, config: ClusterConfig) -> dict[str, Virtua
             if pid not in pinned:
                 raise ConfigError(pkey, f"no physical cell has pinnedCellId {show(pid)}")
             if pid in pinned_owner:
-                raise ConfigError(pkey, f"pinned cell {show(pid)} is already used by {pinned_owner[pid]}")
+                raise ConfigError(
+                    pkey, f"pinned cell {show(pid)} is already used by {pinned_owner[pid]}"
+                )
             pinned_owner[pid] = str(vc_name)
             pins.append(pid)
         out[str(vc_name)] = VirtualClusterSpec(str(vc_name), tuple(cells), tuple(pins))

@@ -7,6 +7,7 @@ When ``spread`` is on and the pods do not fit whole nodes, the gang's GPUs are s
 nodes with the most free GPUs (fewest nodes) instead of waiting: the artifact's fallback, which
 never leaves a job waiting while enough GPUs are free.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left, insort
@@ -58,7 +59,11 @@ class ConsolidatedAllocator:
         return Result("placed", pods=pods)
 
     def _allowed(self, request: Request) -> list[str]:
-        return [n for n in self._free if n not in self._bad and (request.nodes is None or n in request.nodes)]
+        return [
+            n
+            for n in self._free
+            if n not in self._bad and (request.nodes is None or n in request.nodes)
+        ]
 
     def _fit_indexed(self, request: Request) -> list[tuple[str, int]] | None:
         """``_fit_pods`` over every node, from the (free GPUs, node) index: a bisection per pod
@@ -101,7 +106,9 @@ class ConsolidatedAllocator:
                 pods.append(PodPlacement(node, wanted))
         total = sum(len(p.gpus) for p in pods)
         if total != request.total_gpus:
-            return Result("error", reason=f"placement holds {total} GPUs, the request {request.total_gpus}")
+            return Result(
+                "error", reason=f"placement holds {total} GPUs, the request {request.total_gpus}"
+            )
         for pod in pods:
             self._set_free(pod.node, [g for g in self._free[pod.node] if g not in pod.gpus])
         self._jobs[request.job] = tuple(pods)
@@ -127,7 +134,11 @@ class ConsolidatedAllocator:
         left = total
         while left:
             fits = [n for n, f in free.items() if f >= left]
-            node = min(fits, key=lambda n: (free[n], n)) if fits else max(free, key=lambda n: (free[n], n))
+            node = (
+                min(fits, key=lambda n: (free[n], n))
+                if fits
+                else max(free, key=lambda n: (free[n], n))
+            )
             n = min(left, free.pop(node))
             out.append((node, n))
             left -= n

@@ -4,6 +4,7 @@
 ``chronus_py.errors.InputError``. Every message is one line and names the key it is about, so a
 user can fix a config or scenario without reading a traceback.
 """
+
 from __future__ import annotations
 
 

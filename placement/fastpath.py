@@ -12,6 +12,7 @@ Each gives exactly what stages 1 and 2 of the general planner give for one pod (
 and GPUs, the same score across chains; tests/placement/test_placement_fastpaths.py checks it), and
 commits it directly. It is kept apart so that the allocator reads as the general algorithm.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -88,7 +89,11 @@ class FastPath:
                 best = (None, found)
                 break
             _, holder, slot, mask = found
-            score = (lca_size(slot.node.sizes, mask << slot.offset), holder.size, self.planner.chain_index[name])
+            score = (
+                lca_size(slot.node.sizes, mask << slot.offset),
+                holder.size,
+                self.planner.chain_index[name],
+            )
             if best is None or score < best[0]:
                 best = (score, found)
         if best is None:
@@ -97,7 +102,13 @@ class FastPath:
         return self._place_one(request, tenant, slot, mask, n, bind=cell)
 
     def _place_one(
-        self, request: Request, tenant: Tenant, slot: Cell, mask: int, n: int, bind: Cell | None = None
+        self,
+        request: Request,
+        tenant: Tenant,
+        slot: Cell,
+        mask: int,
+        n: int,
+        bind: Cell | None = None,
     ) -> Result:
         """Commit a one-pod job on free GPUs ``mask`` (slot-relative) of a slot of the VC. A new
         cell ``bind`` is bound for the VC right after the GPUs are taken, so that its slots enter

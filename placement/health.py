@@ -7,6 +7,7 @@ HiveD instead keeps "doomed" lists next to its counters, and when a doomed cell'
 while a job runs on its healthy half, the cell is never returned to the free list and the next
 request panics with "VC Safety Broken" (../shared/notes/hived.md §7). Recomputing cannot leak.
 """
+
 from __future__ import annotations
 
 from placement.binding import Tenants
@@ -55,7 +56,9 @@ def mark_healthy(node: Cell, index: SlotIndex) -> bool:
     return True
 
 
-def doomed_cells(topology: Topology, free: FreeLists, tenants: Tenants) -> dict[str, dict[str, int]]:
+def doomed_cells(
+    topology: Topology, free: FreeLists, tenants: Tenants
+) -> dict[str, dict[str, int]]:
     """Per VC, how many of its unbound promised cells (by cell type) cannot be bound right now on
     wholly healthy hardware.
 

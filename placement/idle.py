@@ -12,6 +12,7 @@ order. Re-bucketing is deferred: whatever changes a node's GPUs, binding, or hea
 touched nodes before it answers. An opportunistic request therefore costs O(nodes changed since
 the last one x log n) plus a look at each bucket, not a pass over every node.
 """
+
 from __future__ import annotations
 
 from operator import attrgetter
@@ -34,8 +35,12 @@ class _ChainNodes:
         self.heaps: list[list] = [[] for _ in range(2 * width * width)]
         self.live = [0] * (2 * width * width)
         self.order = [
-            [(held * width + guaranteed) * width + free
-             for held in (0, 1) for guaranteed in range(size + 1) for free in range(n, size - guaranteed + 1)]
+            [
+                (held * width + guaranteed) * width + free
+                for held in (0, 1)
+                for guaranteed in range(size + 1)
+                for free in range(n, size - guaranteed + 1)
+            ]
             for n in range(size + 1)
         ]
 

@@ -4,6 +4,7 @@
 the cells above the node and the tenants' slot index in step, so the rest of the package can
 trust ``free_count()`` and the index without re-deriving them.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -48,7 +49,9 @@ class Job:
         return f"Job({self.name}, p{self.priority})"
 
     def record(self) -> tuple[PodPlacement, ...]:
-        return tuple(PodPlacement(node.name, gpu_indices(node.gpus, mask)) for node, mask in self.pods)
+        return tuple(
+            PodPlacement(node.name, gpu_indices(node.gpus, mask)) for node, mask in self.pods
+        )
 
 
 class Ledger:

@@ -7,6 +7,7 @@ they reach the top of their heap, or all at once when a heap holds more stale en
 ones. An entry is current exactly when its version is the cell's version now, so the two indexes
 differ only in which version attribute they read (a node can be in both at once).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -17,7 +18,9 @@ from placement.cells import Cell
 Version = Callable[[Cell], int]  # e.g. operator.attrgetter("bver")
 
 
-def first_current(heaps: list[list], live: list[int], order: Iterable[int], version: Version) -> Cell | None:
+def first_current(
+    heaps: list[list], live: list[int], order: Iterable[int], version: Version
+) -> Cell | None:
     """The lowest-id current cell of the first bucket in ``order`` that holds one; stale entries
     met on the way are popped."""
     for b in order:

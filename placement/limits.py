@@ -5,6 +5,7 @@ exhaust memory: cell trees, node lists and per-node GPU sets are materialised, s
 be bounded before they are built. Readers refuse larger values with a one-line error naming the
 key and the bound (README, "Input limits").
 """
+
 from __future__ import annotations
 
 MAX_NODES = 100_000  # nodes in one cluster

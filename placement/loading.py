@@ -17,6 +17,7 @@ What is bounded, and why:
 - **messages**: values are shown with :func:`show`, which never prints more than a few dozen
   characters however large the value is.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,15 +63,17 @@ def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYT
         with path.open("rb") as fh:
             size = _size(fh)
             if size > max_bytes:
-                raise LoadError("", f"{what} is {size:,} bytes; the limit is {max_bytes:,}",
-                                source=str(path))
+                raise LoadError(
+                    "", f"{what} is {size:,} bytes; the limit is {max_bytes:,}", source=str(path)
+                )
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         why = f"cannot read: {exc.strerror or exc}"
         raise LoadError("", why, source=str(path)) from None
     if len(data) > max_bytes:
-        raise LoadError("", f"{what} is larger than the limit of {max_bytes:,} bytes",
-                        source=str(path))
+        raise LoadError(
+            "", f"{what} is larger than the limit of {max_bytes:,} bytes", source=str(path)
+        )
     return data
 
 
@@ -87,8 +90,12 @@ def decode(data: bytes, source: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise LoadError("", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
-                        source=source, line=line) from None
+        raise LoadError(
+            "",
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+            source=source,
+            line=line,
+        ) from None
 
 
 def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYTES) -> str:
@@ -112,10 +119,22 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise LoadError("", f"not valid YAML: {_one_line(problem)}", source=source,
-                        line=None if mark is None else mark.line + 1) from None
-    except (ValueError, OverflowError, TypeError, IndexError, KeyError, AttributeError,
-            RecursionError, MemoryError) as exc:  # PyYAML's constructors on odd tagged scalars
+        raise LoadError(
+            "",
+            f"not valid YAML: {_one_line(problem)}",
+            source=source,
+            line=None if mark is None else mark.line + 1,
+        ) from None
+    except (
+        ValueError,
+        OverflowError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        RecursionError,
+        MemoryError,
+    ) as exc:  # PyYAML's constructors on odd tagged scalars
         raise LoadError("", f"not valid YAML: {_one_line(str(exc))}", source=source) from None
 
 
@@ -243,6 +262,7 @@ def parse_json(text: str, source: str = "<text>") -> Any:
     """Parse JSON text, then walk it (iteratively) for depth, size and number range.
 
     ``NaN`` and ``Infinity`` are not JSON; Python's parser accepts them, this one does not."""
+
     def refuse_constant(name: str) -> Any:
         raise _NonFinite(name)
 
@@ -344,18 +364,22 @@ def load_npy(path: str | Path, *, what: str = "samples file", max_items: int = 5
         why = f"not a readable .npy array: {_one_line(str(exc))}"
         raise LoadError("", why, source=source) from None
     if dtype.kind not in "fiub" or dtype.hasobject:
-        raise LoadError("", f"expected a real-valued array, got dtype {_one_line(str(dtype))}",
-                        source=source)
+        raise LoadError(
+            "", f"expected a real-valued array, got dtype {_one_line(str(dtype))}", source=source
+        )
     if not all(isinstance(n, int) and n >= 0 for n in shape):
-        raise LoadError("", f"not a readable .npy array: shape {_one_line(str(shape))}",
-                        source=source)
+        raise LoadError(
+            "", f"not a readable .npy array: shape {_one_line(str(shape))}", source=source
+        )
     items = math.prod(shape)
     if items > max_items:
-        raise LoadError("", f"the header claims {items:,} values; the limit is {max_items:,}",
-                        source=source)
+        raise LoadError(
+            "", f"the header claims {items:,} values; the limit is {max_items:,}", source=source
+        )
     need = items * dtype.itemsize
     if len(data) - fh.tell() < need:
-        raise LoadError("", f"the header claims {items:,} values but the file is too short",
-                        source=source)
+        raise LoadError(
+            "", f"the header claims {items:,} values but the file is too short", source=source
+        )
     array = np.frombuffer(data, dtype=dtype, count=items, offset=fh.tell())
     return array.reshape(shape, order="F" if fortran else "C").astype(np.float64)

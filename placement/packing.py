@@ -11,6 +11,7 @@
 * A gang goes into the smallest cell that holds all of it (one node, then one rack ...), and
   inside that cell each pod, largest first, onto the busiest node that fits.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -52,7 +53,11 @@ def _take(sizes: tuple[int, ...], mask: int, li: int, lo: int, n: int) -> int:
         for g in range(lo, lo + size, sz):
             c = _count(mask, g, sz)
             if c >= n:
-                key = (c, *(_count(mask, g // sizes[k] * sizes[k], sizes[k]) for k in range(lj + 1, li)), g)
+                key = (
+                    c,
+                    *(_count(mask, g // sizes[k] * sizes[k], sizes[k]) for k in range(lj + 1, li)),
+                    g,
+                )
                 if best_key is None or key < best_key:
                     best, best_key = g, key
         if best_key is not None:

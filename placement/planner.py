@@ -14,6 +14,7 @@ split, chain order)``: no preemption if avoidable, fewest nodes, tightest topolo
 fragmentation, then config order. ``q`` is the priority below which GPUs count as usable
 (``None``: free GPUs only).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -93,31 +94,55 @@ class Planner:
             lca = lca_size(nodes[0].sizes, per_node[nodes[0]])
         else:
             common = lowest_common_cell(nodes)
-            lca = common.size if common is not None else sum(t.size for t in self.topology.chains[chain].tops)
-        score = (len(victims), len(nodes), lca, sum(h.size for h in holders), self.chain_index[chain])
+            lca = (
+                common.size
+                if common is not None
+                else sum(t.size for t in self.topology.chains[chain].tops)
+            )
+        score = (
+            len(victims),
+            len(nodes),
+            lca,
+            sum(h.size for h in holders),
+            self.chain_index[chain],
+        )
         return Candidate(chain, list(fitted), binds, frozenset(victims), score)
 
     # -- guaranteed ----------------------------------------------------------------------------
 
     def guaranteed(
-        self, tenant: Tenant, chains: Sequence[str], pods, *, q: int | None, inside: bool,
-        bind: bool, pinned: Cell | None, allowed: Collection[str] | None,
+        self,
+        tenant: Tenant,
+        chains: Sequence[str],
+        pods,
+        *,
+        q: int | None,
+        inside: bool,
+        bind: bool,
+        pinned: Cell | None,
+        allowed: Collection[str] | None,
     ) -> Candidate | None:
         best: Candidate | None = None
         for chain in chains:
-            candidate = self._guaranteed_in(tenant, self.topology.chains[chain], pods, q, inside, bind, pinned, allowed)
+            candidate = self._guaranteed_in(
+                tenant, self.topology.chains[chain], pods, q, inside, bind, pinned, allowed
+            )
             if candidate is not None and (best is None or candidate.score < best.score):
                 best = candidate
         return best
 
-    def _guaranteed_in(self, tenant, chain: Chain, pods, q, inside, bind, pinned, allowed) -> Candidate | None:
+    def _guaranteed_in(
+        self, tenant, chain: Chain, pods, q, inside, bind, pinned, allowed
+    ) -> Candidate | None:
         masks = self._masker(q, allowed)
         usable_count = _counter(masks)
         total = sum(n for _, n in pods)
         regions = [pinned] if pinned is not None else tenant.regions(chain.name) if inside else []
         options: list[Candidate] = []
         if inside:
-            for box in containers(regions, total, usable_count, self._cell_count(q, allowed, usable_count)):
+            for box in containers(
+                regions, total, usable_count, self._cell_count(q, allowed, usable_count)
+            ):
                 fitted = self._fit(slots_of(box), pods, masks)
                 if fitted:
                     options.append(self._candidate(chain.name, fitted, [], []))
@@ -145,7 +170,9 @@ class Planner:
             return None
 
         def count(cell: Cell) -> int:
-            return cell.size - cell.used if not cell.bad else sum(usable_count(n) for n in cell.nodes)
+            return (
+                cell.size - cell.used if not cell.bad else sum(usable_count(n) for n in cell.nodes)
+            )
 
         return count
 
@@ -170,7 +197,8 @@ class Planner:
     def _levels(self, tenant: Tenant, chain: Chain, need_cell: int, need_slot: int) -> list[int]:
         """The VC's unbound levels in ``chain`` (lowest first) whose cells can hold the request."""
         return [
-            level for level, size, slot in self._shapes_of(tenant, chain)
+            level
+            for level, size, slot in self._shapes_of(tenant, chain)
             if size >= need_cell and slot >= need_slot and tenant.unbound(chain.name, level) > 0
         ]
 
@@ -190,7 +218,9 @@ class Planner:
                         return self._candidate(chain.name, fitted, [cell], [holder])
         return None
 
-    def new_cell_for_pod(self, tenant: Tenant, chain: Chain, n: int) -> tuple[Cell, Cell, Cell, int] | None:
+    def new_cell_for_pod(
+        self, tenant: Tenant, chain: Chain, n: int
+    ) -> tuple[Cell, Cell, Cell, int] | None:
         """:meth:`_new_cell` for one pod of ``n`` GPUs on free healthy GPUs, every node allowed,
         without the general machinery (the common slow case when tenants are promised small
         cells): the same cell, holder, slot and GPUs, as ``(cell, holder, slot, slot mask)``.
@@ -205,12 +235,19 @@ class Planner:
         levels = self.free.levels[name]
         counts = None
         for level, size, slot_size in self._shapes_of(tenant, chain):
-            if size < n or slot_size < n or quota[(name, level)] - len(bound.get((name, level), ())) <= 0:
+            if (
+                size < n
+                or slot_size < n
+                or quota[(name, level)] - len(bound.get((name, level), ())) <= 0
+            ):
                 continue
             for upper in range(level, chain.top_level + 1):
                 for holder in by_fewest_opportunistic(levels[upper]):
-                    for cell in ((holder,) if upper == level
-                                 else descendants_by_fewest_opportunistic(holder, level)):
+                    for cell in (
+                        (holder,)
+                        if upper == level
+                        else descendants_by_fewest_opportunistic(holder, level)
+                    ):
                         node = cell.node
                         if node is not None:
                             if node.bad:
@@ -231,7 +268,9 @@ class Planner:
                             avail = slot.free_mask
                         if counts is None:
                             counts = list(map(len, levels))
-                        if feasible_after_take(chain, counts, self.tenants.demand_view(name), cell, holder):
+                        if feasible_after_take(
+                            chain, counts, self.tenants.demand_view(name), cell, holder
+                        ):
                             return cell, holder, slot, pick(slot.sizes, avail, n)
         return None
 
@@ -272,7 +311,9 @@ class Planner:
             fitted.append(got[0])
         return self._candidate(chain.name, fitted, binds, holders)
 
-    def _bind_for_pod(self, tenant, chain: Chain, n, sim: FreeLists, demand, taken, masks) -> Cell | None:
+    def _bind_for_pod(
+        self, tenant, chain: Chain, n, sim: FreeLists, demand, taken, masks
+    ) -> Cell | None:
         for level in self._levels(tenant, chain, n, n):
             if tenant.unbound(chain.name, level) - taken.get(level, 0) <= 0:
                 continue
@@ -286,7 +327,9 @@ class Planner:
 
     # -- opportunistic -------------------------------------------------------------------------
 
-    def opportunistic(self, chains: Sequence[str], pods, allowed: Collection[str] | None) -> Candidate | None:
+    def opportunistic(
+        self, chains: Sequence[str], pods, allowed: Collection[str] | None
+    ) -> Candidate | None:
         """Idle GPUs anywhere in the chain; prefer nodes no VC holds and with little guaranteed work.
 
         One pod: the node :class:`IdleNodes` names (or, with ``allowed``, the best of those nodes).
@@ -310,12 +353,19 @@ class Planner:
                 idx, n = pods[0]
                 node = self.idle.best(name, n)
                 if node is not None:
-                    candidate = self._candidate(name, [(idx, node, pick(node.sizes, node.free_mask, n))], [], [])
+                    candidate = self._candidate(
+                        name, [(idx, node, pick(node.sizes, node.free_mask, n))], [], []
+                    )
             elif len(pods) == 1:
                 if allowed is None:
                     slots = [n for top in chain.tops for n in top.nodes]
                 else:
-                    slots = [c for a in allowed for c in self.topology.node_cells.get(a, ()) if c.chain == name]
+                    slots = [
+                        c
+                        for a in allowed
+                        for c in self.topology.node_cells.get(a, ())
+                        if c.chain == name
+                    ]
                 fitted = self._fit(slots, pods, masks, key)
                 if fitted:
                     candidate = self._candidate(name, fitted, [], [])

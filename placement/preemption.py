@@ -8,6 +8,7 @@ Lazy preemption: a guaranteed victim that allows it is first *downgraded* (its V
 released and its GPUs count as opportunistic) and the preemptor placed again; if the preemptor
 then fits elsewhere the victim keeps running, otherwise it is evicted like any opportunistic job.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

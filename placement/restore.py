@@ -8,6 +8,7 @@ cells back from lower-priority jobs or hold the job lazily preempted when its GP
 its VC (HiveD's work-preserving reconfiguration, ../notes/hived.md §8). It lives apart from
 :mod:`placement.allocator` because none of it is on the ``allocate`` path.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -37,8 +38,12 @@ class Restorer:
     jobs: dict[str, Job]
     commit: Callable[[Request, Candidate, Tenant | None, tuple], Result]
 
-    def readd(self, request: Request, placement: Mapping[str, Iterable[int]],
-              cell_types: Mapping[str, Mapping[int, str]]) -> Result:
+    def readd(
+        self,
+        request: Request,
+        placement: Mapping[str, Iterable[int]],
+        cell_types: Mapping[str, Mapping[int, str]],
+    ) -> Result:
         """``CellAllocator.reserve(restart=True)``: see there."""
         if request.job in self.jobs:
             return Result("error", reason=f"job {request.job} is already placed")
@@ -55,7 +60,9 @@ class Restorer:
         why = _unmappable(request, tenant, positions)
         if why:
             return self._hold_lazily_preempted(request, positions, why)
-        types = {(node, gpu): t for node, per_gpu in cell_types.items() for gpu, t in per_gpu.items()}
+        types = {
+            (node, gpu): t for node, per_gpu in cell_types.items() for gpu, t in per_gpu.items()
+        }
         records = []
         while True:
             mapped = self.map(request, tenant, positions, types)
@@ -63,19 +70,28 @@ class Restorer:
                 return self.commit(request, mapped, tenant, tuple(r.job.name for r in records))
             if mapped.blocker is None:
                 break
-            holders = sorted((j for j in self.jobs.values() if mapped.blocker in j.regions), key=lambda j: j.name)
+            holders = sorted(
+                (j for j in self.jobs.values() if mapped.blocker in j.regions), key=lambda j: j.name
+            )
             records.extend(downgrade(j, self.ledger, self.tenants) for j in holders)
         for record in reversed(records):
             undo(record, self.ledger, self.tenants)
         return self._hold_lazily_preempted(request, positions, mapped.reason)
 
-    def _hold_lazily_preempted(self, request: Request, positions: list[tuple[Cell, int]], why: str) -> Result:
+    def _hold_lazily_preempted(
+        self, request: Request, positions: list[tuple[Cell, int]], why: str
+    ) -> Result:
         held = replace(request, priority=-1)
         placed = self.commit(held, self.map(held, None, positions, {}), None, (request.job,))
         return replace(placed, reason=f"lazily preempted: {why}")
 
-    def map(self, request: Request, tenant: Tenant | None, positions: list[tuple[Cell, int]],
-            types: Mapping[tuple[str, int], str]) -> Candidate | Unmapped:
+    def map(
+        self,
+        request: Request,
+        tenant: Tenant | None,
+        positions: list[tuple[Cell, int]],
+        types: Mapping[tuple[str, int], str],
+    ) -> Candidate | Unmapped:
         """The candidate that holds ``positions`` for ``request``, binding the VC cells the GPUs need
         (only cells of the type ``types`` names for a GPU, when it names one), or why it cannot."""
         binds: list[Cell] = []
@@ -86,7 +102,9 @@ class Restorer:
         for node, pos in positions:
             slot = node
             if tenant is not None:
-                region = next((c for c in binds if _covers(c, node, pos)), None) or bound_ancestor(node, pos)
+                region = next((c for c in binds if _covers(c, node, pos)), None) or bound_ancestor(
+                    node, pos
+                )
                 if region is None:
                     sim = sim or self.free.clone()
                     want = types.get((node.name, node.gpus[pos]))
@@ -94,24 +112,43 @@ class Restorer:
                     if want is not None:
                         level = self.topology.chains[node.chain].level_of.get(want)
                         if level is None:
-                            return Unmapped(f"cell type {want} of GPU {node.gpus[pos]} of node {node.name} "
-                                             f"is not in chain {node.chain}")
+                            return Unmapped(
+                                f"cell type {want} of GPU {node.gpus[pos]} of node {node.name} "
+                                f"is not in chain {node.chain}"
+                            )
                     region = self._bind_for_gpu(tenant, node, pos, sim, need, taken, level)
                     if region is None:
-                        blocker = None if level is None else self._taken_back(request, tenant, node, pos, level, sim, taken)
-                        return Unmapped(f"GPU {node.gpus[pos]} of node {node.name} is outside VC {tenant.name}'s "
-                                         f"cells and none of its promise can be bound there", blocker)
+                        blocker = (
+                            None
+                            if level is None
+                            else self._taken_back(request, tenant, node, pos, level, sim, taken)
+                        )
+                        return Unmapped(
+                            f"GPU {node.gpus[pos]} of node {node.name} is outside VC {tenant.name}'s "
+                            f"cells and none of its promise can be bound there",
+                            blocker,
+                        )
                     binds.append(region)
                 elif region.bound not in (None, tenant.name):  # None: bound by this candidate
-                    return Unmapped(f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s cells")
+                    return Unmapped(
+                        f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s cells"
+                    )
                 if region.node is not None and not region.is_node:
                     slot = region
             masks[slot] = masks.get(slot, 0) | 1 << (pos - slot.offset)
         pods = [(i, slot, mask) for i, (slot, mask) in enumerate(masks.items())]
         return Candidate(positions[0][0].chain, pods, binds, frozenset(), ())
 
-    def _taken_back(self, request: Request, tenant: Tenant, node: Cell, pos: int, level: int,
-                    sim: FreeLists, taken: dict[tuple[str, int], int]) -> Cell | None:
+    def _taken_back(
+        self,
+        request: Request,
+        tenant: Tenant,
+        node: Cell,
+        pos: int,
+        level: int,
+        sim: FreeLists,
+        taken: dict[tuple[str, int], int],
+    ) -> Cell | None:
         """The VC's bound cell to take back so that GPU ``pos`` of ``node`` can have its level-
         ``level`` cell: only when that cell is free and the VC has no unbound promise left at
         the level; the lowest-priority bound cell of that level whose priority is below the
@@ -120,17 +157,23 @@ class Restorer:
         cell = leaf_cells(node, 1 << pos)[0]
         while cell.level < level:
             cell = cell.parent
-        if sim.free_ancestor(cell) is None or tenant.unbound(chain, level) - taken.get((chain, level), 0) > 0:
+        if (
+            sim.free_ancestor(cell) is None
+            or tenant.unbound(chain, level) - taken.get((chain, level), 0) > 0
+        ):
             return None
         best, lowest = None, request.priority
         for bound in tenant.bound.get((chain, level), ()):
-            priority = max((j.priority for j in self.jobs.values() if bound in j.regions), default=-1)
+            priority = max(
+                (j.priority for j in self.jobs.values() if bound in j.regions), default=-1
+            )
             if priority < lowest:
                 best, lowest = bound, priority
         return best
 
-    def positions(self, placement: Mapping[str, Iterable[int]], *, ignore_missing: bool = False
-                   ) -> list[tuple[Cell, int]] | str:
+    def positions(
+        self, placement: Mapping[str, Iterable[int]], *, ignore_missing: bool = False
+    ) -> list[tuple[Cell, int]] | str:
         """(node cell, position) of every GPU named, or why they cannot be held. With
         ``ignore_missing``, GPUs on nodes (or at indices) the config does not have are skipped."""
         out: list[tuple[Cell, int]] = []
@@ -157,9 +200,16 @@ class Restorer:
                 out.append((cell, p))
         return out
 
-    def _bind_for_gpu(self, tenant: Tenant, node: Cell, pos: int, sim: FreeLists,
-                      need: dict[str, dict[int, int]], taken: dict[tuple[str, int], int],
-                      level: int | None = None) -> Cell | None:
+    def _bind_for_gpu(
+        self,
+        tenant: Tenant,
+        node: Cell,
+        pos: int,
+        sim: FreeLists,
+        need: dict[str, dict[int, int]],
+        taken: dict[tuple[str, int], int],
+        level: int | None = None,
+    ) -> Cell | None:
         """The lowest cell holding GPU ``pos`` of ``node`` (the one at ``level``, if given) that
         the VC's unbound promise may bind. ``sim`` (free lists), ``need`` (unbound promises per
         chain) and ``taken`` (this VC's binds per chain and level) already count the binds
@@ -173,8 +223,11 @@ class Restorer:
                 continue
             key = (chain.name, cell.level)
             holder = sim.free_ancestor(cell)
-            if (tenant.unbound(*key) - taken.get(key, 0) > 0 and holder is not None
-                    and feasible_after_take(chain, sim.counts(chain), demand, cell, holder)):
+            if (
+                tenant.unbound(*key) - taken.get(key, 0) > 0
+                and holder is not None
+                and feasible_after_take(chain, sim.counts(chain), demand, cell, holder)
+            ):
                 sim.take(cell)
                 demand[cell.level] -= 1
                 taken[key] = taken.get(key, 0) + 1

@@ -4,6 +4,7 @@
 fails with one line naming the step and key and prints no partial output. :func:`run_scenario`
 then drives a :class:`~placement.allocator.CellAllocator` and checks each step's ``expect``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,14 +20,34 @@ from placement.types import PodSpec, Request, Result
 
 _TOP_KEYS = {"name", "cluster", "healthy", "steps"}
 _STEP_KEYS = {
-    "allocate": {"op", "job", "vc", "priority", "pods", "sku", "pinned", "lazy_preempt", "nodes", "expect"},
+    "allocate": {
+        "op",
+        "job",
+        "vc",
+        "priority",
+        "pods",
+        "sku",
+        "pinned",
+        "lazy_preempt",
+        "nodes",
+        "expect",
+    },
     "release": {"op", "job", "expect"},
     "set_bad": {"op", "node", "expect"},
     "set_healthy": {"op", "node", "expect"},
     "check": {"op", "expect"},
 }
 _EXPECT_KEYS = {
-    "allocate": {"outcome", "nodes", "nodes_not", "gpus", "pod_within", "job_within", "preempted", "downgraded"},
+    "allocate": {
+        "outcome",
+        "nodes",
+        "nodes_not",
+        "gpus",
+        "pod_within",
+        "job_within",
+        "preempted",
+        "downgraded",
+    },
     "release": {"outcome"},
     "set_bad": {"outcome"},
     "set_healthy": {"outcome"},
@@ -96,7 +117,9 @@ def parse_scenario(data: Any, *, base: Path = Path(".")) -> Scenario:
         if step.op == "allocate":
             allocated.add(step.job)
         elif step.op == "release" and step.job not in allocated:
-            raise ScenarioError(f"step {i}: job", f"{show(step.job)} is not allocated by an earlier step")
+            raise ScenarioError(
+                f"step {i}: job", f"{show(step.job)} is not allocated by an earlier step"
+            )
         steps.append(step)
     name = data.get("name", "")
     return Scenario(str(name), config, healthy_nodes, tuple(steps))
@@ -119,14 +142,18 @@ def _step(raw: Any, i: int, nodes: set[str], types: set[str]) -> Step:
         raise ScenarioError(where, "must be a mapping with an op")
     op = raw.get("op")
     if not isinstance(op, str) or op not in _STEP_KEYS:
-        raise ScenarioError(f"{where}: op", f"must be one of {', '.join(_STEP_KEYS)}, got {show(op)}")
+        raise ScenarioError(
+            f"{where}: op", f"must be one of {', '.join(_STEP_KEYS)}, got {show(op)}"
+        )
     where = f"step {i} ({op})"
     unknown = set(raw) - _STEP_KEYS[op]
     if unknown:
         raise ScenarioError(f"{where}: {sorted(map(str, unknown))[0]}", "unknown key")
     expect = _expect(raw.get("expect"), op, where, types)
     if op == "allocate":
-        return Step(i, op, job=_name(raw, "job", where), request=_request(raw, where), expect=expect)
+        return Step(
+            i, op, job=_name(raw, "job", where), request=_request(raw, where), expect=expect
+        )
     if op == "release":
         return Step(i, op, job=_name(raw, "job", where), expect=expect)
     if op in ("set_bad", "set_healthy"):
@@ -145,7 +172,11 @@ def _name(raw: Mapping, key: str, where: str) -> str:
 
 
 def _int(value: Any, key: str, *, minimum: int | None = None, maximum: int = MAX_GPUS) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (minimum is not None and value < minimum)
+    ):
         bound = "" if minimum is None else f" >= {minimum}"
         raise ScenarioError(key, f"must be an integer{bound}, got {show(value)}")
     if abs(value) > maximum:
@@ -166,8 +197,12 @@ def _request(raw: Mapping, where: str) -> Request:
         if unknown:
             raise ScenarioError(f"{key}.{sorted(map(str, unknown))[0]}", "unknown key")
         gpus = _int(pod.get("gpus"), f"{key}.gpus", minimum=1)
-        count = _int(pod.get("count", 1), f"{key}.count", minimum=1,
-                     maximum=MAX_PODS - sum(p.count for p in pods))
+        count = _int(
+            pod.get("count", 1),
+            f"{key}.count",
+            minimum=1,
+            maximum=MAX_PODS - sum(p.count for p in pods),
+        )
         pods.append(PodSpec(gpus, count))
     nodes = raw.get("nodes")
     if nodes is not None:
@@ -201,12 +236,15 @@ def _expect(raw: Any, op: str, where: str, types: set[str]) -> dict[str, Any]:
         raise ScenarioError(f"{where}: expect.{sorted(map(str, unknown))[0]}", "unknown key")
     out = dict(raw)
     key = f"{where}: expect"
-    if "outcome" in out and (not isinstance(out["outcome"], str)
-                             or out["outcome"] not in _OUTCOMES.get(op, {"ok"})):
+    if "outcome" in out and (
+        not isinstance(out["outcome"], str) or out["outcome"] not in _OUTCOMES.get(op, {"ok"})
+    ):
         allowed = " | ".join(sorted(_OUTCOMES.get(op, {"ok"})))
         raise ScenarioError(f"{key}.outcome", f"must be {allowed}, got {show(out['outcome'])}")
     for k in ("nodes", "nodes_not", "preempted", "downgraded"):
-        if k in out and (not isinstance(out[k], list) or not all(isinstance(v, (str, int)) for v in out[k])):
+        if k in out and (
+            not isinstance(out[k], list) or not all(isinstance(v, (str, int)) for v in out[k])
+        ):
             raise ScenarioError(f"{key}.{k}", "must be a list of names")
         if k in out:
             out[k] = sorted(str(v) for v in out[k])
@@ -282,30 +320,44 @@ def _check_outcome(expect: Mapping[str, Any], got: str) -> list[str]:
     return [] if want is None or want == got else [f"outcome: expected {want}, got {got}"]
 
 
-def _check_allocate(expect: Mapping[str, Any], result: Result, allocator: CellAllocator) -> list[str]:
+def _check_allocate(
+    expect: Mapping[str, Any], result: Result, allocator: CellAllocator
+) -> list[str]:
     failed = _check_outcome(expect, result.outcome)
     placed = result.outcome == "placed"
     by_node = result.by_node()
     nodes = sorted(by_node)
     if "nodes" in expect and (not placed or nodes != expect["nodes"]):
-        failed.append(f"nodes: expected {expect['nodes']}, got {nodes if placed else 'no placement'}")
+        failed.append(
+            f"nodes: expected {expect['nodes']}, got {nodes if placed else 'no placement'}"
+        )
     if "nodes_not" in expect:
         bad = sorted(set(nodes) & set(expect["nodes_not"]))
         if bad or not placed:
-            failed.append(f"nodes_not: expected none of {expect['nodes_not']}, got {nodes if placed else 'no placement'}")
+            failed.append(
+                f"nodes_not: expected none of {expect['nodes_not']}, got {nodes if placed else 'no placement'}"
+            )
     for node, gpus in expect.get("gpus", {}).items():
         got = sorted(by_node.get(node, ()))
         if got != gpus:
             failed.append(f"gpus: expected {node}: {gpus}, got {node}: {got}")
     if "pod_within" in expect:
         t = expect["pod_within"]
-        outside = [i for i, pod in enumerate(result.pods) if t not in allocator.enclosing_types({pod.node: pod.gpus})]
+        outside = [
+            i
+            for i, pod in enumerate(result.pods)
+            if t not in allocator.enclosing_types({pod.node: pod.gpus})
+        ]
         if outside or not placed:
-            failed.append(f"pod_within: expected every pod inside one {t}, got {'pods ' + str(outside) if placed else 'no placement'} outside")
+            failed.append(
+                f"pod_within: expected every pod inside one {t}, got {'pods ' + str(outside) if placed else 'no placement'} outside"
+            )
     if "job_within" in expect:
         t = expect["job_within"]
         if not placed or t not in allocator.enclosing_types(by_node):
-            failed.append(f"job_within: expected the job inside one {t}, got {by_node if placed else 'no placement'}")
+            failed.append(
+                f"job_within: expected the job inside one {t}, got {by_node if placed else 'no placement'}"
+            )
     for key, got in (("preempted", result.preempted), ("downgraded", result.downgraded)):
         if key in expect and sorted(got) != expect[key]:
             failed.append(f"{key}: expected {expect[key]}, got {sorted(got)}")

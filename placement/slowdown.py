@@ -16,6 +16,7 @@ With a cell tree (``topology``: a :class:`~placement.allocator.CellAllocator` or
 :class:`~placement.cells.Topology`) the lowest common cell decides the intra-node level and the
 racks crossed; without one, only the number of nodes spanned is known.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,9 @@ def _generic(table: Table) -> dict[str, dict[str, float]]:
     return out
 
 
-def node_factor(gpus: int, nodes: int, model: str | None = None, *, table: Table | None = None) -> float:
+def node_factor(
+    gpus: int, nodes: int, model: str | None = None, *, table: Table | None = None
+) -> float:
     """Throughput of ``gpus`` GPUs spread over ``nodes`` nodes relative to one node."""
     if nodes <= 1:
         return 1.0

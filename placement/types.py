@@ -4,6 +4,7 @@ They mirror the cell-scenario format (docs/cell-scenarios.md): a request is one 
 (all pods or none), a result is ``placed | wait | error`` with a reason. Every allocator in this
 package, and every caller (replay, ``chronus plan``, scenario runner), speaks only these types.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -89,7 +90,8 @@ class Result:
 
 
 _SET_OUTCOME, _SET_PODS, _SET_PREEMPTED, _SET_DOWNGRADED, _SET_REASON = (
-    Result.__dict__[name].__set__ for name in ("outcome", "pods", "preempted", "downgraded", "reason")
+    Result.__dict__[name].__set__
+    for name in ("outcome", "pods", "preempted", "downgraded", "reason")
 )
 
 

@@ -18,6 +18,7 @@ it speaks slots, GPUs, options and values. Slot 0 is the lease about to start.
 Backends (``BACKENDS``): ``cpsat`` (OR-Tools CP-SAT, default), ``cbc`` (PuLP + CBC), ``greedy``.
 Bad input raises ``SolverError`` (a ``ValueError`` with ``.field``), never a solver traceback.
 """
+
 from solvers.admit import admit
 from solvers.backends import BACKENDS
 from solvers.check import check

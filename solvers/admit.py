@@ -7,6 +7,7 @@ of arrivals cost milliseconds. Optionally a MILP backend then looks for the high
 the *rejected* candidates that can still be added: greedy admissions and existing guarantees
 become fixed, so the MILP only ever adds guarantees, never revokes one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,10 +25,18 @@ from solvers.solution import Assignment, LeaseSolution, Placement, SolveStats
 from solvers.solve import MAX_VARIABLES, Hint, greedy_start, resolve_backend, solve
 
 
-def admit(problem: LeaseProblem, candidates: Sequence[LeaseJob], *, backend: str | Backend | None = None,
-          time_limit_s: float = 1.0, threads: int = 1, seed: int = 0,
-          deterministic_time: float | None = None, hint: Hint = None,
-          max_variables: int = MAX_VARIABLES) -> LeaseSolution:
+def admit(
+    problem: LeaseProblem,
+    candidates: Sequence[LeaseJob],
+    *,
+    backend: str | Backend | None = None,
+    time_limit_s: float = 1.0,
+    threads: int = 1,
+    seed: int = 0,
+    deterministic_time: float | None = None,
+    hint: Hint = None,
+    max_variables: int = MAX_VARIABLES,
+) -> LeaseSolution:
     """Plan ``problem.with_jobs(candidates)``, admitting candidates first-come first-served.
 
     ``problem`` holds the current commitments (normally all ``fixed``); ``candidates`` must not be
@@ -40,7 +49,9 @@ def admit(problem: LeaseProblem, candidates: Sequence[LeaseJob], *, backend: str
     started = time.perf_counter()
     for k, job in enumerate(candidates):
         if job.fixed:
-            raise SolverError(f"candidates[{k}] ({job.id}).fixed", "a candidate cannot already be fixed")
+            raise SolverError(
+                f"candidates[{k}] ({job.id}).fixed", "a candidate cannot already be fixed"
+            )
     name = None if backend is None else resolve_backend(backend)[0]
     combined = problem.with_jobs(candidates)
     start = greedy_start(problem, hint)
@@ -60,16 +71,33 @@ def admit(problem: LeaseProblem, candidates: Sequence[LeaseJob], *, backend: str
         return greedy
     left = time_limit_s - (time.perf_counter() - started)
     if left <= 0:
-        stats = dataclasses.replace(greedy.stats, backend=name, status="fallback",
-                                    fallback_reason="time limit used up by the greedy pass")
+        stats = dataclasses.replace(
+            greedy.stats,
+            backend=name,
+            status="fallback",
+            fallback_reason="time limit used up by the greedy pass",
+        )
         return dataclasses.replace(greedy, stats=stats)
-    return _improve(combined, problem, assignment, rejected, greedy, started,
-                    dict(backend=backend, time_limit_s=left, threads=threads, seed=seed,
-                         deterministic_time=deterministic_time, max_variables=max_variables))
+    return _improve(
+        combined,
+        problem,
+        assignment,
+        rejected,
+        greedy,
+        started,
+        dict(
+            backend=backend,
+            time_limit_s=left,
+            threads=threads,
+            seed=seed,
+            deterministic_time=deterministic_time,
+            max_variables=max_variables,
+        ),
+    )
 
 
 def _residual(problem: LeaseProblem, assignment: Assignment) -> np.ndarray:
-    free = problem.capacity[:problem.horizon].copy()
+    free = problem.capacity[: problem.horizon].copy()
     for job in problem.jobs:
         placed = assignment.get(job.id)
         if placed is not None:
@@ -77,19 +105,33 @@ def _residual(problem: LeaseProblem, assignment: Assignment) -> np.ndarray:
     return free
 
 
-def _greedy_solution(problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...],
-                     started: float) -> LeaseSolution:
+def _greedy_solution(
+    problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...], started: float
+) -> LeaseSolution:
     s = score(problem, assignment)
     obj = objective_value(problem, s)
     status = "optimal" if proven_optimal(problem, s, bounds(problem)) else "greedy"
-    stats = SolveStats(backend="greedy", status=status, wall_s=time.perf_counter() - started, objective=obj,
-                       greedy_objective=obj, solver_status="first-come first-served greedy",
-                       slots=problem.horizon)
+    stats = SolveStats(
+        backend="greedy",
+        status=status,
+        wall_s=time.perf_counter() - started,
+        objective=obj,
+        greedy_objective=obj,
+        solver_status="first-come first-served greedy",
+        slots=problem.horizon,
+    )
     return LeaseSolution.build(tuple(j.id for j in problem.jobs), assignment, stats, dropped)
 
 
-def _improve(combined: LeaseProblem, problem: LeaseProblem, assignment: dict[str, Placement],
-             rejected: list[int], greedy: LeaseSolution, started: float, options: dict) -> LeaseSolution:
+def _improve(
+    combined: LeaseProblem,
+    problem: LeaseProblem,
+    assignment: dict[str, Placement],
+    rejected: list[int],
+    greedy: LeaseSolution,
+    started: float,
+    options: dict,
+) -> LeaseSolution:
     """MILP over the rejected candidates, with every admission so far fixed to its chosen option."""
     n = len(problem.jobs)
     skip = set(rejected)
@@ -103,16 +145,27 @@ def _improve(combined: LeaseProblem, problem: LeaseProblem, assignment: dict[str
     inner = LeaseProblem(combined.capacity, tuple(jobs), combined.objective)
     seed_plan = {j: (Placement(0, p.slots) if j in pinned else p) for j, p in assignment.items()}
     result = solve(inner, hint=seed_plan, **options)
-    out = {j: Placement(assignment[j].option if j in pinned else k, result.slots[j])
-           for j, k in result.option.items() if k is not None}
+    out = {
+        j: Placement(assignment[j].option if j in pinned else k, result.slots[j])
+        for j, k in result.option.items()
+        if k is not None
+    }
     dropped = tuple(result.dropped)
-    if score(combined, out).key < score(combined, greedy.assignment()).key \
-            or check_assignment(combined, out, dropped):
-        stats = dataclasses.replace(greedy.stats, backend=result.stats.backend, status="fallback",
-                                    wall_s=time.perf_counter() - started,
-                                    fallback_reason=result.stats.fallback_reason or "MILP pass did not improve")
+    if score(combined, out).key < score(combined, greedy.assignment()).key or check_assignment(
+        combined, out, dropped
+    ):
+        stats = dataclasses.replace(
+            greedy.stats,
+            backend=result.stats.backend,
+            status="fallback",
+            wall_s=time.perf_counter() - started,
+            fallback_reason=result.stats.fallback_reason or "MILP pass did not improve",
+        )
         return dataclasses.replace(greedy, stats=stats)
-    stats = dataclasses.replace(result.stats, wall_s=time.perf_counter() - started,
-                                objective=objective_value(combined, score(combined, out)),
-                                greedy_objective=greedy.stats.objective)
+    stats = dataclasses.replace(
+        result.stats,
+        wall_s=time.perf_counter() - started,
+        objective=objective_value(combined, score(combined, out)),
+        greedy_objective=greedy.stats.objective,
+    )
     return LeaseSolution.build(tuple(j.id for j in combined.jobs), out, stats, dropped)

@@ -3,6 +3,7 @@
 Solver libraries are imported inside the backend functions, so ``import solvers`` stays cheap and
 a missing solver only fails the backend that needs it.
 """
+
 from __future__ import annotations
 
 from solvers import cbc, cpsat

@@ -3,6 +3,7 @@
 The check is written against the problem statement, not against any backend's model, so a bug in
 a formulation, a solver's tolerance or a stale hint shows up here instead of in a cluster.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,12 +30,17 @@ def check(problem: LeaseProblem, solution: LeaseSolution) -> list[str]:
             errors.append(f"job {job.id!r}: missing from the solution")
         elif solution.option[job.id] is None and solution.slots[job.id]:
             errors.append(f"job {job.id!r}: not admitted but has slots {solution.slots[job.id]}")
-    assignment = {j: Placement(o, tuple(solution.slots.get(j, ())))
-                  for j, o in solution.option.items() if o is not None and j in ids}
+    assignment = {
+        j: Placement(o, tuple(solution.slots.get(j, ())))
+        for j, o in solution.option.items()
+        if o is not None and j in ids
+    }
     return errors + check_assignment(problem, assignment, solution.dropped)
 
 
-def check_assignment(problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...] = ()) -> list[str]:
+def check_assignment(
+    problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...] = ()
+) -> list[str]:
     """``check`` for a bare assignment (admitted jobs only), as backends produce it."""
     if not dropped and _plainly_feasible(problem, assignment):
         return []
@@ -65,20 +71,31 @@ def check_assignment(problem: LeaseProblem, assignment: Assignment, dropped: tup
         if len(distinct) != len(slots):
             errors.append(f"job {job.id!r}: duplicate slots {tuple(slots)}")
         if len(slots) != opt.leases_needed:
-            errors.append(f"job {job.id!r}: {len(slots)} slots planned, option {k} needs {opt.leases_needed}")
+            errors.append(
+                f"job {job.id!r}: {len(slots)} slots planned, option {k} needs {opt.leases_needed}"
+            )
         if distinct and (min(distinct) < job.earliest_slot or max(distinct) >= opt.deadline_slot):
-            bad = tuple(sorted(t for t in distinct if not job.earliest_slot <= t < opt.deadline_slot))
-            errors.append(f"job {job.id!r}: slots {bad} outside [{job.earliest_slot}, "
-                          f"{opt.deadline_slot}) allowed by option {k}")
+            bad = tuple(
+                sorted(t for t in distinct if not job.earliest_slot <= t < opt.deadline_slot)
+            )
+            errors.append(
+                f"job {job.id!r}: slots {bad} outside [{job.earliest_slot}, "
+                f"{opt.deadline_slot}) allowed by option {k}"
+            )
         used_slots.extend(distinct)
         used_gpus.extend([job.gpus] * len(distinct))
     slots_arr = np.asarray(used_slots, dtype=np.int64)
     inside = (slots_arr >= 0) & (slots_arr < len(problem.capacity))
-    usage = np.bincount(slots_arr[inside], weights=np.asarray(used_gpus, dtype=np.int64)[inside],
-                        minlength=len(problem.capacity)).astype(np.int64)
+    usage = np.bincount(
+        slots_arr[inside],
+        weights=np.asarray(used_gpus, dtype=np.int64)[inside],
+        minlength=len(problem.capacity),
+    ).astype(np.int64)
     over = np.flatnonzero(usage > problem.capacity)
     for t in over:
-        errors.append(f"slot {int(t)}: {int(usage[t])} GPUs planned > capacity {int(problem.capacity[t])}")
+        errors.append(
+            f"slot {int(t)}: {int(usage[t])} GPUs planned > capacity {int(problem.capacity[t])}"
+        )
     return errors
 
 
@@ -86,13 +103,19 @@ def _plainly_feasible(problem: LeaseProblem, assignment: Assignment) -> bool:
     """The common case in one array pass: every placement valid, every fixed job admitted,
     capacity kept. False only means the line-by-line check has to say what is wrong."""
     flat = flatten(problem, assignment)
-    if not flat.complete or not flat.valid.all() or any(j.fixed and j.id not in assignment for j in problem.jobs):
+    if (
+        not flat.complete
+        or not flat.valid.all()
+        or any(j.fixed and j.id not in assignment for j in problem.jobs)
+    ):
         return False
     used = flat.usage(flat.valid, len(problem.capacity))
     return used.size <= len(problem.capacity) and not np.any(used > problem.capacity)
 
 
-def require_feasible(problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...] = ()) -> None:
+def require_feasible(
+    problem: LeaseProblem, assignment: Assignment, dropped: tuple[str, ...] = ()
+) -> None:
     """For plans feasible by construction (the greedy ones): verify anyway, since they are the last
     resort. A violation here is a bug in this package, not bad input."""
     errors = check_assignment(problem, assignment, dropped)

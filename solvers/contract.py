@@ -4,6 +4,7 @@ A backend improves on the greedy plan: it gets the problem, that plan (its warm 
 the limits, and returns an assignment or nothing. It does not verify or compare: ``solve`` does,
 so a backend can never hand an infeasible or worse plan to a caller.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ class SolveParams:
         if not isinstance(self.threads, int) or self.threads < 1:
             raise SolverError("threads", f"must be an integer >= 1, got {self.threads!r}")
         if self.deterministic_time is not None and not self.deterministic_time >= 0:
-            raise SolverError("deterministic_time", f"must be >= 0, got {self.deterministic_time!r}")
+            raise SolverError(
+                "deterministic_time", f"must be >= 0, got {self.deterministic_time!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ for something better. Threads and the random seed are always set explicitly: CP-
 a parallel portfolio over all cores, whose result under a time limit changes from run to run.
 The wall-clock limit covers the model build too (the solver gets what is left).
 """
+
 from __future__ import annotations
 
 import time
@@ -27,7 +28,7 @@ def solve(problem: LeaseProblem, start: GreedyPlan, params: SolveParams) -> Back
     x = [model.new_bool_var("") for _ in range(len(f.var_row))]
     ends = np.searchsorted(f.var_row, np.arange(f.rows + 1))
     for r in range(f.rows):
-        model.add(cp_model.LinearExpr.sum(x[ends[r]:ends[r + 1]]) == int(f.row_need[r]) * s[r])
+        model.add(cp_model.LinearExpr.sum(x[ends[r] : ends[r + 1]]) == int(f.row_need[r]) * s[r])
     for i, rows in f.job_rows:
         members = [s[r] for r in rows]
         if f.hard_fixed and problem.jobs[i].fixed:
@@ -35,11 +36,16 @@ def solve(problem: LeaseProblem, start: GreedyPlan, params: SolveParams) -> Back
         elif len(members) > 1:
             model.add_at_most_one(members)
     for t, group in f.binding_slots:
-        model.add(cp_model.LinearExpr.weighted_sum([x[v] for v in group], f.var_gpus[group].tolist())
-                  <= int(problem.capacity[t]))
+        model.add(
+            cp_model.LinearExpr.weighted_sum([x[v] for v in group], f.var_gpus[group].tolist())
+            <= int(problem.capacity[t])
+        )
     paid = np.flatnonzero(f.var_weight)
-    model.maximize(cp_model.LinearExpr.weighted_sum(
-        s + [x[v] for v in paid], f.row_weight.tolist() + f.var_weight[paid].tolist()))
+    model.maximize(
+        cp_model.LinearExpr.weighted_sum(
+            s + [x[v] for v in paid], f.row_weight.tolist() + f.var_weight[paid].tolist()
+        )
+    )
     index = np.asarray([v.index for v in s + x], dtype=np.int64)
     hint = model.proto.solution_hint
     hint.vars.extend(index.tolist())
@@ -48,7 +54,9 @@ def solve(problem: LeaseProblem, start: GreedyPlan, params: SolveParams) -> Back
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = params.threads
     solver.parameters.random_seed = params.seed
-    solver.parameters.max_time_in_seconds = max(1e-3, params.time_limit_s - (time.perf_counter() - entered))
+    solver.parameters.max_time_in_seconds = max(
+        1e-3, params.time_limit_s - (time.perf_counter() - entered)
+    )
     # One presolve pass without probing: the full presolve costs more than the whole search on
     # these models (0.5-1 s at 300 rows x 200 slots) and delays the hinted first solution.
     solver.parameters.max_presolve_iterations = 1
@@ -60,6 +68,6 @@ def solve(problem: LeaseProblem, start: GreedyPlan, params: SolveParams) -> Back
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return BackendResult(None, "none", name, f.rows, f.variables)
     values = np.asarray(solver.response_proto.solution, dtype=np.int64)[index]
-    assignment = f.decode(problem, values[:f.rows], values[f.rows:])
+    assignment = f.decode(problem, values[: f.rows], values[f.rows :])
     status = "optimal" if code == cp_model.OPTIMAL else "feasible"
     return BackendResult(assignment, status, name, f.rows, f.variables)

@@ -1,5 +1,6 @@
 """An assignment as flat arrays, so plans of thousands of jobs and leases are checked with a few
 array operations instead of a Python loop per job and slot (the selector re-plans every lease)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,28 +37,44 @@ class FlatAssignment:
     def placements(self, mask: np.ndarray) -> dict[int, Placement]:
         """Job index -> placement with plain-int slot tuples, for the rows in ``mask``."""
         flat = self.slots.tolist()
-        return {i: Placement(int(p[0]), tuple(flat[a:b]))
-                for (i, p), a, b, ok in zip(self.rows, self.starts.tolist(), self.ends.tolist(), mask.tolist()) if ok}
+        return {
+            i: Placement(int(p[0]), tuple(flat[a:b]))
+            for (i, p), a, b, ok in zip(
+                self.rows, self.starts.tolist(), self.ends.tolist(), mask.tolist()
+            )
+            if ok
+        }
 
 
 def flatten(problem: LeaseProblem, assignment: Assignment) -> FlatAssignment:
     index = problem.index()
     jobs = problem.jobs
-    rows = [(index[j], p) for j, p in assignment.items()
-            if j in index and len(p[1]) and 0 <= p[0] < len(jobs[index[j]].options)]
+    rows = [
+        (index[j], p)
+        for j, p in assignment.items()
+        if j in index and len(p[1]) and 0 <= p[0] < len(jobs[index[j]].options)
+    ]
     n = len(rows)
     sizes = np.fromiter((len(p[1]) for _, p in rows), dtype=np.int64, count=n)
-    slots = np.fromiter(chain.from_iterable(p[1] for _, p in rows), dtype=np.int64, count=int(sizes.sum()))
+    slots = np.fromiter(
+        chain.from_iterable(p[1] for _, p in rows), dtype=np.int64, count=int(sizes.sum())
+    )
     ends = np.cumsum(sizes)
     starts = ends - sizes
-    needs = np.fromiter((jobs[i].options[p[0]].leases_needed for i, p in rows), dtype=np.int64, count=n)
+    needs = np.fromiter(
+        (jobs[i].options[p[0]].leases_needed for i, p in rows), dtype=np.int64, count=n
+    )
     lo = np.fromiter((jobs[i].earliest_slot for i, _ in rows), dtype=np.int64, count=n)
-    hi = np.fromiter((jobs[i].options[p[0]].deadline_slot for i, p in rows), dtype=np.int64, count=n)
+    hi = np.fromiter(
+        (jobs[i].options[p[0]].deadline_slot for i, p in rows), dtype=np.int64, count=n
+    )
     gpus = np.fromiter((jobs[i].gpus for i, _ in rows), dtype=np.int64, count=n)
     valid = sizes == needs
     if n:
         rising = np.ones(slots.size, dtype=bool)
         rising[1:] = slots[1:] > slots[:-1]
         rising[starts] = True
-        valid &= np.logical_and.reduceat(rising, starts) & (slots[starts] >= lo) & (slots[ends - 1] < hi)
+        valid &= (
+            np.logical_and.reduceat(rising, starts) & (slots[starts] >= lo) & (slots[ends - 1] < hi)
+        )
     return FlatAssignment(rows, n == len(assignment), slots, starts, ends, sizes, gpus, valid)

@@ -12,6 +12,7 @@ The objective is ``score.milp_weights`` applied to the tiers of ``solvers.score`
 plan could not keep every fixed job, fixed jobs become soft (``<= 1`` with the large tier-0
 weight) so the model stays feasible and keeps as many guarantees as possible.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,13 +72,19 @@ class Formulation:
         out: dict[str, Placement] = {}
         for r in np.flatnonzero(np.asarray(s) > 0.5):
             job = problem.jobs[self.row_job[r]]
-            out[job.id] = Placement(int(self.row_option[r]), tuple(sorted(slots_of.get(int(r), []))))
+            out[job.id] = Placement(
+                int(self.row_option[r]), tuple(sorted(slots_of.get(int(r), [])))
+            )
         return out
 
 
 def model_size(problem: LeaseProblem) -> int:
     """Number of 0/1 variables ``formulate`` would create (rows plus their usable slots)."""
-    return sum(1 + usable_slots(problem, job, k) for job in problem.jobs for k in feasible_options(problem, job))
+    return sum(
+        1 + usable_slots(problem, job, k)
+        for job in problem.jobs
+        for k in feasible_options(problem, job)
+    )
 
 
 def formulate(problem: LeaseProblem, *, hard_fixed: bool) -> Formulation:
@@ -93,7 +100,7 @@ def formulate(problem: LeaseProblem, *, hard_fixed: bool) -> Formulation:
         for k in feasible_options(problem, job):
             opt = job.options[k]
             lo = job.earliest_slot
-            slots = np.flatnonzero(cap[lo:opt.deadline_slot] >= job.gpus) + lo
+            slots = np.flatnonzero(cap[lo : opt.deadline_slot] >= job.gpus) + lo
             r = len(row_job)
             row_job.append(i)
             row_option.append(k)
@@ -109,7 +116,7 @@ def formulate(problem: LeaseProblem, *, hard_fixed: bool) -> Formulation:
             var_weight.append(weights)
         if len(row_job) > first:
             job_rows.append((i, np.arange(first, len(row_job))))
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     v_row, v_slot, v_gpus, v_weight = cat(var_row), cat(var_slot), cat(var_gpus), cat(var_weight)
     binding = []
     if len(v_slot):
@@ -119,6 +126,15 @@ def formulate(problem: LeaseProblem, *, hard_fixed: bool) -> Formulation:
             if v_gpus[group].sum() > cap[t]:
                 binding.append((int(t), group))
     return Formulation(
-        np.asarray(row_job, dtype=np.int64), np.asarray(row_option, dtype=np.int64),
-        np.asarray(row_need, dtype=np.int64), np.asarray(row_weight, dtype=np.int64),
-        v_row, v_slot, v_gpus, v_weight, tuple(job_rows), hard_fixed, tuple(binding))
+        np.asarray(row_job, dtype=np.int64),
+        np.asarray(row_option, dtype=np.int64),
+        np.asarray(row_need, dtype=np.int64),
+        np.asarray(row_weight, dtype=np.int64),
+        v_row,
+        v_slot,
+        v_gpus,
+        v_weight,
+        tuple(job_rows),
+        hard_fixed,
+        tuple(binding),
+    )

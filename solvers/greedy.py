@@ -12,6 +12,7 @@ whole guarantee set with it dropped 27-66 % of the jobs of sets that fit in admi
 A final pass moves work into slot 0 (``maximize``) or out of it (``minimize``) wherever capacity
 allows, preferring to keep running jobs in slot 0.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -39,15 +40,17 @@ def latest_slots(free: np.ndarray, gpus: int, lo: int, hi: int, need: int) -> np
     ok = np.flatnonzero(free[lo:hi] >= gpus)
     if ok.size < need:
         return None
-    return ok[ok.size - need:] + lo
+    return ok[ok.size - need :] + lo
 
 
 def option_order(problem: LeaseProblem, i: int) -> list[int]:
     """Options to try, best first: highest value, then fewest leases, then earliest deadline."""
     job = problem.jobs[i]
     units = problem.value_units[i]
-    return sorted(range(len(job.options)),
-                  key=lambda k: (-units[k], job.options[k].leases_needed, job.options[k].deadline_slot, k))
+    return sorted(
+        range(len(job.options)),
+        key=lambda k: (-units[k], job.options[k].leases_needed, job.options[k].deadline_slot, k),
+    )
 
 
 def place(problem: LeaseProblem, i: int, free: np.ndarray) -> Placement | None:
@@ -55,7 +58,9 @@ def place(problem: LeaseProblem, i: int, free: np.ndarray) -> Placement | None:
     job = problem.jobs[i]
     for k in option_order(problem, i):
         opt = job.options[k]
-        slots = latest_slots(free, job.gpus, job.earliest_slot, opt.deadline_slot, opt.leases_needed)
+        slots = latest_slots(
+            free, job.gpus, job.earliest_slot, opt.deadline_slot, opt.leases_needed
+        )
         if slots is not None:
             free[slots] -= job.gpus
             return Placement(k, tuple(slots.tolist()))
@@ -80,16 +85,20 @@ def _take_hint(problem: LeaseProblem, i: int, placed: Placement, free: np.ndarra
         return False
     opt = job.options[placed.option]
     slots = np.asarray(sorted(set(placed.slots)), dtype=np.int64)
-    if (len(slots) != opt.leases_needed or len(slots) != len(placed.slots)
-            or (slots.size and (slots[0] < job.earliest_slot or slots[-1] >= opt.deadline_slot))
-            or np.any(free[slots] < job.gpus)):
+    if (
+        len(slots) != opt.leases_needed
+        or len(slots) != len(placed.slots)
+        or (slots.size and (slots[0] < job.earliest_slot or slots[-1] >= opt.deadline_slot))
+        or np.any(free[slots] < job.gpus)
+    ):
         return False
     free[slots] -= job.gpus
     return True
 
 
-def _take_all_hints(problem: LeaseProblem, hint: Assignment, free: np.ndarray,
-                    assignment: dict[str, Placement]) -> bool:
+def _take_all_hints(
+    problem: LeaseProblem, hint: Assignment, free: np.ndarray, assignment: dict[str, Placement]
+) -> bool:
     """Keep every valid hinted placement at once when together they fit ``free`` (then updated
     in place). Invalid ones (wrong length, outside the window) are left for packing, as the
     one-by-one check would, so the result is the same from a few array operations. False
@@ -104,11 +113,13 @@ def _take_all_hints(problem: LeaseProblem, hint: Assignment, free: np.ndarray,
     return True
 
 
-def pack(problem: LeaseProblem, hint: Assignment | None = None, *, by_slack: bool = False) -> GreedyPlan:
+def pack(
+    problem: LeaseProblem, hint: Assignment | None = None, *, by_slack: bool = False
+) -> GreedyPlan:
     """Greedy plan of ``problem``. Jobs named in ``hint`` keep their hinted placement when it is
     still valid and fits (checked in problem order, before anything else is packed). Fixed jobs
     are packed in problem order, or least slack first if ``by_slack``."""
-    free = problem.capacity[:problem.horizon].copy()
+    free = problem.capacity[: problem.horizon].copy()
     assignment: dict[str, Placement] = {}
     if hint and not _take_all_hints(problem, hint, free, assignment):
         for i, job in enumerate(problem.jobs):
@@ -129,7 +140,9 @@ def pack(problem: LeaseProblem, hint: Assignment | None = None, *, by_slack: boo
     return GreedyPlan(assignment, tuple(dropped))
 
 
-def improve_slot0(problem: LeaseProblem, assignment: dict[str, Placement], free: np.ndarray) -> None:
+def improve_slot0(
+    problem: LeaseProblem, assignment: dict[str, Placement], free: np.ndarray
+) -> None:
     """Shift one lease per job into slot 0 (maximize) or out of it (minimize) where capacity allows.
 
     Deadlines stay met: slot 0 is before every deadline, and a job leaving slot 0 moves to a later
@@ -139,7 +152,9 @@ def improve_slot0(problem: LeaseProblem, assignment: dict[str, Placement], free:
         return
     jobs = [(i, job) for i, job in enumerate(problem.jobs) if job.id in assignment]
     if problem.objective == "maximize":
-        movers = [(i, j) for i, j in jobs if j.earliest_slot == 0 and 0 not in assignment[j.id].slots]
+        movers = [
+            (i, j) for i, j in jobs if j.earliest_slot == 0 and 0 not in assignment[j.id].slots
+        ]
         movers.sort(key=lambda ij: (not ij[1].running, -ij[1].gpus, ij[0]))
         for _, job in movers:
             if free[0] < job.gpus:
@@ -162,17 +177,34 @@ def improve_slot0(problem: LeaseProblem, assignment: dict[str, Placement], free:
         assignment[job.id] = Placement(k, tuple(sorted(slots[1:] + (target,))))
 
 
-def _swap_in_running(problem: LeaseProblem, assignment: dict[str, Placement], free: np.ndarray) -> None:
+def _swap_in_running(
+    problem: LeaseProblem, assignment: dict[str, Placement], free: np.ndarray
+) -> None:
     """Trade a non-running job in slot 0 for a running one at least as large (maximize only).
 
     Slot-0 GPUs do not drop (the incoming job is no smaller) and one preemption is avoided. Each
     running job takes the smallest swappable partner, which keeps the most slot-0 GPUs.
     """
     index = problem.index()
-    ins = sorted((j for j in problem.jobs if j.running and j.earliest_slot == 0 and j.id in assignment
-                  and 0 not in assignment[j.id].slots), key=lambda j: (-j.gpus, index[j.id]))
-    outs = sorted((j for j in problem.jobs if not j.running and j.id in assignment
-                   and 0 in assignment[j.id].slots), key=lambda j: (j.gpus, index[j.id]))
+    ins = sorted(
+        (
+            j
+            for j in problem.jobs
+            if j.running
+            and j.earliest_slot == 0
+            and j.id in assignment
+            and 0 not in assignment[j.id].slots
+        ),
+        key=lambda j: (-j.gpus, index[j.id]),
+    )
+    outs = sorted(
+        (
+            j
+            for j in problem.jobs
+            if not j.running and j.id in assignment and 0 in assignment[j.id].slots
+        ),
+        key=lambda j: (j.gpus, index[j.id]),
+    )
     sizes = [a.gpus for a in outs]
     for b in ins:
         pos = bisect.bisect_left(sizes, b.gpus - int(free[0]))
@@ -180,7 +212,10 @@ def _swap_in_running(problem: LeaseProblem, assignment: dict[str, Placement], fr
             a = outs[pos]
             k, slots = assignment[a.id]
             target = _latest_unused(free, a, a.options[k].deadline_slot, slots)
-            del outs[pos], sizes[pos]  # moved now, or cannot leave slot 0 (not retried: stays linear)
+            del (
+                outs[pos],
+                sizes[pos],
+            )  # moved now, or cannot leave slot 0 (not retried: stays linear)
             if target is None:
                 continue
             free[0] += a.gpus
@@ -193,7 +228,9 @@ def _swap_in_running(problem: LeaseProblem, assignment: dict[str, Placement], fr
             break
 
 
-def _latest_unused(free: np.ndarray, job: LeaseJob, deadline: int, used: tuple[int, ...]) -> int | None:
+def _latest_unused(
+    free: np.ndarray, job: LeaseJob, deadline: int, used: tuple[int, ...]
+) -> int | None:
     lo = max(1, job.earliest_slot)
     if deadline <= lo:
         return None
@@ -201,4 +238,3 @@ def _latest_unused(free: np.ndarray, job: LeaseJob, deadline: int, used: tuple[i
     ok[[t - lo for t in used if t >= lo]] = False
     hits = np.flatnonzero(ok)
     return int(hits[-1]) + lo if hits.size else None
-

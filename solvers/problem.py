@@ -6,6 +6,7 @@ all before its option's ``deadline_slot`` and not before its ``earliest_slot``. 
 GPU capacity. Nothing here knows about traces, profiles or clusters: the caller rounds GPUs and
 turns deadlines into slot counts, so this package can be reasoned about (and tested) on its own.
 """
+
 from __future__ import annotations
 
 import math
@@ -95,19 +96,25 @@ class LeaseProblem:
     def __post_init__(self) -> None:
         cap = np.asarray(self.capacity)
         if cap.ndim != 1:
-            raise SolverError("capacity", f"must be a 1-D array of GPUs per slot, got shape {cap.shape}")
+            raise SolverError(
+                "capacity", f"must be a 1-D array of GPUs per slot, got shape {cap.shape}"
+            )
         if cap.size and not np.all(np.isfinite(cap.astype(float))):
             raise SolverError("capacity", "must be finite")
         if cap.size and not np.array_equal(cap, np.round(cap)):
             raise SolverError("capacity", "must be whole GPUs per slot")
         cap = cap.astype(np.int64)
         if cap.size and cap.min() < 0:
-            raise SolverError(f"capacity[{int(np.argmin(cap))}]", f"must be >= 0, got {int(cap.min())}")
+            raise SolverError(
+                f"capacity[{int(np.argmin(cap))}]", f"must be >= 0, got {int(cap.min())}"
+            )
         cap.setflags(write=False)
         object.__setattr__(self, "capacity", cap)
         object.__setattr__(self, "jobs", tuple(self.jobs))
         if self.objective not in OBJECTIVES:
-            raise SolverError("objective", f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+            raise SolverError(
+                "objective", f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}"
+            )
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
             _validate_job(f"jobs[{i}]", job, len(cap))
@@ -115,12 +122,19 @@ class LeaseProblem:
                 raise SolverError(f"jobs[{i}].id", f"duplicate job id {job.id!r}")
             seen.add(job.id)
         values = [o.value for j in self.jobs for o in j.options]
-        scale = next((s for s in _VALUE_SCALES if all(abs(v * s - round(v * s)) < 1e-9 for v in values)),
-                     _VALUE_SCALES[-1])
+        scale = next(
+            (s for s in _VALUE_SCALES if all(abs(v * s - round(v * s)) < 1e-9 for v in values)),
+            _VALUE_SCALES[-1],
+        )
         object.__setattr__(self, "value_scale", scale)
-        object.__setattr__(self, "value_units",
-                           tuple(tuple(int(round(o.value * scale)) for o in j.options) for j in self.jobs))
-        object.__setattr__(self, "horizon", max((o.deadline_slot for o in _options(self.jobs)), default=0))
+        object.__setattr__(
+            self,
+            "value_units",
+            tuple(tuple(int(round(o.value * scale)) for o in j.options) for j in self.jobs),
+        )
+        object.__setattr__(
+            self, "horizon", max((o.deadline_slot for o in _options(self.jobs)), default=0)
+        )
         object.__setattr__(self, "_fit_prefix", {})
 
     def slots_fitting(self, gpus: int, lo: int, hi: int) -> int:
@@ -153,7 +167,9 @@ def _validate_job(where: str, job: LeaseJob, slots: int) -> None:
     if not _is_int(job.gpus) or job.gpus < 1:
         raise SolverError(f"{where}.gpus", f"must be an integer >= 1, got {job.gpus!r}")
     if not _is_int(job.earliest_slot) or job.earliest_slot < 0:
-        raise SolverError(f"{where}.earliest_slot", f"must be an integer >= 0, got {job.earliest_slot!r}")
+        raise SolverError(
+            f"{where}.earliest_slot", f"must be an integer >= 0, got {job.earliest_slot!r}"
+        )
     if not job.options:
         raise SolverError(f"{where}.options", "must name at least one option")
     for k, opt in enumerate(job.options):
@@ -161,11 +177,19 @@ def _validate_job(where: str, job: LeaseJob, slots: int) -> None:
         if not isinstance(opt, LeaseOption):
             raise SolverError(at, f"must be a LeaseOption, got {type(opt).__name__}")
         if not _is_int(opt.deadline_slot) or not 0 <= opt.deadline_slot <= slots:
-            raise SolverError(f"{at}.deadline_slot",
-                              f"must be an integer in 0..{slots} (capacity has {slots} slots), "
-                              f"got {opt.deadline_slot!r}")
+            raise SolverError(
+                f"{at}.deadline_slot",
+                f"must be an integer in 0..{slots} (capacity has {slots} slots), "
+                f"got {opt.deadline_slot!r}",
+            )
         if not _is_int(opt.leases_needed) or opt.leases_needed < 1:
-            raise SolverError(f"{at}.leases_needed", f"must be an integer >= 1, got {opt.leases_needed!r}")
-        if not isinstance(opt.value, (int, float, np.integer, np.floating)) or isinstance(opt.value, bool) \
-                or not math.isfinite(opt.value) or opt.value < 0:
+            raise SolverError(
+                f"{at}.leases_needed", f"must be an integer >= 1, got {opt.leases_needed!r}"
+            )
+        if (
+            not isinstance(opt.value, (int, float, np.integer, np.floating))
+            or isinstance(opt.value, bool)
+            or not math.isfinite(opt.value)
+            or opt.value < 0
+        ):
             raise SolverError(f"{at}.value", f"must be a finite number >= 0, got {opt.value!r}")

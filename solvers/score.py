@@ -8,6 +8,7 @@ Tiers, most important first:
 Comparing ``Score.key`` tuples is exact. The MILPs get one integer objective whose weights are
 products of the tier ranges, so no lower tier can ever outweigh one unit of a higher one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -79,7 +80,9 @@ def usable_slots(problem: LeaseProblem, job: LeaseJob, k: int, *, start: int | N
 
 def feasible_options(problem: LeaseProblem, job: LeaseJob) -> list[int]:
     """Options that fit the job's window and the capacity when the job is alone."""
-    return [k for k, o in enumerate(job.options) if usable_slots(problem, job, k) >= o.leases_needed]
+    return [
+        k for k, o in enumerate(job.options) if usable_slots(problem, job, k) >= o.leases_needed
+    ]
 
 
 def bounds(problem: LeaseProblem) -> Bounds:
@@ -96,12 +99,20 @@ def bounds(problem: LeaseProblem) -> Bounds:
             eligible += job.gpus
             eligible_running += job.gpus if job.running else 0
         must_run = job.fixed or best > 0
-        if must_run and all(usable_slots(problem, job, k, start=1) < job.options[k].leases_needed
-                            for k in ks if units[k] == best):
+        if must_run and all(
+            usable_slots(problem, job, k, start=1) < job.options[k].leases_needed
+            for k in ks
+            if units[k] == best
+        ):
             forced += job.gpus
             forced_idle += 0 if job.running else job.gpus
-    return Bounds(value_max, min(c0, eligible), min(c0, eligible_running), forced,
-                  min(c0 - forced_idle, eligible_running))
+    return Bounds(
+        value_max,
+        min(c0, eligible),
+        min(c0, eligible_running),
+        forced,
+        min(c0 - forced_idle, eligible_running),
+    )
 
 
 def proven_optimal(problem: LeaseProblem, s: Score, b: Bounds) -> bool:

@@ -1,4 +1,5 @@
 """What a solve returns: the chosen option and slots per job, plus how the plan was obtained."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -65,8 +66,12 @@ class LeaseSolution:
     dropped: tuple[str, ...] = ()
 
     @staticmethod
-    def build(job_ids: tuple[str, ...], assignment: Assignment, stats: SolveStats,
-              dropped: tuple[str, ...] = ()) -> LeaseSolution:
+    def build(
+        job_ids: tuple[str, ...],
+        assignment: Assignment,
+        stats: SolveStats,
+        dropped: tuple[str, ...] = (),
+    ) -> LeaseSolution:
         option = {j: (assignment[j].option if j in assignment else None) for j in job_ids}
         slots = {j: (assignment[j].slots if j in assignment else ()) for j in job_ids}
         return LeaseSolution(MappingProxyType(option), MappingProxyType(slots), stats, dropped)

@@ -7,6 +7,7 @@ The flow, whatever the backend:
   4. keep the backend's plan only if it passes ``check`` and scores at least as well as greedy;
      otherwise return the greedy plan with ``status="fallback"`` and the reason.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,7 +31,9 @@ def resolve_backend(backend: str | Backend) -> tuple[str, Backend]:
     if callable(backend):
         return getattr(backend, "__name__", "custom"), backend
     if backend not in BACKENDS:
-        raise SolverError("backend", f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        raise SolverError(
+            "backend", f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}"
+        )
     return backend, BACKENDS[backend]
 
 
@@ -39,8 +42,12 @@ def as_assignment(hint: Hint) -> dict[str, Placement] | None:
         return None
     if isinstance(hint, LeaseSolution):
         return hint.assignment()
-    return {j: p if isinstance(p, Placement) else Placement(int(p[0]), tuple(sorted(int(t) for t in p[1])))
-            for j, p in hint.items()}
+    return {
+        j: p
+        if isinstance(p, Placement)
+        else Placement(int(p[0]), tuple(sorted(int(t) for t in p[1])))
+        for j, p in hint.items()
+    }
 
 
 def greedy_start(problem: LeaseProblem, hint: Hint = None, b: Bounds | None = None) -> GreedyPlan:
@@ -50,7 +57,9 @@ def greedy_start(problem: LeaseProblem, hint: Hint = None, b: Bounds | None = No
     b = bounds(problem) if b is None else b
     seed = as_assignment(hint)
     attempts = ([lambda: pack(problem, seed)] if seed else []) + [
-        lambda: pack(problem), lambda: pack(problem, by_slack=True)]
+        lambda: pack(problem),
+        lambda: pack(problem, by_slack=True),
+    ]
     n_fixed = sum(job.fixed for job in problem.jobs)
     best, best_key = None, None
     for attempt in attempts:
@@ -63,9 +72,17 @@ def greedy_start(problem: LeaseProblem, hint: Hint = None, b: Bounds | None = No
     return best
 
 
-def solve(problem: LeaseProblem, *, backend: str | Backend = "cpsat", time_limit_s: float = 1.0,
-          threads: int = 1, seed: int = 0, deterministic_time: float | None = None,
-          hint: Hint = None, max_variables: int = MAX_VARIABLES) -> LeaseSolution:
+def solve(
+    problem: LeaseProblem,
+    *,
+    backend: str | Backend = "cpsat",
+    time_limit_s: float = 1.0,
+    threads: int = 1,
+    seed: int = 0,
+    deterministic_time: float | None = None,
+    hint: Hint = None,
+    max_variables: int = MAX_VARIABLES,
+) -> LeaseSolution:
     """Plan ``problem``; the result always passes ``check(problem, result)``.
 
     ``backend``: ``"cpsat"`` (default), ``"cbc"``, ``"greedy"`` or a function with the
@@ -93,23 +110,42 @@ def solve(problem: LeaseProblem, *, backend: str | Backend = "cpsat", time_limit
     return _finish(problem, name, fn, params, start, b, started, max_variables)
 
 
-def _finish(problem: LeaseProblem, name: str, fn: Backend, params: SolveParams, start: GreedyPlan,
-            b: Bounds, started: float, max_variables: int) -> LeaseSolution:
+def _finish(
+    problem: LeaseProblem,
+    name: str,
+    fn: Backend,
+    params: SolveParams,
+    start: GreedyPlan,
+    b: Bounds,
+    started: float,
+    max_variables: int,
+) -> LeaseSolution:
     """Steps 2-4 of the module docstring for an already packed greedy plan."""
     ids = tuple(job.id for job in problem.jobs)
     start_score = score(problem, start.assignment)
     greedy_obj = objective_value(problem, start_score)
     require_feasible(problem, start.assignment, start.dropped)
 
-    def out(assignment: Assignment, status: str, solver_status: str, result: BackendResult | None = None,
-            reason: str | None = None) -> LeaseSolution:
+    def out(
+        assignment: Assignment,
+        status: str,
+        solver_status: str,
+        result: BackendResult | None = None,
+        reason: str | None = None,
+    ) -> LeaseSolution:
         dropped = tuple(j.id for j in problem.jobs if j.fixed and j.id not in assignment)
         stats = SolveStats(
-            backend=name, status=status, wall_s=time.perf_counter() - started,
-            objective=objective_value(problem, score(problem, assignment)), greedy_objective=greedy_obj,
-            fallback_reason=reason, solver_status=solver_status,
-            rows=result.rows if result else 0, slots=problem.horizon,
-            variables=result.variables if result else 0)
+            backend=name,
+            status=status,
+            wall_s=time.perf_counter() - started,
+            objective=objective_value(problem, score(problem, assignment)),
+            greedy_objective=greedy_obj,
+            fallback_reason=reason,
+            solver_status=solver_status,
+            rows=result.rows if result else 0,
+            slots=problem.horizon,
+            variables=result.variables if result else 0,
+        )
         return LeaseSolution.build(ids, assignment, stats, dropped)
 
     if proven_optimal(problem, start_score, b):
@@ -117,30 +153,58 @@ def _finish(problem: LeaseProblem, name: str, fn: Backend, params: SolveParams, 
     left = params.time_limit_s - (time.perf_counter() - started)
     if fn is not greedy_backend:
         if left <= 0:
-            return out(start.assignment, "fallback", "not run", reason="time limit used up by the greedy pass")
+            return out(
+                start.assignment,
+                "fallback",
+                "not run",
+                reason="time limit used up by the greedy pass",
+            )
         size = model_size(problem)
         if size > max_variables:
-            return out(start.assignment, "fallback", "not run",
-                       reason=f"model too large: {size} variables > max_variables={max_variables}")
+            return out(
+                start.assignment,
+                "fallback",
+                "not run",
+                reason=f"model too large: {size} variables > max_variables={max_variables}",
+            )
     params = SolveParams(max(left, 1e-3), params.threads, params.seed, params.deterministic_time)
     try:
         result = fn(problem, start, params)
     except SolverError:
         raise
     except Exception as exc:  # a solver failure must never cost the round its plan
-        return out(start.assignment, "fallback", "error", reason=f"{name} failed: {type(exc).__name__}: {exc}")
+        return out(
+            start.assignment,
+            "fallback",
+            "error",
+            reason=f"{name} failed: {type(exc).__name__}: {exc}",
+        )
     if result.assignment is None:
-        return out(start.assignment, "fallback", result.solver_status, result,
-                   reason=f"{name} returned no plan ({result.solver_status})")
+        return out(
+            start.assignment,
+            "fallback",
+            result.solver_status,
+            result,
+            reason=f"{name} returned no plan ({result.solver_status})",
+        )
     if result.status == "greedy":
         return out(start.assignment, "greedy", result.solver_status, result)
     dropped = tuple(j.id for j in problem.jobs if j.fixed and j.id not in result.assignment)
     errors = check_assignment(problem, result.assignment, dropped)
     if errors:
-        return out(start.assignment, "fallback", result.solver_status, result,
-                   reason=f"{name} plan failed check ({len(errors)} violations): {errors[0]}")
+        return out(
+            start.assignment,
+            "fallback",
+            result.solver_status,
+            result,
+            reason=f"{name} plan failed check ({len(errors)} violations): {errors[0]}",
+        )
     if score(problem, result.assignment).key < start_score.key:
-        return out(start.assignment, "fallback", result.solver_status, result,
-                   reason=f"{name} plan ({result.solver_status}) is worse than the greedy plan")
+        return out(
+            start.assignment,
+            "fallback",
+            result.solver_status,
+            result,
+            reason=f"{name} plan ({result.solver_status}) is worse than the greedy plan",
+        )
     return out(result.assignment, result.status, result.solver_status, result)
-

@@ -1,13 +1,18 @@
 """Shared helpers: write small trace files for tests."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-CHRONUS_HEADER = ("job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
-                  "expect_time_list,expect_value_list,best_effort,job_type")
-ELASTICFLOW_HEADER = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"
+CHRONUS_HEADER = (
+    "job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,"
+    "expect_time_list,expect_value_list,best_effort,job_type"
+)
+ELASTICFLOW_HEADER = (
+    "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"
+)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ a :class:`~chronus_py.errors.ChronusError` into a one-line message and an exit c
 Each subcommand module exposes ``add_parser(subparsers)`` (which sets ``func``) and keeps heavy
 imports inside its ``run`` so ``chronus --help`` stays fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,20 @@ import sys
 
 from chronus_py.errors import ChronusError
 
-COMMANDS = ("replay", "profile", "host", "layers", "cells", "compare", "plan", "serve",
-            "submit", "status", "cancel", "jobs")
+COMMANDS = (
+    "replay",
+    "profile",
+    "host",
+    "layers",
+    "cells",
+    "compare",
+    "plan",
+    "serve",
+    "submit",
+    "status",
+    "cancel",
+    "jobs",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

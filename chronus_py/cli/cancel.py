@@ -1,4 +1,5 @@
 """``chronus cancel JOB``: cancel a job on a ``chronus serve`` server."""
+
 from __future__ import annotations
 
 import argparse

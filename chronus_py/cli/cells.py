@@ -4,6 +4,7 @@ Prints one JSON object per step (JSON Lines, docs/cell-scenarios.md). Exits 0 wh
 ``expect`` holds, 1 when some step's does not (those records carry ``failed``), 2 when the
 scenario or its cluster config is malformed (one line naming the file, step and key).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,5 +35,7 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(record) + "\n")
         failed += "failed" in record
     if failed:
-        raise CheckFailed(f"{failed} of {len(scenario.steps)} steps did not meet their expectations")
+        raise CheckFailed(
+            f"{failed} of {len(scenario.steps)} steps did not meet their expectations"
+        )
     return 0

@@ -1,4 +1,5 @@
 """``chronus jobs``: list the jobs of a ``chronus serve`` server, one line each."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,12 +18,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    jobs = call(client_for(args).jobs, tenant=args.tenant, state=args.state,
-                limit=args.limit)["jobs"]
-    sys.stdout.write(f"{'id':<20} {'tenant':<12} {'state':<10} {'gpus':>4}  {'guaranteed':>12}  "
-                     f"admission\n")
+    jobs = call(client_for(args).jobs, tenant=args.tenant, state=args.state, limit=args.limit)[
+        "jobs"
+    ]
+    sys.stdout.write(
+        f"{'id':<20} {'tenant':<12} {'state':<10} {'gpus':>4}  {'guaranteed':>12}  admission\n"
+    )
     for job in jobs:
         promised = job["guaranteed"]["at"] if job["guaranteed"] else "-"
-        sys.stdout.write(f"{job['id']:<20} {job['tenant']:<12} {job['state']:<10} "
-                         f"{job['gpus']:>4}  {promised!s:>12}  {job['admission']['decision']}\n")
+        sys.stdout.write(
+            f"{job['id']:<20} {job['tenant']:<12} {job['state']:<10} "
+            f"{job['gpus']:>4}  {promised!s:>12}  {job['admission']['decision']}\n"
+        )
     return 0

@@ -10,6 +10,7 @@ The jobs YAML for ``emit`` is ``jobs:`` followed by a list of mappings with ``id
 (host GPU indices) and optionally ``cgroup``, ``preset``, ``thread_names`` (tier -> names) and
 ``opt_in`` (default true).
 """
+
 from __future__ import annotations
 
 import shlex
@@ -18,26 +19,47 @@ from pathlib import Path
 
 from chronus_py.errors import InputError
 
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("layers", help="validate or emit scx_layered host layer configs")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    check = sub.add_parser("validate", help="check a layer config as strictly as scx_layered, or more")
+    check = sub.add_parser(
+        "validate", help="check a layer config as strictly as scx_layered, or more"
+    )
     check.add_argument("file", metavar="FILE.json")
-    check.add_argument("--host", metavar="HOST.yaml", help="also check NUMA/LLC ids against this host")
-    check.add_argument("--scx-version", metavar="X.Y.Z", help="flag features newer than this scx_layered")
-    check.add_argument("--lenient", action="store_true",
-                       help="report what scx_layered ignores or fails on only at start-up as warnings")
-    check.add_argument("--flags", metavar="FLAGS",
-                       help="the scx_layered flags it will run with, written --flags='--enable-gpu-support ...'")
+    check.add_argument(
+        "--host", metavar="HOST.yaml", help="also check NUMA/LLC ids against this host"
+    )
+    check.add_argument(
+        "--scx-version", metavar="X.Y.Z", help="flag features newer than this scx_layered"
+    )
+    check.add_argument(
+        "--lenient",
+        action="store_true",
+        help="report what scx_layered ignores or fails on only at start-up as warnings",
+    )
+    check.add_argument(
+        "--flags",
+        metavar="FLAGS",
+        help="the scx_layered flags it will run with, written --flags='--enable-gpu-support ...'",
+    )
     check.set_defaults(func=run_validate)
 
-    emit = sub.add_parser("emit", help="emit the layer config for one host and the jobs placed on it")
+    emit = sub.add_parser(
+        "emit", help="emit the layer config for one host and the jobs placed on it"
+    )
     emit.add_argument("--host", required=True, metavar="HOST.yaml")
     emit.add_argument("--jobs", required=True, metavar="JOBS.yaml")
-    emit.add_argument("-o", "--output", metavar="FILE", help="write the JSON here (default: print it)")
-    emit.add_argument("--scx-version", metavar="X.Y.Z", help="target scx_layered version (default: newest known)")
-    emit.add_argument("--no-gpu-matchers", action="store_true", help="do not use UsedGpuTid (NVIDIA kprobes)")
+    emit.add_argument(
+        "-o", "--output", metavar="FILE", help="write the JSON here (default: print it)"
+    )
+    emit.add_argument(
+        "--scx-version", metavar="X.Y.Z", help="target scx_layered version (default: newest known)"
+    )
+    emit.add_argument(
+        "--no-gpu-matchers", action="store_true", help="do not use UsedGpuTid (NVIDIA kprobes)"
+    )
     emit.set_defaults(func=run_emit)
 
 
@@ -67,7 +89,9 @@ def run_validate(args) -> int:
         raise InputError(args.file, f"not UTF-8 text (byte {exc.start})") from None
     host = HostTopology.from_yaml(args.host) if args.host else None
     flags = None if args.flags is None else shlex.split(args.flags)
-    problems = validate_layers(text, host=host, scx_version=version, lenient=args.lenient, flags=flags)
+    problems = validate_layers(
+        text, host=host, scx_version=version, lenient=args.lenient, flags=flags
+    )
     for problem in problems:
         prefix = "" if problem.severity == "error" else "warning: "
         print(f"{prefix}{problem}")

@@ -3,6 +3,7 @@
 ``chronus replay`` and ``chronus serve`` both take them; flags left out keep the settings'
 defaults, and a config file of ``chronus serve`` uses the same names without the dashes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,14 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
     for f in fields(ChronusSettings):
         flag = f.metadata["flag"]
         kind = str if f.name in CHOICES else float
-        group.add_argument(flag, dest=dest(flag), type=kind, choices=CHOICES.get(f.name), default=None,
-                           help=f"{f.metadata['help']} (default {f.default})")
+        group.add_argument(
+            flag,
+            dest=dest(flag),
+            type=kind,
+            choices=CHOICES.get(f.name),
+            default=None,
+            help=f"{f.metadata['help']} (default {f.default})",
+        )
 
 
 def settings_given(args: argparse.Namespace, policy: str) -> dict[str, Any]:

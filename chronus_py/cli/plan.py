@@ -11,6 +11,7 @@ config) and ``DIR/<node>.env`` (``/etc/default/scx`` for scx.service) for every 
 model and an opted-in job running there after the round, and removes those files of other
 nodes (left by an earlier round), so the directory always mirrors the latest plan.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,13 +22,23 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="plan one scheduling round from a cluster manager's STATE.yaml",
-                       description="Plan one round: decisions, placements, guarantees and the lease plan as JSON.")
+    p = sub.add_parser(
+        "plan",
+        help="plan one scheduling round from a cluster manager's STATE.yaml",
+        description="Plan one round: decisions, placements, guarantees and the lease plan as JSON.",
+    )
     p.add_argument("state", metavar="STATE.yaml", help="cluster, now, running and pending jobs")
-    p.add_argument("--layers-dir", type=Path, metavar="DIR",
-                   help="write DIR/<node>.json and DIR/<node>.env for nodes with opted-in jobs")
-    p.add_argument("--timings", action="store_true",
-                   help="add wall-clock timings (makes the output differ between runs)")
+    p.add_argument(
+        "--layers-dir",
+        type=Path,
+        metavar="DIR",
+        help="write DIR/<node>.json and DIR/<node>.env for nodes with opted-in jobs",
+    )
+    p.add_argument(
+        "--timings",
+        action="store_true",
+        help="add wall-clock timings (makes the output differ between runs)",
+    )
     p.set_defaults(func=run)
 
 
@@ -39,8 +50,12 @@ def run(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     scheduler = build_scheduler(state)
     hosts = state.hosts if args.layers_dir else {}
-    plan = run_round(scheduler, state.now, hosts=hosts, layers={e.job.id: e.layers for e in state.jobs})
-    plan = dataclasses.replace(plan, timings={**plan.timings, "total_s": time.perf_counter() - started})
+    plan = run_round(
+        scheduler, state.now, hosts=hosts, layers={e.job.id: e.layers for e in state.jobs}
+    )
+    plan = dataclasses.replace(
+        plan, timings={**plan.timings, "total_s": time.perf_counter() - started}
+    )
     if args.layers_dir:
         write_layers(args.layers_dir, plan.host_layers, [n.name for n in state.cluster.nodes])
     sys.stdout.write(plan.to_json(timings=args.timings))
@@ -64,6 +79,8 @@ def write_layers(directory: Path, layers, nodes) -> None:
                 env_path.unlink(missing_ok=True)
             else:
                 json_path.write_text(out.to_json(), encoding="utf-8")
-                env_path.write_text(out.env_file(f"{DEFAULT_CONFIG_DIR}/{node}.json"), encoding="utf-8")
+                env_path.write_text(
+                    out.env_file(f"{DEFAULT_CONFIG_DIR}/{node}.json"), encoding="utf-8"
+                )
     except OSError as exc:
         raise InputError(directory, f"cannot write: {exc.strerror or exc}") from None

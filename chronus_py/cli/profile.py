@@ -1,9 +1,10 @@
 """``chronus profile fit|predict``: fit a runtime profile from timing samples, then query it.
 
-    chronus profile fit stats/imagenet_arch_resnet50_gpu_{1,2,4,8,16}.npy -o profile.json
-    chronus profile predict profile.json --gpus 32 --nodes 4
-    {"iteration_seconds": 0.0796, "low": 0.0669, "high": 0.0923}
+chronus profile fit stats/imagenet_arch_resnet50_gpu_{1,2,4,8,16}.npy -o profile.json
+chronus profile predict profile.json --gpus 32 --nodes 4
+{"iteration_seconds": 0.0796, "low": 0.0669, "high": 0.0923}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,30 +27,53 @@ def int_list(text: str) -> list[int]:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("profile", help="fit per-iteration runtime profiles and predict from them")
+    parser = subparsers.add_parser(
+        "profile", help="fit per-iteration runtime profiles and predict from them"
+    )
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     fit = sub.add_parser("fit", help="fit a profile from the sample files of one model")
-    fit.add_argument("files", nargs="+", metavar="FILE", help=".npy, .json or .csv per-iteration seconds")
+    fit.add_argument(
+        "files", nargs="+", metavar="FILE", help=".npy, .json or .csv per-iteration seconds"
+    )
     fit.add_argument("-o", "--output", help="write profile.json here (default: print it)")
-    fit.add_argument("--gpus", type=int_list, metavar="N[,N...]",
-                     help="GPU count of every file, or one per file in order "
-                          "(default: from the name, ..._gpu_<N>)")
-    fit.add_argument("--gpus-per-node", type=positive_int, default=8,
-                     help="node count of a file = ceil(GPUs / this) (default 8)")
+    fit.add_argument(
+        "--gpus",
+        type=int_list,
+        metavar="N[,N...]",
+        help="GPU count of every file, or one per file in order "
+        "(default: from the name, ..._gpu_<N>)",
+    )
+    fit.add_argument(
+        "--gpus-per-node",
+        type=positive_int,
+        default=8,
+        help="node count of a file = ceil(GPUs / this) (default 8)",
+    )
     fit.add_argument("--warmup", type=int, default=1, help="leading iterations to drop (default 1)")
-    fit.add_argument("--model", help="the model to take from a model_info.json table or a multi-model CSV")
-    fit.add_argument("--inter-node", choices=("linear", "ring"), default="linear",
-                     help="growth of the inter-node cost past 2 nodes (default linear)")
+    fit.add_argument(
+        "--model", help="the model to take from a model_info.json table or a multi-model CSV"
+    )
+    fit.add_argument(
+        "--inter-node",
+        choices=("linear", "ring"),
+        default="linear",
+        help="growth of the inter-node cost past 2 nodes (default linear)",
+    )
     fit.set_defaults(func=run)
 
     predict = sub.add_parser("predict", help="print {iteration_seconds, low, high} for a placement")
     predict.add_argument("profile", metavar="PROFILE", help="profile.json written by `profile fit`")
     predict.add_argument("--gpus", type=positive_int, help="GPUs in the job")
-    predict.add_argument("--nodes", type=positive_int, help="nodes to spread them over (default: packed)")
+    predict.add_argument(
+        "--nodes", type=positive_int, help="nodes to spread them over (default: packed)"
+    )
     predict.add_argument("--placement", type=int_list, metavar="N,N,...", help="GPUs on each node")
-    predict.add_argument("--iterations", type=positive_int,
-                         help="print the runtime {seconds, low, high} of this many iterations instead")
+    predict.add_argument(
+        "--iterations",
+        type=positive_int,
+        help="print the runtime {seconds, low, high} of this many iterations instead",
+    )
     predict.set_defaults(func=run)
 
 
@@ -65,8 +89,13 @@ def _fit(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         raise InputError("--warmup", f"must be >= 0, got {args.warmup}")
     gpus = args.gpus[0] if args.gpus and len(args.gpus) == 1 else args.gpus
-    samples = read_samples(args.files, gpus=gpus, gpus_per_node=args.gpus_per_node,
-                           warmup=args.warmup, model=args.model)
+    samples = read_samples(
+        args.files,
+        gpus=gpus,
+        gpus_per_node=args.gpus_per_node,
+        warmup=args.warmup,
+        model=args.model,
+    )
     import numpy as np
 
     where = ", ".join(map(str, args.files))
@@ -87,11 +116,17 @@ def _fit(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(args.output, f"cannot write ({exc.strerror})") from None
     c = profile.coef_
-    regime = "weak scaling" if c.batch_cap_gpus is None else f"global batch capped at {c.batch_cap_gpus} GPUs"
-    print(f"{args.output}: {profile.model_}, {profile.n_samples_} placements, {regime}; "
-          f"compute {c.compute:.4g} s, overhead {c.overhead:.4g} s, intra {c.intra:.4g} s, "
-          f"inter {c.inter:.4g} s per node; iteration cv {profile.iteration_cv_:.3f}, "
-          f"model cv {profile.model_cv_:.3f}")
+    regime = (
+        "weak scaling"
+        if c.batch_cap_gpus is None
+        else f"global batch capped at {c.batch_cap_gpus} GPUs"
+    )
+    print(
+        f"{args.output}: {profile.model_}, {profile.n_samples_} placements, {regime}; "
+        f"compute {c.compute:.4g} s, overhead {c.overhead:.4g} s, intra {c.intra:.4g} s, "
+        f"inter {c.inter:.4g} s per node; iteration cv {profile.iteration_cv_:.3f}, "
+        f"model cv {profile.model_cv_:.3f}"
+    )
     return 0
 
 
@@ -116,6 +151,7 @@ def _predict(args: argparse.Namespace) -> int:
     try:  # coefficients near 1e308 overflow to infinity, which is not JSON
         print(json.dumps(out, allow_nan=False))
     except ValueError:
-        raise InputError(args.profile, "the profile predicts a non-finite time; "
-                                       "check its coefficients") from None
+        raise InputError(
+            args.profile, "the profile predicts a non-finite time; check its coefficients"
+        ) from None
     return 0

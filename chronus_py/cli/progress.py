@@ -1,4 +1,5 @@
 """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
 from __future__ import annotations
 
 import sys

@@ -4,6 +4,7 @@ server is, the token, and turning a server's error into the CLI's one-line messa
 The server comes from ``--server`` or ``$CHRONUS_SERVER`` (default http://127.0.0.1:8080), the
 token from ``--token-file`` or ``$CHRONUS_TOKEN`` (never a flag: it would show in ``ps``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,9 @@ DEFAULT_SERVER = "http://127.0.0.1:8080"
 
 def add_connection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", help=f"server URL (default $CHRONUS_SERVER or {DEFAULT_SERVER})")
-    p.add_argument("--token-file", type=Path, help="file holding the bearer token "
-                                                   "(default $CHRONUS_TOKEN)")
+    p.add_argument(
+        "--token-file", type=Path, help="file holding the bearer token (default $CHRONUS_TOKEN)"
+    )
 
 
 def client_for(args: argparse.Namespace):
@@ -30,8 +32,9 @@ def client_for(args: argparse.Namespace):
         try:
             token = args.token_file.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(args.token_file,
-                             f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+            raise InputError(
+                args.token_file, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
     return Client(args.server or os.environ.get("CHRONUS_SERVER") or DEFAULT_SERVER, token)
 
 

@@ -1,4 +1,5 @@
 """``chronus replay``: replay a trace under a policy and print the metrics."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,51 +12,109 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from chronus_py.policies import POLICIES
     from chronus_py.readers import DEFAULT_TRACE, FORMATS
 
-    p = sub.add_parser("replay", help="replay a job trace under a scheduling policy and report metrics",
-                       description="Replay a job trace on a simulated GPU cluster and report the "
-                                   "metrics of docs/metrics.md.")
-    p.add_argument("--trace", default=DEFAULT_TRACE,
-                   help=f"bundled trace name (philly-slo, philly-mix1, philly-mix2) or a CSV file "
-                        f"(default {DEFAULT_TRACE})")
-    p.add_argument("--format", choices=sorted(FORMATS), help="force the trace format (default: from the header)")
-    p.add_argument("--columns", metavar="NAME=COLUMN,...",
-                   help="map a plain trace's (or a preset's) columns: id, submit, duration, start, "
-                        "end, gpus, instances, tenant, deadline, model (no id: line numbers)")
-    p.add_argument("--time-unit", choices=("s", "ms", "us", "ns", "min", "h", "d"),
-                   help="unit of numeric times in a plain or preset trace (default s; dates are "
-                        "read as dates)")
-    p.add_argument("--skip-bad-rows", action="store_true",
-                   help="drop malformed rows (counted per reason) instead of stopping at the first")
-    p.add_argument("--policy", default="chronus", choices=sorted(POLICIES),
-                   help="scheduling policy (default chronus: lease-based deadline guarantees)")
+    p = sub.add_parser(
+        "replay",
+        help="replay a job trace under a scheduling policy and report metrics",
+        description="Replay a job trace on a simulated GPU cluster and report the "
+        "metrics of docs/metrics.md.",
+    )
+    p.add_argument(
+        "--trace",
+        default=DEFAULT_TRACE,
+        help=f"bundled trace name (philly-slo, philly-mix1, philly-mix2) or a CSV file "
+        f"(default {DEFAULT_TRACE})",
+    )
+    p.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        help="force the trace format (default: from the header)",
+    )
+    p.add_argument(
+        "--columns",
+        metavar="NAME=COLUMN,...",
+        help="map a plain trace's (or a preset's) columns: id, submit, duration, start, "
+        "end, gpus, instances, tenant, deadline, model (no id: line numbers)",
+    )
+    p.add_argument(
+        "--time-unit",
+        choices=("s", "ms", "us", "ns", "min", "h", "d"),
+        help="unit of numeric times in a plain or preset trace (default s; dates are "
+        "read as dates)",
+    )
+    p.add_argument(
+        "--skip-bad-rows",
+        action="store_true",
+        help="drop malformed rows (counted per reason) instead of stopping at the first",
+    )
+    p.add_argument(
+        "--policy",
+        default="chronus",
+        choices=sorted(POLICIES),
+        help="scheduling policy (default chronus: lease-based deadline guarantees)",
+    )
     p.add_argument("--nodes", type=int, default=120, help="nodes in the cluster (default 120)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
-    p.add_argument("--cluster", type=Path,
-                   help="a HiveD cluster config: replay on its nodes with the cell allocator placing "
-                        "jobs in their tenant's virtual cluster (overrides --nodes/--gpus-per-node)")
-    p.add_argument("--tenant-map", type=Path,
-                   help="YAML mapping trace tenants (the user/VC column) to virtual clusters; "
-                        "the key 'default' catches the rest")
-    p.add_argument("--slowdown", action="store_true",
-                   help="slow jobs down by how their placement spreads them (off reproduces the artifact)")
-    p.add_argument("--round-requests", action="store_true",
-                   help="jobs hold the {1, 2, 4, whole nodes} round-up of their GPUs, as Chronus packs them")
-    p.add_argument("--load", type=float, default=1.0,
-                   help="load factor: submit times divided by this, deadlines keep their offsets (default 1)")
-    p.add_argument("--profiling", action="store_true",
-                   help="run every new job on a profiling pool first and schedule by the profiler's "
-                        "estimate instead of the trace's true duration")
-    p.add_argument("--profiling-nodes", type=int, default=4, help="nodes in the profiling pool (default 4)")
-    p.add_argument("--profile-minutes", type=float, default=5.0, help="profiling window (default 5)")
-    p.add_argument("--profiling-order", choices=("deadline", "fifo"), default="deadline",
-                   help="who the pool profiles first: tightest deadline, with backfill (default), "
-                        "or arrival order (the artifact)")
-    p.add_argument("--estimates", choices=("oracle", "pool", "realistic"), default="oracle",
-                   help="what the scheduler knows of runtimes: the trace's true ones (oracle, "
-                        "default), the profiling pool's estimates (pool, same as --profiling), or "
-                        "nothing until each job is measured in place on its own GPUs (realistic)")
-    p.add_argument("--estimate-sigma", type=float, default=0.0,
-                   help="log-normal error between estimates and true runtimes (robustness study)")
+    p.add_argument(
+        "--cluster",
+        type=Path,
+        help="a HiveD cluster config: replay on its nodes with the cell allocator placing "
+        "jobs in their tenant's virtual cluster (overrides --nodes/--gpus-per-node)",
+    )
+    p.add_argument(
+        "--tenant-map",
+        type=Path,
+        help="YAML mapping trace tenants (the user/VC column) to virtual clusters; "
+        "the key 'default' catches the rest",
+    )
+    p.add_argument(
+        "--slowdown",
+        action="store_true",
+        help="slow jobs down by how their placement spreads them (off reproduces the artifact)",
+    )
+    p.add_argument(
+        "--round-requests",
+        action="store_true",
+        help="jobs hold the {1, 2, 4, whole nodes} round-up of their GPUs, as Chronus packs them",
+    )
+    p.add_argument(
+        "--load",
+        type=float,
+        default=1.0,
+        help="load factor: submit times divided by this, deadlines keep their offsets (default 1)",
+    )
+    p.add_argument(
+        "--profiling",
+        action="store_true",
+        help="run every new job on a profiling pool first and schedule by the profiler's "
+        "estimate instead of the trace's true duration",
+    )
+    p.add_argument(
+        "--profiling-nodes", type=int, default=4, help="nodes in the profiling pool (default 4)"
+    )
+    p.add_argument(
+        "--profile-minutes", type=float, default=5.0, help="profiling window (default 5)"
+    )
+    p.add_argument(
+        "--profiling-order",
+        choices=("deadline", "fifo"),
+        default="deadline",
+        help="who the pool profiles first: tightest deadline, with backfill (default), "
+        "or arrival order (the artifact)",
+    )
+    p.add_argument(
+        "--estimates",
+        choices=("oracle", "pool", "realistic"),
+        default="oracle",
+        help="what the scheduler knows of runtimes: the trace's true ones (oracle, "
+        "default), the profiling pool's estimates (pool, same as --profiling), or "
+        "nothing until each job is measured in place on its own GPUs (realistic)",
+    )
+    p.add_argument(
+        "--estimate-sigma",
+        type=float,
+        default=0.0,
+        help="log-normal error between estimates and true runtimes (robustness study)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
@@ -73,14 +132,29 @@ def setup_from(args: argparse.Namespace):
     from chronus_py.replay.setup import ReplaySetup
 
     options = settings_given(args, args.policy)
-    return ReplaySetup(trace=args.trace, policy=args.policy, options=options, nodes=args.nodes,
-                       gpus_per_node=args.gpus_per_node, cluster=args.cluster, tenant_map=args.tenant_map,
-                       slowdown=args.slowdown, round_requests=args.round_requests, load=args.load,
-                       profiling=args.profiling, profiling_nodes=args.profiling_nodes,
-                       profile_minutes=args.profile_minutes, profiling_order=args.profiling_order,
-                       estimates=args.estimates,
-                       sigma=args.estimate_sigma, seed=args.seed, format=args.format,
-                       columns=args.columns, time_unit=args.time_unit, skip_bad_rows=args.skip_bad_rows)
+    return ReplaySetup(
+        trace=args.trace,
+        policy=args.policy,
+        options=options,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        cluster=args.cluster,
+        tenant_map=args.tenant_map,
+        slowdown=args.slowdown,
+        round_requests=args.round_requests,
+        load=args.load,
+        profiling=args.profiling,
+        profiling_nodes=args.profiling_nodes,
+        profile_minutes=args.profile_minutes,
+        profiling_order=args.profiling_order,
+        estimates=args.estimates,
+        sigma=args.estimate_sigma,
+        seed=args.seed,
+        format=args.format,
+        columns=args.columns,
+        time_unit=args.time_unit,
+        skip_bad_rows=args.skip_bad_rows,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,12 +169,17 @@ def run(args: argparse.Namespace) -> int:
         return run_elastic(args)
     setup = setup_from(args)
     bar = progress_bar("replay")
-    result, trace = run_setup(setup, on_progress=bar,
-                              on_read=lambda read: print(f"{read.name}: {read.detected}", file=sys.stderr))
+    result, trace = run_setup(
+        setup,
+        on_progress=bar,
+        on_read=lambda read: print(f"{read.name}: {read.detected}", file=sys.stderr),
+    )
     if bar:
         bar.finish(len(result.jobs))
     metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
-    metrics["cluster"] = str(setup.cluster) if setup.cluster else f"{setup.nodes}x{setup.gpus_per_node}"
+    metrics["cluster"] = (
+        str(setup.cluster) if setup.cluster else f"{setup.nodes}x{setup.gpus_per_node}"
+    )
     if setup.policy == "chronus":
         metrics["settings"] = ChronusSettings.from_mapping(setup.options).to_dict()
     if args.out:

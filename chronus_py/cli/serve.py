@@ -7,6 +7,7 @@
 See ``chronus_py/service/`` (the backend interface: ``service/backend.py``; the API:
 ``service/api.py``, schema at ``GET /openapi.json``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,13 @@ import argparse
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from chronus_py.service.server import add_arguments
 
-    p = sub.add_parser("serve", help="run the scheduler as a service: HTTP API, SQLite state, "
-                                     "a cluster backend (default: an embedded simulated cluster)",
-                       description="Run the scheduling loop as a daemon with an HTTP API, durable "
-                                   "state in SQLite, and a pluggable cluster backend.")
+    p = sub.add_parser(
+        "serve",
+        help="run the scheduler as a service: HTTP API, SQLite state, "
+        "a cluster backend (default: an embedded simulated cluster)",
+        description="Run the scheduling loop as a daemon with an HTTP API, durable "
+        "state in SQLite, and a pluggable cluster backend.",
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 

@@ -1,4 +1,5 @@
 """``chronus status JOB``: one job as a ``chronus serve`` server knows it."""
+
 from __future__ import annotations
 
 import argparse

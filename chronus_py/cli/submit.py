@@ -1,8 +1,9 @@
 """``chronus submit``: submit a job to a ``chronus serve`` server and print its admission.
 
-    chronus submit --gpus 8 --estimate 7200 --deadline 9000 [--deadline 12000:0.5] [--id j1]
-    chronus submit job.json          # the fields of POST /v1/jobs; '-' reads stdin
+chronus submit --gpus 8 --estimate 7200 --deadline 9000 [--deadline 12000:0.5] [--id j1]
+chronus submit job.json          # the fields of POST /v1/jobs; '-' reads stdin
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,16 +15,23 @@ from chronus_py.cli.remote import add_connection, call, client_for, show
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("submit", help="submit a job to a chronus serve server",
-                       description="Submit a job; prints the server's answer with its admission "
-                                   "(guaranteed, not_guaranteed or rejected).")
+    p = sub.add_parser(
+        "submit",
+        help="submit a job to a chronus serve server",
+        description="Submit a job; prints the server's answer with its admission "
+        "(guaranteed, not_guaranteed or rejected).",
+    )
     p.add_argument("file", nargs="?", help="JSON file of job fields ('-': stdin); or use flags")
     p.add_argument("--id", help="job id (default: the server picks one)")
     p.add_argument("--gpus", type=int)
     p.add_argument("--estimate", type=float, help="estimated work, seconds")
-    p.add_argument("--deadline", action="append", default=[], metavar="AT[:VALUE]",
-                   help="a deadline option, absolute seconds on the server's clock; repeat, "
-                        "tightest first")
+    p.add_argument(
+        "--deadline",
+        action="append",
+        default=[],
+        metavar="AT[:VALUE]",
+        help="a deadline option, absolute seconds on the server's clock; repeat, tightest first",
+    )
     p.add_argument("--iterations", type=int)
     p.add_argument("--dry-run", action="store_true", help="ask what admission would say only")
     add_connection(p)
@@ -38,15 +46,19 @@ def run(args: argparse.Namespace) -> int:
             text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
             job = json.loads(text)
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(args.file, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
-                             ) from None
+            raise InputError(
+                args.file, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
         except json.JSONDecodeError as exc:
             raise InputError(args.file, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     else:
         if args.gpus is None or args.estimate is None:
             raise InputError("submit", "give a JSON file, or at least --gpus and --estimate")
-        job = {"gpus": args.gpus, "estimate_seconds": args.estimate,
-               "deadlines": [_deadline(d) for d in args.deadline]}
+        job = {
+            "gpus": args.gpus,
+            "estimate_seconds": args.estimate,
+            "deadlines": [_deadline(d) for d in args.deadline],
+        }
         if args.id:
             job["id"] = args.id
         if args.iterations:

@@ -3,6 +3,7 @@
 ``chronus/cli/replay.py`` adds these flags and hands the parsed arguments here when
 ``--elastic`` is given; the metrics are printed like ``chronus replay`` prints its own.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,16 +17,28 @@ DEFAULT_THROUGHPUTS = "elasticflow/throughputs_A100"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--elastic", nargs="?", const="elastic-chronus", choices=sorted(POLICIES),
-                   help="elastic mode: jobs run on any power-of-two size up to their model's cap, "
-                        "progress by throughput; policy elastic-chronus (default), elasticflow "
-                        "or elastic-edf (ignores --policy)")
-    p.add_argument("--throughputs", type=Path,
-                   help="directory of <model>.csv throughput tables (default: the bundled A100 "
-                        "tables of ElasticFlow)")
-    p.add_argument("--resize-scale", type=float, default=1.0,
-                   help="multiply the resize overhead model (default 1: 2-7 s per resize, "
-                        "+27-47 s per (re)start, +2(log2 n+1) s on new GPUs; 0 turns it off)")
+    p.add_argument(
+        "--elastic",
+        nargs="?",
+        const="elastic-chronus",
+        choices=sorted(POLICIES),
+        help="elastic mode: jobs run on any power-of-two size up to their model's cap, "
+        "progress by throughput; policy elastic-chronus (default), elasticflow "
+        "or elastic-edf (ignores --policy)",
+    )
+    p.add_argument(
+        "--throughputs",
+        type=Path,
+        help="directory of <model>.csv throughput tables (default: the bundled A100 "
+        "tables of ElasticFlow)",
+    )
+    p.add_argument(
+        "--resize-scale",
+        type=float,
+        default=1.0,
+        help="multiply the resize overhead model (default 1: 2-7 s per resize, "
+        "+27-47 s per (re)start, +2(log2 n+1) s on new GPUs; 0 turns it off)",
+    )
 
 
 def run_elastic(args: argparse.Namespace) -> int:
@@ -35,14 +48,21 @@ def run_elastic(args: argparse.Namespace) -> int:
     from chronus_py.errors import InputError
 
     if args.cluster is not None or args.profiling or args.estimate_sigma:
-        raise InputError("--elastic", "does not combine with --cluster, --profiling or "
-                         "--estimate-sigma yet")
+        raise InputError(
+            "--elastic", "does not combine with --cluster, --profiling or --estimate-sigma yet"
+        )
     if args.resize_scale < 0:
         raise InputError("--resize-scale", "must be >= 0")
-    metrics, result = replay_trace(args.trace, throughputs=args.throughputs, policy=args.elastic,
-                                   nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                   resize_scale=args.resize_scale, skip_bad_rows=args.skip_bad_rows,
-                                   on_progress=progress_bar("replay"))
+    metrics, result = replay_trace(
+        args.trace,
+        throughputs=args.throughputs,
+        policy=args.elastic,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        resize_scale=args.resize_scale,
+        skip_bad_rows=args.skip_bad_rows,
+        on_progress=progress_bar("replay"),
+    )
     if args.out:
         from chronus_py.elastic.replay import write_jobs_csv
 

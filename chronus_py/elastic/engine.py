@@ -6,6 +6,7 @@ policy asks for (e.g. the slot where its plan gives a job more GPUs). At each ev
 admits the newcomers, then names every active job's size; the engine applies shrinks and stops
 first, then grows and starts, so the GPUs a grow needs are free.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,9 @@ class ElasticPolicy(Protocol):
         """Decide each newcomer: set ``guaranteed`` (promised), ``dropped``, or neither (run
         unpromised)."""
 
-    def assign(self, now: float, active: list[Run],
-               cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(
+        self, now: float, active: list[Run], cluster: Cluster
+    ) -> tuple[dict[str, int], float]:
         """Every active job's size now (absent = 0), and when to be asked again (inf: at the next
         arrival or completion)."""
 
@@ -65,8 +67,15 @@ def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
 
 
 class ElasticEngine:
-    def __init__(self, jobs: list[ElasticJob], allocator: Allocator, gpus: int, gpus_per_node: int,
-                 policy: ElasticPolicy, overhead: ResizeOverhead):
+    def __init__(
+        self,
+        jobs: list[ElasticJob],
+        allocator: Allocator,
+        gpus: int,
+        gpus_per_node: int,
+        policy: ElasticPolicy,
+        overhead: ResizeOverhead,
+    ):
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
         self.allocator = allocator
         self.cluster = Cluster(gpus, overhead)
@@ -91,8 +100,12 @@ class ElasticEngine:
             events += 1
             for r in active:
                 r.progress_to(now)
-            done = [r for r in active if r.size and (r.remaining <= DONE * r.job.iterations
-                                                      or r.completes_at() <= now + 1e-9)]
+            done = [
+                r
+                for r in active
+                if r.size
+                and (r.remaining <= DONE * r.job.iterations or r.completes_at() <= now + 1e-9)
+            ]
             for r in done:
                 r.finish, r.remaining = now, 0.0
                 self._stop(r)
@@ -108,8 +121,9 @@ class ElasticEngine:
                 active.extend(newcomers)
             sizes, wake = self.policy.assign(now, active, self.cluster)
             if wake <= now:
-                raise RuntimeError(f"policy {self.policy.name} asked to wake at {wake} "
-                                   f"<= now {now}")
+                raise RuntimeError(
+                    f"policy {self.policy.name} asked to wake at {wake} <= now {now}"
+                )
             self._apply(now, active, sizes)
             gone = [r for r in active if r.dropped]
             for r in gone:
@@ -119,10 +133,15 @@ class ElasticEngine:
                 active = [r for r in active if not r.dropped]
             if on_progress is not None and events % 500 == 0:
                 on_progress(next_group, len(groups))
-        return ElasticResult(policy=self.policy.name, gpus=self.cluster.gpus, runs=runs,
-                             wall_seconds=time.perf_counter() - started,
-                             cpu_seconds=time.process_time() - cpu,
-                             placement_failures=self.placement_failures, events=events)
+        return ElasticResult(
+            policy=self.policy.name,
+            gpus=self.cluster.gpus,
+            runs=runs,
+            wall_seconds=time.perf_counter() - started,
+            cpu_seconds=time.process_time() - cpu,
+            placement_failures=self.placement_failures,
+            events=events,
+        )
 
     def _arrival_groups(self, runs: list[Run]) -> list[tuple[float, list[Run]]]:
         """Arrivals at the same time, or within one ``arrival_window`` slot, shown together at the
@@ -191,8 +210,9 @@ class ElasticEngine:
         gpus = {(node, g) for node, ids in result.by_node().items() for g in ids}
         from_stopped = old == 0
         known = not from_stopped and gpus <= r.known_gpus
-        cost = self.cluster.overhead.seconds(new, self.cluster.gpus, from_stopped=from_stopped,
-                                             known_gpus=known)
+        cost = self.cluster.overhead.seconds(
+            new, self.cluster.gpus, from_stopped=from_stopped, known_gpus=known
+        )
         r.known_gpus = gpus if from_stopped else r.known_gpus | gpus
         r.size = new
         r.paused_until = now + cost

@@ -10,6 +10,7 @@ A row is rigid when the trace has an ``elastic`` column whose value is 0, or whe
 table has no curve for its (model, batch size); a rigid job without a curve runs at
 ``num_iteration / duration`` iterations per second (its trace runtime).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,16 @@ from chronus_py.elastic.throughputs import ThroughputTable
 from chronus_py.errors import InputError
 from chronus_py.readers.table import Table
 
-COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size",
-           "num_gpu", "duration")
+COLUMNS = (
+    "job_id",
+    "submission_time",
+    "num_iteration",
+    "model_name",
+    "deadline",
+    "batch_size",
+    "num_gpu",
+    "duration",
+)
 LARGEST = 64
 
 
@@ -67,9 +76,20 @@ def elastic_sizes(curve: dict[int, float], batch: int, limit: int) -> list[int]:
     return [n for n in powers if n <= fastest]
 
 
-def make_job(id: str, submit: float, deadline: float, iterations: float, model: str, batch: int,
-             requested: int, duration: float, table: ThroughputTable, *, elastic: bool = True,
-             limit: int = LARGEST) -> ElasticJob:
+def make_job(
+    id: str,
+    submit: float,
+    deadline: float,
+    iterations: float,
+    model: str,
+    batch: int,
+    requested: int,
+    duration: float,
+    table: ThroughputTable,
+    *,
+    elastic: bool = True,
+    limit: int = LARGEST,
+) -> ElasticJob:
     curve = table.curve(model, batch)
     sizes = elastic_sizes(curve, batch, limit) if curve and elastic else []
     if sizes:
@@ -78,12 +98,22 @@ def make_job(id: str, submit: float, deadline: float, iterations: float, model: 
         sizes, rates = [requested], (curve[requested],)
     else:
         sizes, rates = [requested], (iterations / duration,)
-    return ElasticJob(id=id, submit=submit, deadline=deadline, iterations=iterations, model=model,
-                      batch=batch, requested=requested, sizes=tuple(sizes), rates=tuple(rates))
+    return ElasticJob(
+        id=id,
+        submit=submit,
+        deadline=deadline,
+        iterations=iterations,
+        model=model,
+        batch=batch,
+        requested=requested,
+        sizes=tuple(sizes),
+        rates=tuple(rates),
+    )
 
 
-def read_elastic_trace(path: Path, table: ThroughputTable, *, cluster_gpus: int,
-                       skip_bad_rows: bool = False) -> tuple[list[ElasticJob], Table]:
+def read_elastic_trace(
+    path: Path, table: ThroughputTable, *, cluster_gpus: int, skip_bad_rows: bool = False
+) -> tuple[list[ElasticJob], Table]:
     """Jobs of an ITP trace (ElasticFlow's columns), in submission order, and the checked table
     (its ``dropped`` counts the rows that were left out and why)."""
     t = Table(path, COLUMNS)
@@ -102,9 +132,19 @@ def read_elastic_trace(path: Path, table: ThroughputTable, *, cluster_gpus: int,
     t.drop((iterations == 0) | (duration == 0), "no work (num_iteration or duration is 0)")
     t.drop(gpus > cluster_gpus, "num_gpu exceeds the cluster")
     jobs = [
-        make_job(str(ids[r]), float(submit[r]), float(deadline[r]), float(iterations[r]),
-                 str(models[r]), int(batch[r]), int(gpus[r]), float(duration[r]), table,
-                 elastic=elastic is None or bool(elastic[r]), limit=cluster_gpus)
+        make_job(
+            str(ids[r]),
+            float(submit[r]),
+            float(deadline[r]),
+            float(iterations[r]),
+            str(models[r]),
+            int(batch[r]),
+            int(gpus[r]),
+            float(duration[r]),
+            table,
+            elastic=elastic is None or bool(elastic[r]),
+            limit=cluster_gpus,
+        )
         for r in t.keep(skip_bad_rows)
     ]
     jobs.sort(key=lambda j: (j.submit, j.id))

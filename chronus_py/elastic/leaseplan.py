@@ -8,6 +8,7 @@ size that is at most the cap and at most the free GPUs - completes its remaining
 backwards leaves the near future free for jobs that arrive later with tighter deadlines; taking the
 smallest cap leaves the most GPUs for everyone else.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,7 +61,7 @@ class Timeline:
     def _ensure(self, n: int) -> None:
         if n > len(self.free):
             grown = np.full(max(n, 2 * len(self.free)), self.total, dtype=np.int64)
-            grown[:len(self.free)] = self.free
+            grown[: len(self.free)] = self.free
             self.free = grown
 
     @property
@@ -74,13 +75,19 @@ class Timeline:
         if hi <= 0:
             return
         cut = max(0, -lo)
-        self.free[max(lo, 0):hi] -= lease.sizes[cut:]
+        self.free[max(lo, 0) : hi] -= lease.sizes[cut:]
 
-    def fill(self, job: ElasticJob, remaining: float, deadline: float, cap: int,
-             tables: tuple[np.ndarray, np.ndarray]) -> Lease | None:
+    def fill(
+        self,
+        job: ElasticJob,
+        remaining: float,
+        deadline: float,
+        cap: int,
+        tables: tuple[np.ndarray, np.ndarray],
+    ) -> Lease | None:
         """Backward fill under ``cap`` GPUs; None if the work does not fit before ``deadline``."""
         best, rate = tables
-        end = math.floor(deadline / self.slot) - self.origin   # slots 0..end-1 end by the deadline
+        end = math.floor(deadline / self.slot) - self.origin  # slots 0..end-1 end by the deadline
         if end <= 0:
             return None
         self._ensure(end)
@@ -99,21 +106,29 @@ class Timeline:
             k = int(np.searchsorted(done, need))
             if k < len(done):
                 first = hi - 1 - k
-                pieces.append(g[first - lo:])
+                pieces.append(g[first - lo :])
                 return Lease(self.origin + first, np.concatenate(pieces[::-1]))
             pieces.append(g)
             need -= done[-1] if len(done) else 0.0
             hi = lo
         return None
 
-    def fit(self, job: ElasticJob, remaining: float, deadline: float,
-            tables: tuple[np.ndarray, np.ndarray]) -> Lease | None:
+    def fit(
+        self,
+        job: ElasticJob,
+        remaining: float,
+        deadline: float,
+        tables: tuple[np.ndarray, np.ndarray],
+    ) -> Lease | None:
         """Minimum satisfactory share: the fill under the smallest cap that completes, found by
         bisection over the job's sizes (a larger cap never does less work on the same timeline
         while throughput grows with size, which holds up to a job's cap)."""
         window = deadline - self.now
-        caps = [n for n, fastest in zip(job.sizes, np.maximum.accumulate(job.rates))
-                if fastest * window >= remaining]
+        caps = [
+            n
+            for n, fastest in zip(job.sizes, np.maximum.accumulate(job.rates))
+            if fastest * window >= remaining
+        ]
         found = None
         lo, hi = 0, len(caps) - 1
         while lo <= hi:

@@ -5,6 +5,7 @@ Every job of an ITP trace has one deadline, so ``slo_deadline_ratio`` is the fir
 ElasticFlow publishes: jobs finished by their deadline over all jobs (declined and dropped jobs
 count as misses). ``guaranteed_miss_ratio`` is over the jobs a policy promised.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -44,12 +45,14 @@ def summarize(result: ElasticResult, *, trace: str, dropped: Counter) -> dict:
         "slo_value_ratio": _mean(met),
         "slo_last_deadline_ratio": _mean(met),
         "guaranteed_jobs": len(promised),
-        "guaranteed_miss_ratio": _mean([r.finish is None or r.finish > r.deadline
-                                        for r in promised]),
+        "guaranteed_miss_ratio": _mean(
+            [r.finish is None or r.finish > r.deadline for r in promised]
+        ),
         "slo_avg_jct": _mean([r.finish - r.job.submit for r in finished]),
         "avg_jct": _mean([r.finish - r.job.submit for r in finished]),
-        "avg_queueing_delay": _mean([s - r.job.submit for r, s in
-                                     ((r, r.first_start) for r in runs) if s is not None]),
+        "avg_queueing_delay": _mean(
+            [s - r.job.submit for r, s in ((r, r.first_start) for r in runs) if s is not None]
+        ),
         "preemptions_per_job": _mean([r.preemptions for r in runs]),
         "makespan": makespan,
         "gpu_utilization": busy / (result.gpus * makespan) if makespan > 0 else None,

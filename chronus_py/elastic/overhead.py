@@ -11,6 +11,7 @@ Default, close to what ElasticFlow's simulator charges (its code, see RESULTS.md
   job since its last (re)start (a shrink onto a subset): then the base alone.
 ``scale`` multiplies everything (0 turns overhead off, 2 doubles it) for sensitivity studies.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,9 @@ class ResizeOverhead:
     per_log2: float = 2.0
     scale: float = 1.0
 
-    def seconds(self, gpus: int, cluster_gpus: int, *, from_stopped: bool,
-                known_gpus: bool) -> float:
+    def seconds(
+        self, gpus: int, cluster_gpus: int, *, from_stopped: bool, known_gpus: bool
+    ) -> float:
         """Pause for a move to ``gpus`` GPUs (``gpus`` > 0)."""
         large = cluster_gpus >= self.large_cluster
         cost = self.base_large if large else self.base
@@ -40,5 +42,7 @@ class ResizeOverhead:
 
     def worst(self, gpus: int, cluster_gpus: int) -> float:
         """The most one reconfiguration to ``gpus`` can cost: what plans keep in reserve."""
-        return max(self.seconds(gpus, cluster_gpus, from_stopped=True, known_gpus=False),
-                   self.seconds(gpus, cluster_gpus, from_stopped=False, known_gpus=False))
+        return max(
+            self.seconds(gpus, cluster_gpus, from_stopped=True, known_gpus=False),
+            self.seconds(gpus, cluster_gpus, from_stopped=False, known_gpus=False),
+        )

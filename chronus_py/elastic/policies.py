@@ -11,6 +11,7 @@
   declined (and dropped). Leftover GPUs by marginal gain, resizing freely.
 - ``ElasticEDF``: no admission; in deadline order every job takes its largest size that fits.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -25,8 +26,15 @@ from chronus_py.elastic.run import Run
 INF = float("inf")
 
 
-def distribute(runs: list[Run], base: dict[str, int], free: int, cluster: Cluster, *,
-               payback: float = 0.0, stick: float = 1.0) -> dict[str, int]:
+def distribute(
+    runs: list[Run],
+    base: dict[str, int],
+    free: int,
+    cluster: Cluster,
+    *,
+    payback: float = 0.0,
+    stick: float = 1.0,
+) -> dict[str, int]:
     """Give ``free`` GPUs on top of ``base`` sizes: first a start to stopped jobs in deadline order,
     then doublings by marginal gain (seconds of remaining runtime saved per extra GPU).
 
@@ -53,7 +61,8 @@ def distribute(runs: list[Run], base: dict[str, int], free: int, cluster: Cluste
                 cost = grow_cost.get(nxt)
                 if cost is None:
                     cost = grow_cost[nxt] = cluster.overhead.seconds(
-                        nxt, cluster.gpus, from_stopped=False, known_gpus=False)
+                        nxt, cluster.gpus, from_stopped=False, known_gpus=False
+                    )
                 if saved < payback * cost:
                     return
             gain = saved / (nxt - t)
@@ -100,8 +109,11 @@ class LeasePolicy:
         if not self.reserve:
             return r.remaining
         o = cluster.overhead
-        pause = (o.seconds(r.job.max_size, cluster.gpus, from_stopped=False, known_gpus=False)
-                 if r.size else o.worst(r.job.max_size, cluster.gpus))
+        pause = (
+            o.seconds(r.job.max_size, cluster.gpus, from_stopped=False, known_gpus=False)
+            if r.size
+            else o.worst(r.job.max_size, cluster.gpus)
+        )
         return r.remaining + self.reserve * pause * max(r.job.rates)
 
     def tables_of(self, r: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -112,14 +124,16 @@ class LeasePolicy:
     def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
         return tl.fit(r.job, self.planned_work(r, cluster), r.deadline, self.tables_of(r))
 
-    def replan(self, now: float, runs: list[Run],
-               cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
+    def replan(
+        self, now: float, runs: list[Run], cluster: Cluster
+    ) -> tuple[Timeline, dict[str, Lease]] | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
         tl, leases, missing = self.plan_all(now, runs, cluster)
         return None if missing else (tl, leases)
 
-    def plan_all(self, now: float, runs: list[Run],
-                 cluster: Cluster) -> tuple[Timeline, dict[str, Lease], set[str]]:
+    def plan_all(
+        self, now: float, runs: list[Run], cluster: Cluster
+    ) -> tuple[Timeline, dict[str, Lease], set[str]]:
         """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
         tl = Timeline(now, cluster.gpus, self.slot)
         leases: dict[str, Lease] = {}
@@ -142,8 +156,9 @@ class LeasePolicy:
 
     def refresh_changes(self) -> None:
         """Each lease's largest size, so ``next_wake`` skips the jobs already running above it."""
-        self.peaks = {id: (lease, int(lease.sizes.max(initial=0)))
-                      for id, lease in self.leases.items()}
+        self.peaks = {
+            id: (lease, int(lease.sizes.max(initial=0))) for id, lease in self.leases.items()
+        }
 
     def next_wake(self, now: float, sizes: dict[str, int]) -> float:
         """The first slot boundary after ``now`` where some lease asks for more GPUs than the job
@@ -160,16 +175,18 @@ class LeasePolicy:
                 wake = min(wake, (lease.start + skip + int(above[0])) * self.slot)
         return wake
 
-    def assign(self, now: float, active: list[Run],
-               cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(
+        self, now: float, active: list[Run], cluster: Cluster
+    ) -> tuple[dict[str, int], float]:
         slot = math.floor(now / self.slot)
         promised = [r for r in active if r.guaranteed]
         base = {r.id: self.leases[r.id].at(slot) for r in promised if r.id in self.leases}
         free = cluster.gpus - sum(base.values())
         sizes = distribute(promised, base, free, cluster, payback=self.payback, stick=self.stick)
         idle = cluster.gpus - sum(sizes.values())
-        for r in sorted((r for r in active if not r.guaranteed and not r.dropped),
-                        key=lambda r: r.deadline):
+        for r in sorted(
+            (r for r in active if not r.guaranteed and not r.dropped), key=lambda r: r.deadline
+        ):
             fits = [n for n in r.job.sizes if n <= idle]
             if fits:
                 sizes[r.id] = r.size if r.size in fits and self.stick > 1 else fits[-1]
@@ -191,8 +208,14 @@ class ElasticChronus(LeasePolicy):
     name = "elastic-chronus"
     arrival_window = 0.0
 
-    def __init__(self, slot: float = 60.0, reserve: float = 1.0, payback: float = 3.0,
-                 stick: float = 2.0, replan_on_reject: bool = True):
+    def __init__(
+        self,
+        slot: float = 60.0,
+        reserve: float = 1.0,
+        payback: float = 3.0,
+        stick: float = 2.0,
+        replan_on_reject: bool = True,
+    ):
         super().__init__(slot=slot, reserve=reserve)
         self.replan_on_reject = replan_on_reject
         self.payback = payback
@@ -204,11 +227,13 @@ class ElasticChronus(LeasePolicy):
         promised = [r for r in active if r.guaranteed]
         for r in arrivals:
             self.waiting[r.id] = r
-        self._try_waiting(now, self.timeline(now, cluster), promised, cluster,
-                          full=self.replan_on_reject)
+        self._try_waiting(
+            now, self.timeline(now, cluster), promised, cluster, full=self.replan_on_reject
+        )
 
-    def _try_waiting(self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *,
-                     full: bool) -> None:
+    def _try_waiting(
+        self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *, full: bool
+    ) -> None:
         """Admit waiting jobs one at a time in deadline order: into the free timeline the current
         leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
         a fresh plan of everyone promised - which drops what jobs ahead of their leases no longer
@@ -240,8 +265,9 @@ class ElasticChronus(LeasePolicy):
                 del self.waiting[r.id]
         self.refresh_changes()
 
-    def insert(self, now: float, r: Run, promised: list[Run],
-               cluster: Cluster) -> tuple[Timeline, dict[str, Lease]] | None:
+    def insert(
+        self, now: float, r: Run, promised: list[Run], cluster: Cluster
+    ) -> tuple[Timeline, dict[str, Lease]] | None:
         """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
         leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
         does not fit (then nothing changes)."""
@@ -263,12 +289,18 @@ class ElasticChronus(LeasePolicy):
             leases[q.id] = lease
         return tl, leases
 
-    def assign(self, now: float, active: list[Run],
-               cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(
+        self, now: float, active: list[Run], cluster: Cluster
+    ) -> tuple[dict[str, int], float]:
         if self.capacity_freed and self.waiting:
             self.capacity_freed = False
-            self._try_waiting(now, self.timeline(now, cluster),
-                              [r for r in active if r.guaranteed], cluster, full=False)
+            self._try_waiting(
+                now,
+                self.timeline(now, cluster),
+                [r for r in active if r.guaranteed],
+                cluster,
+                full=False,
+            )
         return super().assign(now, active, cluster)
 
     def finished(self, run: Run) -> None:
@@ -305,8 +337,9 @@ class ElasticEDF:
     def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
         return None
 
-    def assign(self, now: float, active: list[Run],
-               cluster: Cluster) -> tuple[dict[str, int], float]:
+    def assign(
+        self, now: float, active: list[Run], cluster: Cluster
+    ) -> tuple[dict[str, int], float]:
         idle = cluster.gpus
         sizes: dict[str, int] = {}
         for r in sorted(active, key=lambda r: (r.deadline, r.id)):

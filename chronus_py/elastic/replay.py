@@ -1,4 +1,5 @@
 """One elastic replay from files: trace + throughput tables + cluster size + policy -> metrics."""
+
 from __future__ import annotations
 
 import csv
@@ -17,25 +18,52 @@ from chronus_py.model import Cluster
 from chronus_py.readers import trace_path, traces_dir
 from placement import ConsolidatedAllocator
 
-JOB_COLUMNS = ("job_id", "submit", "deadline", "first_start", "finish", "met", "guaranteed",
-               "min_gpus", "max_gpus", "requested_gpus", "starts", "resizes", "preemptions",
-               "overhead_seconds")
+JOB_COLUMNS = (
+    "job_id",
+    "submit",
+    "deadline",
+    "first_start",
+    "finish",
+    "met",
+    "guaranteed",
+    "min_gpus",
+    "max_gpus",
+    "requested_gpus",
+    "starts",
+    "resizes",
+    "preemptions",
+    "overhead_seconds",
+)
 
 
-def replay_trace(trace: str | Path, *, throughputs: Path | None, policy: str, nodes: int,
-                 gpus_per_node: int, resize_scale: float = 1.0, skip_bad_rows: bool = False,
-                 on_progress: Callable[[int, int], None] | None = None,
-                 ) -> tuple[dict, ElasticResult]:
+def replay_trace(
+    trace: str | Path,
+    *,
+    throughputs: Path | None,
+    policy: str,
+    nodes: int,
+    gpus_per_node: int,
+    resize_scale: float = 1.0,
+    skip_bad_rows: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict, ElasticResult]:
     if nodes <= 0 or gpus_per_node <= 0:
         raise InputError("--nodes/--gpus-per-node", "must be positive")
     name, path = trace_path(trace)
     table = read_throughputs(throughputs or traces_dir() / "elasticflow" / "throughputs_A100")
     cluster = Cluster.uniform(nodes, gpus_per_node)
-    jobs, checked = read_elastic_trace(path, table, cluster_gpus=cluster.gpus,
-                                       skip_bad_rows=skip_bad_rows)
+    jobs, checked = read_elastic_trace(
+        path, table, cluster_gpus=cluster.gpus, skip_bad_rows=skip_bad_rows
+    )
     allocator = ConsolidatedAllocator([(n.name, n.gpus) for n in cluster.nodes])
-    engine = ElasticEngine(jobs, allocator, cluster.gpus, gpus_per_node, POLICIES[policy](),
-                           ResizeOverhead(scale=resize_scale))
+    engine = ElasticEngine(
+        jobs,
+        allocator,
+        cluster.gpus,
+        gpus_per_node,
+        POLICIES[policy](),
+        ResizeOverhead(scale=resize_scale),
+    )
     result = engine.run(on_progress=on_progress)
     return summarize(result, trace=name, dropped=checked.dropped), result
 
@@ -43,12 +71,20 @@ def replay_trace(trace: str | Path, *, throughputs: Path | None, policy: str, no
 def job_rows(runs: Iterable[Run]) -> Iterable[dict]:
     for r in runs:
         yield {
-            "job_id": r.id, "submit": r.job.submit, "deadline": r.deadline,
-            "first_start": r.first_start, "finish": r.finish,
-            "met": r.finish is not None and r.finish <= r.deadline, "guaranteed": r.guaranteed,
-            "min_gpus": r.job.min_size, "max_gpus": r.job.max_size,
-            "requested_gpus": r.job.requested, "starts": r.starts, "resizes": r.resizes,
-            "preemptions": r.preemptions, "overhead_seconds": round(r.overhead_seconds, 3),
+            "job_id": r.id,
+            "submit": r.job.submit,
+            "deadline": r.deadline,
+            "first_start": r.first_start,
+            "finish": r.finish,
+            "met": r.finish is not None and r.finish <= r.deadline,
+            "guaranteed": r.guaranteed,
+            "min_gpus": r.job.min_size,
+            "max_gpus": r.job.max_size,
+            "requested_gpus": r.job.requested,
+            "starts": r.starts,
+            "resizes": r.resizes,
+            "preemptions": r.preemptions,
+            "overhead_seconds": round(r.overhead_seconds, 3),
         }
 
 

@@ -1,4 +1,5 @@
 """A job's life in an elastic replay: what the engine tracks and the policies read."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -5,6 +5,7 @@ and one row per global batch size (the format of ElasticFlow's ``throughputs_A10
 cell means "not measured": that size is not offered to the job. Anything else malformed is an
 ``InputError`` naming the file, line and column.
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,13 +54,18 @@ def _read_model(file: Path) -> dict[int, dict[int, float]]:
         raise InputError(file, "empty file: no header row", line=1)
     header = [h.strip() for h in rows[0]]
     if header[0] != BATCH_COLUMN:
-        raise InputError(file, f"first column must be {BATCH_COLUMN}", line=1,
-                         field=f"column {header[0]}")
+        raise InputError(
+            file, f"first column must be {BATCH_COLUMN}", line=1, field=f"column {header[0]}"
+        )
     sizes = []
     for name in header[1:]:
         if not name.isdigit() or int(name) <= 0:
-            raise InputError(file, "GPU-count columns must be positive whole numbers", line=1,
-                             field=f"column {name!r}")
+            raise InputError(
+                file,
+                "GPU-count columns must be positive whole numbers",
+                line=1,
+                field=f"column {name!r}",
+            )
         sizes.append(int(name))
     out: dict[int, dict[int, float]] = {}
     for line, row in enumerate(rows[1:], start=2):
@@ -69,12 +75,17 @@ def _read_model(file: Path) -> dict[int, dict[int, float]]:
             raise InputError(file, f"{len(row)} fields, the header has {len(header)}", line=line)
         batch_text = row[0].strip()
         if not batch_text.isdigit() or int(batch_text) <= 0:
-            raise InputError(file, f"not a positive whole number: {batch_text!r}", line=line,
-                             field=f"column {BATCH_COLUMN}")
+            raise InputError(
+                file,
+                f"not a positive whole number: {batch_text!r}",
+                line=line,
+                field=f"column {BATCH_COLUMN}",
+            )
         batch = int(batch_text)
         if batch in out:
-            raise InputError(file, f"batch size {batch} listed twice", line=line,
-                             field=f"column {BATCH_COLUMN}")
+            raise InputError(
+                file, f"batch size {batch} listed twice", line=line, field=f"column {BATCH_COLUMN}"
+            )
         curve: dict[int, float] = {}
         for size, cell in zip(sizes, row[1:]):
             cell = cell.strip()
@@ -83,11 +94,16 @@ def _read_model(file: Path) -> dict[int, dict[int, float]]:
             try:
                 value = float(cell)
             except ValueError:
-                raise InputError(file, f"not a number: {cell!r}", line=line,
-                                 field=f"column {size}") from None
+                raise InputError(
+                    file, f"not a number: {cell!r}", line=line, field=f"column {size}"
+                ) from None
             if not math.isfinite(value) or value <= 0:
-                raise InputError(file, f"throughput must be positive and finite, got {cell}",
-                                 line=line, field=f"column {size}")
+                raise InputError(
+                    file,
+                    f"throughput must be positive and finite, got {cell}",
+                    line=line,
+                    field=f"column {size}",
+                )
             curve[size] = value
         if not curve:
             raise InputError(file, "no measured size in this row", line=line)

@@ -17,6 +17,7 @@ takes any of them:
 Beside them, :class:`EstimateErrors` learns online how far first estimates were off, which pads
 the plans of jobs not observed yet.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -10,6 +10,7 @@ planner adds to jobs not yet observed: with estimates off by log-normal sigma 0.
 quantile pads them by about 18%. The lower quantile is the other side: how much shorter such a job
 may turn out, so that nobody gives up on a job whose estimate is merely pessimistic.
 """
+
 from __future__ import annotations
 
 from collections import deque

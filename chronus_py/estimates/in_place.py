@@ -20,6 +20,7 @@ The world this stage simulates (README, "Deadlines without oracle runtimes"):
   count gives its true work. That first correction is a sample of the estimate error, from which
   the scheduler learns the pad it plans unobserved jobs with (``chronus_py.estimates.errors``).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -28,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from chronus_py.model import Job
 from chronus_py.estimates import draw
+from chronus_py.model import Job
 from chronus_py.state import JobState, Status
 
 
@@ -71,8 +72,9 @@ class InPlaceEstimation:
         if state.known:
             return
         left = self.window + state.starts * state.overhead - state.service
-        heapq.heappush(self._due, (now + max(left, 0.0) / state.speed, state.seq, state.id,
-                                   state.starts))
+        heapq.heappush(
+            self._due, (now + max(left, 0.0) / state.speed, state.seq, state.id, state.starts)
+        )
 
     def next_time(self) -> float:
         return min(self._due[0][0] if self._due else math.inf, self._next_check)
@@ -103,7 +105,7 @@ class InPlaceEstimation:
     def _measure(self, job: Job, work: float) -> tuple[float, float]:
         """The first estimate from ``window`` seconds of iterations, and its known band."""
         observed = max(1.0, self.window * job.iterations / work) if job.iterations and work else 1.0
-        spread = math.sqrt(self.sigma ** 2 + self.cv ** 2 / observed)
+        spread = math.sqrt(self.sigma**2 + self.cv**2 / observed)
         error = draw(self.seed, job.id, "in-place").normal(0.0, spread)
         return work * float(np.exp(error)), self.z * self.cv / math.sqrt(observed)
 

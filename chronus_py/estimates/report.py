@@ -11,6 +11,7 @@ A user who cannot tell a runtime must still be told what is known and what is pr
 While unknown or measuring the promise is ``tentative``: the job is treated as an SLO job in the
 pool, and the guarantee is decided when the estimate firms up.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,10 +52,17 @@ class EstimateState:
     guaranteed_deadline: float | None = None
 
     def to_dict(self) -> dict:
-        return {"job_id": self.job_id, "phase": self.phase.value, "promise": self.promise.value,
-                "seconds": self.seconds, "low": self.low, "high": self.high,
-                "measured": self.measured, "answer_by": self.answer_by,
-                "guaranteed_deadline": self.guaranteed_deadline}
+        return {
+            "job_id": self.job_id,
+            "phase": self.phase.value,
+            "promise": self.promise.value,
+            "seconds": self.seconds,
+            "low": self.low,
+            "high": self.high,
+            "measured": self.measured,
+            "answer_by": self.answer_by,
+            "guaranteed_deadline": self.guaranteed_deadline,
+        }
 
 
 def describe(state: JobState, now: float, window: float) -> EstimateState:
@@ -64,10 +72,21 @@ def describe(state: JobState, now: float, window: float) -> EstimateState:
     if not state.known:
         done = max(state.service_at(now) - state.starts * state.overhead, 0.0)
         if state.status is Status.RUNNING:
-            return EstimateState(state.id, Phase.MEASURING, Promise.TENTATIVE, measured=done,
-                                 answer_by=now + max(window - done, 0.0) / state.speed)
+            return EstimateState(
+                state.id,
+                Phase.MEASURING,
+                Promise.TENTATIVE,
+                measured=done,
+                answer_by=now + max(window - done, 0.0) / state.speed,
+            )
         return EstimateState(state.id, Phase.UNKNOWN, Promise.TENTATIVE, measured=done)
     band = state.estimate * state.uncertainty
-    return EstimateState(state.id, Phase.ESTIMATED, Promise.FIRM if deadline else Promise.NONE,
-                         seconds=state.estimate, low=max(state.estimate - band, 0.0),
-                         high=state.estimate + band, guaranteed_deadline=deadline)
+    return EstimateState(
+        state.id,
+        Phase.ESTIMATED,
+        Promise.FIRM if deadline else Promise.NONE,
+        seconds=state.estimate,
+        low=max(state.estimate - band, 0.0),
+        high=state.estimate + band,
+        guaranteed_deadline=deadline,
+    )

@@ -1,9 +1,10 @@
 """Per-host scx_layered layer configs: host model, discovery, emitter and strict validator.
 
-    host = HostTopology.from_yaml("examples/hosts/dgx-2s8g.yaml")
-    out = emit_host_layers(host, [PlacedJob("j1", (0, 1, 2, 3), cgroup="training.slice/j1.scope")])
-    problems = validate_layers(out.config, host=host, flags=out.flags)   # [] when clean
+host = HostTopology.from_yaml("examples/hosts/dgx-2s8g.yaml")
+out = emit_host_layers(host, [PlacedJob("j1", (0, 1, 2, 3), cgroup="training.slice/j1.scope")])
+problems = validate_layers(out.config, host=host, flags=out.flags)   # [] when clean
 """
+
 from chronus_py.layers.discover import Discovery, discover_host
 from chronus_py.layers.emit import HostLayers, LayerSpec, PlacedJob, emit_host_layers
 from chronus_py.layers.host import Gpu, HostTopology

@@ -14,6 +14,7 @@ Sources (all under ``root``, "/" on a real host, a fake tree in tests):
   of -1 (firmware did not say) is resolved from the device's ``local_cpulist``; failing that the
   GPU is put on the lowest node and a note says so.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,9 +54,14 @@ def discover_host(root: str | Path = "/", name: str | None = None) -> Discovery:
         "numa_nodes": {n: list(c) for n, c in nodes.items()},
         "llcs": {n: list(c) for n, c in llcs.items()},
         "smt_siblings": [list(g) for g in smt],
-        "gpus": [{"index": g.index, "numa_node": g.numa_node, "pci": g.pci, "vendor": g.vendor} for g in gpus],
+        "gpus": [
+            {"index": g.index, "numa_node": g.numa_node, "pci": g.pci, "vendor": g.vendor}
+            for g in gpus
+        ],
     }
-    return Discovery(host=HostTopology.from_mapping(data, source=f"sysfs under {base}"), notes=tuple(notes))
+    return Discovery(
+        host=HostTopology.from_mapping(data, source=f"sysfs under {base}"), notes=tuple(notes)
+    )
 
 
 def _read(path: Path) -> str | None:
@@ -106,7 +112,9 @@ def _numa_nodes(base: Path) -> dict[int, tuple[int, ...]]:
     return {0: cpus}
 
 
-def _llcs(base: Path, nodes: dict[int, tuple[int, ...]], notes: list[str]) -> dict[int, tuple[int, ...]]:
+def _llcs(
+    base: Path, nodes: dict[int, tuple[int, ...]], notes: list[str]
+) -> dict[int, tuple[int, ...]]:
     groups: dict[tuple[int, ...], str | None] = {}
     cpu_dir = base / "sys/devices/system/cpu"
     for cpus in nodes.values():
@@ -118,9 +126,7 @@ def _llcs(base: Path, nodes: dict[int, tuple[int, ...]], notes: list[str]) -> di
                 return dict(nodes)
             groups.setdefault(shared, _read(index3 / "id"))
     all_cpus = {c for cpus in nodes.values() for c in cpus}
-    ordered = sorted(
-        (tuple(c for c in g if c in all_cpus), ident) for g, ident in groups.items()
-    )
+    ordered = sorted((tuple(c for c in g if c in all_cpus), ident) for g, ident in groups.items())
     ids = [ident for _, ident in ordered]
     if all(i is not None and i.isdigit() for i in ids) and len(set(ids)) == len(ids):
         return dict(sorted((int(i), g) for g, i in ordered))
@@ -170,7 +176,9 @@ def _gpu_node(dev: Path, nodes: dict[int, tuple[int, ...]], notes: list[str], in
     if overlap[best] and list(overlap.values()).count(overlap[best]) == 1:
         return best
     lowest = min(nodes)
-    notes.append(f"gpu {index} ({dev.name}): NUMA node unknown (numa_node={raw}); assumed node {lowest}")
+    notes.append(
+        f"gpu {index} ({dev.name}): NUMA node unknown (numa_node={raw}); assumed node {lowest}"
+    )
     return lowest
 
 

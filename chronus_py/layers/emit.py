@@ -22,6 +22,7 @@ group in its last node's layer for threads that are not pinned. ``NumaNode`` nee
 NVIDIA GPUs, ``[cgroup, UsedGpuTid: true]`` also joins tier 1 (threads that opened, mapped or
 polled the GPU device), which adds ``--enable-gpu-support`` to the flags.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,14 @@ class LayerSpec:
 
     def on(self, job_id: str, gpus: tuple[int, ...]) -> PlacedJob:
         """The job's share of one host: these wishes on those GPUs."""
-        return PlacedJob(job_id, gpus, cgroup=self.cgroup, preset=self.preset,
-                         thread_names=self.thread_names, opt_in=self.opt_in)
+        return PlacedJob(
+            job_id,
+            gpus,
+            cgroup=self.cgroup,
+            preset=self.preset,
+            thread_names=self.thread_names,
+            opt_in=self.opt_in,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +109,9 @@ class HostLayers:
         """scx_layered arguments: the flags, then ``f:PATH`` (a spec read from a file)."""
         path = config_path or self.default_path()
         if not path or any(c.isspace() or c in "\"'\\$`" for c in path):
-            raise InputError(path, "config path must not contain whitespace, quotes, '\\', '$' or '`'")
+            raise InputError(
+                path, "config path must not contain whitespace, quotes, '\\', '$' or '`'"
+            )
         return [*self.flags, f"f:{path}"]
 
     def env_line(self, config_path: str | None = None) -> str:
@@ -145,7 +154,9 @@ def emit_host_layers(
     except ValueError as exc:
         raise InputError(source, str(exc), field="scx_version") from None
     if version < MIN_EMIT_VERSION:
-        raise InputError(source, f"scx_layered {S.show(version)} is too old: need >= {S.show(MIN_EMIT_VERSION)}")
+        raise InputError(
+            source, f"scx_layered {S.show(version)} is too old: need >= {S.show(MIN_EMIT_VERSION)}"
+        )
     owners: dict[int, str] = {}
     for job in jobs:
         _check_gpus(host, job, owners, source)
@@ -160,8 +171,11 @@ def emit_host_layers(
     if len(config) > S.MAX_LAYERS:
         config = builder.build(merge_data=True)
     if len(config) > S.MAX_LAYERS:
-        raise InputError(source, f"{len(opted)} opted-in jobs need {len(config)} layers, over the "
-                         f"limit of {S.MAX_LAYERS}: give the jobs cgroups or fewer thread names")
+        raise InputError(
+            source,
+            f"{len(opted)} opted-in jobs need {len(config)} layers, over the "
+            f"limit of {S.MAX_LAYERS}: give the jobs cgroups or fewer thread names",
+        )
     if len(config) == 1:
         return None
     uses_gpu = any("UsedGpuTid" in m for layer in config for g in layer["matches"] for m in g)
@@ -187,7 +201,9 @@ def _check_gpus(host: HostTopology, job: PlacedJob, owners: dict[int, str], sour
         except KeyError:
             raise InputError(source, f"host has no GPU {index}", field=where) from None
         if index in owners:
-            raise InputError(source, f"GPU {index} is also placed for job {owners[index]}", field=where)
+            raise InputError(
+                source, f"GPU {index} is also placed for job {owners[index]}", field=where
+            )
         owners[index] = job.job_id
 
 
@@ -219,12 +235,16 @@ def normalize_cgroup(path: str, source: str = "job", job_id: str = "?") -> str:
     text = path.strip()
     for prefix in ("/sys/fs/cgroup/", "/"):
         if text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
     text = text.strip("/")
     if not text:
-        raise InputError(source, "the root cgroup would match every task", field=f"job {job_id}.cgroup")
+        raise InputError(
+            source, "the root cgroup would match every task", field=f"job {job_id}.cgroup"
+        )
     if "\0" in text or len(text.encode("utf-8")) + 1 > S.MAX_PATH - 1:
-        raise InputError(source, "cgroup path is too long or holds a NUL byte", field=f"job {job_id}.cgroup")
+        raise InputError(
+            source, "cgroup path is too long or holds a NUL byte", field=f"job {job_id}.cgroup"
+        )
     return text + "/"
 
 
@@ -242,19 +262,42 @@ class _Builder:
     def build(self, *, merge_data: bool) -> list[dict[str, Any]]:
         layers: list[dict[str, Any]] = []
         for node, groups in self._per_node("critical").items():
-            layers += self._chunks(f"l1_critical_n{node}", groups, lambda k, n=node: self._critical_kind(n, k),
-                                   f"tier 1 latency-critical threads, NUMA node {node}")
+            layers += self._chunks(
+                f"l1_critical_n{node}",
+                groups,
+                lambda k, n=node: self._critical_kind(n, k),
+                f"tier 1 latency-critical threads, NUMA node {node}",
+            )
         if merge_data:
             groups = self._host_wide("data")
-            layers += self._chunks("l2_data", groups, lambda k: self._data_kind(self.used_nodes, k),
-                                   "tier 2 data pipeline, all nodes")
+            layers += self._chunks(
+                "l2_data",
+                groups,
+                lambda k: self._data_kind(self.used_nodes, k),
+                "tier 2 data pipeline, all nodes",
+            )
         else:
             for node, groups in self._per_node("data").items():
-                layers += self._chunks(f"l2_data_n{node}", groups, lambda k, n=node: self._data_kind([n], k),
-                                       f"tier 2 data pipeline, NUMA node {node}")
-        layers += self._chunks("l3_support", self._host_wide("support"), self._support_kind,
-                               "tier 3 checkpointing and supporting frameworks")
-        layers.append({"name": "l4_rest", "comment": "tier 4: everything else", "matches": [[]], "kind": {"Open": {}}})
+                layers += self._chunks(
+                    f"l2_data_n{node}",
+                    groups,
+                    lambda k, n=node: self._data_kind([n], k),
+                    f"tier 2 data pipeline, NUMA node {node}",
+                )
+        layers += self._chunks(
+            "l3_support",
+            self._host_wide("support"),
+            self._support_kind,
+            "tier 3 checkpointing and supporting frameworks",
+        )
+        layers.append(
+            {
+                "name": "l4_rest",
+                "comment": "tier 4: everything else",
+                "matches": [[]],
+                "kind": {"Open": {}},
+            }
+        )
         return layers
 
     # -- OR groups -------------------------------------------------------------------------
@@ -287,16 +330,18 @@ class _Builder:
     def _chunks(self, name: str, groups: Groups, kind, comment: str) -> list[dict[str, Any]]:
         items = list(groups.items())
         size = S.MAX_LAYER_MATCH_ORS
-        parts = [items[i:i + size] for i in range(0, len(items), size)]
+        parts = [items[i : i + size] for i in range(0, len(items), size)]
         out = []
         for i, part in enumerate(parts):
             jobs = sorted({j for _, ids in part for j in ids})
-            out.append({
-                "name": name if i == 0 else f"{name}_{i + 1}",
-                "comment": f"{comment}: jobs {', '.join(jobs)}",
-                "matches": [[{m: v} for m, v in group] for group, _ in part],
-                "kind": kind(len(parts)),
-            })
+            out.append(
+                {
+                    "name": name if i == 0 else f"{name}_{i + 1}",
+                    "comment": f"{comment}: jobs {', '.join(jobs)}",
+                    "matches": [[{m: v} for m, v in group] for group, _ in part],
+                    "kind": kind(len(parts)),
+                }
+            )
         return out
 
     # -- sizing ----------------------------------------------------------------------------
@@ -356,12 +401,18 @@ def format_config(config: list[dict[str, Any]]) -> str:
 
     layers = []
     for layer in config:
-        lines = [f"    {flat(k)}: {flat(v)}" for k, v in layer.items() if k not in ("matches", "kind")]
+        lines = [
+            f"    {flat(k)}: {flat(v)}" for k, v in layer.items() if k not in ("matches", "kind")
+        ]
         groups = ",\n".join(f"      {flat(g)}" for g in layer["matches"])
         lines.append(f'    "matches": [\n{groups}\n    ]')
-        (kind, body), = layer["kind"].items()
+        ((kind, body),) = layer["kind"].items()
         settings = ",\n".join(f"      {flat(k)}: {flat(v)}" for k, v in body.items())
-        lines.append(f'    "kind": {{{flat(kind)}: {{\n{settings}\n    }}}}' if body else f'    "kind": {{{flat(kind)}: {{}}}}')
+        lines.append(
+            f'    "kind": {{{flat(kind)}: {{\n{settings}\n    }}}}'
+            if body
+            else f'    "kind": {{{flat(kind)}: {{}}}}'
+        )
         layers.append("  {\n" + ",\n".join(lines) + "\n  }")
     return "[\n" + ",\n".join(layers) + "\n]\n"
 

@@ -23,6 +23,7 @@ least two CPUs of that set and no CPU is in two groups; GPU indices are unique a
 decides whether the NVIDIA-only GPU matchers of scx_layered can be used. Node and LLC ids are the
 ids scx_layered uses in ``nodes``/``llcs``/``NumaNode``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -123,9 +124,13 @@ class HostTopology:
 
         if not isinstance(data, Mapping):
             raise fail("(top level)", "expected a mapping with name, numa_nodes, ...")
-        unknown = sorted(set(map(str, data)) - {"name", "numa_nodes", "llcs", "smt_siblings", "gpus"})
+        unknown = sorted(
+            set(map(str, data)) - {"name", "numa_nodes", "llcs", "smt_siblings", "gpus"}
+        )
         if unknown:
-            raise fail(unknown[0], "unknown key (expected name, numa_nodes, llcs, smt_siblings, gpus)")
+            raise fail(
+                unknown[0], "unknown key (expected name, numa_nodes, llcs, smt_siblings, gpus)"
+            )
         name = data.get("name")
         if not isinstance(name, str) or not name.strip() or "/" in name or name.startswith("."):
             raise fail("name", "required: a host name usable as a file name")
@@ -161,7 +166,9 @@ class HostTopology:
         return out
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=None, width=100)
+        return yaml.safe_dump(
+            self.to_mapping(), sort_keys=False, default_flow_style=None, width=100
+        )
 
 
 def _cpu_groups(raw: Any, key: str, fail, *, required: bool) -> dict[int, tuple[int, ...]]:
@@ -186,9 +193,11 @@ def _cpus(value: Any) -> tuple[int, ...]:
         return parse_cpulist(value)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return (value,)
-    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+    if isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
         return tuple(sorted(set(value)))
-    raise ValueError("expected a cpulist string such as \"0-3,8\" or a list of CPU ids")
+    raise ValueError('expected a cpulist string such as "0-3,8" or a list of CPU ids')
 
 
 def _check_disjoint(groups: Mapping[int, tuple[int, ...]], key: str, fail) -> set[int]:
@@ -236,12 +245,16 @@ def _gpus(raw: Any, node_ids: set[int], fail) -> tuple[Gpu, ...]:
             raise fail(where, "expected a mapping with index and numa_node")
         extra = sorted(set(map(str, item)) - {"index", "numa_node", "pci", "vendor"})
         if extra:
-            raise fail(f"{where}.{extra[0]}", "unknown key (expected index, numa_node, pci, vendor)")
+            raise fail(
+                f"{where}.{extra[0]}", "unknown key (expected index, numa_node, pci, vendor)"
+            )
         index, node = item.get("index"), item.get("numa_node")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise fail(f"{where}.index", "required: a non-negative integer")
         if isinstance(node, bool) or not isinstance(node, int) or node not in node_ids:
-            raise fail(f"{where}.numa_node", f"must be one of the numa_nodes ids {sorted(node_ids)}")
+            raise fail(
+                f"{where}.numa_node", f"must be one of the numa_nodes ids {sorted(node_ids)}"
+            )
         pci = item.get("pci")
         if pci is not None and not isinstance(pci, str):
             raise fail(f"{where}.pci", "expected a PCI address string")

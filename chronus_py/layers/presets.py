@@ -33,6 +33,7 @@ Sources (PyTorch 2.x, NCCL 2.x):
 * ``pt_tcpstore``: ``torch/csrc/distributed/c10d/TCPStore*.cpp`` (``pt_tcpstore``,
   ``pt_tcpstore_uv``): the rendezvous store daemon.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -103,13 +104,15 @@ def check_name(name: object, where: str) -> None:
     if "\0" in text:
         raise ValueError(f"{where}: {name!r} holds a NUL byte")
     if len(text.encode("utf-8")) > MAX_COMM_NAME:
-        raise ValueError(f"{where}: {text!r} is longer than {MAX_COMM_NAME} bytes, the kernel's comm limit")
+        raise ValueError(
+            f"{where}: {text!r} is longer than {MAX_COMM_NAME} bytes, the kernel's comm limit"
+        )
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """"pcomm:foo" -> ("PcommPrefix", "foo"); "comm:foo" or "foo" -> ("CommPrefix", "foo")."""
+    """ "pcomm:foo" -> ("PcommPrefix", "foo"); "comm:foo" or "foo" -> ("CommPrefix", "foo")."""
     if name.startswith("pcomm:"):
-        return "PcommPrefix", name[len("pcomm:"):]
+        return "PcommPrefix", name[len("pcomm:") :]
     if name.startswith("comm:"):
-        return "CommPrefix", name[len("comm:"):]
+        return "CommPrefix", name[len("comm:") :]
     return "CommPrefix", name

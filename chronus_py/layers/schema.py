@@ -10,6 +10,7 @@ Versions are crate versions (what ``scx_layered --version`` prints). Tags before
 same number for tag and crate; from v1.0.7 the crate is one ahead (tag v1.0.7 = crate 1.0.8 ...
 tag v1.0.19 = crate 1.0.21); tags from v1.1.0 match again.
 """
+
 from __future__ import annotations
 
 import re
@@ -127,10 +128,24 @@ TEMPLATE_MATCHERS = ("CgroupSuffix", "CgroupRegex")
 # Enum spellings (exact case) -> since.
 ENUMS: dict[str, dict[str, Version]] = {
     "growth_algo": {
-        **{v: (1, 0, 5) for v in (
-            "Sticky", "Linear", "Reverse", "Random", "Topo", "RoundRobin", "BigLittle",
-            "LittleBig", "RandomTopo")},
-        **{v: (1, 0, 12) for v in ("NodeSpread", "NodeSpreadReverse", "NodeSpreadRandom", "StickyDynamic")},
+        **{
+            v: (1, 0, 5)
+            for v in (
+                "Sticky",
+                "Linear",
+                "Reverse",
+                "Random",
+                "Topo",
+                "RoundRobin",
+                "BigLittle",
+                "LittleBig",
+                "RandomTopo",
+            )
+        },
+        **{
+            v: (1, 0, 12)
+            for v in ("NodeSpread", "NodeSpreadReverse", "NodeSpreadRandom", "StickyDynamic")
+        },
         **{v: (1, 0, 13) for v in ("CpuSetSpread", "CpuSetSpreadReverse", "CpuSetSpreadRandom")},
     },
     "placement": {v: (1, 0, 13) for v in ("Standard", "Sticky", "Floating")},

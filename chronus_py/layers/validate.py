@@ -19,6 +19,7 @@ severity:
 Where the notes leave a boundary open, the validator takes the stricter reading, so a config the
 real parser rejects is never passed.
 """
+
 from __future__ import annotations
 
 import json
@@ -140,12 +141,19 @@ def parse_config_text(text: str) -> Any:
     ValueError with a position."""
     try:
         value = json.loads(
-            text, object_pairs_hook=_object_pairs, parse_constant=_reject_constant, parse_float=_parse_float
+            text,
+            object_pairs_hook=_object_pairs,
+            parse_constant=_reject_constant,
+            parse_float=_parse_float,
         )
     except json.JSONDecodeError as exc:
-        raise ValueError(f"JSON syntax error at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise ValueError(
+            f"JSON syntax error at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     except RecursionError:
-        raise ValueError(f"nesting deeper than {MAX_JSON_DEPTH} levels (serde_json's recursion limit)") from None
+        raise ValueError(
+            f"nesting deeper than {MAX_JSON_DEPTH} levels (serde_json's recursion limit)"
+        ) from None
     except ValueError as exc:  # _JsonError, or an integer with thousands of digits
         raise ValueError(str(exc)) from None
     why = _scan(value, 1)
@@ -246,8 +254,14 @@ def _nbytes(text: str) -> int:
 
 
 class _Checker:
-    def __init__(self, *, host: HostTopology | None, version: S.Version | None, lenient: bool,
-                 flags: Sequence[str] | None):
+    def __init__(
+        self,
+        *,
+        host: HostTopology | None,
+        version: S.Version | None,
+        lenient: bool,
+        flags: Sequence[str] | None,
+    ):
         self.host = host
         self.flags = None if flags is None else tuple(flags)
         self.version = version
@@ -278,17 +292,32 @@ class _Checker:
             if head == "tuple":
                 size = len(typ) - 1
                 if not isinstance(value, list):
-                    self.report("type", where, f"invalid type: {_kind_of(value)}, expected an array of {size}")
+                    self.report(
+                        "type",
+                        where,
+                        f"invalid type: {_kind_of(value)}, expected an array of {size}",
+                    )
                     return False
                 if len(value) != size:
-                    self.report("type", where, f"invalid length {len(value)}, expected an array of exactly {size}")
+                    self.report(
+                        "type",
+                        where,
+                        f"invalid length {len(value)}, expected an array of exactly {size}",
+                    )
                     return False
-                return all(self.check_type(v, t, f"{where}[{i}]") for i, (v, t) in enumerate(zip(value, typ[1:])))
+                return all(
+                    self.check_type(v, t, f"{where}[{i}]")
+                    for i, (v, t) in enumerate(zip(value, typ[1:]))
+                )
             if head == "vec":
                 if not isinstance(value, list):
-                    self.report("type", where, f"invalid type: {_kind_of(value)}, expected an array")
+                    self.report(
+                        "type", where, f"invalid type: {_kind_of(value)}, expected an array"
+                    )
                     return False
-                return all([self.check_type(v, typ[1], f"{where}[{i}]") for i, v in enumerate(value)])
+                return all(
+                    [self.check_type(v, typ[1], f"{where}[{i}]") for i, v in enumerate(value)]
+                )
             if head == "enum":
                 return self.check_enum(value, typ[1], where)
             raise AssertionError(typ)
@@ -303,11 +332,19 @@ class _Checker:
             if _is_int(value):
                 if lo <= value <= hi:
                     return True
-                self.report("type", where, f"invalid value: integer `{value}`, expected {typ} in [{lo}, {hi}]")
+                self.report(
+                    "type",
+                    where,
+                    f"invalid value: integer `{value}`, expected {typ} in [{lo}, {hi}]",
+                )
                 return False
             ok = False
             if isinstance(value, float) and value.is_integer():
-                self.report("type", where, f"invalid type: floating point `{value!r}`, expected {typ}; write `{int(value)}`")
+                self.report(
+                    "type",
+                    where,
+                    f"invalid type: floating point `{value!r}`, expected {typ}; write `{int(value)}`",
+                )
                 return False
         if not ok:
             self.report("type", where, f"invalid type: {_kind_of(value)}, expected {typ}")
@@ -316,28 +353,46 @@ class _Checker:
     def check_enum(self, value: Any, enum: str, where: str) -> bool:
         variants = S.ENUMS[enum]
         if not isinstance(value, str):
-            self.report("type", where, f"invalid type: {_kind_of(value)}, expected a string, one of {', '.join(variants)}")
+            self.report(
+                "type",
+                where,
+                f"invalid type: {_kind_of(value)}, expected a string, one of {', '.join(variants)}",
+            )
             return False
         if value not in variants:
             near = [v for v in variants if v.lower() == value.lower()]
-            hint = f" (did you mean {near[0]!r}? case matters)" if near else f"; expected one of {', '.join(variants)}"
+            hint = (
+                f" (did you mean {near[0]!r}? case matters)"
+                if near
+                else f"; expected one of {', '.join(variants)}"
+            )
             self.report("enum", where, f"unknown variant {value!r}{hint}")
             return False
         if self.too_new(variants[value]):
-            self.report("version-enum", where, f"{value!r} needs scx_layered >= {S.show(variants[value])}: "
-                        f"the {S.show(self.version)} parser rejects it")
+            self.report(
+                "version-enum",
+                where,
+                f"{value!r} needs scx_layered >= {S.show(variants[value])}: "
+                f"the {S.show(self.version)} parser rejects it",
+            )
             return False
         return True
 
     # -- document --------------------------------------------------------------------------
     def check_config(self, config: Any) -> None:
         if not isinstance(config, list):
-            self.report("top-level", "config", f"invalid type: {_kind_of(config)}, expected a JSON array of layers")
+            self.report(
+                "top-level",
+                "config",
+                f"invalid type: {_kind_of(config)}, expected a JSON array of layers",
+            )
             return
         layers = [self.check_spec(spec, f"layer[{i}]") for i, spec in enumerate(config)]
         n = len(config)
         if n == 0:
-            self.report("layer-count", "config", "no layers: at least one (the catch-all) is needed")
+            self.report(
+                "layer-count", "config", "no layers: at least one (the catch-all) is needed"
+            )
         elif n > S.MAX_LAYERS:
             self.report("layer-count", "config", f"{n} layers, the limit is {S.MAX_LAYERS}")
         for i, layer in enumerate(layers):
@@ -348,10 +403,16 @@ class _Checker:
     def check_spec(self, spec: Any, where: str) -> dict | None:
         """Parse-stage checks of one layer; returns the accepted fields or None if unusable."""
         if isinstance(spec, list):
-            self.report("layer-shape", where, "a layer must be a JSON object (positional array form not accepted)")
+            self.report(
+                "layer-shape",
+                where,
+                "a layer must be a JSON object (positional array form not accepted)",
+            )
             return None
         if not isinstance(spec, dict):
-            self.report("layer-shape", where, f"invalid type: {_kind_of(spec)}, expected a layer object")
+            self.report(
+                "layer-shape", where, f"invalid type: {_kind_of(spec)}, expected a layer object"
+            )
             return None
         seen: set[str] = set()
         for key, _ in _pairs(spec):
@@ -371,12 +432,18 @@ class _Checker:
             self.check_type(spec["comment"], ("opt", "str"), f"{where}.comment")
         if spec.get("template") is not None:
             if self.too_new((1, 0, 14)):
-                self.report("version-field", f"{where}.template",
-                            f"needs scx_layered >= 1.0.14; the {S.show(self.version)} parser ignores it")
+                self.report(
+                    "version-field",
+                    f"{where}.template",
+                    f"needs scx_layered >= 1.0.14; the {S.show(self.version)} parser ignores it",
+                )
             tmpl = self.check_matcher(spec["template"], f"{where}.template")
             if tmpl is not None and tmpl[0] not in S.TEMPLATE_MATCHERS:
-                self.report("template", f"{where}.template",
-                            f"{tmpl[0]} as a template panics scx_layered at start-up; use CgroupSuffix or CgroupRegex")
+                self.report(
+                    "template",
+                    f"{where}.template",
+                    f"{tmpl[0]} as a template panics scx_layered at start-up; use CgroupSuffix or CgroupRegex",
+                )
             out["template"] = tmpl
         if "matches" in spec:
             out["matches"] = self.check_matches(spec["matches"], f"{where}.matches")
@@ -401,13 +468,21 @@ class _Checker:
 
     def check_matches(self, value: Any, where: str) -> list[list[tuple[str, Any]]] | None:
         if not isinstance(value, list):
-            self.report("type", where, f"invalid type: {_kind_of(value)}, expected an array of arrays of matchers")
+            self.report(
+                "type",
+                where,
+                f"invalid type: {_kind_of(value)}, expected an array of arrays of matchers",
+            )
             return None
         ok = True
         groups = []
         for i, group in enumerate(value):
             if not isinstance(group, list):
-                self.report("type", f"{where}[{i}]", f"invalid type: {_kind_of(group)}, expected an array of matchers (an AND group)")
+                self.report(
+                    "type",
+                    f"{where}[{i}]",
+                    f"invalid type: {_kind_of(group)}, expected an array of matchers (an AND group)",
+                )
                 ok = False
                 continue
             parsed = [self.check_matcher(m, f"{where}[{i}][{j}]") for j, m in enumerate(group)]
@@ -415,8 +490,18 @@ class _Checker:
             groups.append(parsed)
         return groups if ok else None
 
-    def variant(self, value: Any, where: str, rule: str, names, *, holder: str, label: str,
-                expected: str, choices: str = "") -> tuple[str, Any] | None:
+    def variant(
+        self,
+        value: Any,
+        where: str,
+        rule: str,
+        names,
+        *,
+        holder: str,
+        label: str,
+        expected: str,
+        choices: str = "",
+    ) -> tuple[str, Any] | None:
         """(name, payload) of a one-key object naming one of ``names`` (serde's externally tagged
         enum: matchers, layer kinds), or None once the reason is reported."""
         if not isinstance(value, dict):
@@ -425,27 +510,42 @@ class _Checker:
         pairs = _pairs(value)
         if len(pairs) != 1:
             listed = f" ({choices})" if choices else ""
-            self.report(rule, where, f"{holder} must have exactly one key{listed}, found {len(pairs)}")
+            self.report(
+                rule, where, f"{holder} must have exactly one key{listed}, found {len(pairs)}"
+            )
             return None
         name, payload = pairs[0]
         if name not in names:
             near = [n for n in names if n.lower() == name.lower()]
-            hint = f" (did you mean {near[0]!r}? case matters)" if near else (f"; expected {choices}" if choices else "")
+            hint = (
+                f" (did you mean {near[0]!r}? case matters)"
+                if near
+                else (f"; expected {choices}" if choices else "")
+            )
             self.report(rule, f"{where}.{name}", f"unknown {label} {name!r}{hint}")
             return None
         return name, payload
 
     def check_matcher(self, value: Any, where: str) -> tuple[str, Any] | None:
-        variant = self.variant(value, where, "matcher", S.MATCHERS, holder="a matcher object",
-                               label="matcher variant",
-                               expected='a one-key matcher object such as {"CommPrefix": "x"}')
+        variant = self.variant(
+            value,
+            where,
+            "matcher",
+            S.MATCHERS,
+            holder="a matcher object",
+            label="matcher variant",
+            expected='a one-key matcher object such as {"CommPrefix": "x"}',
+        )
         if variant is None:
             return None
         name, payload = variant
         typ, since = S.MATCHERS[name]
         if self.too_new(since):
-            self.report("version-enum", f"{where}.{name}",
-                        f"needs scx_layered >= {S.show(since)}: the {S.show(self.version)} parser rejects it")
+            self.report(
+                "version-enum",
+                f"{where}.{name}",
+                f"needs scx_layered >= {S.show(since)}: the {S.show(self.version)} parser rejects it",
+            )
             return None
         if not self.check_type(payload, typ, f"{where}.{name}"):
             return None
@@ -453,17 +553,26 @@ class _Checker:
 
     def check_kind(self, value: Any, where: str) -> tuple[str, dict[str, Any]] | None:
         if isinstance(value, str) and value in S.KINDS:
-            self.report("kind", where, f"\"{value}\" must be an object: {{\"{value}\": {{...}}}}")
+            self.report("kind", where, f'"{value}" must be an object: {{"{value}": {{...}}}}')
             return None
-        variant = self.variant(value, where, "kind", S.KINDS, holder="`kind`", label="variant",
-                               expected='{"Confined"|"Grouped"|"Open": {...}}',
-                               choices="Confined, Grouped or Open")
+        variant = self.variant(
+            value,
+            where,
+            "kind",
+            S.KINDS,
+            holder="`kind`",
+            label="variant",
+            expected='{"Confined"|"Grouped"|"Open": {...}}',
+            choices="Confined, Grouped or Open",
+        )
         if variant is None:
             return None
         kind, body = variant
         at = f"{where}.{kind}"
         if not isinstance(body, dict):
-            self.report("type", at, f"invalid type: {_kind_of(body)}, expected an object of layer settings")
+            self.report(
+                "type", at, f"invalid type: {_kind_of(body)}, expected an object of layer settings"
+            )
             return None
         own = S.KIND_FIELDS[kind]
         known = {**own, **S.COMMON_FIELDS}
@@ -474,7 +583,11 @@ class _Checker:
             if key not in known:
                 owners = [k for k in S.KINDS if key in S.KIND_FIELDS[k]]
                 if owners:
-                    self.report("wrong-kind", kwhere, f"`{key}` belongs to {' and '.join(owners)}, not {kind}; scx_layered ignores it here")
+                    self.report(
+                        "wrong-kind",
+                        kwhere,
+                        f"`{key}` belongs to {' and '.join(owners)}, not {kind}; scx_layered ignores it here",
+                    )
                 else:
                     self.unknown_key(key, kwhere, known)
                 continue
@@ -486,8 +599,11 @@ class _Checker:
             if self.check_type(val, typ, kwhere):
                 fields[key] = val
                 if self.too_new(since):
-                    self.report("version-field", kwhere,
-                                f"needs scx_layered >= {S.show(since)}; the {S.show(self.version)} parser ignores it")
+                    self.report(
+                        "version-field",
+                        kwhere,
+                        f"needs scx_layered >= {S.show(since)}; the {S.show(self.version)} parser ignores it",
+                    )
             else:
                 fields[key] = _INVALID
         if "util_range" in own and "util_range" not in body:
@@ -502,18 +618,36 @@ class _Checker:
         if matches is not None:
             if terminal:
                 if len(matches) != 1 or matches[0]:
-                    self.report("terminal", f"{where}.matches", "the last layer must have \"matches\": [[]] (the catch-all)")
+                    self.report(
+                        "terminal",
+                        f"{where}.matches",
+                        'the last layer must have "matches": [[]] (the catch-all)',
+                    )
             elif not matches:
-                self.report("empty-matches", f"{where}.matches", "a non-terminal layer needs at least one OR group")
+                self.report(
+                    "empty-matches",
+                    f"{where}.matches",
+                    "a non-terminal layer needs at least one OR group",
+                )
             elif any(not g for g in matches):
-                self.report("catch-all", f"{where}.matches",
-                            "an empty AND group matches every task: the layers after this one never get any")
+                self.report(
+                    "catch-all",
+                    f"{where}.matches",
+                    "an empty AND group matches every task: the layers after this one never get any",
+                )
             if len(matches) > S.MAX_LAYER_MATCH_ORS:
-                self.report("or-limit", f"{where}.matches", f"{len(matches)} OR groups, the limit is {S.MAX_LAYER_MATCH_ORS}")
+                self.report(
+                    "or-limit",
+                    f"{where}.matches",
+                    f"{len(matches)} OR groups, the limit is {S.MAX_LAYER_MATCH_ORS}",
+                )
             for i, group in enumerate(matches):
                 if len(group) > S.NR_LAYER_MATCH_KINDS:
-                    self.report("and-limit", f"{where}.matches[{i}]",
-                                f"{len(group)} matchers in one AND group, the limit is {S.NR_LAYER_MATCH_KINDS}")
+                    self.report(
+                        "and-limit",
+                        f"{where}.matches[{i}]",
+                        f"{len(group)} matchers in one AND group, the limit is {S.NR_LAYER_MATCH_KINDS}",
+                    )
                 for j, (name, payload) in enumerate(group):
                     self.check_matcher_value(name, payload, f"{where}.matches[{i}][{j}].{name}")
                 self.check_hint_group(group, f"{where}.matches[{i}]")
@@ -522,45 +656,79 @@ class _Checker:
             self.check_matcher_value(name, payload, f"{where}.template.{name}")
         self.check_name(layer)
         if "kind" in layer:
-            self.check_kind_values(layer["kind"], layer["fields"], f"{where}.kind.{layer['kind']}", matches)
+            self.check_kind_values(
+                layer["kind"], layer["fields"], f"{where}.kind.{layer['kind']}", matches
+            )
 
     def check_matcher_value(self, name: str, payload: Any, where: str) -> None:
         if name in S.CGROUP_MATCHERS:
             size = _nbytes(payload)
             if size > S.MAX_PATH:
-                self.report("string-limit", where, f"{size} bytes, the cgroup string limit is {S.MAX_PATH}")
+                self.report(
+                    "string-limit", where, f"{size} bytes, the cgroup string limit is {S.MAX_PATH}"
+                )
             elif size == S.MAX_PATH:
-                self.report("buffer-overrun", where, f"{size} bytes leaves no room for the NUL: panics at start-up (max {S.MAX_PATH - 1})")
+                self.report(
+                    "buffer-overrun",
+                    where,
+                    f"{size} bytes leaves no room for the NUL: panics at start-up (max {S.MAX_PATH - 1})",
+                )
             if payload.startswith("/") and payload != "/":
-                self.report("cgroup-slash", where, "cgroup paths are matched without a leading '/': this never matches")
+                self.report(
+                    "cgroup-slash",
+                    where,
+                    "cgroup paths are matched without a leading '/': this never matches",
+                )
         elif name in S.COMM_MATCHERS:
             size = _nbytes(payload)
             if size > S.MAX_COMM:
                 self.report("string-limit", where, f"{size} bytes, the comm limit is {S.MAX_COMM}")
             elif size == S.MAX_COMM:
-                self.report("buffer-overrun", where, "16 bytes leaves no room for the NUL: panics at start-up (task comm is at most 15)")
+                self.report(
+                    "buffer-overrun",
+                    where,
+                    "16 bytes leaves no room for the NUL: panics at start-up (task comm is at most 15)",
+                )
         elif name == "CmdJoin":
             size = _nbytes(payload)
             if size > S.MAX_COMM:
                 self.report("string-limit", where, f"{size} bytes, the limit is {S.MAX_CMDJOIN}")
             elif size > S.MAX_CMDJOIN:
-                self.report("buffer-overrun", where, f"{size} bytes: a join command carries at most {S.MAX_CMDJOIN}")
+                self.report(
+                    "buffer-overrun",
+                    where,
+                    f"{size} bytes: a join command carries at most {S.MAX_CMDJOIN}",
+                )
         elif name == "IsKthread" and payload is False:
-            self.report("iskthread-false", where, "scx_layered ignores the value: `false` still matches kernel threads")
+            self.report(
+                "iskthread-false",
+                where,
+                "scx_layered ignores the value: `false` still matches kernel threads",
+            )
         elif name == "HintEquals" and payload >= S.MAX_HINT:
             self.report("hint", where, f"hint {payload} is out of range 0..{S.MAX_HINT - 1}")
         elif name in S.HINT_COMPANIONS and not 0.0 <= payload <= 1.0:
             self.report("hint", where, f"{payload} is outside [0, 1]")
         elif name == "NumaNode" and self.host is not None and payload >= len(self.host.nodes):
-            self.report("topology", where, f"host {self.host.name} has {len(self.host.nodes)} NUMA node(s)")
+            self.report(
+                "topology", where, f"host {self.host.name} has {len(self.host.nodes)} NUMA node(s)"
+            )
         elif name == "CgroupRegex":
             self.check_regex(payload, where)
         if isinstance(payload, str) and "\0" in payload and name != "CgroupRegex":
-            self.report("buffer-overrun", where, "a NUL byte inside the string panics scx_layered at start-up")
+            self.report(
+                "buffer-overrun",
+                where,
+                "a NUL byte inside the string panics scx_layered at start-up",
+            )
 
     def check_regex(self, pattern: str, where: str) -> None:
         if re.search(r"\(\?<?[=!]|\\[1-9]", pattern):
-            self.report("regex", where, "look-around and back-references are not supported by Rust's regex crate")
+            self.report(
+                "regex",
+                where,
+                "look-around and back-references are not supported by Rust's regex crate",
+            )
             return
         try:
             re.compile(pattern)
@@ -574,9 +742,15 @@ class _Checker:
         if hints > 1:
             self.report("hint", where, "at most one HintEquals per AND group")
         if hints and len(names) != hints + len(companions):
-            self.report("hint", where, "HintEquals may only be combined with SystemCpuUtilBelow / DsqInsertBelow")
+            self.report(
+                "hint",
+                where,
+                "HintEquals may only be combined with SystemCpuUtilBelow / DsqInsertBelow",
+            )
         if companions and hints != 1:
-            self.report("hint", where, f"{companions[0]} needs exactly one HintEquals in the same AND group")
+            self.report(
+                "hint", where, f"{companions[0]} needs exactly one HintEquals in the same AND group"
+            )
         for c in S.HINT_COMPANIONS:
             if companions.count(c) > 1:
                 self.report("hint", where, f"at most one {c} per AND group")
@@ -588,12 +762,26 @@ class _Checker:
         where = f"{layer['where']}.name"
         size = _nbytes(name)
         if "\0" in name:
-            self.report("buffer-overrun", where, "a NUL byte in the name panics scx_layered at start-up")
-        limit = S.MAX_LAYER_NAME if self.version is None or self.version >= S.LAYER_NAME_128_SINCE else 64
+            self.report(
+                "buffer-overrun", where, "a NUL byte in the name panics scx_layered at start-up"
+            )
+        limit = (
+            S.MAX_LAYER_NAME
+            if self.version is None or self.version >= S.LAYER_NAME_128_SINCE
+            else 64
+        )
         if size >= limit:
-            self.report("buffer-overrun", where, f"{size} bytes: names of {limit} bytes or more overrun the BPF buffer (panic)")
+            self.report(
+                "buffer-overrun",
+                where,
+                f"{size} bytes: names of {limit} bytes or more overrun the BPF buffer (panic)",
+            )
         elif size >= 64 or not name.isascii() or not name:
-            self.report("name", where, "keep layer names ASCII, non-empty and under 64 bytes (template layers append a cgroup suffix)")
+            self.report(
+                "name",
+                where,
+                "keep layer names ASCII, non-empty and under 64 bytes (template layers append a cgroup suffix)",
+            )
 
     def check_kind_values(self, kind: str, f: dict[str, Any], where: str, matches) -> None:
         def ok(key: str) -> bool:
@@ -604,28 +792,58 @@ class _Checker:
             if lo >= hi:
                 self.report("range", f"{where}.util_range", f"low {lo} must be below high {hi}")
             if lo < 0:
-                self.report("util-negative", f"{where}.util_range", "negative utilisation fails at start-up")
+                self.report(
+                    "util-negative", f"{where}.util_range", "negative utilisation fails at start-up"
+                )
             if hi > 1.0:
                 if self.version is not None and self.version <= S.UTIL_HI_LIMIT_UNTIL:
-                    self.report("range", f"{where}.util_range", f"high {hi} > 1.0 is rejected by scx_layered {S.show(self.version)}")
+                    self.report(
+                        "range",
+                        f"{where}.util_range",
+                        f"high {hi} > 1.0 is rejected by scx_layered {S.show(self.version)}",
+                    )
                 elif self.version is None:
-                    self.report("util-hi", f"{where}.util_range", f"high {hi} > 1.0 is rejected by scx_layered <= 1.0.13")
+                    self.report(
+                        "util-hi",
+                        f"{where}.util_range",
+                        f"high {hi} > 1.0 is rejected by scx_layered <= 1.0.13",
+                    )
         if ok("cpus_range"):
             lo, hi = f["cpus_range"]
             if lo > hi:
                 self.report("range", f"{where}.cpus_range", f"min {lo} is above max {hi}")
             if kind == "Confined" and hi == 0:
-                self.report("confined-max-zero", f"{where}.cpus_range", "a Confined layer with max 0 CPUs fails at start-up")
+                self.report(
+                    "confined-max-zero",
+                    f"{where}.cpus_range",
+                    "a Confined layer with max 0 CPUs fails at start-up",
+                )
             if ok("cpus_range_frac"):
-                self.report("cpus-exclusive", f"{where}.cpus_range_frac", "cpus_range and cpus_range_frac together fail at start-up")
+                self.report(
+                    "cpus-exclusive",
+                    f"{where}.cpus_range_frac",
+                    "cpus_range and cpus_range_frac together fail at start-up",
+                )
         if ok("cpus_range_frac"):
             lo, hi = f["cpus_range_frac"]
             if not (0.0 <= lo <= 1.0 and 0.0 <= hi <= 1.0):
-                self.report("frac-range", f"{where}.cpus_range_frac", "fractions must be within [0, 1] (start-up error)")
+                self.report(
+                    "frac-range",
+                    f"{where}.cpus_range_frac",
+                    "fractions must be within [0, 1] (start-up error)",
+                )
         if kind == "Open" and ok("util_peak_half_life_ms") and f["util_peak_half_life_ms"] > 0:
-            self.report("open-util-peak", f"{where}.util_peak_half_life_ms", "needs util_range, which Open layers lack: start-up error")
+            self.report(
+                "open-util-peak",
+                f"{where}.util_peak_half_life_ms",
+                "needs util_range, which Open layers lack: start-up error",
+            )
         if ok("perf") and f["perf"] > S.MAX_PERF:
-            self.report("perf-range", f"{where}.perf", f"{f['perf']} is above {S.MAX_PERF} (the kernel rejects it)")
+            self.report(
+                "perf-range",
+                f"{where}.perf",
+                f"{f['perf']} is above {S.MAX_PERF} (the kernel rejects it)",
+            )
         if ok("weight") and f["weight"] > S.MAX_WEIGHT:
             self.report("clamped", f"{where}.weight", f"clamped to {S.MAX_WEIGHT}")
         if ok("yield_ignore") and not 0.0 <= f["yield_ignore"] <= 1.0:
@@ -636,15 +854,27 @@ class _Checker:
         if f.get("preempt") is True:
             for key in ("disallow_open_after_us", "disallow_preempt_after_us"):
                 if ok(key):
-                    self.report("preempt-disallow", f"{where}.{key}", "ignored: preempt layers force it to never")
+                    self.report(
+                        "preempt-disallow",
+                        f"{where}.{key}",
+                        "ignored: preempt layers force it to never",
+                    )
         if ok("membw_gb"):
-            self.report("membw", f"{where}.membw_gb", "needs a CPU whose memory-bandwidth PMU event scx_layered knows (else it panics)")
+            self.report(
+                "membw",
+                f"{where}.membw_gb",
+                "needs a CPU whose memory-bandwidth PMU event scx_layered knows (else it panics)",
+            )
         for key in ("nodes", "llcs"):
             if ok(key):
                 self.check_topology_ids(key, f[key], f"{where}.{key}")
         if ok("growth_algo") and f["growth_algo"] in S.NODE_SPREAD_ALGOS and matches:
             if any(n == "NumaNode" for g in matches for n, _ in g):
-                self.report("numa-spread", f"{where}.growth_algo", "NumaNode matchers cannot be combined with NodeSpread* growth")
+                self.report(
+                    "numa-spread",
+                    f"{where}.growth_algo",
+                    "NumaNode matchers cannot be combined with NodeSpread* growth",
+                )
 
     def check_topology_ids(self, key: str, ids: list[int], where: str) -> None:
         if len(set(ids)) != len(ids):
@@ -653,12 +883,18 @@ class _Checker:
         if host is None or not ids:
             return
         if len(host.nodes) == 1 and len(host.llcs) == 1:
-            self.report("topology-ignored", where, f"ignored: host {host.name} has one node and one LLC")
+            self.report(
+                "topology-ignored", where, f"ignored: host {host.name} has one node and one LLC"
+            )
             return
         have = host.nodes if key == "nodes" else host.llcs
         missing = sorted(set(ids) - set(have))
         if missing:
-            self.report("topology", where, f"host {host.name} has no {key[:-1]} {missing} (has {sorted(have)})")
+            self.report(
+                "topology",
+                where,
+                f"host {host.name} has no {key[:-1]} {missing} (has {sorted(have)})",
+            )
 
     # -- rules across layers -------------------------------------------------------------------
     def check_cross_layer(self, layers: list[dict]) -> None:
@@ -672,13 +908,20 @@ class _Checker:
                     if name == "HintEquals":
                         owner = hint_owner.setdefault(payload, layer["where"])
                         if owner != layer["where"]:
-                            self.report("hint", f"{layer['where']}.matches", f"hint {payload} is already used by {owner}")
+                            self.report(
+                                "hint",
+                                f"{layer['where']}.matches",
+                                f"hint {payload} is already used by {owner}",
+                            )
                     regexes += name == "CgroupRegex"
                     if name in S.GPU_MATCHERS and gpu_at is None:
                         gpu_at = layer["where"]
             if layer.get("template") is not None:
-                self.report("template-count", f"{layer['where']}.template",
-                            "expands into one layer per matching cgroup at start-up; keep the total within 16")
+                self.report(
+                    "template-count",
+                    f"{layer['where']}.template",
+                    "expands into one layer per matching cgroup at start-up; keep the total within 16",
+                )
                 regexes += layer["template"][0] == "CgroupRegex"
             name = layer.get("name")
             if name is not None:
@@ -686,14 +929,26 @@ class _Checker:
                     self.report("name", f"{layer['where']}.name", f"same name as {names[name]}")
                 names.setdefault(name, layer["where"])
         if regexes > S.MAX_CGROUP_REGEXES:
-            self.report("regex", "config", f"{regexes} CgroupRegex matchers, the limit is {S.MAX_CGROUP_REGEXES}")
+            self.report(
+                "regex",
+                "config",
+                f"{regexes} CgroupRegex matchers, the limit is {S.MAX_CGROUP_REGEXES}",
+            )
         if gpu_at is not None:
             # Flags not given: unknown, not wrong (``layers emit`` prints the SCX_FLAGS line with
             # --enable-gpu-support), so an emitted config validates without a warning by default.
             if self.flags is not None and "--enable-gpu-support" not in self.flags:
-                self.report("gpu-flag", gpu_at, "GPU matchers without --enable-gpu-support eject the scheduler at the first match")
+                self.report(
+                    "gpu-flag",
+                    gpu_at,
+                    "GPU matchers without --enable-gpu-support eject the scheduler at the first match",
+                )
             if self.host is not None and not any(g.vendor == "nvidia" for g in self.host.gpus):
-                self.report("gpu-support", gpu_at, f"GPU matchers follow the NVIDIA driver only; host {self.host.name} has no NVIDIA GPU")
+                self.report(
+                    "gpu-support",
+                    gpu_at,
+                    f"GPU matchers follow the NVIDIA driver only; host {self.host.name} has no NVIDIA GPU",
+                )
 
 
 _INVALID = object()

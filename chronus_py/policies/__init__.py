@@ -5,6 +5,7 @@ it here with the options it takes, and add a test on a hand-computed trace.
 sweep grids, the service) builds a policy from untrusted options: Chronus takes the fields of
 :class:`~chronus_py.selector.ChronusSettings`, LAS its queue thresholds, the others nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import fields
@@ -49,7 +50,9 @@ def policy_options(name: str) -> tuple[str, ...]:
     return OPTIONS.get(name, ())
 
 
-def make_policy(name: str, options: Mapping[str, Any] | None = None, *, source: str = "--policy") -> Policy:
+def make_policy(
+    name: str, options: Mapping[str, Any] | None = None, *, source: str = "--policy"
+) -> Policy:
     """The policy ``name`` with ``options``; an unknown name or a bad option is an InputError
     naming ``source`` and the option."""
     if name not in POLICIES:
@@ -65,5 +68,18 @@ def make_policy(name: str, options: Mapping[str, Any] | None = None, *, source: 
         raise InputError(source, str(exc)) from None
 
 
-__all__ = ["POLICIES", "Policy", "OrderPolicy", "View", "LeaseReport", "make_policy", "policy_options",
-           "FIFO", "SRTF", "SRTFGPU", "EDF", "LAS", "Chronus"]
+__all__ = [
+    "POLICIES",
+    "Policy",
+    "OrderPolicy",
+    "View",
+    "LeaseReport",
+    "make_policy",
+    "policy_options",
+    "FIFO",
+    "SRTF",
+    "SRTFGPU",
+    "EDF",
+    "LAS",
+    "Chronus",
+]

@@ -12,6 +12,7 @@ Contract that keeps the scheduler fast without re-sorting the world at every eve
   ``key_worsens_at`` returns for it (the scheduler wakes up then);
 - keys end with the job's submission sequence number, so ties are deterministic.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

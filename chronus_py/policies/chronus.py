@@ -15,6 +15,7 @@ A guaranteed job running ahead of its plan (it started on GPUs nobody else wante
 remaining GPU-time like any pool job, instead of being the first to go: stopping it for a longer
 job only wastes its restart and adds a preemption.
 """
+
 from __future__ import annotations
 
 from typing import Collection, Mapping
@@ -66,7 +67,11 @@ class Chronus(OrderPolicy):
         if self.selector is None:
             return None
         trigger = self.selector.next_trigger()
-        return self.selector.lease_end() if trigger is None else min(trigger, self.selector.lease_end())
+        return (
+            self.selector.lease_end()
+            if trigger is None
+            else min(trigger, self.selector.lease_end())
+        )
 
     def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
         return self.selector.take_guarantee_changes() if self.selector else {}
@@ -81,7 +86,9 @@ class Chronus(OrderPolicy):
         stats = selector.stats
         return LeaseReport(
             lease_end=selector.lease_end(),
-            lease_plan={job: tuple(k * lease for k in leases) for job, leases in selector.booked.items()},
+            lease_plan={
+                job: tuple(k * lease for k in leases) for job, leases in selector.booked.items()
+            },
             solver={
                 "backend": stats.last_backend,
                 "status": stats.last_status,

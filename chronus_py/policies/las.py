@@ -6,6 +6,7 @@ order, which avoids the thrashing of continuous LAS. A running job's key worsens
 crosses a threshold, so the scheduler wakes up exactly then. Tiresias' starvation knob (promote a
 job that waited too long) is not modelled.
 """
+
 from __future__ import annotations
 
 import bisect

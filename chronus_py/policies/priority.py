@@ -1,4 +1,5 @@
 """The classic baselines, each one sort key (as in the Chronus notes' comparison runs)."""
+
 from __future__ import annotations
 
 from chronus_py.policies.base import OrderPolicy

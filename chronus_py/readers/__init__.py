@@ -5,6 +5,7 @@
 Field traces (Philly job lists, Helios, Alibaba PAI) are read through column mappings
 (``field_csv``); ``TraceRead.detected`` says which format was used and why.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -40,8 +41,10 @@ BUNDLED = {
     "philly-slo": "chronus/trace_job_Philly_SLO.csv",
     "philly-mix1": "chronus/trace_job_Philly_MIX1.csv",
     "philly-mix2": "chronus/trace_job_Philly_MIX2.csv",
-    **{f"itp-{c}": f"elasticflow/{c}.csv" for c in ("cluster01", "cluster02", "cluster03",
-                                                     "cluster05", "cluster10")},
+    **{
+        f"itp-{c}": f"elasticflow/{c}.csv"
+        for c in ("cluster01", "cluster02", "cluster03", "cluster05", "cluster10")
+    },
 }
 DEFAULT_TRACE = "philly-slo"
 
@@ -88,8 +91,14 @@ def detect(path: Path) -> str:
     return detect_format(path, read_header(path), FORMATS).name
 
 
-def read_trace(trace: str | Path, *, format: str | None = None, skip_bad_rows: bool = False,
-               columns: str | None = None, time_unit: str | None = None) -> TraceRead:
+def read_trace(
+    trace: str | Path,
+    *,
+    format: str | None = None,
+    skip_bad_rows: bool = False,
+    columns: str | None = None,
+    time_unit: str | None = None,
+) -> TraceRead:
     """Read a trace. ``columns`` (``NAME=COLUMN,...``) and ``time_unit`` read a plain trace, or
     adjust a preset, through a column mapping (:mod:`chronus_py.readers.field_csv`)."""
     name, path = trace_path(trace)
@@ -108,8 +117,10 @@ def read_trace(trace: str | Path, *, format: str | None = None, skip_bad_rows: b
     module = FORMATS[fmt]
     if columns is not None or time_unit is not None:
         if fmt not in PRESETS and fmt != "plain":
-            raise InputError("--columns/--time-unit", f"apply to plain traces and presets "
-                                                      f"({', '.join(PRESETS)}), not {fmt}")
+            raise InputError(
+                "--columns/--time-unit",
+                f"apply to plain traces and presets ({', '.join(PRESETS)}), not {fmt}",
+            )
         base = PRESETS.get(fmt, PLAIN_MAPPING)
         module = base.with_columns(parse_columns(columns) if columns else {}, time_unit)
     table = Table(path, module.COLUMNS, text)
@@ -120,5 +131,6 @@ def read_trace(trace: str | Path, *, format: str | None = None, skip_bad_rows: b
     shift = describe_origin(table.origin)
     if shift:
         detected += f"; {shift}"
-    return TraceRead(name=name, format=fmt, jobs=tuple(jobs), dropped=table.dropped,
-                     detected=detected)
+    return TraceRead(
+        name=name, format=fmt, jobs=tuple(jobs), dropped=table.dropped, detected=detected
+    )

@@ -5,6 +5,7 @@ and tightest first, with one value each in ``expect_value_list`` (e.g. ``10-8-5-
 rows carry a placeholder deadline, which is ignored. Rows asking for 0 GPUs cannot run and are
 dropped and counted, as the artifact skips them.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,20 @@ from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS
 
-COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration",
-           "interval", "expect_time_list", "expect_value_list", "best_effort", "job_type")
+COLUMNS = (
+    "job_id",
+    "user",
+    "num_gpu",
+    "submit_time",
+    "iterations",
+    "model_name",
+    "duration",
+    "interval",
+    "expect_time_list",
+    "expect_value_list",
+    "best_effort",
+    "job_type",
+)
 MINUTE = 60.0
 
 
@@ -33,16 +46,20 @@ def _options(table: Table, submit: np.ndarray, slo: np.ndarray) -> list[tuple[De
             table.flag_row(int(row), column, why)
             continue
         rel = [float(t) for t in times[row].split("-")]
-        out[row] = tuple(DeadlineOption(float(submit[row] + t * MINUTE), float(v))
-                         for t, v in zip(rel, values[row].split("-")))
+        out[row] = tuple(
+            DeadlineOption(float(submit[row] + t * MINUTE), float(v))
+            for t, v in zip(rel, values[row].split("-"))
+        )
     return out
 
 
 def _parse_options(times: str, values: str) -> tuple[str, str]:
     """(column, problem) for a row's deadline lists; ("", "") when they are well formed."""
     t_parts, v_parts = times.split("-"), values.split("-")
-    for column, parts in (("column expect_time_list", t_parts),
-                          ("column expect_value_list", v_parts)):
+    for column, parts in (
+        ("column expect_time_list", t_parts),
+        ("column expect_value_list", v_parts),
+    ):
         for part in parts:
             try:
                 finite = math.isfinite(float(part))
@@ -56,8 +73,10 @@ def _parse_options(times: str, values: str) -> tuple[str, str]:
         return "column expect_value_list", f"{len(v_parts)} values for {len(t_parts)} deadlines"
     rel = [float(p) for p in t_parts]
     if any(b <= a for a, b in zip(rel, rel[1:])):
-        return ("column expect_time_list",
-                "deadlines must be listed tightest first, strictly increasing")
+        return (
+            "column expect_time_list",
+            "deadlines must be listed tightest first, strictly increasing",
+        )
     return "", ""
 
 
@@ -80,11 +99,17 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
             kind = JobKind.SOFT_SLO
         else:
             kind = JobKind.STRICT_SLO
-        jobs.append(Job(
-            id=ids[row], tenant=users[row] or "default", gpus=int(gpus[row]),
-            submit=float(submit[row]),
-            kind=kind, deadlines=options[row], duration=float(duration[row]),
-            iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
-            model=models[row] or None,
-        ))
+        jobs.append(
+            Job(
+                id=ids[row],
+                tenant=users[row] or "default",
+                gpus=int(gpus[row]),
+                submit=float(submit[row]),
+                kind=kind,
+                deadlines=options[row],
+                duration=float(duration[row]),
+                iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
+                model=models[row] or None,
+            )
+        )
     return jobs

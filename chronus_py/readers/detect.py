@@ -5,6 +5,7 @@ format: minutes read as seconds and every SLO job turned best-effort. Detection 
 header that is one small edit away from a format it would prefer (a column differing only in case,
 or by up to two characters), naming the column it expected, instead of settling for a poorer one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,15 +34,28 @@ def detect_format(path: Path, header: list[str], formats: Mapping[str, Any]) -> 
         near = _near_miss(missing, present - set(columns))
         if near is not None:
             got, want = near
-            raise InputError(path, f"looks like a {name} trace, which needs column {want!r}: "
-                                   f"rename it, or pass --format / --columns",
-                             line=HEADER_LINE, field=f"column {got}")
-    best = max(formats, key=lambda n: (len(present & set(formats[n].COLUMNS))
-                                       / len(formats[n].COLUMNS), n == "plain"))
+            raise InputError(
+                path,
+                f"looks like a {name} trace, which needs column {want!r}: "
+                f"rename it, or pass --format / --columns",
+                line=HEADER_LINE,
+                field=f"column {got}",
+            )
+    best = max(
+        formats,
+        key=lambda n: (
+            len(present & set(formats[n].COLUMNS)) / len(formats[n].COLUMNS),
+            n == "plain",
+        ),
+    )
     missing = [c for c in formats[best].COLUMNS if c not in present]
-    raise InputError(path, f"missing from header (closest format: {best}, which also needs "
-                           f"{', '.join(missing)}; or map columns with --columns)",
-                     line=HEADER_LINE, field=f"column {missing[0]}")
+    raise InputError(
+        path,
+        f"missing from header (closest format: {best}, which also needs "
+        f"{', '.join(missing)}; or map columns with --columns)",
+        line=HEADER_LINE,
+        field=f"column {missing[0]}",
+    )
 
 
 def _near_miss(missing: list[str], spare: set[str]) -> tuple[str, str] | None:
@@ -51,8 +65,10 @@ def _near_miss(missing: list[str], spare: set[str]) -> tuple[str, str] | None:
         return None
     found = None
     for want in missing:
-        match = next((h for h in sorted(spare) if _distance(h.lower(), want.lower()) <= 2
-                      and len(want) > 3), None)
+        match = next(
+            (h for h in sorted(spare) if _distance(h.lower(), want.lower()) <= 2 and len(want) > 3),
+            None,
+        )
         if match is None:
             return None
         found = found or (match, want)

@@ -3,6 +3,7 @@
 Times are **seconds** and ``deadline`` is **absolute**. An empty deadline marks a best-effort job.
 The last row may lack its newline (the CSV reader copes).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,16 @@ from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS
 
-COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size",
-           "num_gpu", "duration")
+COLUMNS = (
+    "job_id",
+    "submission_time",
+    "num_iteration",
+    "model_name",
+    "deadline",
+    "batch_size",
+    "num_gpu",
+    "duration",
+)
 
 
 def read(table: Table, skip_bad_rows: bool) -> list[Job]:
@@ -27,12 +36,18 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     table.drop(gpus == 0, "num_gpu is 0")
     models = table.text("model_name")
     return [
-        Job(id=ids[row], tenant="default", gpus=int(gpus[row]), submit=float(submit[row]),
+        Job(
+            id=ids[row],
+            tenant="default",
+            gpus=int(gpus[row]),
+            submit=float(submit[row]),
             kind=JobKind.BEST_EFFORT if np.isnan(deadline[row]) else JobKind.STRICT_SLO,
-            deadlines=(() if np.isnan(deadline[row])
-                       else (DeadlineOption(float(deadline[row]), 1.0),)),
+            deadlines=(
+                () if np.isnan(deadline[row]) else (DeadlineOption(float(deadline[row]), 1.0),)
+            ),
             duration=float(duration[row]),
             iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
-            model=models[row] or None)
+            model=models[row] or None,
+        )
         for row in table.keep(skip_bad_rows)
     ]

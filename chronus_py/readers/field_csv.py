@@ -16,6 +16,7 @@ Times are numbers in ``time_unit`` or dates (``2020-04-01 00:00:05``, ISO 8601; 
 and are shifted so that the first submission is t=0: epoch times become a replay that starts at
 once. Durations are numbers in ``time_unit``. Rows asking for no GPUs are dropped and counted.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,10 +31,19 @@ from chronus_py.readers.table import HEADER_LINE, Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS, too_large
 
 _EPOCH = pd.Timestamp(0, tz="UTC")
-FIELDS = ("id", "submit", "duration", "start", "end", "gpus", "instances", "tenant", "deadline",
-          "model")
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0,
-              "d": 86400.0}
+FIELDS = (
+    "id",
+    "submit",
+    "duration",
+    "start",
+    "end",
+    "gpus",
+    "instances",
+    "tenant",
+    "deadline",
+    "model",
+)
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True)
@@ -56,14 +66,20 @@ class FieldFormat:
         """This mapping with ``--columns`` overriding it (every given column becomes required)."""
         optional = {k: v for k, v in self.optional.items() if k not in given}
         required = {k: v for k, v in self.required.items() if k not in given} | given
-        return replace(self, required=required, optional=optional,
-                       time_unit=time_unit or self.time_unit)
+        return replace(
+            self, required=required, optional=optional, time_unit=time_unit or self.time_unit
+        )
 
     def mapping(self, header: list[str]) -> dict[str, str]:
         present = set(header)
         out = dict(self.required)
-        out.update({k: v for k, v in self.optional.items()
-                    if k not in out and all(c in present for c in v.split("+"))})
+        out.update(
+            {
+                k: v
+                for k, v in self.optional.items()
+                if k not in out and all(c in present for c in v.split("+"))
+            }
+        )
         return out
 
     def describe(self, header: list[str]) -> str:
@@ -77,26 +93,49 @@ class FieldFormat:
 
 PRESETS: dict[str, FieldFormat] = {
     "philly": FieldFormat(
-        "philly", {"submit": "timestamp", "duration": "duration", "gpus": "num_gpus"},
+        "philly",
+        {"submit": "timestamp", "duration": "duration", "gpus": "num_gpus"},
         {"tenant": "cluster", "id": "jobid"},
-        note="Philly job list (timestamp,duration,num_gpus[,gpu_time,cluster]); seconds"),
+        note="Philly job list (timestamp,duration,num_gpus[,gpu_time,cluster]); seconds",
+    ),
     "helios": FieldFormat(
-        "helios", {"id": "job_id", "submit": "submit_time", "duration": "duration",
-                   "gpus": "gpu_num"}, {"tenant": "vc"},
-        note="Helios cluster_log.csv: dates, duration in seconds, tenant = VC"),
+        "helios",
+        {"id": "job_id", "submit": "submit_time", "duration": "duration", "gpus": "gpu_num"},
+        {"tenant": "vc"},
+        note="Helios cluster_log.csv: dates, duration in seconds, tenant = VC",
+    ),
     "pai": FieldFormat(
-        "pai", {"id": "job_name+task_name", "start": "start_time", "end": "end_time",
-                "gpus": "plan_gpu", "instances": "inst_num"}, {}, gpu_scale=0.01,
+        "pai",
+        {
+            "id": "job_name+task_name",
+            "start": "start_time",
+            "end": "end_time",
+            "gpus": "plan_gpu",
+            "instances": "inst_num",
+        },
+        {},
+        gpu_scale=0.01,
         note="Alibaba PAI 2020 pai_task_table: plan_gpu in percent of a GPU per instance; "
-             "submitted when started"),
+        "submitted when started",
+    ),
     "openb": FieldFormat(
-        "openb", {"id": "name", "submit": "creation_time", "start": "scheduled_time",
-                  "end": "deletion_time", "gpus": "num_gpu"}, {},
-        note="Alibaba PAI 2023 openb pod list; seconds"),
+        "openb",
+        {
+            "id": "name",
+            "submit": "creation_time",
+            "start": "scheduled_time",
+            "end": "deletion_time",
+            "gpus": "num_gpu",
+        },
+        {},
+        note="Alibaba PAI 2023 openb pod list; seconds",
+    ),
 }
 PLAIN_MAPPING = FieldFormat(
-    "plain", {"id": "job_id", "submit": "submit_time", "duration": "duration", "gpus": "num_gpu"},
-    {"tenant": "tenant", "deadline": "deadline", "model": "model_name"})
+    "plain",
+    {"id": "job_id", "submit": "submit_time", "duration": "duration", "gpus": "num_gpu"},
+    {"tenant": "tenant", "deadline": "deadline", "model": "model_name"},
+)
 
 
 def parse_columns(text: str) -> dict[str, str]:
@@ -108,8 +147,9 @@ def parse_columns(text: str) -> dict[str, str]:
         if not eq or not column:
             raise InputError("--columns", f"expected NAME=COLUMN, got {part[:40]!r}")
         if name not in FIELDS:
-            raise InputError("--columns",
-                             f"unknown field {name[:40]!r} (have: {', '.join(FIELDS)})")
+            raise InputError(
+                "--columns", f"unknown field {name[:40]!r} (have: {', '.join(FIELDS)})"
+            )
         out[name] = column
     if not out:
         raise InputError("--columns", "expected NAME=COLUMN,...")
@@ -118,8 +158,9 @@ def parse_columns(text: str) -> dict[str, str]:
 
 def check_time_unit(unit: str | None) -> str | None:
     if unit is not None and unit not in TIME_UNITS:
-        raise InputError("--time-unit",
-                         f"unknown unit {unit[:20]!r} (have: {', '.join(TIME_UNITS)})")
+        raise InputError(
+            "--time-unit", f"unknown unit {unit[:20]!r} (have: {', '.join(TIME_UNITS)})"
+        )
     return unit
 
 
@@ -127,14 +168,23 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
     header = list(table.df.columns)
     cols = fmt.mapping(header)
     if "submit" not in cols and "start" not in cols:
-        raise InputError(table.path, "map submit (or start) to a column with --columns",
-                         line=HEADER_LINE, field="submit")
+        raise InputError(
+            table.path,
+            "map submit (or start) to a column with --columns",
+            line=HEADER_LINE,
+            field="submit",
+        )
     if "gpus" not in cols:
-        raise InputError(table.path, "map gpus to a column with --columns", line=HEADER_LINE,
-                         field="gpus")
+        raise InputError(
+            table.path, "map gpus to a column with --columns", line=HEADER_LINE, field="gpus"
+        )
     if "duration" not in cols and "end" not in cols:
-        raise InputError(table.path, "map duration (or end) to a column with --columns",
-                         line=HEADER_LINE, field="duration")
+        raise InputError(
+            table.path,
+            "map duration (or end) to a column with --columns",
+            line=HEADER_LINE,
+            field="duration",
+        )
     unit = TIME_UNITS[fmt.time_unit]
     n = len(table)
     start = _times(table, cols["start"], unit, optional=True) if "start" in cols else None
@@ -146,12 +196,18 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
         begin = submit if start is None else start
         duration = end - begin
         table.flag(duration < 0, f"column {cols['end']}", "is before the start")
-        table.flag(duration > MAX_JOB_SECONDS, f"column {cols['end']}",
-                   f"the job would run longer than {MAX_JOB_SECONDS:,.0f} seconds")
+        table.flag(
+            duration > MAX_JOB_SECONDS,
+            f"column {cols['end']}",
+            f"the job would run longer than {MAX_JOB_SECONDS:,.0f} seconds",
+        )
         table.drop(np.isnan(duration), "never ran (no start or end time)")
     gpus = _gpus(table, fmt, cols)
-    deadline = _times(table, cols["deadline"], unit, optional=True) if "deadline" in cols \
+    deadline = (
+        _times(table, cols["deadline"], unit, optional=True)
+        if "deadline" in cols
         else np.full(n, np.nan)
+    )
     table.flag(deadline < submit, f"column {cols.get('deadline')}", "is before the submission")
     table.drop(gpus == 0, "no GPUs")
     ids = _ids(table, cols.get("id"))
@@ -162,12 +218,18 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
     jobs = []
     for row in keep:
         slo = not np.isnan(deadline[row])
-        jobs.append(Job(
-            id=ids[row], tenant=tenants[row] or "default", gpus=int(gpus[row]),
-            submit=float(submit[row] - origin),
-            kind=JobKind.STRICT_SLO if slo else JobKind.BEST_EFFORT,
-            deadlines=(DeadlineOption(float(deadline[row] - origin), 1.0),) if slo else (),
-            duration=float(duration[row]), model=models[row] or None))
+        jobs.append(
+            Job(
+                id=ids[row],
+                tenant=tenants[row] or "default",
+                gpus=int(gpus[row]),
+                submit=float(submit[row] - origin),
+                kind=JobKind.STRICT_SLO if slo else JobKind.BEST_EFFORT,
+                deadlines=(DeadlineOption(float(deadline[row] - origin), 1.0),) if slo else (),
+                duration=float(duration[row]),
+                model=models[row] or None,
+            )
+        )
     table.origin = origin
     return jobs
 
@@ -183,10 +245,17 @@ def _times(table: Table, column: str, unit: float, *, optional: bool = False) ->
         values[words] = _dates(raw[words])
     empty = raw == ""
     where = f"column {column}"
-    table.flag(np.isnan(values) & ~(empty & optional), where, "not a number or date:",
-               lambda row: repr(str(raw[row])[:40]))
-    table.flag(~np.isnan(values) & ~(np.abs(values) <= MAX_SECONDS), where,
-               too_large(0, MAX_SECONDS) + " seconds")
+    table.flag(
+        np.isnan(values) & ~(empty & optional),
+        where,
+        "not a number or date:",
+        lambda row: repr(str(raw[row])[:40]),
+    )
+    table.flag(
+        ~np.isnan(values) & ~(np.abs(values) <= MAX_SECONDS),
+        where,
+        too_large(0, MAX_SECONDS) + " seconds",
+    )
     table.flag(values < 0, where, "must be >= 0")
     return values
 
@@ -194,8 +263,9 @@ def _times(table: Table, column: str, unit: float, *, optional: bool = False) ->
 def _dates(raw: np.ndarray) -> np.ndarray:
     """Seconds since the epoch; NaN where a cell is not a date pandas can represent."""
     try:
-        parsed = pd.to_datetime(pd.Series(raw, dtype=object), errors="coerce", format="ISO8601",
-                                utc=True)
+        parsed = pd.to_datetime(
+            pd.Series(raw, dtype=object), errors="coerce", format="ISO8601", utc=True
+        )
         seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=float, copy=True)
     except (ValueError, OverflowError, TypeError):  # pandas raises for some out-of-range dates
         seconds = np.full(len(raw), np.nan)
@@ -214,8 +284,13 @@ def _one_date(text: str) -> float:
 
 def _gpus(table: Table, fmt: FieldFormat, cols: dict[str, str]) -> np.ndarray:
     scaled = fmt.gpu_scale != 1.0
-    gpus = table.number(cols["gpus"], minimum=0, integer=not scaled,
-                        maximum=MAX_GPUS / fmt.gpu_scale, optional=scaled)
+    gpus = table.number(
+        cols["gpus"],
+        minimum=0,
+        integer=not scaled,
+        maximum=MAX_GPUS / fmt.gpu_scale,
+        optional=scaled,
+    )
     gpus = np.nan_to_num(gpus * fmt.gpu_scale, nan=0.0)
     if "instances" in cols:
         count = table.number(cols["instances"], minimum=0, integer=True, maximum=MAX_GPUS)
@@ -229,15 +304,20 @@ def _ids(table: Table, spec: str | None) -> np.ndarray:
     if spec is None:
         return np.array([str(table.line(r)) for r in range(len(table))], dtype=object)
     parts = [table.text(c) for c in spec.split("+")]
-    ids = parts[0] if len(parts) == 1 else np.array(["/".join(p) for p in zip(*parts)],
-                                                      dtype=object)
+    ids = (
+        parts[0] if len(parts) == 1 else np.array(["/".join(p) for p in zip(*parts)], dtype=object)
+    )
     where = f"column {spec}"
     table.flag(ids == "", where, "empty")
     first_seen: dict[str, int] = {}
     for row, value in enumerate(ids):
         if value in first_seen:
-            table.flag_row(row, where, "duplicate id",
-                           f"{value[:40]!r} (first on line {table.line(first_seen[value])})")
+            table.flag_row(
+                row,
+                where,
+                "duplicate id",
+                f"{value[:40]!r} (first on line {table.line(first_seen[value])})",
+            )
         else:
             first_seen[value] = row
     return ids

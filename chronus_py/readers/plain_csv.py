@@ -3,6 +3,7 @@
 Required ``job_id,submit_time,duration,num_gpu``; optional ``tenant``, ``deadline`` (absolute),
 ``model_name``. Times are **seconds**. An empty or absent deadline marks a best-effort job.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,18 +21,25 @@ def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     duration = table.number("duration", minimum=0, maximum=MAX_JOB_SECONDS)
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     n = len(table)
-    deadline = (table.number("deadline", optional=True) if table.has("deadline")
-                else np.full(n, np.nan))
+    deadline = (
+        table.number("deadline", optional=True) if table.has("deadline") else np.full(n, np.nan)
+    )
     table.flag(deadline < submit, "column deadline", "is before submit_time")
     table.drop(gpus == 0, "num_gpu is 0")
     tenants = table.text("tenant") if table.has("tenant") else np.full(n, "", dtype=object)
     models = table.text("model_name") if table.has("model_name") else np.full(n, "", dtype=object)
     return [
-        Job(id=ids[row], tenant=tenants[row] or "default", gpus=int(gpus[row]),
+        Job(
+            id=ids[row],
+            tenant=tenants[row] or "default",
+            gpus=int(gpus[row]),
             submit=float(submit[row]),
             kind=JobKind.BEST_EFFORT if np.isnan(deadline[row]) else JobKind.STRICT_SLO,
-            deadlines=(() if np.isnan(deadline[row])
-                       else (DeadlineOption(float(deadline[row]), 1.0),)),
-            duration=float(duration[row]), model=models[row] or None)
+            deadlines=(
+                () if np.isnan(deadline[row]) else (DeadlineOption(float(deadline[row]), 1.0),)
+            ),
+            duration=float(duration[row]),
+            model=models[row] or None,
+        )
         for row in table.keep(skip_bad_rows)
     ]

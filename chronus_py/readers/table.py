@@ -5,6 +5,7 @@ that passed plus a count of what was dropped and why. Without ``skip_bad_rows`` 
 (in file order) raises ``InputError`` as ``FILE:LINE: column X: why``; with it, bad rows are dropped
 and counted per reason, never silently.
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,8 +43,9 @@ def check_row_widths(path: Path, width: int, text: str) -> None:
         next(reader, None)
         for row in reader:
             if row and any(cell.strip() for cell in row) and len(row) != width:
-                raise InputError(path, f"{len(row)} fields, the header has {width}",
-                                 line=reader.line_num)
+                raise InputError(
+                    path, f"{len(row)} fields, the header has {width}", line=reader.line_num
+                )
     except csv.Error as exc:
         raise InputError(path, f"not a CSV table: {exc}", line=reader.line_num) from None
 
@@ -57,16 +59,23 @@ class Table:
         header = read_header(path, text)
         for column in required:
             if column not in header:
-                raise InputError(path, "missing from header", line=HEADER_LINE,
-                                 field=f"column {column}")
+                raise InputError(
+                    path, "missing from header", line=HEADER_LINE, field=f"column {column}"
+                )
         if len(set(header)) != len(header):
             twice = next(h for h in header if header.count(h) > 1)
-            raise InputError(path, "appears twice in the header", line=HEADER_LINE,
-                             field=f"column {twice}")
+            raise InputError(
+                path, "appears twice in the header", line=HEADER_LINE, field=f"column {twice}"
+            )
         check_row_widths(path, len(header), text)
         try:
-            self.df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False,
-                                  skipinitialspace=True, index_col=False)
+            self.df = pd.read_csv(
+                io.StringIO(text),
+                dtype=str,
+                keep_default_na=False,
+                skipinitialspace=True,
+                index_col=False,
+            )
         except (pd.errors.ParserError, ValueError, csv.Error) as exc:
             raise InputError(path, f"not a CSV table: {str(exc).splitlines()[0]}") from None
         self.df.columns = [c.strip() for c in self.df.columns]
@@ -102,9 +111,16 @@ class Table:
             why = reason if detail is None else f"{reason} {detail}"
             self.problems[row] = (column, why, reason)
 
-    def number(self, column: str, *, integer: bool = False, minimum: float | None = None,
-               optional: bool = False, scale: float = 1.0,
-               maximum: float = MAX_SECONDS) -> np.ndarray:
+    def number(
+        self,
+        column: str,
+        *,
+        integer: bool = False,
+        minimum: float | None = None,
+        optional: bool = False,
+        scale: float = 1.0,
+        maximum: float = MAX_SECONDS,
+    ) -> np.ndarray:
         """The column as floats times ``scale`` (a unit); non-numbers, non-integers and values
         outside ``[minimum, maximum]`` are flagged. The bound is checked after scaling: 1e308
         minutes used to overflow to infinity and the job vanished.
@@ -121,8 +137,11 @@ class Table:
             scaled = values * scale
         self.flag(np.abs(scaled) > maximum, f"column {column}", too_large(0, maximum))
         if integer:
-            self.flag(~bad & ~np.isnan(values) & (values != np.round(values)),
-                      f"column {column}", "not a whole number")
+            self.flag(
+                ~bad & ~np.isnan(values) & (values != np.round(values)),
+                f"column {column}",
+                "not a whole number",
+            )
         if minimum is not None:
             below = ~np.isnan(values) & (values < minimum)
             self.flag(below, f"column {column}", f"must be >= {minimum:g}")
@@ -135,8 +154,12 @@ class Table:
         first_seen: dict[str, int] = {}
         for row, value in enumerate(ids):
             if value in first_seen:
-                self.flag_row(row, f"column {column}", "duplicate id",
-                              f"{show(value)} (first on line {self.line(first_seen[value])})")
+                self.flag_row(
+                    row,
+                    f"column {column}",
+                    "duplicate id",
+                    f"{show(value)} (first on line {self.line(first_seen[value])})",
+                )
             else:
                 first_seen[value] = row
         return ids

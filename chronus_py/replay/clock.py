@@ -4,6 +4,7 @@ Time never ticks; ``next_time`` jumps to the earliest pending instant. A complet
 with the run (start count) it belongs to, and a completion of an earlier run — the job was
 preempted since — is dropped when popped, so preemption never has to search the heap.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -41,9 +42,12 @@ class Clock:
 
     def pop_arrivals(self, now: float) -> list[Job]:
         start = self.next_arrival
-        while self.next_arrival < len(self.arrivals) and self.arrivals[self.next_arrival].submit <= now:
+        while (
+            self.next_arrival < len(self.arrivals)
+            and self.arrivals[self.next_arrival].submit <= now
+        ):
             self.next_arrival += 1
-        return list(self.arrivals[start:self.next_arrival])
+        return list(self.arrivals[start : self.next_arrival])
 
     @property
     def done(self) -> bool:

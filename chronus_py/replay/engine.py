@@ -8,6 +8,7 @@ taken. When estimates can be wrong, the engine re-estimates every ``reestimate_e
 a job that has run for ``observe`` seconds reports its iteration rate, which with its known
 iteration count gives its true work, and the scheduler gets that figure.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,13 +41,22 @@ class ReplayResult:
     wall_seconds: float
 
 
-def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
-           allocator: Allocator | None = None, estimator: Estimator | None = None,
-           truth: Estimator | None = None, speed: SpeedModel | None = None,
-           profiling: ProfilingPool | None = None, reestimate_every: float | None = None,
-           observe: float = 300.0, round_requests: bool = False,
-           estimation: InPlaceEstimation | None = None,
-           on_progress: Progress | None = None) -> ReplayResult:
+def replay(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    allocator: Allocator | None = None,
+    estimator: Estimator | None = None,
+    truth: Estimator | None = None,
+    speed: SpeedModel | None = None,
+    profiling: ProfilingPool | None = None,
+    reestimate_every: float | None = None,
+    observe: float = 300.0,
+    round_requests: bool = False,
+    estimation: InPlaceEstimation | None = None,
+    on_progress: Progress | None = None,
+) -> ReplayResult:
     """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished.
     ``truth`` gives each job's true work (default: its trace duration), ``estimator`` what the
     scheduler is told (default: the truth's oracle; the profiling pool when there is one);
@@ -57,9 +67,14 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     for job in ordered:
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
-    scheduler = Scheduler(cluster, policy, allocator=allocator,
-                          estimator=profiling or estimation or estimator, speed=speed,
-                          round_requests=round_requests)
+    scheduler = Scheduler(
+        cluster,
+        policy,
+        allocator=allocator,
+        estimator=profiling or estimation or estimator,
+        speed=speed,
+        round_requests=round_requests,
+    )
     truth = truth or Oracle()
     work = {job.id: truth.estimate(job) for job in ordered}
     clock = Clock(ordered)
@@ -69,9 +84,16 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     finished = 0
     now = 0.0
     while True:
-        wakeups = [t for t in (scheduler.next_wakeup(now), next_check,
-                               profiling.next_time() if profiling else None,
-                               estimation.next_time() if estimation else None) if t is not None]
+        wakeups = [
+            t
+            for t in (
+                scheduler.next_wakeup(now),
+                next_check,
+                profiling.next_time() if profiling else None,
+                estimation.next_time() if estimation else None,
+            )
+            if t is not None
+        ]
         now = clock.next_time(min(wakeups, default=None))
         if now == math.inf:
             break
@@ -113,19 +135,32 @@ def replay(jobs: Sequence[Job], cluster: Cluster, policy: Policy, *,
     if stuck:
         raise InputError(stuck[0], f"{len(stuck)} job(s) could never be placed on this cluster")
     return ReplayResult(
-        jobs=tuple(scheduler.jobs.values()) + tuple(profiled), cluster=cluster, policy=policy.name,
+        jobs=tuple(scheduler.jobs.values()) + tuple(profiled),
+        cluster=cluster,
+        policy=policy.name,
         wall_seconds=time.perf_counter() - started_at,
     )
 
 
 def _finished_in_pool(job: Job, start: float, end: float, work: float) -> JobState:
     """A job whose work ended inside its profiling window: it never met the scheduler."""
-    return JobState(job=job, seq=-1, estimate=work, overhead=0.0, status=Status.FINISHED,
-                    service=work, wall=end - start, starts=1, first_start=start, finish=end)
+    return JobState(
+        job=job,
+        seq=-1,
+        estimate=work,
+        overhead=0.0,
+        status=Status.FINISHED,
+        service=work,
+        wall=end - start,
+        starts=1,
+        first_start=start,
+        finish=end,
+    )
 
 
-def _reestimate(scheduler: Scheduler, unsure: set[str], work: dict[str, float], now: float,
-                observe: float) -> set[str]:
+def _reestimate(
+    scheduler: Scheduler, unsure: set[str], work: dict[str, float], now: float, observe: float
+) -> set[str]:
     """Give every job observed long enough its true work; return the jobs still unobserved."""
     left = set()
     for job_id in sorted(unsure, key=lambda i: scheduler.jobs[i].seq):

@@ -1,4 +1,5 @@
 """Replay metrics exactly as docs/metrics.md (v1) defines them, and the per-job CSV rows."""
+
 from __future__ import annotations
 
 import csv
@@ -11,8 +12,19 @@ import numpy as np
 from chronus_py.replay.engine import ReplayResult
 from chronus_py.state import JobState
 
-JOB_COLUMNS = ("job_id", "submit", "first_start", "finish", "gpus", "kind", "deadlines",
-               "met_deadline_index", "guaranteed", "preemptions", "restarts")
+JOB_COLUMNS = (
+    "job_id",
+    "submit",
+    "first_start",
+    "finish",
+    "gpus",
+    "kind",
+    "deadlines",
+    "met_deadline_index",
+    "guaranteed",
+    "preemptions",
+    "restarts",
+)
 
 
 def met_index(state: JobState) -> int | None:
@@ -51,9 +63,12 @@ def summarize(result: ReplayResult, *, trace: str, dropped: Counter) -> dict:
         "slo_jobs": len(slo),
         "be_jobs": len(be),
         "slo_deadline_ratio": _mean([met[s.id] == 0 for s in slo]),
-        "slo_value_ratio": _mean([
-            s.job.deadlines[met[s.id]].value / s.job.max_value if met[s.id] is not None else 0.0
-            for s in slo]),
+        "slo_value_ratio": _mean(
+            [
+                s.job.deadlines[met[s.id]].value / s.job.max_value if met[s.id] is not None else 0.0
+                for s in slo
+            ]
+        ),
         "slo_last_deadline_ratio": _mean([met[s.id] is not None for s in slo]),
         "guaranteed_jobs": len(guaranteed),
         "guaranteed_miss_ratio": _mean([s.finish > s.was_guaranteed.at for s in guaranteed]),

@@ -20,12 +20,14 @@ extra extrapolation error of a robustness study. The draw depends only on the se
 The profiler knows its own measurement spread, so it reports an uncertainty band with the
 estimate (``z * cv / sqrt(n)``, relative); it cannot know ``sigma``.
 """
+
 from __future__ import annotations
 
 import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from chronus_py.estimates import draw
@@ -117,6 +119,5 @@ class ProfilingPool:
         per_iteration = work / job.iterations if job.iterations else work
         observed = max(1.0, self.window / per_iteration) if job.iterations else 1.0
         self.bands[job.id] = self.z * self.cv / math.sqrt(observed)
-        spread = math.sqrt(self.sigma ** 2 + self.cv ** 2 / observed)
+        spread = math.sqrt(self.sigma**2 + self.cv**2 / observed)
         return work * float(np.exp(draw(self.seed, job.id, "profile").normal(0.0, spread)))
-

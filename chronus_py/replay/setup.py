@@ -13,6 +13,7 @@ Whenever estimates can be wrong, running jobs are re-estimated from observed pro
 ``run_setup`` reads, checks and replays; bad values raise one-line ``InputError`` naming the
 option, before any replay starts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,9 +23,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from chronus_py.errors import InputError
-from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.estimates import Noisy
 from chronus_py.estimates.in_place import InPlaceEstimation
+from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.model import Cluster, Job, Node
 from chronus_py.policies import make_policy
 from chronus_py.policies.base import Policy
@@ -73,8 +74,13 @@ class ReplaySetup:
         """Refuse values no replay could use, naming the option as the command line spells it."""
         if self.cluster is None and (self.nodes <= 0 or self.gpus_per_node <= 0):
             raise InputError("--nodes/--gpus-per-node", "must be positive")
-        if self.cluster is None and (self.nodes > MAX_NODES or self.gpus_per_node > MAX_GPUS_PER_NODE):
-            raise InputError("--nodes/--gpus-per-node", f"at most {MAX_NODES:,} nodes of {MAX_GPUS_PER_NODE:,} GPUs")
+        if self.cluster is None and (
+            self.nodes > MAX_NODES or self.gpus_per_node > MAX_GPUS_PER_NODE
+        ):
+            raise InputError(
+                "--nodes/--gpus-per-node",
+                f"at most {MAX_NODES:,} nodes of {MAX_GPUS_PER_NODE:,} GPUs",
+            )
         if self.cluster is None and self.tenant_map is not None:
             raise InputError("--tenant-map", "only applies with --cluster")
         if not (math.isfinite(self.load) and self.load > 0):
@@ -88,7 +94,9 @@ class ReplaySetup:
         if self.estimates not in ESTIMATES:
             raise InputError("--estimates", f"must be one of {', '.join(ESTIMATES)}")
         if self.profiling and self.estimates == "realistic":
-            raise InputError("--profiling", "is the pool model; it cannot go with --estimates realistic")
+            raise InputError(
+                "--profiling", "is the pool model; it cannot go with --estimates realistic"
+            )
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,9 @@ class ClusterSetup:
 
 def read_tenant_map(path: Path) -> dict[str, str]:
     data = load_yaml(path, what="tenant map")
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
         raise InputError(path, "must map tenant names to virtual cluster names")
     return data
 
@@ -124,10 +134,17 @@ def setup_cluster(jobs: Sequence[Job], setup: ReplaySetup) -> ClusterSetup:
     for job in jobs:
         vc = mapping.get(job.tenant, mapping.get("default", job.tenant))
         if vc not in vcs:
-            raise InputError(setup.tenant_map or setup.cluster, f"tenant {job.tenant!r} (job {job.id}) has no "
-                             f"virtual cluster (have: {', '.join(sorted(vcs))}); map it with --tenant-map")
+            raise InputError(
+                setup.tenant_map or setup.cluster,
+                f"tenant {job.tenant!r} (job {job.id}) has no "
+                f"virtual cluster (have: {', '.join(sorted(vcs))}); map it with --tenant-map",
+            )
         mapped.append(dataclasses.replace(job, tenant=vc))
-    speed = (lambda job, where: speed_factor(where, job.model, topology=allocator)) if setup.slowdown else None
+    speed = (
+        (lambda job, where: speed_factor(where, job.model, topology=allocator))
+        if setup.slowdown
+        else None
+    )
     return ClusterSetup(tuple(mapped), cluster, allocator, speed)
 
 
@@ -149,24 +166,39 @@ def estimation(setup: ReplaySetup) -> dict[str, Any]:
     if setup.estimates == "realistic":
         return {"estimation": InPlaceEstimation(sigma=setup.sigma, seed=setup.seed)}
     if setup.profiling or setup.estimates == "pool":
-        pool = ProfilingPool(setup.profiling_nodes, setup.gpus_per_node, setup.profile_minutes * 60,
-                             sigma=setup.sigma, seed=setup.seed, order=setup.profiling_order)
+        pool = ProfilingPool(
+            setup.profiling_nodes,
+            setup.gpus_per_node,
+            setup.profile_minutes * 60,
+            sigma=setup.sigma,
+            seed=setup.seed,
+            order=setup.profiling_order,
+        )
         return {"profiling": pool, "reestimate_every": REESTIMATE_EVERY}
     if setup.sigma > 0:
         return {"truth": Noisy(setup.sigma, setup.seed), "reestimate_every": REESTIMATE_EVERY}
     return {}
 
 
-def run_setup(setup: ReplaySetup, *, trace: TraceRead | None = None,
-              wrap_policy: Callable[[Policy], Policy] | None = None,
-              on_read: Callable[[TraceRead], None] | None = None,
-              on_progress: Progress | None = None) -> tuple[ReplayResult, TraceRead]:
+def run_setup(
+    setup: ReplaySetup,
+    *,
+    trace: TraceRead | None = None,
+    wrap_policy: Callable[[Policy], Policy] | None = None,
+    on_read: Callable[[TraceRead], None] | None = None,
+    on_progress: Progress | None = None,
+) -> tuple[ReplayResult, TraceRead]:
     """Read the trace (unless given, already read), build cluster, policy and estimation from
     ``setup``, and replay. ``on_read`` sees the trace as read (the CLI says which format it
     detected); ``wrap_policy`` lets a caller observe the policy (a sweep records busy GPUs so)."""
     setup.check()
-    trace = trace or read_trace(setup.trace, format=setup.format, skip_bad_rows=setup.skip_bad_rows,
-                                columns=setup.columns, time_unit=setup.time_unit)
+    trace = trace or read_trace(
+        setup.trace,
+        format=setup.format,
+        skip_bad_rows=setup.skip_bad_rows,
+        columns=setup.columns,
+        time_unit=setup.time_unit,
+    )
     if on_read is not None:
         on_read(trace)
     if not trace.jobs:
@@ -175,6 +207,14 @@ def run_setup(setup: ReplaySetup, *, trace: TraceRead | None = None,
     policy = make_policy(setup.policy, setup.options)
     if wrap_policy is not None:
         policy = wrap_policy(policy)
-    result = replay(built.jobs, built.cluster, policy, allocator=built.allocator, speed=built.speed,
-                    round_requests=setup.round_requests, on_progress=on_progress, **estimation(setup))
+    result = replay(
+        built.jobs,
+        built.cluster,
+        policy,
+        allocator=built.allocator,
+        speed=built.speed,
+        round_requests=setup.round_requests,
+        on_progress=on_progress,
+        **estimation(setup),
+    )
     return result, trace

@@ -35,13 +35,14 @@ There is no tier that lifts an unguaranteed job whose laxity runs out above the 
 0.7), but every job it lifted held its GPUs against all shorter work until it finished: best-effort
 JCT 459 against 295 min, 0.45 against 0.22 preemptions per job (benchmarks/RESULTS.md).
 """
+
 from __future__ import annotations
 
 import heapq
 import time
-from itertools import chain
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import chain
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -160,13 +161,15 @@ class LeaseSelector:
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_pad)
         return state.remaining(now) * (1.0 + self.settings.margin + band)
 
-    def _options(self, state: JobState, now: float, first: int) -> list[tuple[LeaseOption, DeadlineOption]]:
+    def _options(
+        self, state: JobState, now: float, first: int
+    ) -> list[tuple[LeaseOption, DeadlineOption]]:
         """The job's deadline options that still have room for its remaining leases; a
         guaranteed job keeps only the option it was guaranteed."""
         need = self._need(state, now, first)
         out = []
         promised = self.guarantees.get(state.id)
-        for d in ([promised] if promised else state.job.deadlines):
+        for d in [promised] if promised else state.job.deadlines:
             slots = self._deadline_slot(d.at, first) - first
             if slots >= need:
                 out.append((LeaseOption(slots, need, float(d.value)), d))
@@ -189,7 +192,7 @@ class LeaseSelector:
     def _free(self, first: int, last: int) -> np.ndarray:
         self._forget_before(first)
         self._grow(last)
-        return self.capacity - self._used[first - self._base:last - self._base]
+        return self.capacity - self._used[first - self._base : last - self._base]
 
     def _book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
         self.booked[job_id] = tuple(leases.tolist())
@@ -222,7 +225,9 @@ class LeaseSelector:
         current = lease_of(now, self.settings.lease)
         return current if now <= current * self.settings.lease + 1e-9 else current + 1
 
-    def _fitting(self, state: JobState, now: float, first: int) -> tuple[DeadlineOption, np.ndarray] | None:
+    def _fitting(
+        self, state: JobState, now: float, first: int
+    ) -> tuple[DeadlineOption, np.ndarray] | None:
         """The job's best deadline option whose remaining leases fit the plan's residual (less
         the headroom) from lease ``first`` on, and those leases; None if no option fits."""
         gpus = self._gpus(state)
@@ -261,7 +266,9 @@ class LeaseSelector:
         self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
-        self._cap = sum(self._need(s, now, first) for s in active.values() if s.job.is_slo) + SLACK_LEASES
+        self._cap = (
+            sum(self._need(s, now, first) for s in active.values() if s.job.is_slo) + SLACK_LEASES
+        )
         for state in active.values():
             if not state.job.is_slo or not state.known:
                 continue
@@ -275,17 +282,27 @@ class LeaseSelector:
             if not options:
                 continue
             states[state.id] = state
-            job = LeaseJob(state.id, self._gpus(state), tuple(o for o, _ in options),
-                           fixed=promised, running=state.status is Status.RUNNING)
+            job = LeaseJob(
+                state.id,
+                self._gpus(state),
+                tuple(o for o, _ in options),
+                fixed=promised,
+                running=state.status is Status.RUNNING,
+            )
             (fixed if job.fixed else candidates).append(job)
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
-        problem = LeaseProblem(np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed),
-                               self._objective())
+        problem = LeaseProblem(
+            np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed), self._objective()
+        )
         started = time.perf_counter()
         backend = self.settings.backend
-        solution = solve(problem, backend=backend, time_limit_s=self.settings.time_limit_s,
-                         deterministic_time=self.settings.deterministic_time if backend == "cpsat" else None,
-                         hint=_as_hint(self.booked, first, problem))
+        solution = solve(
+            problem,
+            backend=backend,
+            time_limit_s=self.settings.time_limit_s,
+            deterministic_time=self.settings.deterministic_time if backend == "cpsat" else None,
+            hint=_as_hint(self.booked, first, problem),
+        )
         self.stats.solve_seconds.append(time.perf_counter() - started)
         self.stats.rounds += 1
         self.stats.fallbacks += solution.stats.fallback
@@ -298,7 +315,9 @@ class LeaseSelector:
         self._base = first
         for job in fixed:
             if solution.option[job.id] is not None:
-                self._book(job.id, job.gpus, np.asarray(solution.slots[job.id], dtype=np.int64) + first)
+                self._book(
+                    job.id, job.gpus, np.asarray(solution.slots[job.id], dtype=np.int64) + first
+                )
         self._refused = False
         for job in candidates:
             if self._try_guarantee(states[job.id], now, first):
@@ -338,8 +357,11 @@ class LeaseSelector:
         if state.id in self.booked:
             planned = self._planned_tier(state, now)
             promised = self.guarantees[state.id]
-            if (planned is Tier.AHEAD and promised != state.job.deadlines[0]
-                    and self._can_still_meet(state, now, before=promised.at)):
+            if (
+                planned is Tier.AHEAD
+                and promised != state.job.deadlines[0]
+                and self._can_still_meet(state, now, before=promised.at)
+            ):
                 return Tier.SPOT
             return planned
         if not state.job.is_slo or not self.hopeless(state, now):
@@ -413,7 +435,9 @@ class LeaseSelector:
             self._used = np.concatenate([self._used, np.zeros(extra, dtype=np.int64)])
 
 
-def _as_hint(plan: Mapping[str, tuple[int, ...]], first: int, problem: LeaseProblem) -> dict[str, Placement]:
+def _as_hint(
+    plan: Mapping[str, tuple[int, ...]], first: int, problem: LeaseProblem
+) -> dict[str, Placement]:
     """The previous plan's leases from ``first`` on, as solver slots (option 0: fixed jobs carry
     only their guaranteed one). One array pass over all jobs: plans hold thousands of leases."""
     ids = problem.index()
@@ -421,10 +445,18 @@ def _as_hint(plan: Mapping[str, tuple[int, ...]], first: int, problem: LeaseProb
     if not names:
         return {}
     sizes = np.fromiter((len(plan[j]) for j in names), dtype=np.int64, count=len(names))
-    slots = np.fromiter(chain.from_iterable(plan[j] for j in names), dtype=np.int64, count=int(sizes.sum())) - first
+    slots = (
+        np.fromiter(
+            chain.from_iterable(plan[j] for j in names), dtype=np.int64, count=int(sizes.sum())
+        )
+        - first
+    )
     ends = np.cumsum(sizes)
     starts = ends - sizes
     past = np.add.reduceat((slots < 0).astype(np.int64), starts)
     flat = slots.tolist()
-    return {j: Placement(0, tuple(flat[a + p:b]))
-            for j, a, p, b in zip(names, starts.tolist(), past.tolist(), ends.tolist()) if a + p < b}
+    return {
+        j: Placement(0, tuple(flat[a + p : b]))
+        for j, a, p, b in zip(names, starts.tolist(), past.tolist(), ends.tolist())
+        if a + p < b
+    }

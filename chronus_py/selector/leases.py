@@ -3,6 +3,7 @@
 Leases are numbered from time 0: lease ``k`` is ``[k*L, (k+1)*L)``. A deadline ``D`` can use the
 leases that end by it, i.e. those before ``floor(D / L)`` (the artifact's ``compute_maximum_lease``).
 """
+
 from __future__ import annotations
 
 import math

@@ -9,6 +9,7 @@ raises one ``ValueError`` naming it, so a typo never silently falls back to a de
 The GPUs per node are not a setting: they are a fact of the cluster, and the selector takes them
 from the scheduler's view, so a cluster of 4-GPU nodes rounds GPU requests to its own nodes.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,29 +36,48 @@ class ChronusSettings:
     meets more deadlines than guarantees carved out of it. ``guard`` 60 s and 2 h measure the
     same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short."""
 
-    lease: float = _knob(1200.0, "--lease", "seconds per lease; the plan is revised at every lease end")
-    objective: str = _knob("minimize", "--objective",
-                           "the plan's secondary goal: minimize keeps guaranteed work out of the current "
-                           "lease, maximize runs it early, adaptive maximizes only after a round that "
-                           "refused no SLO job a guarantee (as the artifact does)")
+    lease: float = _knob(
+        1200.0, "--lease", "seconds per lease; the plan is revised at every lease end"
+    )
+    objective: str = _knob(
+        "minimize",
+        "--objective",
+        "the plan's secondary goal: minimize keeps guaranteed work out of the current "
+        "lease, maximize runs it early, adaptive maximizes only after a round that "
+        "refused no SLO job a guarantee (as the artifact does)",
+    )
     backend: str = _knob("cpsat", "--solver", "lease-plan solver: cpsat, cbc or greedy (no search)")
-    time_limit_s: float = _knob(2.0, "--time-limit",
-                                "seconds per solve, a safety cap (CP-SAT stops on its deterministic budget first)")
-    deterministic_time: float | None = _knob(0.2, "--deterministic-time",
-                                             "CP-SAT's deterministic budget per solve: the same plan on any machine")
-    headroom: float = _knob(0.9, "--headroom",
-                            "share of the GPUs new guarantees may not use (kept for the SRTF pool); "
-                            "a cluster much smaller than ~1,000 GPUs wants less")
+    time_limit_s: float = _knob(
+        2.0,
+        "--time-limit",
+        "seconds per solve, a safety cap (CP-SAT stops on its deterministic budget first)",
+    )
+    deterministic_time: float | None = _knob(
+        0.2,
+        "--deterministic-time",
+        "CP-SAT's deterministic budget per solve: the same plan on any machine",
+    )
+    headroom: float = _knob(
+        0.9,
+        "--headroom",
+        "share of the GPUs new guarantees may not use (kept for the SRTF pool); "
+        "a cluster much smaller than ~1,000 GPUs wants less",
+    )
     margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
-    guard: float = _knob(7200.0, "--guard",
-                         "seconds of slack a guaranteed job's laxity trigger keeps: it turns due that "
-                         "long before it would have to start")
+    guard: float = _knob(
+        7200.0,
+        "--guard",
+        "seconds of slack a guaranteed job's laxity trigger keeps: it turns due that "
+        "long before it would have to start",
+    )
 
     def __post_init__(self) -> None:
         """Refuse a setting no plan could use, naming it: a negative guard or a headroom of 2
         would otherwise only show up as odd plans much later."""
         if self.objective not in (*OBJECTIVES, ADAPTIVE):
-            raise ValueError(f"objective: unknown {show(self.objective)} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})")
+            raise ValueError(
+                f"objective: unknown {show(self.objective)} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})"
+            )
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: unknown {show(self.backend)} (have: {', '.join(BACKENDS)})")
         _check("lease", self.lease, positive=True)
@@ -78,7 +98,9 @@ class ChronusSettings:
         known = {f.name for f in fields(cls)}
         for name in values:
             if name not in known:
-                raise ValueError(f"{show(name)}: unknown setting (have: {', '.join(sorted(known))})")
+                raise ValueError(
+                    f"{show(name)}: unknown setting (have: {', '.join(sorted(known))})"
+                )
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

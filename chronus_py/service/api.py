@@ -6,6 +6,7 @@ active), 413 (body too large), 422 (a field is wrong), 503 (the backend is unrea
 unexpected error, which is logged with its traceback and never shown). Handlers run on the event
 loop's thread, one at a time, like the scheduling loop: the scheduler is never shared.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,14 @@ def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "field": field}, status_code=status)
 
 
-def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
-              wake: Callable[[], None] = lambda: None) -> Starlette:
+def build_app(
+    service: Service,
+    *,
+    tokens=None,
+    metrics=None,
+    layers=None,
+    wake: Callable[[], None] = lambda: None,
+) -> Starlette:
     """``tokens`` None: no auth (loopback only), every caller is an admin. ``wake`` tells the
     loop a round is due (a submission or cancellation)."""
 
@@ -67,9 +74,13 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
             except ApiError as exc:
                 return _error(exc.status, exc.message, exc.field)
             except BackendUnavailable as exc:
-                log.warning(json.dumps({"event": "backend_error", "during": request.url.path,
-                                        "error": str(exc)}))
+                log.warning(
+                    json.dumps(
+                        {"event": "backend_error", "during": request.url.path, "error": str(exc)}
+                    )
+                )
                 return _error(503, f"the backend is unavailable: {exc}")
+
         return endpoint
 
     async def submit(request: Request, caller: Caller) -> Response:
@@ -84,18 +95,25 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
         query = request.query_params
         for name in query:
             if name not in ("tenant", "state", "limit", "after"):
-                raise ApiError(422, "unknown query parameter (have: tenant, state, limit, after)",
-                               name)
+                raise ApiError(
+                    422, "unknown query parameter (have: tenant, state, limit, after)", name
+                )
         state = query.get("state")
         if state is not None and state not in STATES:
             raise ApiError(422, f"unknown state (have: {', '.join(STATES)})", "state")
         limit = query.get("limit", "1000")
         if not limit.isdigit() or not 1 <= int(limit) <= MAX_LIMIT:
             raise ApiError(422, f"expected an integer in [1, {MAX_LIMIT}]", "limit")
-        jobs = service.list_jobs(caller, tenant=query.get("tenant"), state=state,
-                                 limit=int(limit), after=query.get("after"))
-        return JSONResponse({"jobs": jobs, "next_after": jobs[-1]["id"] if len(jobs) == int(limit)
-                             else None})
+        jobs = service.list_jobs(
+            caller,
+            tenant=query.get("tenant"),
+            state=state,
+            limit=int(limit),
+            after=query.get("after"),
+        )
+        return JSONResponse(
+            {"jobs": jobs, "next_after": jobs[-1]["id"] if len(jobs) == int(limit) else None}
+        )
 
     async def get_job(request: Request, caller: Caller) -> Response:
         return JSONResponse(service.get_job(request.path_params["job_id"], caller))
@@ -115,8 +133,16 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
     async def plan(request: Request, caller: Caller) -> Response:
         current = service.plan
         if current is None:
-            return JSONResponse({"now": service.backend.now(), "decisions": [], "lease_plan": {},
-                                 "lease_end": None, "next_decision": None, "solver": None})
+            return JSONResponse(
+                {
+                    "now": service.backend.now(),
+                    "decisions": [],
+                    "lease_plan": {},
+                    "lease_end": None,
+                    "next_decision": None,
+                    "solver": None,
+                }
+            )
         out = current.to_dict()
         if not caller.admin:
             mine = {j for j, t in service.tenants.items() if t == caller.tenant}
@@ -131,16 +157,26 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
         node = request.path_params["node"]
         config = None if layers is None else layers.current(node)
         if config is None:
-            raise ApiError(404, f"no layer config for node {node!r} (no --layers-dir, no host "
-                                "model for it, or no opted-in job runs there)", "node")
+            raise ApiError(
+                404,
+                f"no layer config for node {node!r} (no --layers-dir, no host "
+                "model for it, or no opted-in job runs there)",
+                "node",
+            )
         return Response(config, media_type="application/json")
 
     async def healthz(request: Request, caller: Caller) -> Response:
         latest = sorted(service.counters.round_seconds)
-        return JSONResponse({"status": "ok", "backend": service.backend.name,
-                             "now": service.backend.now(), "rounds": service.counters.rounds,
-                             "round_seconds_p50": _quantile(latest, 0.5),
-                             "round_seconds_p99": _quantile(latest, 0.99)})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "backend": service.backend.name,
+                "now": service.backend.now(),
+                "rounds": service.counters.rounds,
+                "round_seconds_p50": _quantile(latest, 0.5),
+                "round_seconds_p99": _quantile(latest, 0.99),
+            }
+        )
 
     async def metrics_endpoint(request: Request, caller: Caller) -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
@@ -149,13 +185,17 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
         return JSONResponse(OPENAPI)
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
-        return _error(exc.status_code, exc.detail if isinstance(exc.detail, str) else
-                      "not found", None)
+        return _error(
+            exc.status_code, exc.detail if isinstance(exc.detail, str) else "not found", None
+        )
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return _error(503, "internal error (logged by the server); nothing was changed that "
-                           "the next round will not reconcile, retry later")
+        return _error(
+            503,
+            "internal error (logged by the server); nothing was changed that "
+            "the next round will not reconcile, retry later",
+        )
 
     routes = [
         Route("/v1/jobs", handler(submit), methods=["POST"]),
@@ -170,8 +210,9 @@ def build_app(service: Service, *, tokens=None, metrics=None, layers=None,
         Route("/metrics", handler(metrics_endpoint, auth=False), methods=["GET"]),
         Route("/openapi.json", handler(openapi, auth=False), methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found,
-                                                        Exception: unexpected})
+    return Starlette(
+        routes=routes, exception_handlers={HTTPException: not_found, Exception: unexpected}
+    )
 
 
 def _flag(request: Request, name: str) -> bool:

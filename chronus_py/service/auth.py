@@ -7,6 +7,7 @@
 A tenant token acts as its tenant: it sees and changes only that tenant's jobs. An admin token
 sees every job and may submit for any tenant (the ``tenant`` field).
 """
+
 from __future__ import annotations
 
 import hmac
@@ -28,7 +29,7 @@ class Tokens:
         the time taken does not tell how close a guess was, nor which entry matched."""
         if not header or not header.startswith("Bearer "):
             return None
-        given = header[len("Bearer "):].strip().encode()
+        given = header[len("Bearer ") :].strip().encode()
         found = None
         for token, caller in self.entries:
             if hmac.compare_digest(token, given) and found is None:
@@ -38,8 +39,11 @@ class Tokens:
 
 def load_tokens(path: Path) -> Tokens:
     data = load_yaml(path, what="tokens file")
-    if not isinstance(data, dict) or set(data) != {"tokens"} or not isinstance(data["tokens"],
-                                                                               list):
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"tokens"}
+        or not isinstance(data["tokens"], list)
+    ):
         raise InputError(path, "expected a mapping with one key, tokens: a list", field="tokens")
     entries: list[tuple[bytes, Caller]] = []
     seen: set[bytes] = set()
@@ -49,15 +53,19 @@ def load_tokens(path: Path) -> Tokens:
             raise InputError(path, "expected {token, tenant} or {token, admin: true}", field=where)
         token = item.get("token")
         if not isinstance(token, str) or len(token) < MIN_TOKEN or token != token.strip():
-            raise InputError(path, f"expected a string of at least {MIN_TOKEN} characters "
-                                   "without surrounding spaces", field=f"{where}.token")
+            raise InputError(
+                path,
+                f"expected a string of at least {MIN_TOKEN} characters without surrounding spaces",
+                field=f"{where}.token",
+            )
         admin = item.get("admin", False)
         if not isinstance(admin, bool):
             raise InputError(path, "expected true or false", field=f"{where}.admin")
         tenant = item.get("tenant")
         if tenant is None and not admin:
-            raise InputError(path, "a tenant token needs a tenant (or admin: true)",
-                             field=f"{where}.tenant")
+            raise InputError(
+                path, "a tenant token needs a tenant (or admin: true)", field=f"{where}.tenant"
+            )
         if tenant is not None and (not isinstance(tenant, str) or not tenant):
             raise InputError(path, "expected a non-empty string", field=f"{where}.tenant")
         encoded = token.encode()

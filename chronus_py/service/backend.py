@@ -15,6 +15,7 @@ Times are absolute seconds on the backend's own clock (``now()``): the sim backe
 clock, or Unix time for a real cluster. Job ids are the chronus ids (strings); a backend maps them
 to its own (a Slurm job id) and back.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,10 +31,10 @@ class BackendUnavailable(RuntimeError):
 
 
 class RunState(StrEnum):
-    PENDING = "pending"      # known to the backend, not running (never started, or preempted)
-    RUNNING = "running"      # holding GPUs
-    FINISHED = "finished"    # completed its work
-    FAILED = "failed"        # ended without completing (crash, node failure): the job is over
+    PENDING = "pending"  # known to the backend, not running (never started, or preempted)
+    RUNNING = "running"  # holding GPUs
+    FINISHED = "finished"  # completed its work
+    FAILED = "failed"  # ended without completing (crash, node failure): the job is over
     CANCELLED = "cancelled"  # cancelled outside chronus (e.g. ``scancel``) or by ``cancel``
 
 

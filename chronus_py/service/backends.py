@@ -8,6 +8,7 @@ service was given one). To add a backend, write such a module and register it be
 Modules are imported only when used, so ``chronus --help`` stays fast and a backend's client
 library is needed only by those who run it.
 """
+
 from __future__ import annotations
 
 import importlib

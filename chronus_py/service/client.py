@@ -8,6 +8,7 @@
 Every error answer of the server becomes a :class:`ClientError` with its status, message and
 the field it names; a server that cannot be reached, a ClientError with status 0.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ from typing import Any, Mapping
 
 class ClientError(Exception):
     def __init__(self, status: int, message: str, field: str | None = None):
-        super().__init__(f"{status}: {field + ': ' if field else ''}{message}" if status
-                         else message)
+        super().__init__(
+            f"{status}: {field + ': ' if field else ''}{message}" if status else message
+        )
         self.status = status
         self.message = message
         self.field = field
@@ -32,8 +34,9 @@ class Client:
         self.token = token
         self.timeout = timeout
 
-    def request(self, method: str, path: str, body: Any = None,
-                query: Mapping[str, Any] | None = None) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, query: Mapping[str, Any] | None = None
+    ) -> Any:
         url = self.url + path
         params = {k: v for k, v in (query or {}).items() if v is not None}
         if params:
@@ -61,8 +64,7 @@ class Client:
         return json.loads(raw) if "json" in kind else raw.decode()
 
     def submit(self, job: Mapping[str, Any], *, dry_run: bool = False) -> dict:
-        return self.request("POST", "/v1/jobs", dict(job),
-                            {"dry_run": "true"} if dry_run else None)
+        return self.request("POST", "/v1/jobs", dict(job), {"dry_run": "true"} if dry_run else None)
 
     def status(self, job_id: str) -> dict:
         return self.request("GET", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}")
@@ -71,13 +73,25 @@ class Client:
         return self.request("DELETE", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}")
 
     def progress(self, job_id: str, iterations_done: int) -> dict:
-        return self.request("POST", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}/progress",
-                            {"iterations_done": iterations_done})
+        return self.request(
+            "POST",
+            f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}/progress",
+            {"iterations_done": iterations_done},
+        )
 
-    def jobs(self, *, tenant: str | None = None, state: str | None = None,
-             limit: int | None = None, after: str | None = None) -> dict:
-        return self.request("GET", "/v1/jobs", query={"tenant": tenant, "state": state,
-                                                     "limit": limit, "after": after})
+    def jobs(
+        self,
+        *,
+        tenant: str | None = None,
+        state: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> dict:
+        return self.request(
+            "GET",
+            "/v1/jobs",
+            query={"tenant": tenant, "state": state, "limit": limit, "after": after},
+        )
 
     def plan(self) -> dict:
         return self.request("GET", "/v1/plan")

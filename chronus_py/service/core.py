@@ -13,6 +13,7 @@ Order of effects, which is what makes a crash at any instant safe:
 
 All methods run on one thread (the server's event loop): the scheduler is not shared.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,7 @@ from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
-_ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed",
-          RunState.CANCELLED: "cancelled"}
+_ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed", RunState.CANCELLED: "cancelled"}
 
 
 class ApiError(Exception):
@@ -72,10 +72,17 @@ def decision_log(event: str, **fields: Any) -> None:
 
 
 class Service:
-    def __init__(self, backend: Backend, db: Database, settings: rounds.SchedulerSettings, *,
-                 allocator_factory: Callable[[], Any] | None = None,
-                 on_round: Callable[[float], None] | None = None,
-                 on_admission: Callable[[float], None] | None = None, layers=None):
+    def __init__(
+        self,
+        backend: Backend,
+        db: Database,
+        settings: rounds.SchedulerSettings,
+        *,
+        allocator_factory: Callable[[], Any] | None = None,
+        on_round: Callable[[float], None] | None = None,
+        on_admission: Callable[[float], None] | None = None,
+        layers=None,
+    ):
         self.backend = backend
         self.db = db
         self.settings = settings
@@ -106,37 +113,63 @@ class Service:
         observed = {o.id: o for o in self.backend.jobs()}
         self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
-        self.scheduler = rounds.build_scheduler(self.settings, self.cluster,
-                                                allocator=self.allocator_factory(),
-                                                estimates=self.estimates)
+        self.scheduler = rounds.build_scheduler(
+            self.settings,
+            self.cluster,
+            allocator=self.allocator_factory(),
+            estimates=self.estimates,
+        )
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
         self.known = self.db.ids()  # every job id ever accepted: ids are never reused
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
-                spec = parse_job(row["spec"], now=now, tenant=row["tenant"], may_set_tenant=True,
-                                 submit=row["submit"])
+                spec = parse_job(
+                    row["spec"],
+                    now=now,
+                    tenant=row["tenant"],
+                    may_set_tenant=True,
+                    submit=row["submit"],
+                )
                 if obs is not None and obs.state in _ENDED:
-                    self.db.set_state(row["id"], _ENDED[obs.state], finished=obs.ended_at,
-                                      starts=obs.starts)
+                    self.db.set_state(
+                        row["id"], _ENDED[obs.state], finished=obs.ended_at, starts=obs.starts
+                    )
                     continue
                 if obs is None:
                     self.backend.submit(spec.job, spec.fields)
-                guaranteed = (DeadlineOption(row["guaranteed_at"], row["guaranteed_value"])
-                              if row["guaranteed_at"] is not None else None)
+                guaranteed = (
+                    DeadlineOption(row["guaranteed_at"], row["guaranteed_value"])
+                    if row["guaranteed_at"] is not None
+                    else None
+                )
                 self._restore(spec, row["estimate"], obs, guaranteed, now)
             for obs in observed.values():
                 if obs.state in _ENDED or obs.spec is None or obs.id in self.known:
                     continue
-                spec = parse_job(dict(obs.spec), now=now, tenant=str(obs.spec.get("tenant")),
-                                 may_set_tenant=True, submit=now)
-                admission = {"decision": rounds.NOT_GUARANTEED,
-                             "reason": "recovered from the backend: the database had no record"}
-                self.db.add_job(job_id=spec.job.id, seq=self.db.next_seq(),
-                                tenant=spec.job.tenant, spec=spec.fields, submit=now,
-                                estimate=spec.estimate, first_deadline=_first(spec),
-                                admission=admission, guaranteed=None)
+                spec = parse_job(
+                    dict(obs.spec),
+                    now=now,
+                    tenant=str(obs.spec.get("tenant")),
+                    may_set_tenant=True,
+                    submit=now,
+                )
+                admission = {
+                    "decision": rounds.NOT_GUARANTEED,
+                    "reason": "recovered from the backend: the database had no record",
+                }
+                self.db.add_job(
+                    job_id=spec.job.id,
+                    seq=self.db.next_seq(),
+                    tenant=spec.job.tenant,
+                    spec=spec.fields,
+                    submit=now,
+                    estimate=spec.estimate,
+                    first_deadline=_first(spec),
+                    admission=admission,
+                    guaranteed=None,
+                )
                 self.known.add(spec.job.id)
                 self._restore(spec, spec.estimate, obs, None, now)
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
@@ -160,27 +193,37 @@ class Service:
             # The backend only knows how long the current run has been going (its earlier runs'
             # work is unknown: counting it as none errs towards more remaining work).
             done = now - obs.run_since if running and obs.run_since is not None else 0.0
-        kwargs = dict(work_done=max(done, 0.0), starts=obs.starts if obs else 0,
-                      guaranteed=guaranteed)
+        kwargs = dict(
+            work_done=max(done, 0.0), starts=obs.starts if obs else 0, guaranteed=guaranteed
+        )
         try:
-            rounds.restore(self.scheduler, spec.job, now,
-                           placement=dict(obs.placement) if running else None, **kwargs)
+            rounds.restore(
+                self.scheduler,
+                spec.job,
+                now,
+                placement=dict(obs.placement) if running else None,
+                **kwargs,
+            )
         except ValueError as exc:
             # The backend runs it where the scheduler cannot hold it (e.g. a node left the
             # partition): stop it, and schedule it again from where it is.
             decision_log("preempt", job=job_id, reason=f"cannot hold its placement: {exc}")
             self.backend.preempt(job_id)
             rounds.restore(self.scheduler, spec.job, now, placement=None, **kwargs)
-        self.db.set_state(job_id, "running" if running else "pending",
-                          placement=obs.placement if running else None,
-                          starts=obs.starts if obs else None)
+        self.db.set_state(
+            job_id,
+            "running" if running else "pending",
+            placement=obs.placement if running else None,
+            starts=obs.starts if obs else None,
+        )
 
     # -- requests ----------------------------------------------------------------------------------
     def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
         if self.needs_resync:
             # The scheduler may not match the cluster: a promise made now could not be kept.
-            raise ApiError(503, "the service is re-reading the cluster after a backend error; "
-                                "retry shortly")
+            raise ApiError(
+                503, "the service is re-reading the cluster after a backend error; retry shortly"
+            )
         started = time.perf_counter()
         now = self.backend.now()
         try:
@@ -198,12 +241,15 @@ class Service:
         if dry_run:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
-            return 200, {"id": job.id, "submitted": False, "dry_run": True,
-                         "admission": admission.to_dict()}
+            return 200, {
+                "id": job.id,
+                "submitted": False,
+                "dry_run": True,
+                "admission": admission.to_dict(),
+            }
         admission = self.accept(spec, now)
         self.on_admission(time.perf_counter() - started)
-        return 201, {"id": job.id, "submitted": True, "now": now,
-                     "admission": admission.to_dict()}
+        return 201, {"id": job.id, "submitted": True, "now": now, "admission": admission.to_dict()}
 
     def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
         """Admit a checked job: commit it and its promise, then tell the backend."""
@@ -216,20 +262,34 @@ class Service:
         self.tenants[job.id] = job.tenant
         deadline = admission.deadline
         with self.db.transaction():
-            self.db.add_job(job_id=job.id, seq=state.seq, tenant=job.tenant, spec=spec.fields,
-                            submit=job.submit, estimate=spec.estimate,
-                            first_deadline=_first(spec), admission=admission.to_dict(),
-                            guaranteed=None if deadline is None else (deadline.at, deadline.value))
+            self.db.add_job(
+                job_id=job.id,
+                seq=state.seq,
+                tenant=job.tenant,
+                spec=spec.fields,
+                submit=job.submit,
+                estimate=spec.estimate,
+                first_deadline=_first(spec),
+                admission=admission.to_dict(),
+                guaranteed=None if deadline is None else (deadline.at, deadline.value),
+            )
             self.known.add(job.id)
             if deadline is not None:
-                self.db.promise(job.id, "promised", (deadline.at, deadline.value), now,
-                                update_job=False)
+                self.db.promise(
+                    job.id, "promised", (deadline.at, deadline.value), now, update_job=False
+                )
                 self.promised[job.id] = deadline
             self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
             if stats is not None and stats.rounds != before:
                 self._record_promise_changes(now, in_transaction=True)
-        decision_log("admit", job=job.id, tenant=job.tenant, decision=admission.decision,
-                     deadline=None if deadline is None else deadline.at, now=now)
+        decision_log(
+            "admit",
+            job=job.id,
+            tenant=job.tenant,
+            decision=admission.decision,
+            deadline=None if deadline is None else deadline.at,
+            now=now,
+        )
         self._count(admission.decision)
         try:
             self.backend.submit(job, spec.fields)
@@ -260,14 +320,15 @@ class Service:
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
         if not isinstance(body, dict) or set(body) != {"iterations_done"}:
-            raise ApiError(422, "expected {\"iterations_done\": N}", "iterations_done")
+            raise ApiError(422, 'expected {"iterations_done": N}', "iterations_done")
         done = body["iterations_done"]
         total = row["spec"].get("iterations")
         if total is None:
             raise ApiError(422, "the job was submitted without iterations", "iterations_done")
         if isinstance(done, bool) or not isinstance(done, int) or not 0 <= done <= total:
-            raise ApiError(422, f"expected an integer in [0, {total}], got {done!r}",
-                           "iterations_done")
+            raise ApiError(
+                422, f"expected an integer in [0, {total}], got {done!r}", "iterations_done"
+            )
         if job_id not in self.scheduler.active:
             raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
         now = self.backend.now()
@@ -289,25 +350,42 @@ class Service:
     def get_job(self, job_id: str, caller: Caller) -> dict:
         return self.job_view(self._visible(job_id, caller))
 
-    def list_jobs(self, caller: Caller, *, tenant: str | None, state: str | None,
-                  limit: int, after: str | None) -> list[dict]:
+    def list_jobs(
+        self,
+        caller: Caller,
+        *,
+        tenant: str | None,
+        state: str | None,
+        limit: int,
+        after: str | None,
+    ) -> list[dict]:
         if not caller.admin:
             if tenant is not None and tenant != caller.tenant:
                 return []
             tenant = caller.tenant
-        return [self.job_view(r) for r in self.db.jobs(tenant=tenant, state=state, limit=limit,
-                                                       after=after)]
+        return [
+            self.job_view(r)
+            for r in self.db.jobs(tenant=tenant, state=state, limit=limit, after=after)
+        ]
 
     def job_view(self, row: Mapping[str, Any]) -> dict:
         spec = row["spec"]
         out = {
-            "id": row["id"], "tenant": row["tenant"], "state": row["state"],
-            "gpus": spec["gpus"], "submit": row["submit"], "deadlines": spec.get("deadlines", []),
-            "estimate_seconds": row["estimate"], "admission": row["admission"],
-            "guaranteed": None if row["guaranteed_at"] is None else {
-                "at": row["guaranteed_at"], "value": row["guaranteed_value"]},
-            "placement": row["placement"] or {}, "first_start": row["first_start"],
-            "finished_at": row["finished_at"], "starts": row["starts"],
+            "id": row["id"],
+            "tenant": row["tenant"],
+            "state": row["state"],
+            "gpus": spec["gpus"],
+            "submit": row["submit"],
+            "deadlines": spec.get("deadlines", []),
+            "estimate_seconds": row["estimate"],
+            "admission": row["admission"],
+            "guaranteed": None
+            if row["guaranteed_at"] is None
+            else {"at": row["guaranteed_at"], "value": row["guaranteed_value"]},
+            "placement": row["placement"] or {},
+            "first_start": row["first_start"],
+            "finished_at": row["finished_at"],
+            "starts": row["starts"],
         }
         if row["state"] == "finished" and row["first_deadline"] is not None:
             out["met_first_deadline"] = row["finished_at"] <= row["first_deadline"]
@@ -320,12 +398,22 @@ class Service:
             for node, gpus in state.placement.items():
                 used[node] = used.get(node, 0) + len(gpus)
         return {
-            "backend": self.backend.name, "now": self.backend.now(),
-            "gpus": self.cluster.gpus, "free_gpus": rounds.free_gpus(self.scheduler),
+            "backend": self.backend.name,
+            "now": self.backend.now(),
+            "gpus": self.cluster.gpus,
+            "free_gpus": rounds.free_gpus(self.scheduler),
             "pending": len(self.scheduler.active) - len(self.scheduler.running),
             "running": len(self.scheduler.running),
-            "nodes": [{"name": n.name, "gpus": len(n.gpus), "used": used.get(n.name, 0),
-                       "healthy": n.healthy, "reason": n.reason} for n in nodes],
+            "nodes": [
+                {
+                    "name": n.name,
+                    "gpus": len(n.gpus),
+                    "used": used.get(n.name, 0),
+                    "healthy": n.healthy,
+                    "reason": n.reason,
+                }
+                for n in nodes
+            ],
         }
 
     # -- the round ---------------------------------------------------------------------------------
@@ -345,8 +433,10 @@ class Service:
             self._write_layers()
 
     def _write_layers(self) -> None:
-        running = {job_id: (state.placement, self.specs[job_id].fields.get("cgroup"))
-                   for job_id, state in self.scheduler.running.items()}
+        running = {
+            job_id: (state.placement, self.specs[job_id].fields.get("cgroup"))
+            for job_id, state in self.scheduler.running.items()
+        }
         try:
             nodes = self.layers.update(running)
         except OSError as exc:
@@ -360,9 +450,13 @@ class Service:
         for fields in self.backend.arrivals():
             now = self.backend.now()
             try:
-                spec = parse_job({k: v for k, v in fields.items()}, now=now,
-                                 tenant=str(fields.get("tenant", "default")), may_set_tenant=True,
-                                 submit=float(fields.get("submit", now)))
+                spec = parse_job(
+                    {k: v for k, v in fields.items()},
+                    now=now,
+                    tenant=str(fields.get("tenant", "default")),
+                    may_set_tenant=True,
+                    submit=float(fields.get("submit", now)),
+                )
             except (FieldError, TypeError, ValueError) as exc:
                 decision_log("refuse", job=fields.get("id"), reason=str(exc))
                 self.backend.cancel(str(fields.get("id")))
@@ -398,9 +492,11 @@ class Service:
             if obs.state in _ENDED:
                 ended.append(obs)
             elif (obs.state is RunState.RUNNING) != rounds.is_running(state) or (
-                    obs.state is RunState.RUNNING and dict(obs.placement) != dict(state.placement)):
-                decision_log("resync", job=obs.id, backend=str(obs.state),
-                             scheduler=str(state.status))
+                obs.state is RunState.RUNNING and dict(obs.placement) != dict(state.placement)
+            ):
+                decision_log(
+                    "resync", job=obs.id, backend=str(obs.state), scheduler=str(state.status)
+                )
                 self.needs_resync = True
         if ended:
             self._placements_changed = True
@@ -432,20 +528,38 @@ class Service:
             with self.db.transaction():
                 self._record_promise_changes(now, in_transaction=True)
                 plan = self.plan
-                self.db.set_meta("lease_plan", {"now": now, "lease_end": plan.lease_end,
-                                                "plan": {j: list(s) for j, s in
-                                                         plan.lease_plan.items()}})
+                self.db.set_meta(
+                    "lease_plan",
+                    {
+                        "now": now,
+                        "lease_end": plan.lease_end,
+                        "plan": {j: list(s) for j, s in plan.lease_plan.items()},
+                    },
+                )
         reasons = rounds.reasons(self.scheduler, decided)
         for state in decided.preempted:
-            self._apply("preempt", state.id, None, reasons.get(state.id, ""), now,
-                        lambda s=state: self.backend.preempt(s.id))
+            self._apply(
+                "preempt",
+                state.id,
+                None,
+                reasons.get(state.id, ""),
+                now,
+                lambda s=state: self.backend.preempt(s.id),
+            )
         for state in decided.started:
             placement = {n: tuple(g) for n, g in state.placement.items()}
-            self._apply("start", state.id, placement, reasons.get(state.id, ""), now,
-                        lambda s=state, p=placement: self.backend.start(s.id, p))
+            self._apply(
+                "start",
+                state.id,
+                placement,
+                reasons.get(state.id, ""),
+                now,
+                lambda s=state, p=placement: self.backend.start(s.id, p),
+            )
 
-    def _apply(self, action: str, job_id: str, placement, reason: str, now: float,
-               call: Callable[[], None]) -> None:
+    def _apply(
+        self, action: str, job_id: str, placement, reason: str, now: float, call: Callable[[], None]
+    ) -> None:
         if self.needs_resync:
             return
         try:
@@ -456,9 +570,13 @@ class Service:
         state = self.scheduler.jobs[job_id]
         self._placements_changed = True
         with self.db.transaction():
-            self.db.set_state(job_id, "running" if action == "start" else "pending",
-                              placement=placement, started=now if action == "start" else None,
-                              starts=state.starts)
+            self.db.set_state(
+                job_id,
+                "running" if action == "start" else "pending",
+                placement=placement,
+                started=now if action == "start" else None,
+                starts=state.starts,
+            )
             self.db.decision(now, job_id, action, placement, reason)
         decision_log(action, job=job_id, placement=placement, reason=reason, now=now)
 
@@ -466,8 +584,9 @@ class Service:
         """Nothing more is decided until the scheduler is rebuilt from the backend's view."""
         self.counters.backend_errors += 1
         self.needs_resync = True
-        log.warning(json.dumps({"event": "backend_error", "during": what, "job": job_id,
-                                "error": str(exc)}))
+        log.warning(
+            json.dumps({"event": "backend_error", "during": what, "job": job_id, "error": str(exc)})
+        )
 
     def _record_promise_changes(self, now: float, *, in_transaction: bool = False) -> None:
         """Record guarantees a round gave (a retried admission) or withdrew (a demotion)."""
@@ -475,8 +594,11 @@ class Service:
         if current == self.promised:
             return
         changes = [(j, "promised", d) for j, d in current.items() if self.promised.get(j) != d]
-        changes += [(j, "demoted", None) for j in self.promised if j not in current
-                    and j in self.scheduler.active]
+        changes += [
+            (j, "demoted", None)
+            for j in self.promised
+            if j not in current and j in self.scheduler.active
+        ]
         if not in_transaction:
             with self.db.transaction():
                 self._write_promises(changes, now)
@@ -486,17 +608,25 @@ class Service:
 
     def _write_promises(self, changes, now: float) -> None:
         for job_id, event, deadline in changes:
-            self.db.promise(job_id, event, None if deadline is None else
-                            (deadline.at, deadline.value), now)
+            self.db.promise(
+                job_id, event, None if deadline is None else (deadline.at, deadline.value), now
+            )
             if event == "demoted":
                 self.counters.demotions += 1
-            decision_log(event, job=job_id, deadline=None if deadline is None else deadline.at,
-                         now=now)
+            decision_log(
+                event, job=job_id, deadline=None if deadline is None else deadline.at, now=now
+            )
 
     def next_wakeup(self) -> float | None:
         """The backend time the loop must run a round by, if nothing else happens."""
-        times = [t for t in (rounds.next_wakeup(self.scheduler, self.backend.now()),
-                             self.backend.next_event()) if t is not None]
+        times = [
+            t
+            for t in (
+                rounds.next_wakeup(self.scheduler, self.backend.now()),
+                self.backend.next_event(),
+            )
+            if t is not None
+        ]
         return min(times, default=None)
 
     def _count(self, decision: str) -> None:

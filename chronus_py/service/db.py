@@ -10,6 +10,7 @@ The database is the service's memory, not the truth about the cluster: on start 
 believes the backend about what runs where, and takes from here only what the backend cannot
 know (promises, estimates, history).
 """
+
 from __future__ import annotations
 
 import json
@@ -56,21 +57,26 @@ class Database:
 
     def _migrate(self) -> None:
         have = self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
         version = 0
         if have:
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             version = int(row[0]) if row else 0
         if version > SCHEMA_VERSION:
-            raise InputError(self.path, f"schema version {version} is newer than this chronus "
-                                        f"({SCHEMA_VERSION}); upgrade chronus-py")
+            raise InputError(
+                self.path,
+                f"schema version {version} is newer than this chronus "
+                f"({SCHEMA_VERSION}); upgrade chronus-py",
+            )
         for number in range(version, SCHEMA_VERSION):
             with self.transaction():
                 for statement in MIGRATIONS[number].split(";"):
                     if statement.strip():
                         self.conn.execute(statement)
-                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                                  (str(number + 1),))
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(number + 1),)
+                )
 
     def transaction(self):
         return _Transaction(self.conn)
@@ -79,48 +85,99 @@ class Database:
         self.conn.close()
 
     # -- writes (callers group them in a transaction) ---------------------------------------------
-    def add_job(self, *, job_id: str, seq: int, tenant: str, spec: Mapping[str, Any],
-                submit: float, estimate: float, first_deadline: float | None,
-                admission: Mapping[str, Any], guaranteed: tuple[float, float] | None) -> None:
+    def add_job(
+        self,
+        *,
+        job_id: str,
+        seq: int,
+        tenant: str,
+        spec: Mapping[str, Any],
+        submit: float,
+        estimate: float,
+        first_deadline: float | None,
+        admission: Mapping[str, Any],
+        guaranteed: tuple[float, float] | None,
+    ) -> None:
         self.conn.execute(
             "INSERT INTO job (id, seq, tenant, spec, submit, estimate, first_deadline, state,"
             " admission, guaranteed_at, guaranteed_value)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-            (job_id, seq, tenant, json.dumps(spec), submit, estimate, first_deadline,
-             json.dumps(admission), *(guaranteed or (None, None))))
+            (
+                job_id,
+                seq,
+                tenant,
+                json.dumps(spec),
+                submit,
+                estimate,
+                first_deadline,
+                json.dumps(admission),
+                *(guaranteed or (None, None)),
+            ),
+        )
 
-    def promise(self, job_id: str, event: str, deadline: tuple[float, float] | None,
-                at: float, *, update_job: bool = True) -> None:
+    def promise(
+        self,
+        job_id: str,
+        event: str,
+        deadline: tuple[float, float] | None,
+        at: float,
+        *,
+        update_job: bool = True,
+    ) -> None:
         """Record a promise made (``promised``) or withdrawn (``demoted``), and the job's current
         guarantee (unless ``update_job`` is False: ``add_job`` just wrote it)."""
         at_value = deadline or (None, None)
         self.conn.execute(
             "INSERT INTO promise (job, event, deadline, value, at) VALUES (?, ?, ?, ?, ?)",
-            (job_id, event, *at_value, at))
+            (job_id, event, *at_value, at),
+        )
         if update_job:
-            self.conn.execute("UPDATE job SET guaranteed_at=?, guaranteed_value=? WHERE id=?",
-                              (*(deadline if event == "promised" else (None, None)), job_id))
+            self.conn.execute(
+                "UPDATE job SET guaranteed_at=?, guaranteed_value=? WHERE id=?",
+                (*(deadline if event == "promised" else (None, None)), job_id),
+            )
 
-    def set_state(self, job_id: str, state: str, *, placement: Mapping | None = None,
-                  started: float | None = None, finished: float | None = None,
-                  starts: int | None = None) -> None:
+    def set_state(
+        self,
+        job_id: str,
+        state: str,
+        *,
+        placement: Mapping | None = None,
+        started: float | None = None,
+        finished: float | None = None,
+        starts: int | None = None,
+    ) -> None:
         self.conn.execute(
             "UPDATE job SET state=?, placement=?, first_start=COALESCE(first_start, ?),"
             " finished_at=COALESCE(?, finished_at), starts=COALESCE(?, starts) WHERE id=?",
-            (state, None if not placement else json.dumps({n: list(g) for n, g in
-                                                           placement.items()}),
-             started, finished, starts, job_id))
+            (
+                state,
+                None if not placement else json.dumps({n: list(g) for n, g in placement.items()}),
+                started,
+                finished,
+                starts,
+                job_id,
+            ),
+        )
 
-    def decision(self, at: float, job_id: str, action: str, placement: Mapping | None,
-                 reason: str) -> None:
+    def decision(
+        self, at: float, job_id: str, action: str, placement: Mapping | None, reason: str
+    ) -> None:
         self.conn.execute(
             "INSERT INTO decision (at, job, action, placement, reason) VALUES (?, ?, ?, ?, ?)",
-            (at, job_id, action, None if not placement else json.dumps(
-                {n: list(g) for n, g in placement.items()}), reason))
+            (
+                at,
+                job_id,
+                action,
+                None if not placement else json.dumps({n: list(g) for n, g in placement.items()}),
+                reason,
+            ),
+        )
 
     def reestimated(self, job_id: str, at: float, old: float, new: float) -> None:
-        self.conn.execute("INSERT INTO estimate (job, at, old, new) VALUES (?, ?, ?, ?)",
-                          (job_id, at, old, new))
+        self.conn.execute(
+            "INSERT INTO estimate (job, at, old, new) VALUES (?, ?, ?, ?)", (job_id, at, old, new)
+        )
         self.conn.execute("UPDATE job SET estimate=? WHERE id=?", (new, job_id))
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -136,9 +193,15 @@ class Database:
         row = cur.fetchone()
         return None if row is None else _row(cur, row)
 
-    def jobs(self, *, tenant: str | None = None, state: str | None = None,
-             active_only: bool = False, limit: int | None = None,
-             after: str | None = None) -> list[dict[str, Any]]:
+    def jobs(
+        self,
+        *,
+        tenant: str | None = None,
+        state: str | None = None,
+        active_only: bool = False,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[dict[str, Any]]:
         where, args = [], []
         if tenant is not None:
             where.append("tenant=?")
@@ -158,8 +221,10 @@ class Database:
 
     def promises(self, job_id: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT job, event, deadline, value, at FROM promise"
-        cur = self.conn.execute(sql + (" WHERE job=? ORDER BY seq" if job_id else " ORDER BY seq"),
-                                (job_id,) if job_id else ())
+        cur = self.conn.execute(
+            sql + (" WHERE job=? ORDER BY seq" if job_id else " ORDER BY seq"),
+            (job_id,) if job_id else (),
+        )
         return [_row(cur, r) for r in cur.fetchall()]
 
     def ids(self) -> set[str]:
@@ -175,7 +240,8 @@ class Database:
         """(finished SLO jobs, of which met their first deadline)."""
         slo, met = self.conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(finished_at <= first_deadline), 0) FROM job"
-            " WHERE state='finished' AND first_deadline IS NOT NULL").fetchone()
+            " WHERE state='finished' AND first_deadline IS NOT NULL"
+        ).fetchone()
         return int(slo), int(met)
 
 

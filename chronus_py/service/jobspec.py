@@ -15,6 +15,7 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
     tenant: team-a              # admin tokens only (a tenant token's own tenant otherwise)
     cgroup: training.slice/j1.scope     # optional: the job's cgroup, for host layer configs
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,17 @@ from typing import Any, Mapping
 
 from chronus_py.model import DeadlineOption, Job, JobKind
 
-FIELDS = ("id", "gpus", "estimate_seconds", "deadlines", "duration_seconds", "iterations", "model",
-          "tenant", "cgroup")
+FIELDS = (
+    "id",
+    "gpus",
+    "estimate_seconds",
+    "deadlines",
+    "duration_seconds",
+    "iterations",
+    "model",
+    "tenant",
+    "cgroup",
+)
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 MAX_DEADLINES = 16
 
@@ -50,8 +60,9 @@ class JobSpec:
     fields: Mapping[str, Any]
 
 
-def parse_job(body: Any, *, now: float, tenant: str, may_set_tenant: bool = False,
-              submit: float | None = None) -> JobSpec:
+def parse_job(
+    body: Any, *, now: float, tenant: str, may_set_tenant: bool = False, submit: float | None = None
+) -> JobSpec:
     """Check ``body``; the job is submitted at ``submit`` (default ``now``) for ``tenant``
     (``body['tenant']`` instead when ``may_set_tenant``)."""
     if not isinstance(body, dict):
@@ -63,40 +74,60 @@ def parse_job(body: Any, *, now: float, tenant: str, may_set_tenant: bool = Fals
     job_id = body.get("id")
     if job_id is None:
         job_id = uuid.uuid4().hex[:16]
-    elif isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or not _ID.fullmatch(
-            str(job_id)):
+    elif (
+        isinstance(job_id, bool)
+        or not isinstance(job_id, (str, int))
+        or not _ID.fullmatch(str(job_id))
+    ):
         raise FieldError("id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {job_id!r}")
     gpus = body.get("gpus")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise FieldError("gpus", f"expected an integer >= 1, got {gpus!r}" if "gpus" in body
-                         else "required")
+        raise FieldError(
+            "gpus", f"expected an integer >= 1, got {gpus!r}" if "gpus" in body else "required"
+        )
     estimate = _number(body, "estimate_seconds", required=True)
     duration = _number(body, "duration_seconds", required=False)
     iterations = body.get("iterations")
-    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, int)
-                                   or iterations < 1):
+    if iterations is not None and (
+        isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
+    ):
         raise FieldError("iterations", f"expected an integer >= 1, got {iterations!r}")
     model = body.get("model")
     if model is not None and (not isinstance(model, str) or not 0 < len(model) <= 128):
         raise FieldError("model", "expected a string of 1-128 characters")
     cgroup = body.get("cgroup")
-    if cgroup is not None and (not isinstance(cgroup, str) or not 0 < len(cgroup) <= 512
-                               or ".." in cgroup.split("/")):
+    if cgroup is not None and (
+        not isinstance(cgroup, str) or not 0 < len(cgroup) <= 512 or ".." in cgroup.split("/")
+    ):
         raise FieldError("cgroup", "expected a cgroup path of 1-512 characters without '..'")
     if "tenant" in body:
         if not may_set_tenant:
             raise FieldError("tenant", "set by your token; only an admin token may name a tenant")
         tenant = body["tenant"]
         if not isinstance(tenant, str) or not _ID.fullmatch(tenant):
-            raise FieldError("tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, "
-                                       f"got {tenant!r}")
+            raise FieldError(
+                "tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {tenant!r}"
+            )
     deadlines = _deadlines(body.get("deadlines", []))
-    kind = (JobKind.BEST_EFFORT if not deadlines else
-            JobKind.STRICT_SLO if len(deadlines) == 1 else JobKind.SOFT_SLO)
+    kind = (
+        JobKind.BEST_EFFORT
+        if not deadlines
+        else JobKind.STRICT_SLO
+        if len(deadlines) == 1
+        else JobKind.SOFT_SLO
+    )
     at = now if submit is None else submit
-    job = Job(id=str(job_id), tenant=tenant, gpus=gpus, submit=at, kind=kind, deadlines=deadlines,
-              duration=duration if duration is not None else estimate, iterations=iterations,
-              model=model)
+    job = Job(
+        id=str(job_id),
+        tenant=tenant,
+        gpus=gpus,
+        submit=at,
+        kind=kind,
+        deadlines=deadlines,
+        duration=duration if duration is not None else estimate,
+        iterations=iterations,
+        model=model,
+    )
     fields = {**{k: v for k, v in body.items() if k != "submit"}, "id": job.id, "tenant": tenant}
     return JobSpec(job, estimate, fields)
 
@@ -107,8 +138,12 @@ def _number(body: Mapping[str, Any], name: str, *, required: bool) -> float | No
         if required:
             raise FieldError(name, "required")
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise FieldError(name, f"expected a number > 0, got {value!r}")
     return float(value)
 
@@ -128,11 +163,16 @@ def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
                 raise FieldError(f"{where}.{name}", "unknown field (expected at, value)")
         at = item.get("at")
         if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
-            raise FieldError(f"{where}.at", f"expected a number, got {at!r}" if "at" in item
-                             else "required")
+            raise FieldError(
+                f"{where}.at", f"expected a number, got {at!r}" if "at" in item else "required"
+            )
         value = item.get("value", 1)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-                value) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
             raise FieldError(f"{where}.value", f"expected a number >= 0, got {value!r}")
         if out and at <= out[-1].at:
             raise FieldError(f"{where}.at", "deadlines must be in increasing order")

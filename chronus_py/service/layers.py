@@ -7,6 +7,7 @@ a config. ``--hosts`` maps node names to host model YAML files (paths relative t
     node000: hosts/2socket-8gpu.yaml
     node001: hosts/2socket-8gpu.yaml
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,9 @@ def load_hosts(path: Path, node_gpus: Mapping[str, int]) -> dict[str, Any]:
     out = {}
     for node, name in raw.items():
         if node not in node_gpus:
-            raise InputError(path, f"unknown node (the cluster has {len(node_gpus)} nodes)",
-                             field=str(node))
+            raise InputError(
+                path, f"unknown node (the cluster has {len(node_gpus)} nodes)", field=str(node)
+            )
         if not isinstance(name, str):
             raise InputError(path, "expected a host model file name", field=str(node))
         model = Path(path).parent / name
@@ -40,8 +42,9 @@ def load_hosts(path: Path, node_gpus: Mapping[str, int]) -> dict[str, Any]:
             try:
                 host.gpu(gpu)
             except KeyError:
-                raise InputError(path, f"host {host.name} ({model}) has no GPU {gpu}",
-                                 field=str(node)) from None
+                raise InputError(
+                    path, f"host {host.name} ({model}) has no GPU {gpu}", field=str(node)
+                ) from None
         out[node] = host
     return out
 
@@ -60,8 +63,9 @@ class LayersWriter:
     def current(self, node: str) -> str | None:
         return self.configs.get(node)
 
-    def update(self, running: Mapping[str, tuple[Mapping[str, tuple[int, ...]], str | None]]
-               ) -> list[str]:
+    def update(
+        self, running: Mapping[str, tuple[Mapping[str, tuple[int, ...]], str | None]]
+    ) -> list[str]:
         """``running``: job -> (placement, cgroup). Rewrites the nodes whose jobs changed;
         returns their names."""
         from chronus_py.layers import PlacedJob, emit_host_layers
@@ -79,8 +83,10 @@ class LayersWriter:
                 continue
             self.placed[node] = placed
             changed.append(node)
-            layers = emit_host_layers(self.hosts[node], [
-                PlacedJob(job_id, gpus, cgroup=cgroup) for job_id, gpus, cgroup in placed])
+            layers = emit_host_layers(
+                self.hosts[node],
+                [PlacedJob(job_id, gpus, cgroup=cgroup) for job_id, gpus, cgroup in placed],
+            )
             if layers is None:
                 self.configs.pop(node, None)
                 for suffix in (".json", ".env"):

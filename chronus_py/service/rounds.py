@@ -6,6 +6,7 @@ Keeping them here means the service follows the core when it changes by editing 
 alone; the rest of the service sees :class:`Admission`, :class:`~chronus_py.scheduler.Moves`
 and the :class:`~chronus_py.plan.Plan`.
 """
+
 from __future__ import annotations
 
 import time
@@ -49,8 +50,9 @@ class Admission:
         return out
 
 
-def build_scheduler(settings: SchedulerSettings, cluster: Cluster, *, allocator=None,
-                    estimates: dict[str, float]) -> Scheduler:
+def build_scheduler(
+    settings: SchedulerSettings, cluster: Cluster, *, allocator=None, estimates: dict[str, float]
+) -> Scheduler:
     """A scheduler whose estimator reads ``estimates`` (the service fills it before submitting),
     so a job's estimate is what its owner said, never its true work."""
     policy = make_policy(settings.policy, settings.options)
@@ -80,10 +82,14 @@ def _not_guaranteed(scheduler: Scheduler, state: JobState, now: float) -> Admiss
     if selector is None:
         return Admission(NOT_GUARANTEED, reason=f"policy {policy.name} gives no guarantees")
     if selector.hopeless(state, now):
-        return Admission(NOT_GUARANTEED, reason="cannot meet its last deadline even alone; "
-                                                "runs on leftover GPUs")
-    return Admission(NOT_GUARANTEED, reason="no deadline option fits the lease plan's free "
-                                            "capacity; competes in the pool by remaining GPU-time")
+        return Admission(
+            NOT_GUARANTEED, reason="cannot meet its last deadline even alone; runs on leftover GPUs"
+        )
+    return Admission(
+        NOT_GUARANTEED,
+        reason="no deadline option fits the lease plan's free "
+        "capacity; competes in the pool by remaining GPU-time",
+    )
 
 
 def admit(scheduler: Scheduler, job: Job, now: float) -> tuple[JobState, Admission]:
@@ -91,8 +97,9 @@ def admit(scheduler: Scheduler, job: Job, now: float) -> tuple[JobState, Admissi
     state = scheduler.submit(job)
     scheduler.select(now)
     if state.guaranteed is not None:
-        return state, Admission(GUARANTEED, state.guaranteed,
-                                f"guaranteed to finish by {state.guaranteed.at:g}")
+        return state, Admission(
+            GUARANTEED, state.guaranteed, f"guaranteed to finish by {state.guaranteed.at:g}"
+        )
     return state, _not_guaranteed(scheduler, state, now)
 
 
@@ -108,13 +115,21 @@ def probe(scheduler: Scheduler, job: Job, estimate: float, now: float) -> Admiss
     return _not_guaranteed(scheduler, state, now)
 
 
-def restore(scheduler: Scheduler, job: Job, now: float, *, work_done: float, starts: int,
-            guaranteed: DeadlineOption | None,
-            placement: Mapping[str, tuple[int, ...]] | None) -> JobState:
+def restore(
+    scheduler: Scheduler,
+    job: Job,
+    now: float,
+    *,
+    work_done: float,
+    starts: int,
+    guaranteed: DeadlineOption | None,
+    placement: Mapping[str, tuple[int, ...]] | None,
+) -> JobState:
     """Load a job the backend reports (after a restart or a resync): running on ``placement``
     or pending, ``work_done`` seconds of its work behind it, its run count and guarantee."""
-    state = scheduler.restore(job, now, work_done=work_done, guaranteed=guaranteed,
-                              placement=placement)
+    state = scheduler.restore(
+        job, now, work_done=work_done, guaranteed=guaranteed, placement=placement
+    )
     if placement is not None and starts > 1:
         state.service += (starts - 1) * state.overhead
         state.starts = starts

@@ -7,6 +7,7 @@ scheduler's next decision point (lease boundary, laxity trigger), the backend's 
 (a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM
 and SIGINT stop the server after the round in progress; the database is closed cleanly.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,37 +36,69 @@ from chronus_py.service.rounds import SchedulerSettings
 log = logging.getLogger("chronus.serve")
 MAX_IDLE = 1.0
 DEFAULTS: dict[str, Any] = {
-    "listen": "127.0.0.1:8080", "db": "chronus.db", "db_sync": "normal",
-    "backend": DEFAULT_BACKEND, "tokens": None, "policy": "chronus", "cluster": None,
-    "round_interval": 0.05, "log_level": "info", "layers_dir": None, "hosts": None,
+    "listen": "127.0.0.1:8080",
+    "db": "chronus.db",
+    "db_sync": "normal",
+    "backend": DEFAULT_BACKEND,
+    "tokens": None,
+    "policy": "chronus",
+    "cluster": None,
+    "round_interval": 0.05,
+    "log_level": "info",
+    "layers_dir": None,
+    "hosts": None,
 }
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Every option defaults to None here so a config file can fill it; DEFAULTS fill the rest."""
-    p.add_argument("--config", type=Path, help="YAML file of options (keys as the flags, without "
-                   "--; flags given on the command line win)")
-    p.add_argument("--check", action="store_true",
-                   help="validate the options and config file, print them, and exit")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="YAML file of options (keys as the flags, without "
+        "--; flags given on the command line win)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the options and config file, print them, and exit",
+    )
     p.add_argument("--listen", help=f"HOST:PORT (default {DEFAULTS['listen']})")
     p.add_argument("--db", help=f"the service's SQLite database (default ./{DEFAULTS['db']})")
-    p.add_argument("--db-sync", choices=("normal", "full"),
-                   help="normal: commits survive a crash of the daemon (default); full: also a "
-                        "power cut (an fsync per commit)")
-    p.add_argument("--backend", help=f"cluster backend: {', '.join(BACKENDS)} (default "
-                                     f"{DEFAULT_BACKEND})")
-    p.add_argument("--tokens", help="YAML file of bearer tokens; without it the server only "
-                                    "listens on loopback and every caller is an admin")
+    p.add_argument(
+        "--db-sync",
+        choices=("normal", "full"),
+        help="normal: commits survive a crash of the daemon (default); full: also a "
+        "power cut (an fsync per commit)",
+    )
+    p.add_argument(
+        "--backend", help=f"cluster backend: {', '.join(BACKENDS)} (default {DEFAULT_BACKEND})"
+    )
+    p.add_argument(
+        "--tokens",
+        help="YAML file of bearer tokens; without it the server only "
+        "listens on loopback and every caller is an admin",
+    )
     p.add_argument("--policy", help="scheduling policy (default chronus)")
-    p.add_argument("--cluster", help="a HiveD cluster config: its nodes, and the cell allocator "
-                                     "places each job in its tenant's virtual cluster")
-    p.add_argument("--layers-dir", help="keep DIR/<node>.json and .env (scx_layered configs) "
-                                        "current for nodes with a host model (--hosts)")
+    p.add_argument(
+        "--cluster",
+        help="a HiveD cluster config: its nodes, and the cell allocator "
+        "places each job in its tenant's virtual cluster",
+    )
+    p.add_argument(
+        "--layers-dir",
+        help="keep DIR/<node>.json and .env (scx_layered configs) "
+        "current for nodes with a host model (--hosts)",
+    )
     p.add_argument("--hosts", help="YAML mapping node -> host model YAML, for --layers-dir")
-    p.add_argument("--round-interval", type=float,
-                   help="least wall seconds between rounds (default 0.05)")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                   help="default info: one line per decision")
+    p.add_argument(
+        "--round-interval", type=float, help="least wall seconds between rounds (default 0.05)"
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="default info: one line per decision",
+    )
     add_settings_arguments(p)
     for name in BACKENDS:
         backend_module(name).add_arguments(p)
@@ -99,15 +132,24 @@ def resolve(args: argparse.Namespace) -> Options:
             setattr(args, key, value)
     host, port = _listen(args.listen)
     if args.tokens is None and not _loopback(host):
-        raise InputError("--listen", f"{host} is not a loopback address: without --tokens anyone "
-                                     "could act as any tenant; give --tokens FILE")
+        raise InputError(
+            "--listen",
+            f"{host} is not a loopback address: without --tokens anyone "
+            "could act as any tenant; give --tokens FILE",
+        )
     from chronus_py.policies import POLICIES, make_policy
 
     if args.policy not in POLICIES:
-        raise InputError("--policy", f"unknown policy {args.policy!r} "
-                                     f"(have: {', '.join(sorted(POLICIES))})")
+        raise InputError(
+            "--policy", f"unknown policy {args.policy!r} (have: {', '.join(sorted(POLICIES))})"
+        )
     value = args.round_interval
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise InputError("--round-interval", f"must be a number >= 0, got {value!r}")
     backend_module(args.backend)
     settings = SchedulerSettings(policy=args.policy, options=settings_given(args, args.policy))
@@ -118,12 +160,21 @@ def resolve(args: argparse.Namespace) -> Options:
         load_tokens(Path(args.tokens))
     if (args.layers_dir is None) != (args.hosts is None):
         raise InputError("--layers-dir/--hosts", "give both or neither")
-    return Options(host=host, port=port, db=Path(args.db), db_sync=args.db_sync,
-                   backend=args.backend, tokens=None if args.tokens is None else Path(args.tokens),
-                   settings=settings, cluster=None if args.cluster is None else Path(args.cluster),
-                   round_interval=float(args.round_interval), log_level=args.log_level,
-                   layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
-                   hosts=None if args.hosts is None else Path(args.hosts), args=args)
+    return Options(
+        host=host,
+        port=port,
+        db=Path(args.db),
+        db_sync=args.db_sync,
+        backend=args.backend,
+        tokens=None if args.tokens is None else Path(args.tokens),
+        settings=settings,
+        cluster=None if args.cluster is None else Path(args.cluster),
+        round_interval=float(args.round_interval),
+        log_level=args.log_level,
+        layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
+        hosts=None if args.hosts is None else Path(args.hosts),
+        args=args,
+    )
 
 
 def _merge_config(args: argparse.Namespace, path: Path) -> None:
@@ -158,10 +209,15 @@ def _loopback(host: str) -> bool:
 
 def check(options: Options) -> str:
     """What ``--check`` prints: the options as they would run."""
-    out = {"listen": f"{options.host}:{options.port}", "db": str(options.db),
-           "backend": options.backend, "tokens": str(options.tokens) if options.tokens else None,
-           "policy": options.settings.policy, **_settings(options.settings),
-           "cluster": None if options.cluster is None else str(options.cluster)}
+    out = {
+        "listen": f"{options.host}:{options.port}",
+        "db": str(options.db),
+        "backend": options.backend,
+        "tokens": str(options.tokens) if options.tokens else None,
+        "policy": options.settings.policy,
+        **_settings(options.settings),
+        "cluster": None if options.cluster is None else str(options.cluster),
+    }
     return "config OK\n" + yaml.safe_dump(out, sort_keys=False)
 
 
@@ -183,8 +239,11 @@ def serve(options: Options) -> int:
     from chronus_py.service.db import Database
     from chronus_py.service.metrics import ServiceMetrics
 
-    logging.basicConfig(stream=sys.stderr, level=options.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=options.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(message)s",
+    )
     sock = _bind(options.host, options.port)
     tokens = None
     if options.tokens is not None:
@@ -194,8 +253,9 @@ def serve(options: Options) -> int:
     nodes, allocator_factory = _hived(options.cluster)
     options.db.parent.mkdir(parents=True, exist_ok=True)
     db = Database(options.db, sync=options.db_sync)
-    backend = backend_module(options.backend).from_args(options.args, db_path=options.db,
-                                                        nodes=nodes)
+    backend = backend_module(options.backend).from_args(
+        options.args, db_path=options.db, nodes=nodes
+    )
     layers = None
     if options.layers_dir is not None:
         from chronus_py.service.layers import LayersWriter, load_hosts
@@ -204,9 +264,15 @@ def serve(options: Options) -> int:
         layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
     try:
-        service = Service(backend, db, options.settings, allocator_factory=allocator_factory,
-                          on_round=metrics.round_seconds.observe,
-                          on_admission=metrics.admission_seconds.observe, layers=layers)
+        service = Service(
+            backend,
+            db,
+            options.settings,
+            allocator_factory=allocator_factory,
+            on_round=metrics.round_seconds.observe,
+            on_admission=metrics.admission_seconds.observe,
+            layers=layers,
+        )
     except BackendUnavailable as exc:
         error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
         error.exit_code = 1
@@ -223,7 +289,8 @@ def serve(options: Options) -> int:
         # would still exit -15): SIGTERM/SIGINT end serving after the current round.
         for signum in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(
-                signum, lambda: setattr(server[0], "should_exit", True))
+                signum, lambda: setattr(server[0], "should_exit", True)
+            )
         stop = asyncio.Event()
         task = asyncio.create_task(_loop(service, wake, stop, options.round_interval))
         yield
@@ -237,12 +304,20 @@ def serve(options: Options) -> int:
     app.router.lifespan_context = lifespan
     host, port = sock.getsockname()[:2]
     if tokens is None:
-        log.warning('{"event": "no_tokens", "message": "no --tokens: listening on loopback only, '
-                    'every caller acts as admin"}')
-    log.info('{"event": "listening", "url": "http://%s:%d", "backend": "%s", "db": "%s"}',
-             host, port, options.backend, options.db)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            http="httptools")
+        log.warning(
+            '{"event": "no_tokens", "message": "no --tokens: listening on loopback only, '
+            'every caller acts as admin"}'
+        )
+    log.info(
+        '{"event": "listening", "url": "http://%s:%d", "backend": "%s", "db": "%s"}',
+        host,
+        port,
+        options.backend,
+        options.db,
+    )
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", http="httptools"
+    )
     server.append(uvicorn.Server(config))
     with contextlib.suppress(ImportError):
         import uvloop  # the faster event loop where it exists (not on Windows)
@@ -257,8 +332,9 @@ async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: flo
     wake.set()  # the first round at once: after a restart, work is waiting
     while not stop.is_set():
         due = service.next_wakeup()
-        timeout = MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due),
-                                                   MAX_IDLE)
+        timeout = (
+            MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
+        )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), timeout)
         wake.clear()
@@ -287,8 +363,9 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise InputError("--listen", f"cannot listen on {host}:{port}: "
-                                     f"{exc.strerror or exc}") from None
+        raise InputError(
+            "--listen", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock

@@ -11,6 +11,7 @@ SQLite file, apart from the service's database: it plays the cluster, not the sc
 when the daemon is killed the cluster keeps running; on restart the world folds its commands
 again and knows what finished meanwhile, exactly as a real cluster would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -156,8 +157,9 @@ class SimWorld:
         job.state = RunState.RUNNING
         job.run_since = at
         self._seq += 1
-        heapq.heappush(self._ends, (at + max(job.need() - job.service, 0.0), self._seq, job_id,
-                                    job.starts))
+        heapq.heappush(
+            self._ends, (at + max(job.need() - job.service, 0.0), self._seq, job_id, job.starts)
+        )
 
     def _preempt(self, job_id: str, at: float, data: Any) -> None:
         job = self.jobs[job_id]
@@ -176,9 +178,15 @@ class SimWorld:
     def observe(self, job: _SimJob) -> ObservedJob:
         done = job.service_at(self.time) - job.starts * job.overhead
         return ObservedJob(
-            id=job.id, state=job.state, placement=dict(job.placement), run_since=job.run_since,
-            ended_at=job.ended_at, work_done=min(max(done, 0.0), job.work), starts=job.starts,
-            spec=job.spec)
+            id=job.id,
+            state=job.state,
+            placement=dict(job.placement),
+            run_since=job.run_since,
+            ended_at=job.ended_at,
+            work_done=min(max(done, 0.0), job.work),
+            starts=job.starts,
+            spec=job.spec,
+        )
 
 
 class SimBackend:
@@ -189,8 +197,15 @@ class SimBackend:
 
     name = "sim"
 
-    def __init__(self, path: Path, nodes: Sequence[tuple[str, int]], *, speed: float = 1.0,
-                 origin: float = 0.0, trace_jobs: Sequence[Job] = ()):
+    def __init__(
+        self,
+        path: Path,
+        nodes: Sequence[tuple[str, int]],
+        *,
+        speed: float = 1.0,
+        origin: float = 0.0,
+        trace_jobs: Sequence[Job] = (),
+    ):
         self.path = Path(path)
         self.world = SimWorld(nodes)
         self.nodes_ = tuple(NodeInfo(name, tuple(range(gpus))) for name, gpus in nodes)
@@ -201,14 +216,18 @@ class SimBackend:
             self.db.executescript(_SCHEMA)
             self._anchor(speed, origin)
             for kind, job_id, at, data in self.db.execute(
-                    "SELECT kind, job, at, data FROM command ORDER BY seq"):
+                "SELECT kind, job, at, data FROM command ORDER BY seq"
+            ):
                 self.world.apply(kind, job_id, at, json.loads(data) if data else None)
         except sqlite3.Error as exc:
             raise InputError(self.path, f"cannot open the sim world: {exc}") from None
         self.world.advance(self.now())
         # A new service instance has been shown nothing yet: every ended job is news to it.
-        self.world.reported = {j.id for j in self.world.jobs.values()
-                               if j.state not in (RunState.PENDING, RunState.RUNNING)}
+        self.world.reported = {
+            j.id
+            for j in self.world.jobs.values()
+            if j.state not in (RunState.PENDING, RunState.RUNNING)
+        }
         self.trace = tuple(trace_jobs)
         self._next_trace = 0
         self._settled = 0
@@ -223,8 +242,10 @@ class SimBackend:
             self.origin, self.wall0, self.speed = row
             if speed != self.speed:
                 self.origin, self.wall0, self.speed = self.now(), wall, speed
-        self.db.execute("INSERT OR REPLACE INTO anchor VALUES (0, ?, ?, ?)",
-                        (self.origin, self.wall0, self.speed))
+        self.db.execute(
+            "INSERT OR REPLACE INTO anchor VALUES (0, ?, ?, ?)",
+            (self.origin, self.wall0, self.speed),
+        )
 
     # -- the Backend protocol --------------------------------------------------------------------
     def now(self) -> float:
@@ -239,8 +260,11 @@ class SimBackend:
     def jobs(self) -> Sequence[ObservedJob]:
         self.world.advance(self.now())
         world = self.world
-        out = [world.observe(job) for job in world.jobs.values()
-               if job.state in (RunState.PENDING, RunState.RUNNING) or job.id in world.reported]
+        out = [
+            world.observe(job)
+            for job in world.jobs.values()
+            if job.state in (RunState.PENDING, RunState.RUNNING) or job.id in world.reported
+        ]
         world.reported.clear()
         world.changed.clear()
         return out
@@ -259,8 +283,11 @@ class SimBackend:
             self._next_trace += 1
         while self._settled < self._next_trace and self.trace[self._settled].id in self.world.jobs:
             self._settled += 1  # accepted or refused: never offered again
-        return [trace_fields(job) for job in self.trace[self._settled:self._next_trace]
-                if job.id not in self.world.jobs]
+        return [
+            trace_fields(job)
+            for job in self.trace[self._settled : self._next_trace]
+            if job.id not in self.world.jobs
+        ]
 
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         """``spec`` (the submitted fields) is kept for a service that lost its database; the true
@@ -275,8 +302,11 @@ class SimBackend:
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
         job = self.world.jobs.get(job_id)
-        if job is not None and job.state is RunState.RUNNING and job.placement == {
-                n: tuple(g) for n, g in placement.items()}:
+        if (
+            job is not None
+            and job.state is RunState.RUNNING
+            and job.placement == {n: tuple(g) for n, g in placement.items()}
+        ):
             return
         self._command("start", job_id, {n: list(g) for n, g in placement.items()})
 
@@ -292,9 +322,14 @@ class SimBackend:
         self._command("cancel", job_id, None)
 
     def next_event(self) -> float | None:
-        times = [t for t in (self.world.next_end(),
-                             self.trace[self._next_trace].submit
-                             if self._next_trace < len(self.trace) else None) if t is not None]
+        times = [
+            t
+            for t in (
+                self.world.next_end(),
+                self.trace[self._next_trace].submit if self._next_trace < len(self.trace) else None,
+            )
+            if t is not None
+        ]
         return min(times, default=None)
 
     def close(self) -> None:
@@ -308,44 +343,65 @@ class SimBackend:
         self.world.advance(at)
         self.world.check(kind, job_id, data)
         try:
-            self.db.execute("INSERT INTO command (kind, job, at, data) VALUES (?, ?, ?, ?)",
-                            (kind, job_id, at, None if data is None else json.dumps(data)))
+            self.db.execute(
+                "INSERT INTO command (kind, job, at, data) VALUES (?, ?, ?, ?)",
+                (kind, job_id, at, None if data is None else json.dumps(data)),
+            )
         except sqlite3.Error as exc:
             raise BackendUnavailable(f"sim: cannot record {kind} of {job_id}: {exc}") from None
         self.world.apply(kind, job_id, at, data)
 
     def commands(self) -> list[tuple[str, str, float, Any]]:
         """Every command so far, in order (tests check the world's history against it)."""
-        return [(k, j, at, json.loads(d) if d else None) for k, j, at, d in
-                self.db.execute("SELECT kind, job, at, data FROM command ORDER BY seq")]
+        return [
+            (k, j, at, json.loads(d) if d else None)
+            for k, j, at, d in self.db.execute(
+                "SELECT kind, job, at, data FROM command ORDER BY seq"
+            )
+        ]
 
 
 def trace_fields(job: Job) -> dict[str, Any]:
     """A trace job as the fields of ``POST /v1/jobs``, with its submission time and true work."""
-    return {"id": job.id, "gpus": job.gpus, "tenant": job.tenant, "submit": job.submit,
-            "estimate_seconds": job.duration, "duration_seconds": job.duration,
-            "deadlines": [{"at": d.at, "value": d.value} for d in job.deadlines],
-            **({"iterations": job.iterations} if job.iterations else {}),
-            **({"model": job.model} if job.model else {})}
+    return {
+        "id": job.id,
+        "gpus": job.gpus,
+        "tenant": job.tenant,
+        "submit": job.submit,
+        "estimate_seconds": job.duration,
+        "duration_seconds": job.duration,
+        "deadlines": [{"at": d.at, "value": d.value} for d in job.deadlines],
+        **({"iterations": job.iterations} if job.iterations else {}),
+        **({"model": job.model} if job.model else {}),
+    }
 
 
 # -- the registry's entry points ------------------------------------------------------------------
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("sim backend (--backend sim)")
     group.add_argument("--nodes", type=int, default=None, help="simulated nodes (default 120)")
     group.add_argument("--gpus-per-node", type=int, default=None, help="GPUs per node (default 8)")
-    group.add_argument("--speed", type=float, default=None,
-                       help="simulated seconds per wall second (default 1)")
-    group.add_argument("--trace", default=None,
-                       help="also feed this trace's jobs (bundled name or CSV) at their times")
-    group.add_argument("--sim-state", type=Path, default=None,
-                       help="the simulated cluster's own SQLite file (default: next to --db, "
-                            "named <db>.sim)")
+    group.add_argument(
+        "--speed", type=float, default=None, help="simulated seconds per wall second (default 1)"
+    )
+    group.add_argument(
+        "--trace",
+        default=None,
+        help="also feed this trace's jobs (bundled name or CSV) at their times",
+    )
+    group.add_argument(
+        "--sim-state",
+        type=Path,
+        default=None,
+        help="the simulated cluster's own SQLite file (default: next to --db, named <db>.sim)",
+    )
 
 
-def from_args(args: argparse.Namespace, *, db_path: Path,
-              nodes: Sequence[tuple[str, int]] | None = None) -> SimBackend:
+def from_args(
+    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
+) -> SimBackend:
     """A sim backend from the serve options; ``nodes`` (from a HiveD config) overrides
     ``--nodes``/``--gpus-per-node``."""
     from chronus_py.model import Cluster

@@ -4,6 +4,7 @@ Runs already finished in the directory are skipped (resume); the others go to th
 are written as they finish. The report and figures are always rebuilt from the whole table, so
 an interrupted and resumed sweep ends with the same files as an uninterrupted one.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -36,14 +37,24 @@ def order_for_balance(configs: list[RunConfig]) -> list[RunConfig]:
     return sorted(configs, key=lambda c: c.lease_min is None)
 
 
-def compare(grid: Grid, out: Path, *, executor: str = "process", workers: int | None = None,
-            ray_address: str | None = None, on_result: OnResult | None = None, plots: bool = True,
-            command: str = "chronus compare") -> Comparison:
+def compare(
+    grid: Grid,
+    out: Path,
+    *,
+    executor: str = "process",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    on_result: OnResult | None = None,
+    plots: bool = True,
+    command: str = "chronus compare",
+) -> Comparison:
     store = ResultsStore(out)
     configs = grid.runs()
     todo = order_for_balance([c for c in configs if c.key not in store.done])
     failed = 0
-    for done, result in enumerate(execute(todo, executor, workers=workers, ray_address=ray_address), 1):
+    for done, result in enumerate(
+        execute(todo, executor, workers=workers, ray_address=ray_address), 1
+    ):
         store.add(result)
         failed += result.failed
         if on_result:
@@ -62,4 +73,6 @@ def compare(grid: Grid, out: Path, *, executor: str = "process", workers: int | 
 
             figures = draw_all(table, store.series(), out)
     report = write_report(table, out, command=command, figures=figures, note=note)
-    return Comparison(out, len(todo), len(configs) - len(todo), failed, report, tuple(figures), note)
+    return Comparison(
+        out, len(todo), len(configs) - len(todo), failed, report, tuple(figures), note
+    )

@@ -5,6 +5,7 @@ Each executor maps the same pure ``safe_run`` over the configs and yields result
 comes back as an error row from ``safe_run``; a worker that dies (killed, out of memory) is caught
 here and recorded the same way.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -23,8 +24,13 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def execute(configs: Sequence[RunConfig], executor: str = "process", *, workers: int | None = None,
-            ray_address: str | None = None) -> Iterator[RunResult]:
+def execute(
+    configs: Sequence[RunConfig],
+    executor: str = "process",
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
+) -> Iterator[RunResult]:
     """Yield one :class:`RunResult` per config, in completion order."""
     if not configs:
         return iter(())
@@ -49,15 +55,22 @@ def _process(configs: Sequence[RunConfig], workers: int) -> Iterator[RunResult]:
                 yield failed(futures[future], exc)
 
 
-def _ray(configs: Sequence[RunConfig], workers: int | None, address: str | None) -> Iterator[RunResult]:
+def _ray(
+    configs: Sequence[RunConfig], workers: int | None, address: str | None
+) -> Iterator[RunResult]:
     try:
         import ray
     except ImportError:
         raise InputError("--executor ray", "needs Ray: pip install 'chronus-py[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                 log_to_driver=False, logging_level="ERROR")
+        ray.init(
+            address=address,
+            num_cpus=None if address else workers,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
     try:
         remote = ray.remote(num_cpus=1)(safe_run)
         pending = {remote.remote(c): c for c in configs}

@@ -8,6 +8,7 @@ that take one (Chronus), and the seed only matters when estimates are drawn (``s
 or the profiling stage). So a baseline appears once per trace, cluster, load and error setting
 however many lease lengths or seeds the grid lists.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -22,13 +23,40 @@ from chronus_py.inputs import load_yaml, show
 from chronus_py.policies import POLICIES, policy_options
 from chronus_py.replay.setup import ESTIMATES, ReplaySetup
 
-CONFIG_COLUMNS = ("run", "trace", "policy", "lease_min", "nodes", "gpus_per_node", "load", "sigma",
-                  "seed", "options", "cluster", "tenant_map", "slowdown", "round_requests", "profiling",
-                  "profiling_nodes", "profile_minutes", "profiling_order", "estimates")
+CONFIG_COLUMNS = (
+    "run",
+    "trace",
+    "policy",
+    "lease_min",
+    "nodes",
+    "gpus_per_node",
+    "load",
+    "sigma",
+    "seed",
+    "options",
+    "cluster",
+    "tenant_map",
+    "slowdown",
+    "round_requests",
+    "profiling",
+    "profiling_nodes",
+    "profile_minutes",
+    "profiling_order",
+    "estimates",
+)
 # Replay options beyond the original grid: they join a run's key only when not at their default,
 # so the keys of earlier results (and their resumption) stay as they were.
-EXTRA = {"cluster": None, "tenant_map": None, "slowdown": False, "round_requests": False, "profiling": False,
-         "profiling_nodes": 4, "profile_minutes": 5.0, "profiling_order": "deadline", "estimates": "oracle"}
+EXTRA = {
+    "cluster": None,
+    "tenant_map": None,
+    "slowdown": False,
+    "round_requests": False,
+    "profiling": False,
+    "profiling_nodes": 4,
+    "profile_minutes": 5.0,
+    "profiling_order": "deadline",
+    "estimates": "oracle",
+}
 
 
 def takes_lease(policy: str) -> bool:
@@ -66,10 +94,15 @@ class RunConfig:
         """A stable, readable id: the resume test and the join key between table and series."""
         lease = "-" if self.lease_min is None else f"{self.lease_min:g}"
         seed = "-" if self.seed is None else str(self.seed)
-        extra = "".join(f"|{name}={getattr(self, name)}" for name, default in EXTRA.items()
-                        if getattr(self, name) != default)
-        return (f"{self.trace}|{self.policy}|lease={lease}|cluster={self.nodes}x{self.gpus_per_node}"
-                f"|load={self.load:g}|sigma={self.sigma:g}|seed={seed}|options={self.options}{extra}")
+        extra = "".join(
+            f"|{name}={getattr(self, name)}"
+            for name, default in EXTRA.items()
+            if getattr(self, name) != default
+        )
+        return (
+            f"{self.trace}|{self.policy}|lease={lease}|cluster={self.nodes}x{self.gpus_per_node}"
+            f"|load={self.load:g}|sigma={self.sigma:g}|seed={seed}|options={self.options}{extra}"
+        )
 
     def columns(self) -> dict[str, Any]:
         return {"run": self.key, **{f.name: getattr(self, f.name) for f in fields(self)}}
@@ -83,13 +116,24 @@ class RunConfig:
     def setup(self) -> ReplaySetup:
         """The replay this run is."""
         return ReplaySetup(
-            trace=self.trace, policy=self.policy, options=self.policy_options(), nodes=self.nodes,
-            gpus_per_node=self.gpus_per_node, cluster=None if self.cluster is None else Path(self.cluster),
-            tenant_map=None if self.tenant_map is None else Path(self.tenant_map), slowdown=self.slowdown,
-            round_requests=self.round_requests, load=self.load, profiling=self.profiling,
-            profiling_nodes=self.profiling_nodes, profile_minutes=self.profile_minutes,
-            profiling_order=self.profiling_order, estimates=self.estimates, sigma=self.sigma,
-            seed=self.seed or 0)
+            trace=self.trace,
+            policy=self.policy,
+            options=self.policy_options(),
+            nodes=self.nodes,
+            gpus_per_node=self.gpus_per_node,
+            cluster=None if self.cluster is None else Path(self.cluster),
+            tenant_map=None if self.tenant_map is None else Path(self.tenant_map),
+            slowdown=self.slowdown,
+            round_requests=self.round_requests,
+            load=self.load,
+            profiling=self.profiling,
+            profiling_nodes=self.profiling_nodes,
+            profile_minutes=self.profile_minutes,
+            profiling_order=self.profiling_order,
+            estimates=self.estimates,
+            sigma=self.sigma,
+            seed=self.seed or 0,
+        )
 
 
 @dataclass(frozen=True)
@@ -118,20 +162,60 @@ class Grid:
     def runs(self) -> list[RunConfig]:
         """Every distinct run, in grid order (traces outermost)."""
         seen: dict[str, RunConfig] = {}
-        for (trace, policy, lease, nodes, load, sigma, seed, cluster, slowdown, profiling, pnodes, pminutes,
-             porder, estimates) in itertools.product(
-                self.traces, self.policies, self.lease_min, self.nodes, self.load, self.sigma, self.seeds,
-                self.cluster, self.slowdown, self.profiling, self.profiling_nodes, self.profile_minutes,
-                self.profiling_order, self.estimates):
-            profile = {"profiling_nodes": pnodes, "profile_minutes": float(pminutes), "profiling_order": porder}
+        for (
+            trace,
+            policy,
+            lease,
+            nodes,
+            load,
+            sigma,
+            seed,
+            cluster,
+            slowdown,
+            profiling,
+            pnodes,
+            pminutes,
+            porder,
+            estimates,
+        ) in itertools.product(
+            self.traces,
+            self.policies,
+            self.lease_min,
+            self.nodes,
+            self.load,
+            self.sigma,
+            self.seeds,
+            self.cluster,
+            self.slowdown,
+            self.profiling,
+            self.profiling_nodes,
+            self.profile_minutes,
+            self.profiling_order,
+            self.estimates,
+        ):
+            profile = {
+                "profiling_nodes": pnodes,
+                "profile_minutes": float(pminutes),
+                "profiling_order": porder,
+            }
             config = RunConfig(
-                trace=trace, policy=policy, lease_min=float(lease) if takes_lease(policy) else None,
-                nodes=nodes, gpus_per_node=self.gpus_per_node, load=float(load), sigma=float(sigma),
+                trace=trace,
+                policy=policy,
+                lease_min=float(lease) if takes_lease(policy) else None,
+                nodes=nodes,
+                gpus_per_node=self.gpus_per_node,
+                load=float(load),
+                sigma=float(sigma),
                 seed=seed if sigma > 0 or profiling or estimates != "oracle" else None,
                 options=json.dumps(dict(self.options.get(policy, {})), sort_keys=True),
-                cluster=cluster, tenant_map=self.tenant_map if cluster else None, slowdown=slowdown,
-                round_requests=self.round_requests, profiling=profiling, estimates=estimates,
-                **(profile if profiling else {}))
+                cluster=cluster,
+                tenant_map=self.tenant_map if cluster else None,
+                slowdown=slowdown,
+                round_requests=self.round_requests,
+                profiling=profiling,
+                estimates=estimates,
+                **(profile if profiling else {}),
+            )
             seen.setdefault(config.key, config)
         return list(seen.values())
 
@@ -148,9 +232,22 @@ def _boolean(value: Any) -> bool:
     raise ValueError(value)
 
 
-LIST_KEYS = {"traces": str, "policies": str, "lease_min": float, "nodes": int, "load": float,
-             "sigma": float, "seeds": int, "cluster": str, "slowdown": _boolean, "profiling": _boolean,
-             "profiling_nodes": int, "profile_minutes": float, "profiling_order": str, "estimates": str}
+LIST_KEYS = {
+    "traces": str,
+    "policies": str,
+    "lease_min": float,
+    "nodes": int,
+    "load": float,
+    "sigma": float,
+    "seeds": int,
+    "cluster": str,
+    "slowdown": _boolean,
+    "profiling": _boolean,
+    "profiling_nodes": int,
+    "profile_minutes": float,
+    "profiling_order": str,
+    "estimates": str,
+}
 SCALAR_KEYS = ("gpus_per_node", "options", "tenant_map", "round_requests")
 
 
@@ -158,8 +255,9 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     """Validate raw values (from YAML or the command line) into a Grid; errors name the key."""
     unknown = sorted(map(str, set(values) - set(LIST_KEYS) - set(SCALAR_KEYS)))
     if unknown:
-        raise InputError(source, f"unknown key (have: {', '.join([*LIST_KEYS, *SCALAR_KEYS])})",
-                         field=unknown[0])
+        raise InputError(
+            source, f"unknown key (have: {', '.join([*LIST_KEYS, *SCALAR_KEYS])})", field=unknown[0]
+        )
     kwargs: dict[str, Any] = {}
     for key, kind in LIST_KEYS.items():
         if key not in values:
@@ -170,7 +268,9 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
             parsed = tuple(kind(v) for v in items)
         except (TypeError, ValueError):
             name = "on/off" if kind is _boolean else kind.__name__
-            raise InputError(source, f"expected {name} values, got {show(raw)}", field=key) from None
+            raise InputError(
+                source, f"expected {name} values, got {show(raw)}", field=key
+            ) from None
         if kind is float and not all(math.isfinite(v) for v in parsed):
             raise InputError(source, f"expected finite numbers, got {show(raw)}", field=key)
         if not parsed:
@@ -181,7 +281,9 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
             raise InputError(source, "is required", field=key)
     for policy in kwargs["policies"]:
         if policy not in POLICIES:
-            raise InputError(source, f"unknown policy {policy!r} (have: {', '.join(POLICIES)})", field="policies")
+            raise InputError(
+                source, f"unknown policy {policy!r} (have: {', '.join(POLICIES)})", field="policies"
+            )
     for key in ("lease_min", "load"):
         if any(v <= 0 for v in kwargs.get(key, ())):
             raise InputError(source, "must be > 0", field=key)
@@ -208,7 +310,9 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     if "gpus_per_node" in values:
         gpn = values["gpus_per_node"]
         if not isinstance(gpn, int) or isinstance(gpn, bool) or gpn <= 0:
-            raise InputError(source, f"must be a positive integer, got {gpn!r}", field="gpus_per_node")
+            raise InputError(
+                source, f"must be a positive integer, got {gpn!r}", field="gpus_per_node"
+            )
         kwargs["gpus_per_node"] = gpn
     options = values.get("options", {}) or {}
     if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
@@ -219,8 +323,11 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
         allowed = set(policy_options(policy)) - {"lease"}
         bad = sorted(map(str, set(opts) - allowed))
         if bad:
-            raise InputError(source, f"{policy} has no option {bad[0]!r} (have: {', '.join(sorted(allowed))})",
-                             field="options")
+            raise InputError(
+                source,
+                f"{policy} has no option {bad[0]!r} (have: {', '.join(sorted(allowed))})",
+                field="options",
+            )
     kwargs["options"] = options
     return Grid(**kwargs)
 

@@ -5,6 +5,7 @@ and before its starts and preemptions, with the free GPU count. So on ``[t_i, t_
 GPUs are those busy at ``prepare(t_{i+1})`` plus the GPUs of the jobs that completed exactly at
 ``t_{i+1}`` — known once the replay is over. That makes the level, and so hourly GPU time, exact.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -46,8 +47,13 @@ class BusyRecorder:
         for state in jobs:
             ending[state.finish] += state.gpus
         times = np.asarray(self.instants, dtype=float)
-        after = np.array([self.busy[i + 1] + ending.get(self.instants[i + 1], 0)
-                          for i in range(len(self.instants) - 1)], dtype=float)
+        after = np.array(
+            [
+                self.busy[i + 1] + ending.get(self.instants[i + 1], 0)
+                for i in range(len(self.instants) - 1)
+            ],
+            dtype=float,
+        )
         return times, after
 
 

@@ -1,5 +1,6 @@
 """report.md: the base-point table (with the artifact's reference rows), one table per swept
 parameter, Chronus' margin over each other policy, failed runs, and the figures."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,14 +11,19 @@ import pandas as pd
 from chronus_py.sweep import table
 
 MINUTE = 60.0
-BASE_COLUMNS = (("slo_deadline_ratio", "DSR", "{:.4f}", 1), ("slo_value_ratio", "value", "{:.4f}", 1),
-                ("slo_last_deadline_ratio", "≤last", "{:.4f}", 1),
-                ("slo_avg_jct", "SLO avg JCT (min)", "{:,.1f}", MINUTE),
-                ("be_avg_jct", "BE avg JCT (min)", "{:,.1f}", MINUTE),
-                ("be_p50_jct", "BE p50 (min)", "{:,.1f}", MINUTE), ("be_p95_jct", "BE p95 (min)", "{:,.1f}", MINUTE),
-                ("makespan", "makespan (min)", "{:,.0f}", MINUTE),
-                ("preemptions_per_job", "preempts/job", "{:.3f}", 1),
-                ("gpu_utilization", "GPU util.", "{:.3f}", 1), ("wall_seconds", "wall s", "{:.1f}", 1))
+BASE_COLUMNS = (
+    ("slo_deadline_ratio", "DSR", "{:.4f}", 1),
+    ("slo_value_ratio", "value", "{:.4f}", 1),
+    ("slo_last_deadline_ratio", "≤last", "{:.4f}", 1),
+    ("slo_avg_jct", "SLO avg JCT (min)", "{:,.1f}", MINUTE),
+    ("be_avg_jct", "BE avg JCT (min)", "{:,.1f}", MINUTE),
+    ("be_p50_jct", "BE p50 (min)", "{:,.1f}", MINUTE),
+    ("be_p95_jct", "BE p95 (min)", "{:,.1f}", MINUTE),
+    ("makespan", "makespan (min)", "{:,.0f}", MINUTE),
+    ("preemptions_per_job", "preempts/job", "{:.3f}", 1),
+    ("gpu_utilization", "GPU util.", "{:.3f}", 1),
+    ("wall_seconds", "wall s", "{:.1f}", 1),
+)
 
 
 def _cell(value, fmt: str, scale: float) -> str:
@@ -25,8 +31,11 @@ def _cell(value, fmt: str, scale: float) -> str:
 
 
 def _markdown(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(r) + " |" for r in rows]]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *["| " + " | ".join(r) + " |" for r in rows],
+    ]
 
 
 def base_section(df: pd.DataFrame) -> list[str]:
@@ -41,15 +50,23 @@ def base_section(df: pd.DataFrame) -> list[str]:
             parts.append(ref[ref["trace"] == trace])
         for part in parts:
             for _, row in part.iterrows():
-                rows.append([trace, row["label"], *(_cell(row.get(c), f, s) for c, _, f, s in BASE_COLUMNS)])
+                rows.append(
+                    [trace, row["label"], *(_cell(row.get(c), f, s) for c, _, f, s in BASE_COLUMNS)]
+                )
     lines += _markdown(["trace", "policy", *(h for _, h, _, _ in BASE_COLUMNS)], rows)
     lines.append("")
     if ref is not None:
-        lines += [f"Rows marked *artifact ref.* are not our runs: they are the published numbers of the "
-                  f"{table.REFERENCE_SOURCE}. Their wall time is not comparable and is left out.", ""]
+        lines += [
+            f"Rows marked *artifact ref.* are not our runs: they are the published numbers of the "
+            f"{table.REFERENCE_SOURCE}. Their wall time is not comparable and is left out.",
+            "",
+        ]
     else:
-        lines += ["The Chronus artifact's reference rows apply only at its own setting (120 x 8 GPUs, "
-                  "load 1, no estimation error, 20 min lease) and are not shown.", ""]
+        lines += [
+            "The Chronus artifact's reference rows apply only at its own setting (120 x 8 GPUs, "
+            "load 1, no estimation error, 20 min lease) and are not shown.",
+            "",
+        ]
     return lines
 
 
@@ -67,18 +84,32 @@ def sweep_section(df: pd.DataFrame, param: str) -> list[str]:
             wide = part.pivot_table(index=param, columns="label", values=metric, dropna=False)
             labels = list(dict.fromkeys(part["label"]))
             lines += [f"**{trace}: {title}**", ""]
-            lines += _markdown([param, *labels], [[f"{v:g}", *(_cell(wide.at[v, lab], fmt, scale) for lab in labels)]
-                                                  for v in wide.index])
+            lines += _markdown(
+                [param, *labels],
+                [
+                    [f"{v:g}", *(_cell(wide.at[v, lab], fmt, scale) for lab in labels)]
+                    for v in wide.index
+                ],
+            )
             lines.append("")
     margin = margins(sweep, param)
     if margin:
-        lines += ["**Chronus' first-deadline ratio minus each other policy's** (positive: Chronus meets "
-                  "more first deadlines)", "", *margin, ""]
+        lines += [
+            "**Chronus' first-deadline ratio minus each other policy's** (positive: Chronus meets "
+            "more first deadlines)",
+            "",
+            *margin,
+            "",
+        ]
     return lines
 
 
 def margins(sweep: pd.DataFrame, param: str) -> list[str]:
-    chronus = [lab for lab in dict.fromkeys(sweep["label"]) if sweep.loc[sweep["label"] == lab, "policy"].iloc[0] == "chronus"]
+    chronus = [
+        lab
+        for lab in dict.fromkeys(sweep["label"])
+        if sweep.loc[sweep["label"] == lab, "policy"].iloc[0] == "chronus"
+    ]
     others = [lab for lab in dict.fromkeys(sweep["label"]) if lab not in chronus]
     if not chronus or not others:
         return []
@@ -87,10 +118,22 @@ def margins(sweep: pd.DataFrame, param: str) -> list[str]:
     header += [f"{c} − {o}" for c, o in pairs]
     for trace in dict.fromkeys(sweep["trace"]):
         part = sweep[sweep["trace"] == trace]
-        wide = part.pivot_table(index=param, columns="label", values="slo_deadline_ratio", dropna=False)
+        wide = part.pivot_table(
+            index=param, columns="label", values="slo_deadline_ratio", dropna=False
+        )
         for v in wide.index:
-            rows.append([trace, f"{v:g}", *(_cell(wide.at[v, c] - wide.at[v, o], "{:+.4f}", 1)
-                                           if c in wide and o in wide else "–" for c, o in pairs)])
+            rows.append(
+                [
+                    trace,
+                    f"{v:g}",
+                    *(
+                        _cell(wide.at[v, c] - wide.at[v, o], "{:+.4f}", 1)
+                        if c in wide and o in wide
+                        else "–"
+                        for c, o in pairs
+                    ),
+                ]
+            )
     return _markdown(header, rows)
 
 
@@ -98,14 +141,26 @@ def failures_section(df: pd.DataFrame) -> list[str]:
     bad = df[df["error"].notna()]
     if bad.empty:
         return []
-    return ["## Failed runs", "", *_markdown(["run", "error"], [[r["run"], str(r["error"])] for _, r in bad.iterrows()]), ""]
+    return [
+        "## Failed runs",
+        "",
+        *_markdown(["run", "error"], [[r["run"], str(r["error"])] for _, r in bad.iterrows()]),
+        "",
+    ]
 
 
-def write_report(df: pd.DataFrame, out: Path, *, command: str, figures: Sequence[Path], note: str = "") -> Path:
+def write_report(
+    df: pd.DataFrame, out: Path, *, command: str, figures: Sequence[Path], note: str = ""
+) -> Path:
     ok = df["error"].isna().sum()
-    lines = ["# Policy comparison", "", f"Generated by `{command}`: {ok} run(s) succeeded, {len(df) - ok} failed. "
-             "One row per run is in `results.csv`. Times are in minutes here and in seconds in the CSV. "
-             "The first-deadline ratio (DSR) is the share of SLO jobs that finish by their tightest deadline.", ""]
+    lines = [
+        "# Policy comparison",
+        "",
+        f"Generated by `{command}`: {ok} run(s) succeeded, {len(df) - ok} failed. "
+        "One row per run is in `results.csv`. Times are in minutes here and in seconds in the CSV. "
+        "The first-deadline ratio (DSR) is the share of SLO jobs that finish by their tightest deadline.",
+        "",
+    ]
     if note:
         lines += [note, ""]
     if ok:

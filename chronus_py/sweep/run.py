@@ -5,6 +5,7 @@
 small series the plots need. Nothing
 depends on the worker, the order of runs or the clock except the ``wall_seconds`` metric.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,11 +22,30 @@ from chronus_py.sweep.grid import RunConfig
 from chronus_py.sweep.record import BusyRecorder, hourly_busy
 
 DAY = 86400.0
-METRIC_COLUMNS = ("gpus", "jobs", "dropped_rows", "dropped_reasons", "slo_jobs", "be_jobs",
-                  "slo_deadline_ratio", "slo_value_ratio", "slo_last_deadline_ratio", "guaranteed_jobs",
-                  "guaranteed_miss_ratio", "be_avg_jct", "be_p50_jct", "be_p95_jct", "be_p99_jct",
-                  "slo_avg_jct", "avg_jct", "avg_queueing_delay", "preemptions_per_job", "makespan",
-                  "gpu_utilization", "wall_seconds")
+METRIC_COLUMNS = (
+    "gpus",
+    "jobs",
+    "dropped_rows",
+    "dropped_reasons",
+    "slo_jobs",
+    "be_jobs",
+    "slo_deadline_ratio",
+    "slo_value_ratio",
+    "slo_last_deadline_ratio",
+    "guaranteed_jobs",
+    "guaranteed_miss_ratio",
+    "be_avg_jct",
+    "be_p50_jct",
+    "be_p95_jct",
+    "be_p99_jct",
+    "slo_avg_jct",
+    "avg_jct",
+    "avg_queueing_delay",
+    "preemptions_per_job",
+    "makespan",
+    "gpu_utilization",
+    "wall_seconds",
+)
 QUANTILES = np.linspace(0, 100, 101)
 
 
@@ -79,8 +99,9 @@ def failed(config: RunConfig, exc: BaseException) -> RunResult:
     last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
     where = f" (at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno})" if last else ""
     message = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return RunResult(config, {**config.columns(), **{k: None for k in METRIC_COLUMNS},
-                              "error": message + where})
+    return RunResult(
+        config, {**config.columns(), **{k: None for k in METRIC_COLUMNS}, "error": message + where}
+    )
 
 
 def series(jobs: Sequence, recorder: BusyRecorder, gpus: int) -> dict[str, Any]:
@@ -106,6 +127,8 @@ def series(jobs: Sequence, recorder: BusyRecorder, gpus: int) -> dict[str, Any]:
 def same_metrics(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Rows equal except wall time (the only clock-dependent metric); NaN equals NaN."""
     keys = (set(a) | set(b)) - {"wall_seconds"}
+
     def norm(v: Any) -> Any:
         return None if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" else v
+
     return all(norm(a.get(k)) == norm(b.get(k)) for k in keys)

@@ -5,6 +5,7 @@ A run already present without an error is skipped on the next invocation; a fail
 again (its old row is dropped when the store opens). Rows are flushed one by one, so a sweep
 stopped half-way keeps everything it finished.
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,8 +43,11 @@ class ResultsStore:
         with open(self.csv_path, newline="") as fh:
             reader = csv.DictReader(fh)
             if tuple(reader.fieldnames or ()) != COLUMNS:
-                raise InputError(self.csv_path, "was written with other columns (another version?); "
-                                 "use a new --out directory", line=1)
+                raise InputError(
+                    self.csv_path,
+                    "was written with other columns (another version?); use a new --out directory",
+                    line=1,
+                )
             return list(reader)
 
     def _read_series(self) -> dict[str, Any]:
@@ -55,7 +59,9 @@ class ResultsStore:
                 record = json.loads(line)
                 out[record["run"]] = record["series"]
             except (ValueError, KeyError, TypeError):
-                raise InputError(self.series_path, "not a JSON record with run and series", line=number) from None
+                raise InputError(
+                    self.series_path, "not a JSON record with run and series", line=number
+                ) from None
         return out
 
     def _rewrite(self, rows: list[dict[str, str]]) -> None:
@@ -72,7 +78,8 @@ class ResultsStore:
     def add(self, result: RunResult) -> None:
         with open(self.csv_path, "a", newline="") as fh:
             csv.DictWriter(fh, fieldnames=COLUMNS).writerow(
-                {k: "" if result.row.get(k) is None else result.row[k] for k in COLUMNS})
+                {k: "" if result.row.get(k) is None else result.row[k] for k in COLUMNS}
+            )
         if not result.failed:
             self.done.add(result.config.key)
             with open(self.series_path, "a") as fh:

@@ -4,6 +4,7 @@ The *base point* is the grid point every per-trace picture is drawn at: for each
 default (20 min lease, 120 nodes, load 1, no estimation error) if the grid has it, else the
 smallest value swept. Runs that differ only by seed are averaged.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,9 +15,11 @@ PARAMS = ("lease_min", "nodes", "gpus_per_node", "load", "sigma")
 DEFAULTS = {"lease_min": 20.0, "nodes": 120, "gpus_per_node": 8, "load": 1.0, "sigma": 0.0}
 ARTIFACT_SETTING = {"nodes": 120, "gpus_per_node": 8, "load": 1.0, "sigma": 0.0}
 REFERENCE_FILE = Path(__file__).with_name("reference_artifact.csv")
-REFERENCE_SOURCE = ("Chronus (SoCC'21) released artifact and hand-written FIFO/SRTF/EDF baselines, full "
-                    "Philly traces, 120 x 8 GPUs, 20 min lease, CBC instead of Gurobi "
-                    "(project notes on the Chronus artifact, 'Results')")
+REFERENCE_SOURCE = (
+    "Chronus (SoCC'21) released artifact and hand-written FIFO/SRTF/EDF baselines, full "
+    "Philly traces, 120 x 8 GPUs, 20 min lease, CBC instead of Gurobi "
+    "(project notes on the Chronus artifact, 'Results')"
+)
 
 
 def label(policy: str, options: str) -> str:
@@ -76,9 +79,13 @@ def sweep_table(df: pd.DataFrame, param: str) -> pd.DataFrame:
     if param == "lease_min":
         leases = sorted(rows["lease_min"].dropna().unique())
         leaseless = rows[rows["lease_min"].isna()]
-        rows = pd.concat([rows[rows["lease_min"].notna()],
-                          *[leaseless.assign(lease_min=v) for v in leases]], ignore_index=True)
-    return seed_mean(rows, ["trace", "label", "policy", param]).sort_values(["trace", param, "label"])
+        rows = pd.concat(
+            [rows[rows["lease_min"].notna()], *[leaseless.assign(lease_min=v) for v in leases]],
+            ignore_index=True,
+        )
+    return seed_mean(rows, ["trace", "label", "policy", param]).sort_values(
+        ["trace", param, "label"]
+    )
 
 
 def reference() -> pd.DataFrame:
@@ -86,12 +93,17 @@ def reference() -> pd.DataFrame:
     ref = pd.read_csv(REFERENCE_FILE, keep_default_na=False, na_values=[""])
     for column in [c for c in ref.columns if c.endswith("_min")]:
         ref[column.removesuffix("_min")] = ref.pop(column) * 60.0
-    ref["label"] = [f"{p} (artifact ref.)" if pd.isna(v) else f"{p} {v} (artifact ref.)"
-                    for p, v in zip(ref["policy"], ref["variant"])]
+    ref["label"] = [
+        f"{p} (artifact ref.)" if pd.isna(v) else f"{p} {v} (artifact ref.)"
+        for p, v in zip(ref["policy"], ref["variant"])
+    ]
     return ref
 
 
 def reference_applies(df: pd.DataFrame) -> bool:
     """The artifact's rows are comparable only at its own setting."""
     base = base_values(df)
-    return all(base.get(k) == v for k, v in ARTIFACT_SETTING.items()) and base.get("lease_min", 20.0) == 20.0
+    return (
+        all(base.get(k) == v for k, v in ARTIFACT_SETTING.items())
+        and base.get("lease_min", 20.0) == 20.0
+    )

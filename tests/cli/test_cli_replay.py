@@ -16,10 +16,29 @@ def test_help_lists_commands(capsys):
 
 
 def test_replay_json_and_out_dir(write, tmp_path, capsys):
-    path = write("job_id,submit_time,duration,num_gpu,deadline\na,0,100,1,1000\nb,0,100,1,\nc,0,100,0,\n")
+    path = write(
+        "job_id,submit_time,duration,num_gpu,deadline\na,0,100,1,1000\nb,0,100,1,\nc,0,100,0,\n"
+    )
     out = tmp_path / "out"
-    assert main(["replay", "--trace", str(path), "--policy", "fifo", "--nodes", "1",
-                 "--gpus-per-node", "1", "--json", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--trace",
+                str(path),
+                "--policy",
+                "fifo",
+                "--nodes",
+                "1",
+                "--gpus-per-node",
+                "1",
+                "--json",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     metrics = json.loads(captured.out)
     assert metrics["jobs"] == 2 and metrics["dropped_rows"] == 1
@@ -57,12 +76,29 @@ CONFIG = "tests/placement/configs/rack-2x2.yaml"
 
 
 def test_replay_on_a_hived_cluster_with_tenant_map(write, tmp_path, capsys):
-    path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\nb,0,100,16,y\nc,5,100,8,x\n")
+    path = write(
+        "job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\nb,0,100,16,y\nc,5,100,8,x\n"
+    )
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text("x: vcA\ndefault: vcB\n")
     out = tmp_path / "out"
-    assert main(["replay", "--trace", str(path), "--cluster", CONFIG, "--tenant-map", str(tenants),
-                 "--json", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--trace",
+                str(path),
+                "--cluster",
+                CONFIG,
+                "--tenant-map",
+                str(tenants),
+                "--json",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["gpus"] == 32 and metrics["jobs"] == 3
     rows = {r["job_id"]: r for r in csv.DictReader(open(out / "jobs.csv"))}
@@ -82,16 +118,57 @@ def test_profiling_pool_order(write, capsys):
     path = write("job_id,submit_time,duration,num_gpu,deadline\na,0,1000,1,\nb,0,1000,1,1500\n")
     ratios = {}
     for order in ("deadline", "fifo"):
-        assert main(["replay", "--trace", str(path), "--nodes", "2", "--gpus-per-node", "1", "--json",
-                     "--profiling", "--profiling-nodes", "1", "--profiling-order", order]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    "--trace",
+                    str(path),
+                    "--nodes",
+                    "2",
+                    "--gpus-per-node",
+                    "1",
+                    "--json",
+                    "--profiling",
+                    "--profiling-nodes",
+                    "1",
+                    "--profiling-order",
+                    order,
+                ]
+            )
+            == 0
+        )
         ratios[order] = json.loads(capsys.readouterr().out)["slo_deadline_ratio"]
     assert ratios == {"deadline": 1.0, "fifo": 0.0}
 
 
 def test_replay_takes_every_chronus_setting_and_reports_them(write, capsys):
-    path = write("job_id,submit_time,duration,num_gpu,deadline\na,0,3000,10,9000\nb,60,600,2,2000\nc,90,900,1,\n")
-    assert main(["replay", "--trace", str(path), "--lease", "600", "--headroom", "0.8", "--guard", "60",
-                 "--solver", "greedy", "--gpus-per-node", "4", "--nodes", "4", "--json"]) == 0
+    path = write(
+        "job_id,submit_time,duration,num_gpu,deadline\na,0,3000,10,9000\nb,60,600,2,2000\nc,90,900,1,\n"
+    )
+    assert (
+        main(
+            [
+                "replay",
+                "--trace",
+                str(path),
+                "--lease",
+                "600",
+                "--headroom",
+                "0.8",
+                "--guard",
+                "60",
+                "--solver",
+                "greedy",
+                "--gpus-per-node",
+                "4",
+                "--nodes",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["cluster"] == "4x4" and metrics["policy"] == "chronus"
     assert metrics["settings"]["lease"] == 600.0 and metrics["settings"]["headroom"] == 0.8
@@ -101,7 +178,10 @@ def test_replay_takes_every_chronus_setting_and_reports_them(write, capsys):
 def test_chronus_settings_are_refused_for_other_policies(write, capsys):
     path = write("job_id,submit_time,duration,num_gpu\na,0,100,1\n")
     assert main(["replay", "--trace", str(path), "--policy", "srtf", "--headroom", "0.5"]) == 2
-    assert capsys.readouterr().err == "chronus replay: --headroom: a Chronus setting; --policy is srtf\n"
+    assert (
+        capsys.readouterr().err
+        == "chronus replay: --headroom: a Chronus setting; --policy is srtf\n"
+    )
 
 
 def test_the_selector_rounds_to_the_clusters_nodes():
@@ -111,10 +191,14 @@ def test_the_selector_rounds_to_the_clusters_nodes():
     from chronus_py.selector import ChronusSettings, LeaseSelector
     from chronus_py.state import JobState
 
-    job = Job("a", "default", 10, 0.0, JobKind.STRICT_SLO, (DeadlineOption(1e5, 1.0),), duration=600.0)
+    job = Job(
+        "a", "default", 10, 0.0, JobKind.STRICT_SLO, (DeadlineOption(1e5, 1.0),), duration=600.0
+    )
     state = JobState(job=job, seq=0, estimate=600.0, overhead=0.0)
     for node_gpus, held in ((4, 12), (8, 16)):
-        selector = LeaseSelector(ChronusSettings(backend="greedy", headroom=0.0), capacity=64, node_gpus=node_gpus)
+        selector = LeaseSelector(
+            ChronusSettings(backend="greedy", headroom=0.0), capacity=64, node_gpus=node_gpus
+        )
         selector.new_lease({}, 0.0)
         selector.admit_arrivals([state], 0.0)
         assert selector.guarantees["a"].at == 1e5

@@ -4,6 +4,7 @@ The loop plays the cluster manager as replay does (completions first, then arriv
 round), but hands the scheduler to a check after every round, so invariants are asserted at every
 decision point instead of only on the final result.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
@@ -18,14 +19,32 @@ from chronus_py.state import Status
 Check = Callable[[Scheduler, Moves, float], None]
 
 
-def job(id: str, *, gpus: int = 1, submit: float = 0.0, duration: float = 1000.0,
-        deadlines: Iterable[tuple[float, float]] = ()) -> Job:
+def job(
+    id: str,
+    *,
+    gpus: int = 1,
+    submit: float = 0.0,
+    duration: float = 1000.0,
+    deadlines: Iterable[tuple[float, float]] = (),
+) -> Job:
     """A job; one deadline makes it strict, several soft, none best-effort."""
     options = tuple(DeadlineOption(float(at), float(value)) for at, value in deadlines)
-    kind = (JobKind.BEST_EFFORT if not options else
-            JobKind.STRICT_SLO if len(options) == 1 else JobKind.SOFT_SLO)
-    return Job(id=id, tenant="t", gpus=gpus, submit=float(submit), kind=kind, deadlines=options,
-               duration=float(duration))
+    kind = (
+        JobKind.BEST_EFFORT
+        if not options
+        else JobKind.STRICT_SLO
+        if len(options) == 1
+        else JobKind.SOFT_SLO
+    )
+    return Job(
+        id=id,
+        tenant="t",
+        gpus=gpus,
+        submit=float(submit),
+        kind=kind,
+        deadlines=options,
+        duration=float(duration),
+    )
 
 
 def chronus(**settings) -> Chronus:
@@ -33,12 +52,21 @@ def chronus(**settings) -> Chronus:
     return Chronus(ChronusSettings(backend="greedy", **settings))
 
 
-def drive(jobs: Sequence[Job], cluster: Cluster, scheduler_or_policy, *, check: Check | None = None,
-          max_rounds: int = 5000) -> Scheduler:
+def drive(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    scheduler_or_policy,
+    *,
+    check: Check | None = None,
+    max_rounds: int = 5000,
+) -> Scheduler:
     """Run ``jobs`` to completion with exact estimates (each job's work is its duration), calling
     ``check`` after every round; fails if the rounds do not end within ``max_rounds``."""
-    scheduler = (scheduler_or_policy if isinstance(scheduler_or_policy, Scheduler)
-                 else Scheduler(cluster, scheduler_or_policy))
+    scheduler = (
+        scheduler_or_policy
+        if isinstance(scheduler_or_policy, Scheduler)
+        else Scheduler(cluster, scheduler_or_policy)
+    )
     arrivals = sorted(jobs, key=lambda j: j.submit)
     ends: dict[str, tuple[float, int]] = {}  # running job -> (completion time, run it belongs to)
     now, i = 0.0, 0

@@ -7,6 +7,7 @@ needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may u
 before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
 of each lease, and take the latest leases that fit.
 """
+
 from __future__ import annotations
 
 from core_helpers import chronus, job
@@ -25,9 +26,12 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     # C: 1 GPU, 500 s: remaining 530, needs ceil(560 / 600) = 1 lease before floor(1800/600) = 3;
     #    leases 1 and 2 are full, so lease 0.
     # D: like A: lease 0 has 2 - 1 = 1 GPU left and the others none: refused.
-    jobs = [job("A", gpus=2, deadlines=[(3000, 10)]), job("B", gpus=2, deadlines=[(3000, 10)]),
-            job("C", duration=500, deadlines=[(1800, 10)]),
-            job("D", gpus=2, deadlines=[(3000, 10)])]
+    jobs = [
+        job("A", gpus=2, deadlines=[(3000, 10)]),
+        job("B", gpus=2, deadlines=[(3000, 10)]),
+        job("C", duration=500, deadlines=[(1800, 10)]),
+        job("D", gpus=2, deadlines=[(3000, 10)]),
+    ]
     policy = chronus(lease=600.0, headroom=0.5)
     scheduler = Scheduler(Cluster.uniform(1, 4), policy)
     for j in jobs:
@@ -35,11 +39,15 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     plan = run_round(scheduler, 0.0)
     selector = policy.selector
     assert selector.booked == {"A": (3, 4), "B": (1, 2), "C": (0,)}
-    assert selector.guarantees == {j: DeadlineOption(d, 10.0) for j, d in
-                                   [("A", 3000.0), ("B", 3000.0), ("C", 1800.0)]}
+    assert selector.guarantees == {
+        j: DeadlineOption(d, 10.0) for j, d in [("A", 3000.0), ("B", 3000.0), ("C", 1800.0)]
+    }
     assert [scheduler.jobs[j].guaranteed for j in "ABCD"] == [
-        DeadlineOption(3000.0, 10.0), DeadlineOption(3000.0, 10.0), DeadlineOption(1800.0, 10.0),
-        None]
+        DeadlineOption(3000.0, 10.0),
+        DeadlineOption(3000.0, 10.0),
+        DeadlineOption(1800.0, 10.0),
+        None,
+    ]
     # Tiers: C is planned in the current lease (not one block ending at its deadline): must run;
     # A and B are planned later (ahead); D is in the pool.
     assert [selector.tier(j) for j in "ABCD"] == [Tier.AHEAD, Tier.AHEAD, Tier.MUST_RUN, Tier.SPOT]
@@ -47,7 +55,11 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     assert plan.solver["admitted"] == 3 and plan.solver["demoted"] == []
     # Placement: C (1 GPU), then D (2 GPUs); A and B need 2 of the 1 GPU left.
     assert {d.job_id: str(d.action) for d in plan.decisions} == {
-        "A": "wait", "B": "wait", "C": "start", "D": "start"}
+        "A": "wait",
+        "B": "wait",
+        "C": "start",
+        "D": "start",
+    }
 
 
 def test_headroom_and_the_round_up_of_gpu_requests():
@@ -57,8 +69,12 @@ def test_headroom_and_the_round_up_of_gpu_requests():
     #   plus a restart = 1155.1 s: one lease before floor(2400 / 1200) = 2, the latest: lease 1.
     # F (4 GPUs): 1000 + 90 + 90 = 1180 s, one lease; lease 1 is full (4 of 4): lease 0.
     # O (1 GPU, same deadline): both leases full: refused.
-    jobs = [job("W", gpus=8, deadlines=[(12000, 1)]), job("T", gpus=3, deadlines=[(2400, 1)]),
-            job("F", gpus=4, deadlines=[(2400, 1)]), job("O", gpus=1, deadlines=[(2400, 1)])]
+    jobs = [
+        job("W", gpus=8, deadlines=[(12000, 1)]),
+        job("T", gpus=3, deadlines=[(2400, 1)]),
+        job("F", gpus=4, deadlines=[(2400, 1)]),
+        job("O", gpus=1, deadlines=[(2400, 1)]),
+    ]
     policy = chronus(lease=1200.0, headroom=0.5)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
     for j in jobs:
@@ -94,7 +110,9 @@ def test_soft_job_gets_its_best_option_that_fits_and_still_competes_for_a_tighte
     # (0 + 1030 <= 1800): it competes in the pool, so it runs now, before G.
     assert policy.selector.tier("G") is Tier.AHEAD and policy.selector.tier("S") is Tier.SPOT
     assert [(d.job_id, str(d.action), d.deadline) for d in plan.decisions] == [
-        ("G", "wait", 1800.0), ("S", "start", 3600.0)]
+        ("G", "wait", 1800.0),
+        ("S", "start", 3600.0),
+    ]
 
 
 def test_soft_job_holding_its_tightest_option_is_not_lifted_into_the_pool():

@@ -6,6 +6,7 @@ their estimate) nor miss its promised deadline. The property tests found three w
 each case below is the smallest found, on 1 GPU, lease 600 s, no headroom, guard 0, so the
 arithmetic stays readable (the same happens with a guard smaller than the slack lost).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -26,8 +27,13 @@ def test_trigger_of_a_deadline_inside_a_lease_keeps_the_guarantee():
     # holds only lease 0, which ends at 600: started at 590, at 600 it has 520 s left and no
     # lease before its deadline lease: demoted, then preempted by S (100 s at 700), hopeless
     # at 1200, and done at 5780. Counted from 600 the trigger would be 40: done at 570.
-    jobs, demoted = run([job("G", duration=500, deadlines=[(1150, 1)]), job("B", duration=5000),
-                         job("S", submit=700, duration=100)])
+    jobs, demoted = run(
+        [
+            job("G", duration=500, deadlines=[(1150, 1)]),
+            job("B", duration=5000),
+            job("S", submit=700, duration=100),
+        ]
+    )
     assert jobs["G"].was_guaranteed is not None
     assert demoted == [] and jobs["G"].finish <= 1150.0
 
@@ -38,24 +44,37 @@ def test_a_guarantee_given_inside_a_lease_fits_what_is_left_of_it():
     # (1150 - 360 = 790) is after the lease end, B runs; at 600 G has no lease left: demoted,
     # and five 90 s jobs arriving then run before it: hopeless at 1200, done at 6390.
     # Counting the 400 s gone, G needs 2 leases and is not guaranteed at all.
-    jobs, demoted = run([job("G", submit=400, duration=300, deadlines=[(1150, 1)]),
-                         job("B", submit=400, duration=5000)]
-                        + [job(f"S{i}", submit=600, duration=90) for i in range(5)])
+    jobs, demoted = run(
+        [
+            job("G", submit=400, duration=300, deadlines=[(1150, 1)]),
+            job("B", submit=400, duration=5000),
+        ]
+        + [job(f"S{i}", submit=600, duration=90) for i in range(5)]
+    )
     assert jobs["G"].was_guaranteed is None or (demoted == [] and jobs["G"].finish <= 1150.0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a guaranteed job preempted while running ahead of its plan keeps the laxity trigger "
-    "computed before the preemption, which no longer covers the restart it lost: demoted at "
-    "the next lease end; fix: re-tier (re-queue the trigger of) a guaranteed job when it is "
-    "preempted, or keep guard >= one restart"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a guaranteed job preempted while running ahead of its plan keeps the laxity trigger "
+        "computed before the preemption, which no longer covers the restart it lost: demoted at "
+        "the next lease end; fix: re-tier (re-queue the trigger of) a guaranteed job when it is "
+        "preempted, or keep guard >= one restart"
+    ),
+)
 def test_a_guaranteed_job_preempted_while_ahead_keeps_its_guarantee():
     # G (1700 s by 1800) needs ceil(1760 / 600) = 3 leases: 0, 1, 2, one block; its trigger is
     # 1800 - 1730 - 30 = 40. It starts at 0 on the idle GPU (ahead), S (5 s) preempts it at 10
     # (35 s of GPU-time against 1720), and G lost 10 s of its restart: 1750 s left. At 40 it
     # must run, and starts; at 600 it has 1190 s left: ceil(1220 / 600) = 3 leases, 2 left:
     # demoted, preempted by S and T, and done at 1905.
-    jobs, demoted = run([job("G", duration=1700, deadlines=[(1800, 1)]),
-                         job("S", submit=10, duration=5), job("T", submit=600, duration=20)])
+    jobs, demoted = run(
+        [
+            job("G", duration=1700, deadlines=[(1800, 1)]),
+            job("S", submit=10, duration=5),
+            job("T", submit=600, duration=20),
+        ]
+    )
     assert jobs["G"].was_guaranteed is not None
     assert demoted == [] and jobs["G"].finish <= 1800.0

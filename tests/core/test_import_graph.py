@@ -5,6 +5,7 @@ Only imports that run when a module is loaded count as edges: those at module le
 inside a module-level ``if``/``try``), not those inside functions (deferred on purpose) nor
 under ``if TYPE_CHECKING:`` (never run).
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,7 +32,8 @@ def modules(package: str) -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def load_time_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
@@ -53,12 +55,14 @@ def load_time_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
                     visit(getattr(node, field, []))
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body)
+
     visit(tree.body)
     return found
 
 
-def imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom,
-                   known: Collection[str]) -> set[str]:
+def imported_names(
+    module: str, path: Path, node: ast.Import | ast.ImportFrom, known: Collection[str]
+) -> set[str]:
     """The modules of ``known`` an import statement names: ``from a.b import c`` names the
     module ``a.b.c`` if there is one, else ``a.b`` (parent packages loaded on the way are not
     edges: a package's ``__init__`` importing its own submodules is no cycle)."""
@@ -66,7 +70,7 @@ def imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom,
         return {alias.name for alias in node.names} & set(known)
     if node.level:
         package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-        package = package[:len(package) - node.level + 1]
+        package = package[: len(package) - node.level + 1]
         base = ".".join(package + ([node.module] if node.module else []))
     else:
         base = node.module or ""
@@ -80,8 +84,11 @@ def import_graph(package: str) -> dict[str, set[str]]:
     graph = {}
     for name, path in known.items():
         tree = ast.parse(path.read_text(), str(path))
-        graph[name] = {target for node in load_time_imports(tree)
-                       for target in imported_names(name, path, node, known)} - {name}
+        graph[name] = {
+            target
+            for node in load_time_imports(tree)
+            for target in imported_names(name, path, node, known)
+        } - {name}
     return graph
 
 
@@ -95,7 +102,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if colour.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in colour:
                 cycle = dfs(nxt)
                 if cycle:
@@ -123,13 +130,24 @@ def test_the_graph_parser_sees_what_runs_at_load_time():
         "try:\n    from chronus_py import errors\n"
         "except ImportError:\n    from chronus_py import overhead\n"
         "def f():\n    from chronus_py import scheduler\n"
-        "class C:\n    from chronus_py import samples\n")
+        "class C:\n    from chronus_py import samples\n"
+    )
     path = REPO / "chronus_py" / "x.py"
-    names = {n for node in load_time_imports(tree)
-             for n in imported_names("chronus_py.x", path, node, modules("chronus_py"))}
-    assert names == {"chronus_py.model", "chronus_py.selector", "chronus_py.selector.leases",
-                     "chronus_py.state", "chronus_py.plan", "chronus_py.errors",
-                     "chronus_py.overhead", "chronus_py.samples"}
+    names = {
+        n
+        for node in load_time_imports(tree)
+        for n in imported_names("chronus_py.x", path, node, modules("chronus_py"))
+    }
+    assert names == {
+        "chronus_py.model",
+        "chronus_py.selector",
+        "chronus_py.selector.leases",
+        "chronus_py.state",
+        "chronus_py.plan",
+        "chronus_py.errors",
+        "chronus_py.overhead",
+        "chronus_py.samples",
+    }
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
@@ -156,25 +174,31 @@ def test_placement_and_solvers_never_import_chronus_py(package):
                 continue
             offenders += [f"{name}: {t}" for t in targets if t.split(".")[0] == "chronus_py"]
     assert offenders == []
-    code = ("import importlib, sys\n"
-            f"for m in {sorted(modules(package))!r}: importlib.import_module(m)\n"
-            "loaded = [m for m in sys.modules if m.split('.')[0] == 'chronus_py']\n"
-            "assert not loaded, loaded")
+    code = (
+        "import importlib, sys\n"
+        f"for m in {sorted(modules(package))!r}: importlib.import_module(m)\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] == 'chronus_py']\n"
+        "assert not loaded, loaded"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120)
 
 
 def test_every_module_imports_in_any_order():
     """Three shuffles of every module of the three packages, each in a fresh interpreter (run
     side by side): a hidden cycle or a missing import fails one of them with its traceback."""
-    names = sorted(m for package in PACKAGES for m in modules(package)
-                   if not m.endswith("__main__"))
+    names = sorted(
+        m for package in PACKAGES for m in modules(package) if not m.endswith("__main__")
+    )
     runs = []
     for seed in (1, 2, 3):
         order = list(names)
         random.Random(seed).shuffle(order)
         code = f"import importlib\nfor m in {order!r}: importlib.import_module(m)\n"
-        runs.append(subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
-                                     stderr=subprocess.PIPE, text=True))
+        runs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, text=True
+            )
+        )
     for seed, run in zip((1, 2, 3), runs):
         _, err = run.communicate(timeout=300)
         assert run.returncode == 0, f"order of seed {seed} failed:\n{err}"

@@ -4,6 +4,7 @@ Same arithmetic as test_admission: restarts cost 30 s x (1 + log2 GPUs); a plan 
 ``ceil((remaining + one restart) / lease)`` leases; a guaranteed job whose leases are one block
 ending at its deadline lease turns MUST_RUN at ``deadline - remaining - restart - guard``.
 """
+
 from __future__ import annotations
 
 from core_helpers import chronus, job
@@ -70,9 +71,12 @@ def test_a_job_planned_in_the_current_lease_outside_its_final_block_must_run_now
     # laxity to wait for); the others are planned later: ahead.
     policy = chronus(lease=600.0, headroom=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 1), policy)
-    for j in (job("H", deadlines=[(1800, 1)]), job("L", duration=2000, deadlines=[(6000, 1)]),
-              job("K", duration=1500, deadlines=[(3600, 1)]),
-              job("M", duration=500, deadlines=[(1800, 1)])):
+    for j in (
+        job("H", deadlines=[(1800, 1)]),
+        job("L", duration=2000, deadlines=[(6000, 1)]),
+        job("K", duration=1500, deadlines=[(3600, 1)]),
+        job("M", duration=500, deadlines=[(1800, 1)]),
+    ):
         scheduler.submit(j)
     moves = advance(scheduler, 0.0)
     assert policy.selector.booked == {"H": (1, 2), "L": (6, 7, 8, 9), "K": (3, 4, 5), "M": (0,)}
@@ -102,8 +106,10 @@ def test_guaranteed_job_that_overruns_its_estimate_is_demoted_at_the_next_lease_
     assert "G" not in policy.selector.booked and policy.selector.tier("G") is Tier.HOPELESS
     decision = {d.job_id: d for d in plan.decisions}["G"]
     assert not decision.guaranteed and decision.deadline == 1800.0
-    assert decision.reason == ("cannot meet its last deadline even alone; leftover GPUs only; "
-                               "needs 1 GPUs, 0 free after this round")
+    assert decision.reason == (
+        "cannot meet its last deadline even alone; leftover GPUs only; "
+        "needs 1 GPUs, 0 free after this round"
+    )
 
 
 def test_when_the_plan_cannot_hold_every_guarantee_the_solver_drops_one_and_it_is_demoted():
@@ -163,8 +169,13 @@ def test_restore_keeps_a_running_guaranteed_job_and_replans_it():
     policy = chronus(lease=600.0)
     estimator = Fixed({"A": 3000.0, "P": 1200.0})
     scheduler = Scheduler(Cluster.uniform(2, 4), policy, estimator=estimator)
-    state = scheduler.restore(a, 1000.0, work_done=500.0, guaranteed=DeadlineOption(6000.0, 1.0),
-                              placement={"node0": [0, 1]})
+    state = scheduler.restore(
+        a,
+        1000.0,
+        work_done=500.0,
+        guaranteed=DeadlineOption(6000.0, 1.0),
+        placement={"node0": [0, 1]},
+    )
     scheduler.restore(p, 1000.0)
     assert state.remaining(1000.0) == 2500.0 and scheduler.allocator.free_gpus() == 6
     plan = run_round(scheduler, 1000.0)

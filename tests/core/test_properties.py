@@ -12,6 +12,7 @@ At the end every job has finished and, estimates being exact, every job still gu
 promised deadline. Jobs demoted on the way are not held to it here: with exact estimates no job
 should be demoted at all, but some are (test_guarantee_gaps.py has the cases, marked xfail).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -28,20 +29,29 @@ from chronus_py.state import Status
 from placement import round_up
 
 rows = st.lists(
-    st.tuples(st.integers(0, 4000),                       # submit
-              st.integers(60, 3000),                      # duration
-              st.sampled_from([1, 1, 1, 2, 4, 8]),        # GPUs
-              st.sampled_from(["best", "strict", "soft"]),
-              st.integers(10, 40)),                       # deadline = submit + k/10 x duration
-    min_size=5, max_size=30)
+    st.tuples(
+        st.integers(0, 4000),  # submit
+        st.integers(60, 3000),  # duration
+        st.sampled_from([1, 1, 1, 2, 4, 8]),  # GPUs
+        st.sampled_from(["best", "strict", "soft"]),
+        st.integers(10, 40),
+    ),  # deadline = submit + k/10 x duration
+    min_size=5,
+    max_size=30,
+)
 clusters = st.tuples(st.integers(1, 3), st.sampled_from([4, 8]))
 chronus_policies = st.builds(
-    lambda lease, headroom, guard, objective: chronus(lease=lease, headroom=headroom, guard=guard,
-                                                      objective=objective),
-    st.sampled_from([600.0, 1200.0]), st.sampled_from([0.0, 0.5]),
-    st.sampled_from([0.0, 60.0, 600.0]), st.sampled_from(["minimize", "maximize", "adaptive"]))
+    lambda lease, headroom, guard, objective: chronus(
+        lease=lease, headroom=headroom, guard=guard, objective=objective
+    ),
+    st.sampled_from([600.0, 1200.0]),
+    st.sampled_from([0.0, 0.5]),
+    st.sampled_from([0.0, 60.0, 600.0]),
+    st.sampled_from(["minimize", "maximize", "adaptive"]),
+)
 baselines = st.sampled_from(["fifo", "srtf", "srtf-gpu", "edf", "las"]).map(
-    lambda name: make_policy(name, {"thresholds": (600.0, 6000.0)} if name == "las" else {}))
+    lambda name: make_policy(name, {"thresholds": (600.0, 6000.0)} if name == "las" else {})
+)
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -49,10 +59,18 @@ def build(rows, nodes: int, per_node: int):
     jobs = []
     for i, (submit, duration, gpus, kind, k) in enumerate(rows):
         first = submit + k * duration / 10
-        deadlines = {"best": [], "strict": [(first, 10)],
-                     "soft": [(first, 10), (2 * first, 4)]}[kind]
-        jobs.append(job(f"j{i}", gpus=min(gpus, nodes * per_node), submit=submit, duration=duration,
-                        deadlines=deadlines))
+        deadlines = {"best": [], "strict": [(first, 10)], "soft": [(first, 10), (2 * first, 4)]}[
+            kind
+        ]
+        jobs.append(
+            job(
+                f"j{i}",
+                gpus=min(gpus, nodes * per_node),
+                submit=submit,
+                duration=duration,
+                deadlines=deadlines,
+            )
+        )
     return jobs, Cluster.uniform(nodes, per_node)
 
 
@@ -96,7 +114,8 @@ def check_must_run_not_displaced(scheduler: Scheduler, moves: Moves, now: float)
         if state.status is Status.PENDING and selector.tier(state.id) is Tier.MUST_RUN:
             assert state.gpus > free + unguaranteed, (
                 f"{state.id} is due and waits at {now} while {free} GPUs are free and "
-                f"{unguaranteed} run unguaranteed jobs")
+                f"{unguaranteed} run unguaranteed jobs"
+            )
 
 
 def check_all(scheduler: Scheduler, moves: Moves, now: float) -> None:

@@ -1,5 +1,6 @@
 """The decisions of ``run_round``: start, continue, preempt and wait, each with its reason, and the
 lease plan beside them; hand-computed on 2 GPUs with a 600 s lease."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,10 @@ def test_start_continue_wait_then_preempt_for_a_guarantee_that_turns_due():
     scheduler.submit(job("L", duration=5000))
     scheduler.submit(job("M", duration=4000))
     plan = run_round(scheduler, 0.0)
-    assert decisions(plan) == {"L": ("start", f"{SPOT}; fits, in chronus order"),
-                               "M": ("start", f"{SPOT}; fits, in chronus order")}
+    assert decisions(plan) == {
+        "L": ("start", f"{SPOT}; fits, in chronus order"),
+        "M": ("start", f"{SPOT}; fits, in chronus order"),
+    }
     assert plan.lease_end == 600.0 and plan.next_decision == 600.0 and plan.lease_plan == {}
 
     scheduler.submit(job("G", gpus=2, submit=100, duration=400, deadlines=[(1200, 5)]))
@@ -44,7 +47,8 @@ def test_start_continue_wait_then_preempt_for_a_guarantee_that_turns_due():
     assert decisions(plan) == {
         "L": ("continue", f"{SPOT}; fits, in chronus order"),
         "M": ("continue", f"{SPOT}; fits, in chronus order"),
-        "G": ("wait", f"{AHEAD}; needs 2 GPUs, 0 free after this round")}
+        "G": ("wait", f"{AHEAD}; needs 2 GPUs, 0 free after this round"),
+    }
     assert plan.lease_plan == {"G": (600.0,)} and plan.next_decision == 600.0
     g = {d.job_id: d for d in plan.decisions}["G"]
     assert g.guaranteed and g.deadline == 1200.0 and g.placement == {}
@@ -57,12 +61,19 @@ def test_start_continue_wait_then_preempt_for_a_guarantee_that_turns_due():
     assert decisions(plan) == {
         "L": ("preempt", f"{SPOT}; its GPUs go to jobs ahead in chronus order"),
         "M": ("preempt", f"{SPOT}; its GPUs go to jobs ahead in chronus order"),
-        "G": ("start", f"{DUE}; fits, in chronus order")}
+        "G": ("start", f"{DUE}; fits, in chronus order"),
+    }
     assert {d.job_id: d.placement for d in plan.decisions}["G"] == {"node0": (0, 1)}
     assert [d.job_id for d in plan.decisions] == ["L", "M", "G"]  # submission order
     assert plan.next_decision == 1200.0
-    assert plan.solver == {"backend": "greedy", "status": plan.solver["status"], "rounds": 2,
-                           "fallbacks": 0, "admitted": 1, "demoted": []}
+    assert plan.solver == {
+        "backend": "greedy",
+        "status": plan.solver["status"],
+        "rounds": 2,
+        "fallbacks": 0,
+        "admitted": 1,
+        "demoted": [],
+    }
     assert plan.to_dict()["lease_plan"] == {"G": [600.0]}
 
 
@@ -75,22 +86,30 @@ def test_a_policy_without_leases_plans_no_leases():
     scheduler.submit(job("B", submit=100, duration=100))
     scheduler.submit(job("C", submit=100, duration=1000))
     plan = run_round(scheduler, 100.0)
-    assert decisions(plan) == {"A": ("preempt", "its GPUs go to jobs ahead in srtf order"),
-                               "B": ("start", "fits, in srtf order"),
-                               "C": ("wait", "needs 1 GPUs, 0 free after this round")}
+    assert decisions(plan) == {
+        "A": ("preempt", "its GPUs go to jobs ahead in srtf order"),
+        "B": ("start", "fits, in srtf order"),
+        "C": ("wait", "needs 1 GPUs, 0 free after this round"),
+    }
     assert plan.lease_end is None and plan.next_decision is None and plan.solver is None
     assert plan.lease_plan == {} and plan.timings.keys() == {"round_s"}
     assert {d.job_id: d.deadline for d in plan.decisions} == {"A": 900.0, "B": None, "C": None}
 
 
-@pytest.mark.parametrize("name, options, message", [
-    ("lottery", {},
-     "state.yaml: unknown policy 'lottery' (have: fifo, srtf, srtf-gpu, edf, las, chronus)"),
-    ("fifo", {"lease": 600}, "state.yaml: fifo has no option 'lease' (have: none)"),
-    ("las", {"queues": 2}, "state.yaml: las has no option 'queues' (have: thresholds)"),
-    ("chronus", {"headroom": 2}, "state.yaml: headroom: must be <= 1, got 2"),
-    ("chronus", {"lease": "20m"}, "state.yaml: lease: expected a number, got '20m'"),
-])
+@pytest.mark.parametrize(
+    "name, options, message",
+    [
+        (
+            "lottery",
+            {},
+            "state.yaml: unknown policy 'lottery' (have: fifo, srtf, srtf-gpu, edf, las, chronus)",
+        ),
+        ("fifo", {"lease": 600}, "state.yaml: fifo has no option 'lease' (have: none)"),
+        ("las", {"queues": 2}, "state.yaml: las has no option 'queues' (have: thresholds)"),
+        ("chronus", {"headroom": 2}, "state.yaml: headroom: must be <= 1, got 2"),
+        ("chronus", {"lease": "20m"}, "state.yaml: lease: expected a number, got '20m'"),
+    ],
+)
 def test_make_policy_refuses_bad_names_and_options_naming_them(name, options, message):
     with pytest.raises(InputError) as raised:
         make_policy(name, options, source="state.yaml")
@@ -99,6 +118,12 @@ def test_make_policy_refuses_bad_names_and_options_naming_them(name, options, me
 
 def test_make_policy_builds_each_policy_with_its_options():
     assert [make_policy(n).name for n in ("fifo", "srtf", "srtf-gpu", "edf", "las", "chronus")] == [
-        "fifo", "srtf", "srtf-gpu", "edf", "las", "chronus"]
+        "fifo",
+        "srtf",
+        "srtf-gpu",
+        "edf",
+        "las",
+        "chronus",
+    ]
     assert make_policy("las", {"thresholds": (10.0,)}).thresholds == (10.0,)
     assert make_policy("chronus", {"lease": 600, "guard": 0}).settings.lease == 600.0

@@ -4,6 +4,7 @@ placement walk when the allocator turns a gang down that the GPU count allows.
 An allocator that does not spread a gang over nodes (``ConsolidatedAllocator(spread=False)``)
 is the real allocator that refuses such gangs here; HiveD tenants with full cells do the same.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -76,9 +77,14 @@ def test_a_gang_the_allocator_refuses_is_skipped_for_the_round():
     scheduler.submit(job("D", gpus=1, submit=10))
     plan = run_round(scheduler, 10.0)
     assert {d.job_id: str(d.action) for d in plan.decisions} == {
-        "X": "continue", "Y": "continue", "C": "wait", "D": "start"}
+        "X": "continue",
+        "Y": "continue",
+        "C": "wait",
+        "D": "start",
+    }
     assert {d.job_id: d.reason for d in plan.decisions}["C"] == (
-        "3 GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)")
+        "3 GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)"
+    )
 
 
 def test_a_walk_whose_start_is_refused_does_not_restart_the_jobs_it_preempted():
@@ -86,8 +92,12 @@ def test_a_walk_whose_start_is_refused_does_not_restart_the_jobs_it_preempted():
     # long job per node. W (4 GPUs, 100 s) arrives: by count it fits in place of C and D, but
     # their GPUs are 2 + 2 on two nodes, and the gang does not spread: W waits either way.
     scheduler = unspread(Cluster.uniform(2, 4), make_policy("srtf"))
-    for name, duration, where in (("A", 1000, "node0"), ("B", 1000, "node1"),
-                                  ("C", 3000, "node0"), ("D", 3000, "node1")):
+    for name, duration, where in (
+        ("A", 1000, "node0"),
+        ("B", 1000, "node1"),
+        ("C", 3000, "node0"),
+        ("D", 3000, "node1"),
+    ):
         gpus = [0, 1] if duration == 1000 else [2, 3]
         scheduler.restore(job(name, gpus=2, duration=duration), 0.0, placement={where: gpus})
     scheduler.submit(job("W", gpus=4, submit=100, duration=100))
@@ -102,7 +112,8 @@ def test_chronus_before_its_first_decision_and_the_selectors_guarantee_lookup():
     policy = chronus(lease=600.0, headroom=0.0)
     assert policy.take_guarantee_changes() == {} and policy.lease_report() is None
     assert policy.next_wakeup(0.0) is None and policy.standing("A") == (
-        "runs on spare capacity by remaining GPU-time")
+        "runs on spare capacity by remaining GPU-time"
+    )
     scheduler = Scheduler(Cluster.uniform(1, 1), policy)
     state = scheduler.submit(job("A", deadlines=[(1800, 1)]))
     assert policy.key(state, 0.0) == (Tier.SPOT, 1030.0, 0)  # no selector yet: the pool

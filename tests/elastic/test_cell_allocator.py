@@ -1,4 +1,5 @@
 """The elastic engine places chosen sizes through the HiveD-style cell allocator too."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,11 @@ CONFIG = {
             "RACK": {"childCellType": "NODE", "childCellNumber": 2},
         },
         "physicalCells": [
-            {"cellType": "RACK", "cellAddress": "r0",
-             "cellChildren": [{"cellAddress": "n0"}, {"cellAddress": "n1"}]},
+            {
+                "cellType": "RACK",
+                "cellAddress": "r0",
+                "cellChildren": [{"cellAddress": "n0"}, {"cellAddress": "n1"}],
+            },
         ],
     },
     "virtualClusters": {"default": {"virtualCells": [{"cellType": "RACK", "cellNumber": 1}]}},
@@ -34,5 +38,5 @@ def test_sizes_are_placed_by_the_cell_allocator(policy):
     assert allocator.audit() == [] and allocator.free_gpus() == 16
     assert all(r.finish is not None for r in result.runs)
     assert all(r.finish <= r.deadline for r in result.runs if r.guaranteed)
-    if policy is not ElasticEDF:      # EDF runs these one after another at 16 GPUs
+    if policy is not ElasticEDF:  # EDF runs these one after another at 16 GPUs
         assert sum(r.resizes for r in result.runs) > 0

@@ -1,4 +1,5 @@
 """Minimum satisfactory share on a free timeline, by hand."""
+
 from __future__ import annotations
 
 import numpy as np

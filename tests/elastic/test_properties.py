@@ -1,5 +1,6 @@
 """Random small traces: no GPU is ever held by two jobs, and with exact estimates (the replay's
 throughputs are the plan's) every job elastic Chronus promised meets its deadline."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -9,8 +10,13 @@ from chronus_py.elastic.policies import ElasticChronus, ElasticEDF, ElasticFlowS
 from placement import ConsolidatedAllocator
 from tests.elastic.helpers import job, replay
 
-CURVES = [((1, 2, 4, 8), (1.0, 1.9, 3.5, 6.0)), ((1, 2, 4), (1.0, 1.5, 1.8)), ((2,), (1.5,)),
-          ((4,), (3.0,)), ((1, 2, 4, 8, 16), (1.0, 2.0, 3.9, 7.5, 14.0))]
+CURVES = [
+    ((1, 2, 4, 8), (1.0, 1.9, 3.5, 6.0)),
+    ((1, 2, 4), (1.0, 1.5, 1.8)),
+    ((2,), (1.5,)),
+    ((4,), (3.0,)),
+    ((1, 2, 4, 8, 16), (1.0, 2.0, 3.9, 7.5, 14.0)),
+]
 
 
 class CheckedAllocator(ConsolidatedAllocator):
@@ -40,9 +46,15 @@ class CheckedAllocator(ConsolidatedAllocator):
 
 
 jobs_strategy = st.lists(
-    st.tuples(st.integers(0, 3000), st.integers(60, 2000), st.floats(0.5, 2.0),
-              st.integers(0, len(CURVES) - 1)),
-    min_size=1, max_size=25)
+    st.tuples(
+        st.integers(0, 3000),
+        st.integers(60, 2000),
+        st.floats(0.5, 2.0),
+        st.integers(0, len(CURVES) - 1),
+    ),
+    min_size=1,
+    max_size=25,
+)
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,4 +1,5 @@
 """Hand-computed elastic replays: throughput progress, overhead charging, admission."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Realistic estimation: jobs measured in place, admitted when measured, reported honestly."""
+
 from __future__ import annotations
 
 import json
@@ -18,12 +19,25 @@ from chronus_py.scheduler import Scheduler
 HOUR = 3600.0
 
 
-def job(i: int, submit: float, work: float, gpus: int = 1, slack: float | None = 3.0,
-        iterations: int | None = 10_000) -> Job:
+def job(
+    i: int,
+    submit: float,
+    work: float,
+    gpus: int = 1,
+    slack: float | None = 3.0,
+    iterations: int | None = 10_000,
+) -> Job:
     deadlines = () if slack is None else (DeadlineOption(submit + slack * work, 1.0),)
-    return Job(id=f"j{i}", tenant="t", gpus=gpus, submit=submit,
-               kind=JobKind.BEST_EFFORT if slack is None else JobKind.STRICT_SLO,
-               deadlines=deadlines, duration=work, iterations=iterations)
+    return Job(
+        id=f"j{i}",
+        tenant="t",
+        gpus=gpus,
+        submit=submit,
+        kind=JobKind.BEST_EFFORT if slack is None else JobKind.STRICT_SLO,
+        deadlines=deadlines,
+        duration=work,
+        iterations=iterations,
+    )
 
 
 def test_unmeasured_job_is_not_planned_then_measured_in_place_and_guaranteed():
@@ -62,8 +76,12 @@ def test_measurement_counts_only_progress_past_each_warm_up():
 
 
 def test_replay_measures_every_long_job_and_short_jobs_never_wait_for_a_pool():
-    jobs = [job(i, 60.0 * i, w, gpus=g) for i, (w, g) in
-            enumerate([(120.0, 1), (2 * HOUR, 4), (200.0, 2), (3 * HOUR, 8), (HOUR, 1)] * 4)]
+    jobs = [
+        job(i, 60.0 * i, w, gpus=g)
+        for i, (w, g) in enumerate(
+            [(120.0, 1), (2 * HOUR, 4), (200.0, 2), (3 * HOUR, 8), (HOUR, 1)] * 4
+        )
+    ]
     stage = InPlaceEstimation(sigma=0.1, seed=3)
     result = replay(jobs, Cluster.uniform(4, 8), make_policy("chronus"), estimation=stage)
     states = {s.id: s for s in result.jobs}
@@ -94,13 +112,30 @@ def test_bad_parameters_are_refused():
 def test_cli_realistic_estimates_meet_what_oracle_meets_on_a_small_trace(write, capsys):
     from chronus_py.cli import main
 
-    rows = "".join(f"j{i},{i * 60},{w},{g},{i * 60 + 3 * w}\n" for i, (w, g) in
-                   enumerate([(3000, 2), (200, 1), (7200, 4), (900, 1)] * 3))
+    rows = "".join(
+        f"j{i},{i * 60},{w},{g},{i * 60 + 3 * w}\n"
+        for i, (w, g) in enumerate([(3000, 2), (200, 1), (7200, 4), (900, 1)] * 3)
+    )
     path = write("job_id,submit_time,duration,num_gpu,deadline\n" + rows)
     runs = {}
     for mode in ("oracle", "realistic"):
-        assert main(["replay", "--trace", str(path), "--nodes", "2", "--estimates", mode,
-                     "--estimate-sigma", "0.1", "--json"]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    "--trace",
+                    str(path),
+                    "--nodes",
+                    "2",
+                    "--estimates",
+                    mode,
+                    "--estimate-sigma",
+                    "0.1",
+                    "--json",
+                ]
+            )
+            == 0
+        )
         runs[mode] = json.loads(capsys.readouterr().out)
     assert runs["realistic"]["slo_deadline_ratio"] == runs["oracle"]["slo_deadline_ratio"] == 1.0
     assert runs["realistic"]["avg_queueing_delay"] == 0.0  # no pool to wait for
@@ -110,6 +145,5 @@ def test_cli_refuses_the_pool_flag_with_realistic_estimates(write, capsys):
     from chronus_py.cli import main
 
     path = write("job_id,submit_time,duration,num_gpu\na,0,100,1\n")
-    assert main(["replay", "--trace", str(path), "--estimates", "realistic",
-                 "--profiling"]) == 2
+    assert main(["replay", "--trace", str(path), "--estimates", "realistic", "--profiling"]) == 2
     assert "--profiling" in capsys.readouterr().err

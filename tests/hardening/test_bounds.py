@@ -1,5 +1,6 @@
 """Limits that scale with work, not with values: huge counts are refused before anything is built,
 and far-future times cost no more memory than times near zero."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from chronus_py.cli import main
-from chronus_py.selector.admission import SLACK_LEASES, LeaseSelector
 from chronus_py.round import advance, build_scheduler
+from chronus_py.selector.admission import SLACK_LEASES, LeaseSelector
 from chronus_py.state_file import load_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,8 +36,16 @@ pending:
 
 def state(tmp_path, offset: float, d3: str | None = None) -> Path:
     path = tmp_path / f"s{len(list(tmp_path.iterdir()))}.yaml"
-    path.write_text(STATE.format(now=offset + 7200, t0=offset, t1=offset + 3000, d1=offset + 15600,
-                                 d2=offset + 9600, d3=d3 or offset + 36000))
+    path.write_text(
+        STATE.format(
+            now=offset + 7200,
+            t0=offset,
+            t1=offset + 3000,
+            d1=offset + 15600,
+            d2=offset + 9600,
+            d3=d3 or offset + 36000,
+        )
+    )
     return path
 
 
@@ -76,10 +85,13 @@ def test_deadline_at_1e308_is_refused_cleanly(tmp_path, capsys):
     assert "pending[1].deadlines[0].at: must be <= 1e+15" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cluster,why", [
-    ("{nodes: 100000000, gpus_per_node: 8}", "cluster.nodes: must be <= 100,000"),
-    ("{nodes: 2, gpus_per_node: 100000}", "cluster.gpus_per_node: must be <= 1,024"),
-])
+@pytest.mark.parametrize(
+    "cluster,why",
+    [
+        ("{nodes: 100000000, gpus_per_node: 8}", "cluster.nodes: must be <= 100,000"),
+        ("{nodes: 2, gpus_per_node: 100000}", "cluster.gpus_per_node: must be <= 1,024"),
+    ],
+)
 def test_cluster_sizes_are_bounded(tmp_path, capsys, cluster, why):
     path = tmp_path / "s.yaml"
     path.write_text(f"now: 0\ncluster: {cluster}\n")
@@ -102,8 +114,9 @@ def scenario(tmp_path, steps: str, cluster: str | None = None) -> Path:
 
 
 def test_pod_count_is_bounded(tmp_path, capsys):
-    path = scenario(tmp_path, "  - {op: allocate, job: j, vc: vcA,"
-                              " pods: [{gpus: 1, count: 1000000000}]}\n")
+    path = scenario(
+        tmp_path, "  - {op: allocate, job: j, vc: vcA, pods: [{gpus: 1, count: 1000000000}]}\n"
+    )
     started = time.perf_counter()
     assert main(["cells", "run", str(path)]) == 2
     assert "pods[0].count: must be <= 100,000" in capsys.readouterr().err
@@ -112,8 +125,13 @@ def test_pod_count_is_bounded(tmp_path, capsys):
 
 def test_huge_hived_tree_is_refused_before_it_is_built(tmp_path, capsys):
     config = tmp_path / "c.yaml"
-    config.write_text(re.sub(r"childCellType: V100-NODE, childCellNumber: 2",
-                             "childCellType: V100-NODE, childCellNumber: 100000", RACK.read_text()))
+    config.write_text(
+        re.sub(
+            r"childCellType: V100-NODE, childCellNumber: 2",
+            "childCellType: V100-NODE, childCellNumber: 100000",
+            RACK.read_text(),
+        )
+    )
     started = time.perf_counter()
     assert main(["cells", "run", str(scenario(tmp_path, "  - {op: check}\n", str(config)))]) == 2
     err = capsys.readouterr().err
@@ -129,7 +147,11 @@ def test_huge_hived_nodes_are_refused(tmp_path, capsys):
     """A childCellNumber of 1:20:30 (YAML 1.1 sexagesimal: 4830) made 19,320-GPU nodes and a
     scenario that ran for minutes (found by benchmarks/fuzz.py)."""
     config = tmp_path / "c.yaml"
-    config.write_text(RACK.read_text().replace("childCellType: V100, childCellNumber: 2",
-                                               "childCellType: V100, childCellNumber: 1:20:30"))
+    config.write_text(
+        RACK.read_text().replace(
+            "childCellType: V100, childCellNumber: 2",
+            "childCellType: V100, childCellNumber: 1:20:30",
+        )
+    )
     assert main(["cells", "run", str(scenario(tmp_path, "  - {op: check}\n", str(config)))]) == 2
     assert "a node of 19,320 GPUs; the limit is 1,024" in capsys.readouterr().err

@@ -5,6 +5,7 @@ flips, hostile values, deep nesting, alias bombs, header typos, truncation) and 
 Whatever the input, ``chronus`` must exit 0, or 1/2 with a one-line message: never a traceback.
 Bounded for CI: a few dozen examples per reader, the whole module in well under a minute.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,12 @@ TARGETS = {t.name: t for t in fuzz.targets()}
 # replays cost more per input; they get fewer examples
 SLOW = {"tenant-map", "sweep-grid", "samples-npy", "samples-csv", "samples-json"}
 
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 def outcome(target, data: bytes, tmp_path: Path) -> tuple[str, str]:

@@ -1,5 +1,6 @@
 """Samples that used to crash the profile fit, and fits that used to write profiles `predict`
 refuses."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +9,13 @@ import pytest
 from chronus_py.cli import main
 
 
-@pytest.mark.parametrize("values,why", [
-    (np.full(8, 1e-320), "outside [1e-09"),  # subnormals: LinAlgError in the least squares
-    (np.full(8, 1e300), "outside [1e-09"),
-])
+@pytest.mark.parametrize(
+    "values,why",
+    [
+        (np.full(8, 1e-320), "outside [1e-09"),  # subnormals: LinAlgError in the least squares
+        (np.full(8, 1e300), "outside [1e-09"),
+    ],
+)
 def test_extreme_iteration_times_are_refused(tmp_path, capsys, values, why):
     files = []
     for gpus, data in ((1, np.full(8, 0.5)), (16, np.full(8, 0.6)), (4, values)):
@@ -46,8 +50,9 @@ def test_profile_predicting_infinity_is_a_clean_error(tmp_path, capsys):
     import json
     from pathlib import Path
 
-    data = json.loads((Path(__file__).resolve().parents[2] / "examples/profiles/resnet50.json")
-                      .read_text())
+    data = json.loads(
+        (Path(__file__).resolve().parents[2] / "examples/profiles/resnet50.json").read_text()
+    )
     data["coefficients"]["intra"] = 1e308
     path = tmp_path / "p.json"
     path.write_text(json.dumps(data))

@@ -1,5 +1,6 @@
 """What a new user trips over first: --version, help texts, links, progress output, compare's
 early refusal, and an emitted layer config that validates without a warning."""
+
 from __future__ import annotations
 
 import io
@@ -55,8 +56,21 @@ def test_progress_bar_reaches_100_percent_and_ends_its_line(monkeypatch):
 
 def test_emitted_config_validates_without_warnings(tmp_path, capsys):
     out = tmp_path / "layers.json"
-    assert main(["layers", "emit", "--host", str(HOSTS / "2socket-8gpu.yaml"),
-                 "--jobs", str(HOSTS / "jobs-2socket-8gpu.yaml"), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "layers",
+                "emit",
+                "--host",
+                str(HOSTS / "2socket-8gpu.yaml"),
+                "--jobs",
+                str(HOSTS / "jobs-2socket-8gpu.yaml"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "UsedGpu" in out.read_text()
     capsys.readouterr()
     assert main(["layers", "validate", str(out), "--host", str(HOSTS / "2socket-8gpu.yaml")]) == 0

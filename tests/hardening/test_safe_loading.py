@@ -1,5 +1,6 @@
 """The one safe loading path (placement/loading.py): nothing hangs, blows up memory, crashes the
 interpreter or escapes as anything but a one-line LoadError naming file, line and key."""
+
 from __future__ import annotations
 
 import io
@@ -55,14 +56,17 @@ def test_nesting_within_the_limit_parses():
     assert parse_yaml("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)) is not None
 
 
-@pytest.mark.parametrize("text,why,key", [
-    ("x: " + "9" * 400, "out of range", "x"),
-    ("x: " + "1" * 5000, "not an integer", "x"),
-    ("a: {b: [1, !!int 1e3]}", "not an integer", "a.b[1]"),
-    ("y: .inf", "not a finite number", "y"),
-    ("y: [.nan]", "not a finite number", "y[0]"),
-    ("y: 1.0e+400", "not a finite number", "y"),
-])
+@pytest.mark.parametrize(
+    "text,why,key",
+    [
+        ("x: " + "9" * 400, "out of range", "x"),
+        ("x: " + "1" * 5000, "not an integer", "x"),
+        ("a: {b: [1, !!int 1e3]}", "not an integer", "a.b[1]"),
+        ("y: .inf", "not a finite number", "y"),
+        ("y: [.nan]", "not a finite number", "y[0]"),
+        ("y: 1.0e+400", "not a finite number", "y"),
+    ],
+)
 def test_numbers_are_range_checked_where_they_appear(text, why, key):
     err = refused(parse_yaml, text, "n.yaml")
     assert why in err.why and err.key == key and err.line == 1
@@ -100,11 +104,14 @@ def npy_bytes(array) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("array,why", [
-    (np.array([1 + 2j]), "real-valued"),
-    (np.array(["a", "b"]), "real-valued"),
-    (np.array(["2020-01-01"], dtype="datetime64[D]"), "real-valued"),
-])
+@pytest.mark.parametrize(
+    "array,why",
+    [
+        (np.array([1 + 2j]), "real-valued"),
+        (np.array(["a", "b"]), "real-valued"),
+        (np.array(["2020-01-01"], dtype="datetime64[D]"), "real-valued"),
+    ],
+)
 def test_npy_dtypes_other_than_real_numbers_are_refused(tmp_path, array, why):
     path = tmp_path / "a.npy"
     path.write_bytes(npy_bytes(array))
@@ -114,7 +121,8 @@ def test_npy_dtypes_other_than_real_numbers_are_refused(tmp_path, array, why):
 def npy_with_header(shape, payload: bytes) -> bytes:
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(
-        buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+        buf, {"descr": "<f8", "fortran_order": False, "shape": shape}
+    )
     return buf.getvalue() + payload
 
 

@@ -1,5 +1,6 @@
 """Emitter: goldens for the example hosts, the strict validator over random placements on random
 hosts, and the emitter's own input errors."""
+
 from __future__ import annotations
 
 import json
@@ -8,37 +9,65 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from layers_helpers import EXAMPLE_HOSTS, GOLDEN, make_host
 
 from chronus_py.cli import main
-from chronus_py.layers.jobs_file import read_jobs
 from chronus_py.errors import InputError
 from chronus_py.layers.emit import PlacedJob, emit_host_layers, normalize_cgroup
 from chronus_py.layers.host import HostTopology
+from chronus_py.layers.jobs_file import read_jobs
 from chronus_py.layers.validate import validate_layers
-from layers_helpers import EXAMPLE_HOSTS, GOLDEN, make_host
 
 UPDATE = os.environ.get("CHRONUS_UPDATE_GOLDEN") == "1"
 
 SCENARIOS = [
     # (golden name, host file, jobs file, extra CLI args)
-    ("gpu-2s8g-01", EXAMPLE_HOSTS / "2socket-8gpu.yaml", EXAMPLE_HOSTS / "jobs-2socket-8gpu.yaml", []),
+    (
+        "gpu-2s8g-01",
+        EXAMPLE_HOSTS / "2socket-8gpu.yaml",
+        EXAMPLE_HOSTS / "jobs-2socket-8gpu.yaml",
+        [],
+    ),
     ("gpu-1s4g-01", EXAMPLE_HOSTS / "1socket-4gpu.yaml", GOLDEN / "jobs-1socket-4gpu.yaml", []),
-    ("gpu-2s8g-01-span", EXAMPLE_HOSTS / "2socket-8gpu.yaml", GOLDEN / "jobs-2socket-8gpu-span.yaml", []),
-    ("gpu-2s8g-01-span-1.0.20", EXAMPLE_HOSTS / "2socket-8gpu.yaml", GOLDEN / "jobs-2socket-8gpu-span.yaml",
-     ["--scx-version", "1.0.20"]),
+    (
+        "gpu-2s8g-01-span",
+        EXAMPLE_HOSTS / "2socket-8gpu.yaml",
+        GOLDEN / "jobs-2socket-8gpu-span.yaml",
+        [],
+    ),
+    (
+        "gpu-2s8g-01-span-1.0.20",
+        EXAMPLE_HOSTS / "2socket-8gpu.yaml",
+        GOLDEN / "jobs-2socket-8gpu-span.yaml",
+        ["--scx-version", "1.0.20"],
+    ),
 ]
 
 
 def _compare(path, text):
     if UPDATE:
         path.write_text(text)
-    assert path.read_text() == text, f"{path.name} differs; rerun with CHRONUS_UPDATE_GOLDEN=1 if intended"
+    assert path.read_text() == text, (
+        f"{path.name} differs; rerun with CHRONUS_UPDATE_GOLDEN=1 if intended"
+    )
 
 
 @pytest.mark.parametrize("name,host_file,jobs_file,extra", SCENARIOS, ids=[s[0] for s in SCENARIOS])
 def test_example_hosts_match_goldens(name, host_file, jobs_file, extra, tmp_path, capsys):
     out = tmp_path / "out.json"
-    code = main(["layers", "emit", "--host", str(host_file), "--jobs", str(jobs_file), "-o", str(out), *extra])
+    code = main(
+        [
+            "layers",
+            "emit",
+            "--host",
+            str(host_file),
+            "--jobs",
+            str(jobs_file),
+            "-o",
+            str(out),
+            *extra,
+        ]
+    )
     assert code == 0
     _compare(GOLDEN / f"{name}.json", out.read_text())
     env_line = capsys.readouterr().err.strip().removeprefix("/etc/default/scx: ")
@@ -46,8 +75,19 @@ def test_example_hosts_match_goldens(name, host_file, jobs_file, extra, tmp_path
     host = HostTopology.from_yaml(host_file)
     version = extra[1] if extra else None
     layers = emit_host_layers(host, read_jobs(str(jobs_file)), scx_version=version)
-    assert validate_layers(out.read_text(), host=host, scx_version=version, flags=layers.flags) == []
-    assert code == main(["layers", "validate", str(out), "--host", str(host_file), f"--flags={' '.join(layers.flags)}"])
+    assert (
+        validate_layers(out.read_text(), host=host, scx_version=version, flags=layers.flags) == []
+    )
+    assert code == main(
+        [
+            "layers",
+            "validate",
+            str(out),
+            "--host",
+            str(host_file),
+            f"--flags={' '.join(layers.flags)}",
+        ]
+    )
 
 
 def test_two_socket_golden_keeps_each_job_on_its_gpus_node():
@@ -55,13 +95,22 @@ def test_two_socket_golden_keeps_each_job_on_its_gpus_node():
     out = emit_host_layers(host, read_jobs(str(EXAMPLE_HOSTS / "jobs-2socket-8gpu.yaml")))
     by_name = {layer["name"]: layer for layer in out.config}
     assert [layer["name"] for layer in out.config] == [
-        "l1_critical_n0", "l1_critical_n1", "l2_data_n0", "l2_data_n1", "l3_support", "l4_rest"]
+        "l1_critical_n0",
+        "l1_critical_n1",
+        "l2_data_n0",
+        "l2_data_n1",
+        "l3_support",
+        "l4_rest",
+    ]
     assert by_name["l1_critical_n0"]["kind"]["Grouped"]["nodes"] == [0]
     assert "llama-70b" in by_name["l1_critical_n0"]["comment"]
     assert "bert-ft" in by_name["l1_critical_n1"]["comment"]
     assert "resnet-sweep" not in out.to_json()  # opted out: left to the catch-all
     assert out.flags == ("--enable-gpu-support",)
-    assert out.env_line("/etc/scx_layered/x.json") == 'SCX_FLAGS="--enable-gpu-support f:/etc/scx_layered/x.json"'
+    assert (
+        out.env_line("/etc/scx_layered/x.json")
+        == 'SCX_FLAGS="--enable-gpu-support f:/etc/scx_layered/x.json"'
+    )
     assert out.env_file().startswith("SCX_SCHEDULER=scx_layered\nSCX_FLAGS=")
 
 
@@ -69,7 +118,9 @@ def test_spanning_job_gets_numa_groups_and_a_fallback():
     host = HostTopology.from_yaml(EXAMPLE_HOSTS / "2socket-8gpu.yaml")
     job = PlacedJob("j", (2, 3, 4), cgroup="a/j")
     new = emit_host_layers(host, [job]).config
-    assert [{"CgroupPrefix": "a/j/"}, {"CommPrefix": "pt_main_thread"}, {"NumaNode": 0}] in new[0]["matches"]
+    assert [{"CgroupPrefix": "a/j/"}, {"CommPrefix": "pt_main_thread"}, {"NumaNode": 0}] in new[0][
+        "matches"
+    ]
     assert [{"CgroupPrefix": "a/j/"}, {"CommPrefix": "pt_main_thread"}] in new[1]["matches"]
     old = emit_host_layers(host, [job], scx_version="1.0.20").config
     assert "NumaNode" not in json.dumps(old)
@@ -84,22 +135,30 @@ def test_no_opted_in_job_means_no_config():
 
 
 def test_gpu_matchers_only_for_nvidia_jobs_with_cgroups():
-    assert emit_host_layers(make_host(), [PlacedJob("a", (0,), cgroup="x")]).flags == ("--enable-gpu-support",)
+    assert emit_host_layers(make_host(), [PlacedJob("a", (0,), cgroup="x")]).flags == (
+        "--enable-gpu-support",
+    )
     assert emit_host_layers(make_host(), [PlacedJob("a", (0,))]).flags == ()
     assert emit_host_layers(make_host(vendor="amd"), [PlacedJob("a", (0,), cgroup="x")]).flags == ()
-    assert emit_host_layers(make_host(), [PlacedJob("a", (0,), cgroup="x")], gpu_matchers=False).flags == ()
+    assert (
+        emit_host_layers(make_host(), [PlacedJob("a", (0,), cgroup="x")], gpu_matchers=False).flags
+        == ()
+    )
 
 
-@pytest.mark.parametrize("jobs,why", [
-    ([PlacedJob("a", (9,))], "host has no GPU 9"),
-    ([PlacedJob("a", (0,)), PlacedJob("b", (0,), opt_in=False)], "also placed for job a"),
-    ([PlacedJob("a", ())], "at least one GPU"),
-    ([PlacedJob("a", (0,), preset="tensorflow")], "unknown preset 'tensorflow'"),
-    ([PlacedJob("a", (0,), thread_names={"critical": ["x" * 16]})], "longer than 15 bytes"),
-    ([PlacedJob("a", (0,), thread_names={"urgent": ["x"]})], "unknown tier 'urgent'"),
-    ([PlacedJob("a", (0,), cgroup="/")], "root cgroup"),
-    ([PlacedJob("a", (0,)), PlacedJob("a", (1,))], "listed twice"),
-])
+@pytest.mark.parametrize(
+    "jobs,why",
+    [
+        ([PlacedJob("a", (9,))], "host has no GPU 9"),
+        ([PlacedJob("a", (0,)), PlacedJob("b", (0,), opt_in=False)], "also placed for job a"),
+        ([PlacedJob("a", ())], "at least one GPU"),
+        ([PlacedJob("a", (0,), preset="tensorflow")], "unknown preset 'tensorflow'"),
+        ([PlacedJob("a", (0,), thread_names={"critical": ["x" * 16]})], "longer than 15 bytes"),
+        ([PlacedJob("a", (0,), thread_names={"urgent": ["x"]})], "unknown tier 'urgent'"),
+        ([PlacedJob("a", (0,), cgroup="/")], "root cgroup"),
+        ([PlacedJob("a", (0,)), PlacedJob("a", (1,))], "listed twice"),
+    ],
+)
 def test_bad_jobs_are_one_line_input_errors(jobs, why):
     with pytest.raises(InputError, match=why):
         emit_host_layers(make_host(), jobs)
@@ -157,7 +216,7 @@ def hosts(draw):
         first += cpus
         numa[n] = ids
         per = max(1, cpus // llcs)
-        chunks = [ids[i:i + per] for i in range(0, cpus, per)]
+        chunks = [ids[i : i + per] for i in range(0, cpus, per)]
         for chunk in chunks:
             llc_map[len(llc_map)] = chunk
         if smt:
@@ -179,18 +238,34 @@ def placements(draw, host):
     jobs, i = [], 0
     while i < len(order) and len(jobs) < 6:
         size = draw(st.integers(1, len(order) - i))
-        overrides = draw(st.dictionaries(st.sampled_from(["critical", "data", "support"]),
-                                         st.lists(st.one_of(NAME, NAME.map(lambda s: "pcomm:" + s)), max_size=4),
-                                         max_size=2))
-        jobs.append(PlacedJob(
-            job_id=f"job{len(jobs)}",
-            gpus=tuple(order[i:i + size]),
-            cgroup=draw(st.one_of(st.none(), st.sampled_from(["k8s.slice/pod", "/training.slice/x.scope", "a/b/c/"])
-                                  .map(lambda p, n=len(jobs): f"{p}{n}"))),
-            preset=draw(st.sampled_from(["pytorch", "pytorch+nccl+dataloader", "nccl", "dataloader+pytorch"])),
-            thread_names=overrides,
-            opt_in=draw(st.booleans()) or draw(st.booleans()),
-        ))
+        overrides = draw(
+            st.dictionaries(
+                st.sampled_from(["critical", "data", "support"]),
+                st.lists(st.one_of(NAME, NAME.map(lambda s: "pcomm:" + s)), max_size=4),
+                max_size=2,
+            )
+        )
+        jobs.append(
+            PlacedJob(
+                job_id=f"job{len(jobs)}",
+                gpus=tuple(order[i : i + size]),
+                cgroup=draw(
+                    st.one_of(
+                        st.none(),
+                        st.sampled_from(["k8s.slice/pod", "/training.slice/x.scope", "a/b/c/"]).map(
+                            lambda p, n=len(jobs): f"{p}{n}"
+                        ),
+                    )
+                ),
+                preset=draw(
+                    st.sampled_from(
+                        ["pytorch", "pytorch+nccl+dataloader", "nccl", "dataloader+pytorch"]
+                    )
+                ),
+                thread_names=overrides,
+                opt_in=draw(st.booleans()) or draw(st.booleans()),
+            )
+        )
         i += size
     return jobs
 

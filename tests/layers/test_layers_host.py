@@ -1,16 +1,17 @@
 """Host model (YAML), sysfs discovery against fake trees and this machine, and the CLI commands."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 import yaml
+from layers_helpers import EXAMPLE_HOSTS
 
 from chronus_py.cli import main
 from chronus_py.errors import InputError
 from chronus_py.layers.discover import discover_host
 from chronus_py.layers.host import HostTopology, format_cpulist, parse_cpulist
-from layers_helpers import EXAMPLE_HOSTS
 
 # -- host YAML ---------------------------------------------------------------------------------
 
@@ -24,8 +25,11 @@ def test_cpulist_round_trip():
             parse_cpulist(bad)
 
 
-@pytest.mark.parametrize("path", [EXAMPLE_HOSTS / "1socket-4gpu.yaml", EXAMPLE_HOSTS / "2socket-8gpu.yaml"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [EXAMPLE_HOSTS / "1socket-4gpu.yaml", EXAMPLE_HOSTS / "2socket-8gpu.yaml"],
+    ids=lambda p: p.name,
+)
 def test_example_hosts_load_and_round_trip(path):
     host = HostTopology.from_yaml(path)
     again = HostTopology.from_mapping(yaml.safe_load(host.to_yaml()))
@@ -43,22 +47,40 @@ def test_example_host_shapes():
 
 def test_llcs_default_to_one_per_node():
     host = HostTopology.from_mapping({"name": "x", "numa_nodes": {0: "0-3", 1: [4, 5]}})
-    assert host.llcs == {0: (0, 1, 2, 3), 1: (4, 5)} and host.gpus == () and host.threads_per_core == 1
+    assert (
+        host.llcs == {0: (0, 1, 2, 3), 1: (4, 5)} and host.gpus == () and host.threads_per_core == 1
+    )
 
 
-@pytest.mark.parametrize("data,field", [
-    ({"numa_nodes": {0: "0-3"}}, "name"),
-    ({"name": "x"}, "numa_nodes"),
-    ({"name": "x", "numa_nodes": {0: "0-3", 1: "3-4"}}, "numa_nodes.1"),
-    ({"name": "x", "numa_nodes": {0: "0-x"}}, "numa_nodes.0"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "llcs": {0: "0-2"}}, "llcs"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "smt_siblings": ["0"]}, "smt_siblings[0]"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "smt_siblings": ["0,9"]}, "smt_siblings[0]"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "gpus": [{"index": 0, "numa_node": 1}]}, "gpus[0].numa_node"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "gpus": [{"index": 0, "numa_node": 0}] * 2}, "gpus[1].index"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "gpus": [{"index": 0, "numa_node": 0, "vendor": "NV"}]}, "gpus[0].vendor"),
-    ({"name": "x", "numa_nodes": {0: "0-3"}, "cpus": 4}, "cpus"),
-])
+@pytest.mark.parametrize(
+    "data,field",
+    [
+        ({"numa_nodes": {0: "0-3"}}, "name"),
+        ({"name": "x"}, "numa_nodes"),
+        ({"name": "x", "numa_nodes": {0: "0-3", 1: "3-4"}}, "numa_nodes.1"),
+        ({"name": "x", "numa_nodes": {0: "0-x"}}, "numa_nodes.0"),
+        ({"name": "x", "numa_nodes": {0: "0-3"}, "llcs": {0: "0-2"}}, "llcs"),
+        ({"name": "x", "numa_nodes": {0: "0-3"}, "smt_siblings": ["0"]}, "smt_siblings[0]"),
+        ({"name": "x", "numa_nodes": {0: "0-3"}, "smt_siblings": ["0,9"]}, "smt_siblings[0]"),
+        (
+            {"name": "x", "numa_nodes": {0: "0-3"}, "gpus": [{"index": 0, "numa_node": 1}]},
+            "gpus[0].numa_node",
+        ),
+        (
+            {"name": "x", "numa_nodes": {0: "0-3"}, "gpus": [{"index": 0, "numa_node": 0}] * 2},
+            "gpus[1].index",
+        ),
+        (
+            {
+                "name": "x",
+                "numa_nodes": {0: "0-3"},
+                "gpus": [{"index": 0, "numa_node": 0, "vendor": "NV"}],
+            },
+            "gpus[0].vendor",
+        ),
+        ({"name": "x", "numa_nodes": {0: "0-3"}, "cpus": 4}, "cpus"),
+    ],
+)
 def test_bad_host_yaml_names_the_key(data, field):
     with pytest.raises(InputError) as info:
         HostTopology.from_mapping(data, source="h.yaml")
@@ -130,7 +152,10 @@ def test_discover_two_socket_host_with_gpus(tmp_path):
     assert host.llcs == {10: (0, 1, 4, 5), 11: (2, 3, 6, 7)}
     assert host.smt_siblings == ((0, 4), (1, 5), (2, 6), (3, 7))
     assert [(g.index, g.pci, g.numa_node, g.vendor) for g in host.gpus] == [
-        (0, "0000:1b:00.0", 0, "nvidia"), (1, "0000:9d:00.0", 1, "nvidia"), (2, "0000:c3:00.0", 1, "amd")]
+        (0, "0000:1b:00.0", 0, "nvidia"),
+        (1, "0000:9d:00.0", 1, "nvidia"),
+        (2, "0000:c3:00.0", 1, "amd"),
+    ]
     assert found.notes == ()
 
 
@@ -144,12 +169,18 @@ def test_discover_without_gpus_numa_or_l3(tmp_path):
 
 def test_discover_numbers_llcs_when_ids_are_missing_or_shared(tmp_path):
     nodes = {0: [0, 1, 2, 3]}
-    fake_sysfs(tmp_path, nodes=nodes, llc_ids={0: (0, [0, 1]), 1: (0, [0, 1]), 2: (0, [2, 3]), 3: (0, [2, 3])})
+    fake_sysfs(
+        tmp_path,
+        nodes=nodes,
+        llc_ids={0: (0, [0, 1]), 1: (0, [0, 1]), 2: (0, [2, 3]), 3: (0, [2, 3])},
+    )
     assert discover_host(tmp_path).host.llcs == {0: (0, 1), 1: (2, 3)}
 
 
 def test_discover_gpu_with_unknown_node_gets_a_note(tmp_path):
-    fake_sysfs(tmp_path, nodes={0: [0], 1: [1]}, gpus=[("0000:01:00.0", "0x10de", "0x030200", -1, None)])
+    fake_sysfs(
+        tmp_path, nodes={0: [0], 1: [1]}, gpus=[("0000:01:00.0", "0x10de", "0x030200", -1, None)]
+    )
     found = discover_host(tmp_path)
     assert found.host.gpus[0].numa_node == 0
     assert "NUMA node unknown" in found.notes[-1]
@@ -170,7 +201,9 @@ def test_discover_this_machine():
     if not Path("/sys/devices/system/cpu").is_dir():
         pytest.skip("not a Linux host with sysfs")
     host = discover_host("/").host
-    assert len(host.cpus) >= 1 and set(host.llcs) and all(g.numa_node in host.nodes for g in host.gpus)
+    assert (
+        len(host.cpus) >= 1 and set(host.llcs) and all(g.numa_node in host.nodes for g in host.gpus)
+    )
 
 
 # -- CLI ---------------------------------------------------------------------------------------
@@ -185,7 +218,9 @@ def test_cli_host_discover_prints_yaml_that_loads(capsys):
 
 
 def test_cli_host_discover_writes_file_from_fake_root(tmp_path, capsys):
-    fake_sysfs(tmp_path / "root", nodes={0: [0, 1]}, gpus=[("0000:01:00.0", "0x10de", "0x030200", 0, None)])
+    fake_sysfs(
+        tmp_path / "root", nodes={0: [0, 1]}, gpus=[("0000:01:00.0", "0x10de", "0x030200", 0, None)]
+    )
     out = tmp_path / "h.yaml"
     assert main(["host", "discover", "--root", str(tmp_path / "root"), "-o", str(out)]) == 0
     assert HostTopology.from_yaml(out).gpus[0].pci == "0000:01:00.0"
@@ -201,13 +236,17 @@ def test_cli_validate_exit_codes(tmp_path, capsys):
     good = tmp_path / "good.json"
     good.write_text('[{"name": "rest", "matches": [[]], "kind": {"Open": {}}}]')
     bad = tmp_path / "bad.json"
-    bad.write_text('[{"name": "rest", "matches": [[]], "kind": {"Open": {"protected": true, "perf": 1.0}}}]')
+    bad.write_text(
+        '[{"name": "rest", "matches": [[]], "kind": {"Open": {"protected": true, "perf": 1.0}}}]'
+    )
     assert main(["layers", "validate", str(good)]) == 0
     assert main(["layers", "validate", str(bad)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out == ["layer[0].kind.Open.protected: `protected` belongs to Confined and Grouped, not Open; "
-                   "scx_layered ignores it here",
-                   "layer[0].kind.Open.perf: invalid type: floating point `1.0`, expected u64; write `1`"]
+    assert out == [
+        "layer[0].kind.Open.protected: `protected` belongs to Confined and Grouped, not Open; "
+        "scx_layered ignores it here",
+        "layer[0].kind.Open.perf: invalid type: floating point `1.0`, expected u64; write `1`",
+    ]
     assert main(["layers", "validate", str(bad), "--lenient"]) == 1  # the float is a parse error
     lenient = tmp_path / "lenient.json"
     lenient.write_text('[{"name": "rest", "matches": [[]], "kind": {"Open": {"protected": true}}}]')
@@ -233,8 +272,10 @@ def test_cli_validate_unreadable_inputs_exit_2(tmp_path, capsys):
 
 def test_cli_validate_with_host_and_version(tmp_path):
     cfg = tmp_path / "c.json"
-    cfg.write_text('[{"name": "a", "matches": [[{"NumaNode": 1}]], "kind": {"Confined": {"util_range": [0.1, 0.5], '
-                   '"nodes": [1]}}}, {"name": "rest", "matches": [[]], "kind": {"Open": {}}}]')
+    cfg.write_text(
+        '[{"name": "a", "matches": [[{"NumaNode": 1}]], "kind": {"Confined": {"util_range": [0.1, 0.5], '
+        '"nodes": [1]}}}, {"name": "rest", "matches": [[]], "kind": {"Open": {}}}]'
+    )
     two = str(EXAMPLE_HOSTS / "2socket-8gpu.yaml")
     one = str(EXAMPLE_HOSTS / "1socket-4gpu.yaml")
     assert main(["layers", "validate", str(cfg), "--host", two]) == 0
@@ -257,17 +298,35 @@ def test_cli_emit_prints_config_or_says_nothing_to_do(tmp_path, capsys):
     assert captured.out == "" and "no opted-in job" in captured.err
 
 
-@pytest.mark.parametrize("body,why", [
-    ("jobs: 3\n", "jobs: expected a mapping"),
-    ("jobs:\n  - {id: a, gpus: [0], color: red}\n", "jobs[0].color: unknown key"),
-    ("jobs:\n  - {id: a, gpus: 0}\n", "jobs[0].gpus: required"),
-    ("jobs:\n  - {id: a, gpus: [7]}\n", "job a.gpus: host has no GPU 7"),
-    ("jobs:\n  - {id: a, gpus: [0], opt_in: maybe}\n", "jobs[0].opt_in: expected true or false"),
-    ("jobs: [\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        ("jobs: 3\n", "jobs: expected a mapping"),
+        ("jobs:\n  - {id: a, gpus: [0], color: red}\n", "jobs[0].color: unknown key"),
+        ("jobs:\n  - {id: a, gpus: 0}\n", "jobs[0].gpus: required"),
+        ("jobs:\n  - {id: a, gpus: [7]}\n", "job a.gpus: host has no GPU 7"),
+        (
+            "jobs:\n  - {id: a, gpus: [0], opt_in: maybe}\n",
+            "jobs[0].opt_in: expected true or false",
+        ),
+        ("jobs: [\n", "not valid YAML"),
+    ],
+)
 def test_cli_emit_bad_jobs_exit_2(tmp_path, capsys, body, why):
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(body)
-    assert main(["layers", "emit", "--host", str(EXAMPLE_HOSTS / "1socket-4gpu.yaml"), "--jobs", str(jobs)]) == 2
+    assert (
+        main(
+            [
+                "layers",
+                "emit",
+                "--host",
+                str(EXAMPLE_HOSTS / "1socket-4gpu.yaml"),
+                "--jobs",
+                str(jobs),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert why in err and len(err.strip().splitlines()) == 1

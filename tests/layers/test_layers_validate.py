@@ -1,13 +1,14 @@
 """Every validator rule has a failing and a passing case; upstream examples pass leniently; the
 serde round-trips agree with which keys the validator calls ignored."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from layers_helpers import REST, UPSTREAM, config, layer, make_host
 
 from chronus_py.layers.validate import RULES, has_errors, validate_layers
-from layers_helpers import REST, UPSTREAM, config, layer, make_host
 
 TWO_NODES = make_host(nodes=2)
 ONE_NODE = make_host(nodes=1, llcs_per_node=1)
@@ -31,12 +32,19 @@ CASES = {
         ('[{"name": NaN}]', config(layer()), {}),
         ('[{"name": "a", "x": Infinity}]', config(layer()), {}),
         ('[{"name": "a", "x": 1e400}]', config(layer()), {}),
-        ('[{"name": "\\ud800", "matches": [[]], "kind": {"Open": {}}}]', '[{"name": "\\u00e9", "matches": [[]], "kind": {"Open": {}}}]', {}),
+        (
+            '[{"name": "\\ud800", "matches": [[]], "kind": {"Open": {}}}]',
+            '[{"name": "\\u00e9", "matches": [[]], "kind": {"Open": {}}}]',
+            {},
+        ),
         ("\ufeff" + text(config(layer())), text(config(layer())), {}),
         ('[{"name": "a",}]', config(layer()), {}),
         ("[" * 128 + "]" * 128, "[" * 127 + "]" * 127, {}),
-        ('[{"name": "rest", "matches": [[]], "kind": {"Open": {"x": 1' + "0" * 400 + '}}}]',
-         '[{"name": "rest", "matches": [[]], "kind": {"Open": {"x": 1' + "0" * 300 + '}}}]', {}),
+        (
+            '[{"name": "rest", "matches": [[]], "kind": {"Open": {"x": 1' + "0" * 400 + "}}}]",
+            '[{"name": "rest", "matches": [[]], "kind": {"Open": {"x": 1' + "0" * 300 + "}}}]",
+            {},
+        ),
         ("[" * 5000 + "]" * 5000, "[]", {}),
     ],
     "top-level": [('{"layers": []}', config(layer()), {})],
@@ -47,7 +55,13 @@ CASES = {
     "missing-field": [
         ([{"name": "rest", "matches": [[]]}], [REST], {}),
         ([{"matches": [[]], "kind": {"Open": {}}}], [REST], {}),
-        (config({"name": "a", "matches": [[{"CommPrefix": "x"}]], "kind": {"Grouped": {"perf": 1}}}), L(kind="Grouped", perf=1), {}),
+        (
+            config(
+                {"name": "a", "matches": [[{"CommPrefix": "x"}]], "kind": {"Grouped": {"perf": 1}}}
+            ),
+            L(kind="Grouped", perf=1),
+            {},
+        ),
     ],
     "type": [
         (L(perf=1024.0), L(perf=1024), {}),
@@ -68,26 +82,52 @@ CASES = {
         (L(yield_ignore="0.5"), L(yield_ignore=1), {}),
         (L(growth_algo={"Sticky": None}), L(growth_algo="Sticky"), {}),
         ([{"name": None, "matches": [[]], "kind": {"Open": {}}}], [REST], {}),
-        ([{"name": "r", "comment": 5, "matches": [[]], "kind": {"Open": {}}}], [{**REST, "comment": None}], {}),
+        (
+            [{"name": "r", "comment": 5, "matches": [[]], "kind": {"Open": {}}}],
+            [{**REST, "comment": None}],
+            {},
+        ),
         ([{"name": "r", "matches": [{}], "kind": {"Open": {}}}], [REST], {}),
         ([{"name": "r", "matches": None, "kind": {"Open": {}}}], [REST], {}),
         ([{"name": "r", "matches": [[]], "kind": {"Open": []}}], [REST], {}),
     ],
     "duplicate-key": [
         ('[{"name": "a", "name": "b", "matches": [[]], "kind": {"Open": {}}}]', [REST], {}),
-        ('[{"name": "a", "matches": [[]], "kind": {"Open": {"perf": 1, "perf": 2}}}]', '[{"name": "a", "matches": [[]], "kind": {"Open": {"perf": 1}}}]', {}),
-        ('[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1], "util_range": [0, 1]}}}]', '[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1]}}}]', {}),
+        (
+            '[{"name": "a", "matches": [[]], "kind": {"Open": {"perf": 1, "perf": 2}}}]',
+            '[{"name": "a", "matches": [[]], "kind": {"Open": {"perf": 1}}}]',
+            {},
+        ),
+        (
+            '[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1], "util_range": [0, 1]}}}]',
+            '[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1]}}}]',
+            {},
+        ),
     ],
     "matcher": [
         (L(matches=[[{"CommPrefix": "x", "PcommPrefix": "y"}]]), L(), {}),
         (L(matches=[[{"commprefix": "x"}]]), L(), {}),
         (L(matches=[[{}]]), L(), {}),
         (L(matches=[["CommPrefix"]]), L(), {}),
-        ('[{"name": "a", "matches": [[{"CommPrefix": "x", "CommPrefix": "y"}]], "kind": {"Open": {}}}, {"name": "r", "matches": [[]], "kind": {"Open": {}}}]', L(), {}),
+        (
+            '[{"name": "a", "matches": [[{"CommPrefix": "x", "CommPrefix": "y"}]], "kind": {"Open": {}}}, {"name": "r", "matches": [[]], "kind": {"Open": {}}}]',
+            L(),
+            {},
+        ),
     ],
     "kind": [
         ([{"name": "r", "matches": [[]], "kind": "Open"}], [REST], {}),
-        ([{"name": "r", "matches": [[]], "kind": {"Open": {}, "Grouped": {"util_range": [0, 1]}}}], [REST], {}),
+        (
+            [
+                {
+                    "name": "r",
+                    "matches": [[]],
+                    "kind": {"Open": {}, "Grouped": {"util_range": [0, 1]}},
+                }
+            ],
+            [REST],
+            {},
+        ),
         ([{"name": "r", "matches": [[]], "kind": {"open": {}}}], [REST], {}),
         ([{"name": "r", "matches": [[]], "kind": {}}], [REST], {}),
     ],
@@ -96,15 +136,31 @@ CASES = {
         (L(placement="Fast"), L(placement="Floating"), {}),
     ],
     "template": [
-        ([{**layer(), "template": {"CgroupPrefix": "a/"}}, REST], [{**layer(), "template": {"CgroupSuffix": "a/"}}, REST], {}),
+        (
+            [{**layer(), "template": {"CgroupPrefix": "a/"}}, REST],
+            [{**layer(), "template": {"CgroupSuffix": "a/"}}, REST],
+            {},
+        ),
     ],
     "version-enum": [
-        (L(matches=[[{"NumaNode": 0}]]), L(matches=[[{"NumaNode": 0}]]), ({"scx_version": "1.0.20"}, {"scx_version": "1.0.21"})),
-        (L(growth_algo="CpuSetSpread"), L(growth_algo="CpuSetSpread"), ({"scx_version": "1.0.12"}, {"scx_version": "1.0.13"})),
+        (
+            L(matches=[[{"NumaNode": 0}]]),
+            L(matches=[[{"NumaNode": 0}]]),
+            ({"scx_version": "1.0.20"}, {"scx_version": "1.0.21"}),
+        ),
+        (
+            L(growth_algo="CpuSetSpread"),
+            L(growth_algo="CpuSetSpread"),
+            ({"scx_version": "1.0.12"}, {"scx_version": "1.0.13"}),
+        ),
     ],
     "layer-count": [
         ([], [REST], {}),
-        (config(*[layer(name=f"l{i}") for i in range(16)]), config(*[layer(name=f"l{i}") for i in range(15)]), {}),
+        (
+            config(*[layer(name=f"l{i}") for i in range(16)]),
+            config(*[layer(name=f"l{i}") for i in range(15)]),
+            {},
+        ),
     ],
     "terminal": [
         (config(layer(), rest=False), config(layer()), {}),
@@ -114,45 +170,105 @@ CASES = {
     "empty-matches": [(L(matches=[]), L(), {})],
     "or-limit": [(L(matches=comm_groups(33)), L(matches=comm_groups(32)), {})],
     "and-limit": [
-        (L(matches=[[{"NiceAbove": -i} for i in range(27)]]), L(matches=[[{"NiceAbove": -i} for i in range(26)]]), {}),
+        (
+            L(matches=[[{"NiceAbove": -i} for i in range(27)]]),
+            L(matches=[[{"NiceAbove": -i} for i in range(26)]]),
+            {},
+        ),
     ],
     "string-limit": [
         (L(matches=[[{"CommPrefix": "x" * 17}]]), L(matches=[[{"CommPrefix": "x" * 15}]]), {}),
-        (L(matches=[[{"PcommPrefixExclude": "é" * 9}]]), L(matches=[[{"PcommPrefixExclude": "é" * 7}]]), {}),
-        (L(matches=[[{"CgroupPrefix": "a" * 4097}]]), L(matches=[[{"CgroupPrefix": "a" * 4095}]]), {}),
+        (
+            L(matches=[[{"PcommPrefixExclude": "é" * 9}]]),
+            L(matches=[[{"PcommPrefixExclude": "é" * 7}]]),
+            {},
+        ),
+        (
+            L(matches=[[{"CgroupPrefix": "a" * 4097}]]),
+            L(matches=[[{"CgroupPrefix": "a" * 4095}]]),
+            {},
+        ),
         (L(matches=[[{"CmdJoin": "x" * 17}]]), L(matches=[[{"CmdJoin": "x" * 13}]]), {}),
     ],
     "range": [
         (L(util_range=[0.9, 0.5]), L(), {}),
         (L(util_range=[0.5, 0.5]), L(), {}),
         (L(cpus_range=[3, 2]), L(cpus_range=[2, 2]), {}),
-        (L(util_range=[0.5, 1.2]), L(util_range=[0.5, 1.2]), ({"scx_version": "1.0.13"}, {"scx_version": "1.0.14"})),
+        (
+            L(util_range=[0.5, 1.2]),
+            L(util_range=[0.5, 1.2]),
+            ({"scx_version": "1.0.13"}, {"scx_version": "1.0.14"}),
+        ),
     ],
     "hint": [
-        (L(matches=[[{"HintEquals": 3}, {"CommPrefix": "x"}]]), L(matches=[[{"HintEquals": 3}, {"SystemCpuUtilBelow": 0.5}]]), {}),
+        (
+            L(matches=[[{"HintEquals": 3}, {"CommPrefix": "x"}]]),
+            L(matches=[[{"HintEquals": 3}, {"SystemCpuUtilBelow": 0.5}]]),
+            {},
+        ),
         (L(matches=[[{"HintEquals": 1024}]]), L(matches=[[{"HintEquals": 1023}]]), {}),
-        (L(matches=[[{"SystemCpuUtilBelow": 0.5}]]), L(matches=[[{"HintEquals": 0}, {"DsqInsertBelow": 0.5}]]), {}),
-        (L(matches=[[{"HintEquals": 1}, {"HintEquals": 2}]]), L(matches=[[{"HintEquals": 1}], [{"HintEquals": 2}]]), {}),
-        (L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 1.5}]]), L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 1}]]), {}),
-        (L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 0.1}, {"DsqInsertBelow": 0.2}]]),
-         L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 0.1}, {"SystemCpuUtilBelow": 0.2}]]), {}),
-        (config(layer(name="a", matches=[[{"HintEquals": 5}]]), layer(name="b", matches=[[{"HintEquals": 5}]])),
-         config(layer(name="a", matches=[[{"HintEquals": 5}]]), layer(name="b", matches=[[{"HintEquals": 6}]])), {}),
+        (
+            L(matches=[[{"SystemCpuUtilBelow": 0.5}]]),
+            L(matches=[[{"HintEquals": 0}, {"DsqInsertBelow": 0.5}]]),
+            {},
+        ),
+        (
+            L(matches=[[{"HintEquals": 1}, {"HintEquals": 2}]]),
+            L(matches=[[{"HintEquals": 1}], [{"HintEquals": 2}]]),
+            {},
+        ),
+        (
+            L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 1.5}]]),
+            L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 1}]]),
+            {},
+        ),
+        (
+            L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 0.1}, {"DsqInsertBelow": 0.2}]]),
+            L(matches=[[{"HintEquals": 1}, {"DsqInsertBelow": 0.1}, {"SystemCpuUtilBelow": 0.2}]]),
+            {},
+        ),
+        (
+            config(
+                layer(name="a", matches=[[{"HintEquals": 5}]]),
+                layer(name="b", matches=[[{"HintEquals": 5}]]),
+            ),
+            config(
+                layer(name="a", matches=[[{"HintEquals": 5}]]),
+                layer(name="b", matches=[[{"HintEquals": 6}]]),
+            ),
+            {},
+        ),
     ],
     "buffer-overrun": [
         (L(matches=[[{"CommPrefix": "x" * 16}]]), L(matches=[[{"CommPrefix": "x" * 15}]]), {}),
-        (L(matches=[[{"CgroupSuffix": "a" * 4096}]]), L(matches=[[{"CgroupSuffix": "a" * 4095}]]), {}),
+        (
+            L(matches=[[{"CgroupSuffix": "a" * 4096}]]),
+            L(matches=[[{"CgroupSuffix": "a" * 4095}]]),
+            {},
+        ),
         (L(name="n" * 128), L(name="n" * 40), {}),
-        (L(name="n" * 64), L(name="n" * 64), ({"scx_version": "1.0.13"}, {"scx_version": "1.0.14"})),
+        (
+            L(name="n" * 64),
+            L(name="n" * 64),
+            ({"scx_version": "1.0.13"}, {"scx_version": "1.0.14"}),
+        ),
         (L(matches=[[{"CommPrefix": "a\u0000b"}]]), L(matches=[[{"CommPrefix": "ab"}]]), {}),
         (L(name="a\u0000"), L(name="a"), {}),
         (L(matches=[[{"CmdJoin": "x" * 14}]]), L(matches=[[{"CmdJoin": "x" * 13}]]), {}),
     ],
-    "cpus-exclusive": [(L(cpus_range=[1, 2], cpus_range_frac=[0.1, 0.2]), L(cpus_range_frac=[0.1, 0.2]), {})],
+    "cpus-exclusive": [
+        (L(cpus_range=[1, 2], cpus_range_frac=[0.1, 0.2]), L(cpus_range_frac=[0.1, 0.2]), {})
+    ],
     "frac-range": [(L(cpus_range_frac=[0.5, 1.5]), L(cpus_range_frac=[0.5, 1]), {})],
     "confined-max-zero": [(L(cpus_range=[0, 0]), L(kind="Grouped", cpus_range=[0, 0]), {})],
     "util-negative": [(L(util_range=[-0.1, 0.5]), L(util_range=[0, 0.5]), {})],
-    "open-util-peak": [(L(kind="Open", util_peak_half_life_ms=100), L(kind="Grouped", util_peak_half_life_ms=100), {})],
+    "open-util-peak": [
+        (
+            L(kind="Open", util_peak_half_life_ms=100),
+            L(kind="Grouped", util_peak_half_life_ms=100),
+            {},
+        )
+    ],
     "perf-range": [(L(perf=2048), L(perf=1024), {})],
     "topology": [
         (L(nodes=[2]), L(nodes=[1]), {"host": TWO_NODES}),
@@ -161,15 +277,27 @@ CASES = {
         (L(matches=[[{"NumaNode": 2}]]), L(matches=[[{"NumaNode": 1}]]), {"host": TWO_NODES}),
     ],
     "numa-spread": [
-        (L(matches=[[{"NumaNode": 0}]], growth_algo="NodeSpread"), L(matches=[[{"NumaNode": 0}]], growth_algo="Topo"), {}),
+        (
+            L(matches=[[{"NumaNode": 0}]], growth_algo="NodeSpread"),
+            L(matches=[[{"NumaNode": 0}]], growth_algo="Topo"),
+            {},
+        ),
     ],
     "regex": [
         (L(matches=[[{"CgroupRegex": "(?=x)a"}]]), L(matches=[[{"CgroupRegex": "^a.*b$"}]]), {}),
         (L(matches=[[{"CgroupRegex": "("}]]), L(matches=[[{"CgroupRegex": "(a)"}]]), {}),
-        (L(matches=[[{"CgroupRegex": f"r{i}"}] for i in range(17)]), L(matches=[[{"CgroupRegex": f"r{i}"}] for i in range(16)]), {}),
+        (
+            L(matches=[[{"CgroupRegex": f"r{i}"}] for i in range(17)]),
+            L(matches=[[{"CgroupRegex": f"r{i}"}] for i in range(16)]),
+            {},
+        ),
     ],
     "gpu-flag": [
-        (L(matches=[[{"UsedGpuTid": True}]]), L(matches=[[{"UsedGpuTid": True}]]), ({"flags": []}, {"flags": ["--enable-gpu-support"]})),
+        (
+            L(matches=[[{"UsedGpuTid": True}]]),
+            L(matches=[[{"UsedGpuTid": True}]]),
+            ({"flags": []}, {"flags": ["--enable-gpu-support"]}),
+        ),
     ],
     "unknown-key": [
         (L(perff=1), L(perf=1), {}),
@@ -183,15 +311,28 @@ CASES = {
         (L(kind="Open", protected=True), L(kind="Grouped", protected=True), {}),
         (L(kind="Open", util_range=[0.1, 0.2]), L(kind="Grouped", util_range=[0.1, 0.2]), {}),
         (L(idle_confined=True), L(kind="Grouped", idle_confined=True), {}),
-        (L(util_includes_open_cputime=True), L(kind="Grouped", util_includes_open_cputime=True), {}),
+        (
+            L(util_includes_open_cputime=True),
+            L(kind="Grouped", util_includes_open_cputime=True),
+            {},
+        ),
         (L(kind="Open", membw_gb=1), L(kind="Open"), {}),
     ],
     "deprecated": [(L(idle_smt=True), L(), {}), (L(allow_node_aligned=False), L(), {})],
-    "iskthread-false": [(L(matches=[[{"IsKthread": False}]]), L(matches=[[{"IsKthread": True}]]), {})],
+    "iskthread-false": [
+        (L(matches=[[{"IsKthread": False}]]), L(matches=[[{"IsKthread": True}]]), {})
+    ],
     "version-field": [
-        (L(member_expire_ms=5), L(member_expire_ms=5), ({"scx_version": "1.0.18"}, {"scx_version": "1.0.19"})),
-        ([{**layer(), "template": {"CgroupSuffix": "a/"}}, REST], [{**layer(), "template": {"CgroupSuffix": "a/"}}, REST],
-         ({"scx_version": "1.0.13"}, {"scx_version": "1.0.14"})),
+        (
+            L(member_expire_ms=5),
+            L(member_expire_ms=5),
+            ({"scx_version": "1.0.18"}, {"scx_version": "1.0.19"}),
+        ),
+        (
+            [{**layer(), "template": {"CgroupSuffix": "a/"}}, REST],
+            [{**layer(), "template": {"CgroupSuffix": "a/"}}, REST],
+            ({"scx_version": "1.0.13"}, {"scx_version": "1.0.14"}),
+        ),
     ],
     "clamped": [
         (L(weight=20000), L(weight=10000), {}),
@@ -199,7 +340,11 @@ CASES = {
         (L(yield_ignore=-0.5), L(yield_ignore=0), {}),
     ],
     "cgroup-slash": [
-        (L(matches=[[{"CgroupPrefix": "/system.slice/"}]]), L(matches=[[{"CgroupPrefix": "system.slice/"}]]), {}),
+        (
+            L(matches=[[{"CgroupPrefix": "/system.slice/"}]]),
+            L(matches=[[{"CgroupPrefix": "system.slice/"}]]),
+            {},
+        ),
     ],
     "preempt-disallow": [
         (L(preempt=True, disallow_open_after_us=5), L(preempt=False, disallow_open_after_us=5), {}),
@@ -209,8 +354,14 @@ CASES = {
         (L(matches=[[{"CommPrefix": "x"}], []]), L(), {}),
     ],
     "gpu-support": [
-        (L(matches=[[{"UsedGpuPid": True}]]), L(matches=[[{"UsedGpuPid": True}]]),
-         ({"host": make_host(vendor="amd"), "flags": ["--enable-gpu-support"]}, {"host": TWO_NODES, "flags": ["--enable-gpu-support"]})),
+        (
+            L(matches=[[{"UsedGpuPid": True}]]),
+            L(matches=[[{"UsedGpuPid": True}]]),
+            (
+                {"host": make_host(vendor="amd"), "flags": ["--enable-gpu-support"]},
+                {"host": TWO_NODES, "flags": ["--enable-gpu-support"]},
+            ),
+        ),
     ],
     "membw": [(L(membw_gb=10), L(), {})],
     "name": [
@@ -257,7 +408,8 @@ def test_severity_follows_rule_class_and_lenient(rule):
     for lenient in (False, True):
         found = [p for p in _run(bad, {**bad_opts, "lenient": lenient}) if p.rule == rule]
         expected = {"parse": "error", "verify": "error", "advice": "warning"}.get(
-            klass, "warning" if lenient else "error")
+            klass, "warning" if lenient else "error"
+        )
         assert {p.severity for p in found} == {expected}
 
 
@@ -277,7 +429,10 @@ def test_json_syntax_error_names_line_and_column():
 
 def test_parsed_python_config_is_accepted():
     assert validate_layers(config(layer())) == []
-    assert validate_layers([{"name": "r", "matches": [[]], "kind": {"Open": {"perf": 1.0}}}])[0].rule == "type"
+    assert (
+        validate_layers([{"name": "r", "matches": [[]], "kind": {"Open": {"perf": 1.0}}}])[0].rule
+        == "type"
+    )
 
 
 def test_bytes_must_be_utf8():
@@ -286,8 +441,11 @@ def test_bytes_must_be_utf8():
 
 
 def _upstream_files():
-    return sorted((UPSTREAM / "examples").glob("*.json")) + sorted((UPSTREAM / "integration").glob("*.json")) + [
-        UPSTREAM / "main_rs_EXAMPLE_CONFIG.json"]
+    return (
+        sorted((UPSTREAM / "examples").glob("*.json"))
+        + sorted((UPSTREAM / "integration").glob("*.json"))
+        + [UPSTREAM / "main_rs_EXAMPLE_CONFIG.json"]
+    )
 
 
 @pytest.mark.parametrize("path", _upstream_files(), ids=lambda p: p.name)
@@ -303,24 +461,34 @@ def test_upstream_examples_that_strict_mode_rejects():
 
 def _roundtrip_pairs():
     for path in _upstream_files():
-        prefix = "main_rs_EXAMPLE_CONFIG.json" if path.parent == UPSTREAM else f"{path.parent.name}__{path.name}"
+        prefix = (
+            "main_rs_EXAMPLE_CONFIG.json"
+            if path.parent == UPSTREAM
+            else f"{path.parent.name}__{path.name}"
+        )
         yield path, UPSTREAM / "serde_roundtrip" / prefix
 
 
-@pytest.mark.parametrize("path,roundtrip", list(_roundtrip_pairs()), ids=lambda p: getattr(p, "name", ""))
+@pytest.mark.parametrize(
+    "path,roundtrip", list(_roundtrip_pairs()), ids=lambda p: getattr(p, "name", "")
+)
 def test_ignored_keys_match_what_serde_dropped(path, roundtrip):
     original, kept = json.loads(path.read_text()), json.loads(roundtrip.read_text())
     dropped = set()
     for i, (spec, out) in enumerate(zip(original, kept)):
         dropped |= {f"layer[{i}].{k}" for k in set(spec) - set(out)}
-        (kind, body), = spec["kind"].items()
+        ((kind, body),) = spec["kind"].items()
         dropped |= {f"layer[{i}].kind.{kind}.{k}" for k in set(body) - set(out["kind"][kind])}
     problems = validate_layers(path.read_text(), lenient=True)
     flagged = {p.where for p in problems if p.rule in ("unknown-key", "wrong-kind", "deprecated")}
     assert flagged == dropped
 
 
-@pytest.mark.parametrize("roundtrip", sorted((UPSTREAM / "serde_roundtrip").glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "roundtrip", sorted((UPSTREAM / "serde_roundtrip").glob("*.json")), ids=lambda p: p.name
+)
 def test_serde_output_with_every_default_spelled_out_parses(roundtrip):
     problems = validate_layers(roundtrip.read_text())
-    assert not [p for p in problems if RULES[p.rule] in ("parse", "verify")], [str(p) for p in problems]
+    assert not [p for p in problems if RULES[p.rule] in ("parse", "verify")], [
+        str(p) for p in problems
+    ]

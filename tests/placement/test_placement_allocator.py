@@ -1,4 +1,5 @@
 """CellAllocator through its public API: the Allocator protocol, health, doomed cells, options."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -52,10 +53,22 @@ def test_nothing_new_lands_on_bad_nodes_running_jobs_stay():
 def test_multi_gpu_type_node_goes_bad_in_every_chain():
     a = CellAllocator(DESIGN)
     a.set_bad("1.0.0.2")
-    assert a.allocate(req("c", 1, vc="VC1", priority=-1, sku="CT1", nodes=frozenset({"1.0.0.2"}))).outcome == "wait"
-    assert a.allocate(req("p", 1, vc="VC2", priority=-1, sku="DGX1-P100", nodes=frozenset({"1.0.0.2"}))).outcome == "wait"
+    assert (
+        a.allocate(
+            req("c", 1, vc="VC1", priority=-1, sku="CT1", nodes=frozenset({"1.0.0.2"}))
+        ).outcome
+        == "wait"
+    )
+    assert (
+        a.allocate(
+            req("p", 1, vc="VC2", priority=-1, sku="DGX1-P100", nodes=frozenset({"1.0.0.2"}))
+        ).outcome
+        == "wait"
+    )
     a.set_healthy("1.0.0.2")
-    placed = a.allocate(req("p", 1, vc="VC2", priority=-1, sku="DGX1-P100", nodes=frozenset({"1.0.0.2"})))
+    placed = a.allocate(
+        req("p", 1, vc="VC2", priority=-1, sku="DGX1-P100", nodes=frozenset({"1.0.0.2"}))
+    )
     assert placed.by_node() == {"1.0.0.2": (0,)}
 
 

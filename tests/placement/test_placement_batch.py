@@ -1,4 +1,5 @@
 """Round-up and batch consolidation (best of greedy orderings, then local search)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +13,9 @@ from placement.slowdown import node_factor
 RACKS = Path(__file__).parent / "configs" / "rack-2x2.yaml"
 
 
-@pytest.mark.parametrize("gpus, rounded", [(1, 1), (2, 2), (3, 4), (4, 4), (5, 8), (8, 8), (9, 16), (17, 24)])
+@pytest.mark.parametrize(
+    "gpus, rounded", [(1, 1), (2, 2), (3, 4), (4, 4), (5, 8), (8, 8), (9, 16), (17, 24)]
+)
 def test_round_up_to_1_2_4_8n(gpus, rounded):
     assert round_up(gpus) == rounded
 

@@ -1,4 +1,5 @@
 """HiveD configs: every upstream example loads unchanged; every broken one fails in one line."""
+
 from __future__ import annotations
 
 import copy
@@ -26,8 +27,12 @@ def test_every_hived_example_loads_and_builds(path):
 def test_design_config_structure_matches_hived():
     config = load_config(DESIGN)
     assert config.chains() == (
-        "CT1-NODE", "3-DGX1-P100-NODE", "DGX2-V100-NODE", "3-DGX2-V100-NODE",
-        "4-DGX2-V100-NODE", "2-IB-DGX2-V100-NODE",
+        "CT1-NODE",
+        "3-DGX1-P100-NODE",
+        "DGX2-V100-NODE",
+        "3-DGX2-V100-NODE",
+        "4-DGX2-V100-NODE",
+        "2-IB-DGX2-V100-NODE",
     )
     nodes = dict(config.nodes())
     assert nodes["1.0.0.2"] == 10  # a CT1 node (GPUs 8, 9) and a DGX1 node (GPUs 0-7)
@@ -36,7 +41,9 @@ def test_design_config_structure_matches_hived():
     vc1 = config.virtual_clusters["VC1"]
     assert vc1.pinned == ("VC1-YQW-CT1", "VC1-YQW-DGX2", "VC1-YQW-IB-DGX2")
     assert [(c.chain, c.cell_type, c.count) for c in vc1.cells][3] == (
-        "4-DGX2-V100-NODE", "2-DGX2-V100-NODE", 1,
+        "4-DGX2-V100-NODE",
+        "2-DGX2-V100-NODE",
+        1,
     )
 
 
@@ -75,42 +82,94 @@ def _set(path, value):
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return fn
 
 
 BROKEN = [
-    ("unknown cell type", _set(["physicalCluster", "physicalCells", 0, "cellType"], "NOPE"),
-     "physicalCluster.physicalCells[0].cellType: unknown cell type 'NOPE'"),
-    ("cycle", _set(["physicalCluster", "cellTypes", "DGX1-P100-PCI-SWITCH", "childCellType"], "3-DGX1-P100-NODE"),
-     "cycle"),
-    ("no node level", _set(["physicalCluster", "cellTypes", "CT1-NODE", "isNodeLevel"], False),
-     "physicalCluster.physicalCells[0].cellType: CT1-NODE has no node level"),
-    ("two node levels", _set(["physicalCluster", "cellTypes", "DGX1-P100-CPU-SOCKET", "isNodeLevel"], True),
-     "has more than one node level"),
-    ("bad child number", _set(["physicalCluster", "cellTypes", "CT1-NODE", "childCellNumber"], 0),
-     "physicalCluster.cellTypes.CT1-NODE.childCellNumber: must be an integer > 0"),
-    ("typo in a key", _set(["physicalCluster", "cellTypes", "CT1-NODE", "childCellNumer"], 2),
-     "physicalCluster.cellTypes.CT1-NODE.childCellNumer: unknown key"),
-    ("missing node name", _set(["physicalCluster", "physicalCells", 0, "cellAddress"], None),
-     "physicalCluster.physicalCells[0].cellAddress: required for node-level cell CT1-NODE"),
-    ("duplicate node", _set(["physicalCluster", "physicalCells", 1, "cellAddress"], "0.0.0.0"),
-     "physicalCluster.physicalCells[1].cellAddress: duplicate node name '0.0.0.0'"),
-    ("wrong number of children", _set(["physicalCluster", "physicalCells", 2, "cellChildren"], [{"cellAddress": 8}]),
-     "physicalCluster.physicalCells[2].cellChildren: CT1-NODE has childCellNumber 2 but 1 children are listed"),
-    ("duplicate GPU index", _set(["physicalCluster", "physicalCells", 2, "cellChildren", 1, "cellAddress"], 8),
-     "duplicate GPU index 8 on node 1.0.0.2"),
-    ("VC path off the hierarchy", _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "3-DGX1-P100-NODE.CT1"),
-     "virtualClusters.VC2.virtualCells[0].cellType: 'CT1' in '3-DGX1-P100-NODE.CT1': not the child type of 3-DGX1-P100-NODE"),
-    ("VC chain unknown", _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "K80-NODE"),
-     "virtualClusters.VC2.virtualCells[0].cellType: 'K80-NODE': unknown cell type"),
-    ("VC chain not top level", _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "DGX1-P100-NODE"),
-     "'DGX1-P100-NODE': not the type of any top-level physical cell"),
-    ("unknown pinned id", _set(["virtualClusters", "VC2", "pinnedCells"], [{"pinnedCellId": "X"}]),
-     "virtualClusters.VC2.pinnedCells[0].pinnedCellId: no physical cell has pinnedCellId 'X'"),
-    ("pinned id twice", _set(["virtualClusters", "VC2", "pinnedCells"], [{"pinnedCellId": "VC1-YQW-CT1"}]),
-     "pinned cell 'VC1-YQW-CT1' is already used by VC1"),
-    ("VC promised too much", _set(["virtualClusters", "VC2", "virtualCells", 0, "cellNumber"], 4),
-     "virtualClusters: insufficient physical cells at chain 3-DGX1-P100-NODE level 4 (DGX1-P100-NODE): 4 needed, 3 available"),
+    (
+        "unknown cell type",
+        _set(["physicalCluster", "physicalCells", 0, "cellType"], "NOPE"),
+        "physicalCluster.physicalCells[0].cellType: unknown cell type 'NOPE'",
+    ),
+    (
+        "cycle",
+        _set(
+            ["physicalCluster", "cellTypes", "DGX1-P100-PCI-SWITCH", "childCellType"],
+            "3-DGX1-P100-NODE",
+        ),
+        "cycle",
+    ),
+    (
+        "no node level",
+        _set(["physicalCluster", "cellTypes", "CT1-NODE", "isNodeLevel"], False),
+        "physicalCluster.physicalCells[0].cellType: CT1-NODE has no node level",
+    ),
+    (
+        "two node levels",
+        _set(["physicalCluster", "cellTypes", "DGX1-P100-CPU-SOCKET", "isNodeLevel"], True),
+        "has more than one node level",
+    ),
+    (
+        "bad child number",
+        _set(["physicalCluster", "cellTypes", "CT1-NODE", "childCellNumber"], 0),
+        "physicalCluster.cellTypes.CT1-NODE.childCellNumber: must be an integer > 0",
+    ),
+    (
+        "typo in a key",
+        _set(["physicalCluster", "cellTypes", "CT1-NODE", "childCellNumer"], 2),
+        "physicalCluster.cellTypes.CT1-NODE.childCellNumer: unknown key",
+    ),
+    (
+        "missing node name",
+        _set(["physicalCluster", "physicalCells", 0, "cellAddress"], None),
+        "physicalCluster.physicalCells[0].cellAddress: required for node-level cell CT1-NODE",
+    ),
+    (
+        "duplicate node",
+        _set(["physicalCluster", "physicalCells", 1, "cellAddress"], "0.0.0.0"),
+        "physicalCluster.physicalCells[1].cellAddress: duplicate node name '0.0.0.0'",
+    ),
+    (
+        "wrong number of children",
+        _set(["physicalCluster", "physicalCells", 2, "cellChildren"], [{"cellAddress": 8}]),
+        "physicalCluster.physicalCells[2].cellChildren: CT1-NODE has childCellNumber 2 but 1 children are listed",
+    ),
+    (
+        "duplicate GPU index",
+        _set(["physicalCluster", "physicalCells", 2, "cellChildren", 1, "cellAddress"], 8),
+        "duplicate GPU index 8 on node 1.0.0.2",
+    ),
+    (
+        "VC path off the hierarchy",
+        _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "3-DGX1-P100-NODE.CT1"),
+        "virtualClusters.VC2.virtualCells[0].cellType: 'CT1' in '3-DGX1-P100-NODE.CT1': not the child type of 3-DGX1-P100-NODE",
+    ),
+    (
+        "VC chain unknown",
+        _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "K80-NODE"),
+        "virtualClusters.VC2.virtualCells[0].cellType: 'K80-NODE': unknown cell type",
+    ),
+    (
+        "VC chain not top level",
+        _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "DGX1-P100-NODE"),
+        "'DGX1-P100-NODE': not the type of any top-level physical cell",
+    ),
+    (
+        "unknown pinned id",
+        _set(["virtualClusters", "VC2", "pinnedCells"], [{"pinnedCellId": "X"}]),
+        "virtualClusters.VC2.pinnedCells[0].pinnedCellId: no physical cell has pinnedCellId 'X'",
+    ),
+    (
+        "pinned id twice",
+        _set(["virtualClusters", "VC2", "pinnedCells"], [{"pinnedCellId": "VC1-YQW-CT1"}]),
+        "pinned cell 'VC1-YQW-CT1' is already used by VC1",
+    ),
+    (
+        "VC promised too much",
+        _set(["virtualClusters", "VC2", "virtualCells", 0, "cellNumber"], 4),
+        "virtualClusters: insufficient physical cells at chain 3-DGX1-P100-NODE level 4 (DGX1-P100-NODE): 4 needed, 3 available",
+    ),
 ]
 
 

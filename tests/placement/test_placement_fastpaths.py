@@ -3,6 +3,7 @@ newly bound cell; the opportunistic node index; for opportunistic gangs: pruning
 idle-node counters) must choose exactly what the general planner chooses. Each random sequence
 runs on two allocators, one that never takes the shortcuts, and every result and the free lists
 must agree after every step."""
+
 from __future__ import annotations
 
 import random
@@ -10,11 +11,11 @@ from dataclasses import replace
 from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
+from test_placement_properties import OPS, clusters
 
 import placement.planner
 from placement import CellAllocator, PodSpec, Request
 from placement.packing import containers
-from test_placement_properties import OPS, clusters
 
 
 def _general_only(a: CellAllocator) -> CellAllocator:
@@ -41,7 +42,9 @@ def test_shortcuts_choose_what_the_general_planner_chooses(config, ops):
         if op == "allocate":
             priority = (-1, 0, 0, 1, 3)[x // 7 % 5]
             pods = (PodSpec(1 + y % max_gpus, 1 + y // 11 % 2 * (x % 3)),)
-            request = Request(f"j{i}", pods, vc=vcs[x % len(vcs)], priority=priority, lazy_preempt=bool(y & 64))
+            request = Request(
+                f"j{i}", pods, vc=vcs[x % len(vcs)], priority=priority, lazy_preempt=bool(y & 64)
+            )
             scan = replace(request, nodes=everywhere) if priority < 0 else request
             got = fast.allocate(request)
             with mock.patch.object(placement.planner, "containers", _unpruned):
@@ -66,13 +69,20 @@ RACKS = {
             "ROW": {"childCellType": "RACK", "childCellNumber": 2},
         },
         "physicalCells": [
-            {"cellType": "ROW", "cellChildren": [
-                {"cellChildren": [{"cellAddress": f"n{row}{rack}{node}"} for node in range(4)]} for rack in range(2)]}
+            {
+                "cellType": "ROW",
+                "cellChildren": [
+                    {"cellChildren": [{"cellAddress": f"n{row}{rack}{node}"} for node in range(4)]}
+                    for rack in range(2)
+                ],
+            }
             for row in range(2)
         ],
     },
-    "virtualClusters": {"a": {"virtualCells": [{"cellType": "ROW.RACK.NODE", "cellNumber": 6}]},
-                        "b": {"virtualCells": [{"cellType": "ROW.RACK", "cellNumber": 1}]}},
+    "virtualClusters": {
+        "a": {"virtualCells": [{"cellType": "ROW.RACK.NODE", "cellNumber": 6}]},
+        "b": {"virtualCells": [{"cellType": "ROW.RACK", "cellNumber": 1}]},
+    },
 }
 
 
@@ -88,7 +98,11 @@ def test_opportunistic_gangs_skip_only_cells_that_cannot_hold_them():
             general.release(job)
             continue
         priority = rng.choice([-1, -1, 0, 1])
-        pods = (PodSpec(4, rng.randint(1, 4)),) if rng.random() < 0.6 else (PodSpec(rng.randint(1, 4), rng.randint(1, 3)),)
+        pods = (
+            (PodSpec(4, rng.randint(1, 4)),)
+            if rng.random() < 0.6
+            else (PodSpec(rng.randint(1, 4), rng.randint(1, 3)),)
+        )
         request = Request(f"j{i}", pods, vc=rng.choice("ab"), priority=priority)
         scan = replace(request, nodes=everywhere) if priority < 0 else request
         got = fast.allocate(request)

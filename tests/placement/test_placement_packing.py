@@ -1,4 +1,5 @@
 """GPU choice inside a node (lowest common cell, best fit) and the best-fit slot index."""
+
 from __future__ import annotations
 
 from pathlib import Path

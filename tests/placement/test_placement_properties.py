@@ -2,6 +2,7 @@
 set_healthy sequences: no GPU is ever held twice, failed requests change nothing, releasing
 everything restores the initial free lists, and every tenant can always obtain each promised cell
 once its hardware is healthy."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,12 @@ def _physical(cell_type: str, cell_types: dict, names: list[int]) -> dict:
     if spec.get("isNodeLevel"):
         names[0] += 1
         return {"cellAddress": f"n{names[0]}"}
-    return {"cellChildren": [_physical(spec["childCellType"], cell_types, names) for _ in range(spec["childCellNumber"])]}
+    return {
+        "cellChildren": [
+            _physical(spec["childCellType"], cell_types, names)
+            for _ in range(spec["childCellNumber"])
+        ]
+    }
 
 
 @st.composite
@@ -34,20 +40,30 @@ def clusters(draw):
         if draw(st.booleans()):
             cell_types[f"SW{c}"] = {"childCellType": below, "childCellNumber": 2}
             below = f"SW{c}"
-        cell_types[f"NODE{c}"] = {"childCellType": below, "childCellNumber": draw(st.integers(1, 4)), "isNodeLevel": True}
+        cell_types[f"NODE{c}"] = {
+            "childCellType": below,
+            "childCellNumber": draw(st.integers(1, 4)),
+            "isNodeLevel": True,
+        }
         path = [f"NODE{c}"]
         if below != f"G{c}":
             path.append(below)
         for k in range(draw(st.integers(0, 2))):
             name = f"R{k}-{c}"
-            cell_types[name] = {"childCellType": path[0], "childCellNumber": draw(st.integers(1, 3))}
+            cell_types[name] = {
+                "childCellType": path[0],
+                "childCellNumber": draw(st.integers(1, 3)),
+            }
             path.insert(0, name)
         path.append(f"G{c}")
         for _ in range(draw(st.integers(1, 3))):
             top = {"cellType": path[0], **_physical(path[0], cell_types, names)}
             physical.append(top)
         paths.append(path)
-    config = {"physicalCluster": {"cellTypes": cell_types, "physicalCells": physical}, "virtualClusters": {}}
+    config = {
+        "physicalCluster": {"cellTypes": cell_types, "physicalCells": physical},
+        "virtualClusters": {},
+    }
     vcs = [f"vc{i}" for i in range(draw(st.integers(1, 3)))]
     for vc in vcs:
         config["virtualClusters"][vc] = {"virtualCells": []}
@@ -82,7 +98,9 @@ def clusters(draw):
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["allocate", "allocate", "allocate", "allocate", "release", "set_bad", "set_healthy"]),
+        st.sampled_from(
+            ["allocate", "allocate", "allocate", "allocate", "release", "set_bad", "set_healthy"]
+        ),
         st.integers(0, 1 << 20),
         st.integers(0, 1 << 20),
     ),
@@ -91,7 +109,12 @@ OPS = st.lists(
 
 
 def _state(a: CellAllocator):
-    return a.jobs(), {j: dict(a.placement_of(j)) for j in a.jobs()}, a.free_list_cells(), a.free_gpus()
+    return (
+        a.jobs(),
+        {j: dict(a.placement_of(j)) for j in a.jobs()},
+        a.free_list_cells(),
+        a.free_gpus(),
+    )
 
 
 def _gpus_once(a: CellAllocator) -> None:
@@ -130,7 +153,14 @@ def test_random_sequences_keep_every_invariant(config, ops):
             pinned = "PIN" if y % 7 == 0 and "PIN" in config.virtual_clusters[vc].pinned else None
             priority = (-1, 0, 1, 2, 5)[x // 7 % 5] if pinned is None else (0, 1, 2)[x // 7 % 3]
             pods = (PodSpec(1 + y % max_gpus, 1 + y // 11 % 2),)
-            request = Request(f"j{serial}", pods, vc=vc, priority=priority, pinned=pinned, lazy_preempt=bool(y & 64))
+            request = Request(
+                f"j{serial}",
+                pods,
+                vc=vc,
+                priority=priority,
+                pinned=pinned,
+                lazy_preempt=bool(y & 64),
+            )
             before = _state(a)
             result = a.allocate(request)
             if result.outcome == "placed":
@@ -157,10 +187,17 @@ def test_random_sequences_keep_every_invariant(config, ops):
     for vc_name, vc in config.virtual_clusters.items():
         promised = {(c.chain, config.level(c.cell_type)) for c in vc.cells if c.count}
         for chain, level in sorted(promised):
-            probe = Request("probe", _probe_shape(a, chain, level), vc=vc_name, priority=1000,
-                            sku=a.topology.chains[chain].leaf_type)
+            probe = Request(
+                "probe",
+                _probe_shape(a, chain, level),
+                vc=vc_name,
+                priority=1000,
+                sku=a.topology.chains[chain].leaf_type,
+            )
             result = a.allocate(probe)
-            assert result.outcome == "placed", f"{vc_name} cannot obtain its {chain} level-{level} cell: {result.reason}"
+            assert result.outcome == "placed", (
+                f"{vc_name} cannot obtain its {chain} level-{level} cell: {result.reason}"
+            )
             a.release("probe")
             assert a.audit() == []
 
@@ -181,7 +218,9 @@ def test_same_inputs_same_placements(config, ops):
         out = []
         for i, (op, x, y) in enumerate(ops):
             if op == "allocate":
-                request = Request(f"j{i}", (PodSpec(1 + y % 4),), vc=vcs[x % len(vcs)], priority=(-1, 0, 3)[x % 3])
+                request = Request(
+                    f"j{i}", (PodSpec(1 + y % 4),), vc=vcs[x % len(vcs)], priority=(-1, 0, 3)[x % 3]
+                )
                 out.append(a.allocate(request))
             elif op == "release" and a.jobs():
                 a.release(sorted(a.jobs())[x % len(a.jobs())])

@@ -2,6 +2,7 @@
 ``CellAllocator.restart`` builds an allocator on a changed config and re-adds the jobs that kept
 running (``reserve(restart=True)``); jobs that can no longer be in their VC's cells are lazily
 preempted, and so are the jobs of a cell a later job of the same VC takes back."""
+
 from __future__ import annotations
 
 import copy
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
+from test_placement_properties import OPS, clusters
 
 from placement import CellAllocator, PodSpec, Request, RunningJob, load_scenario
 from placement.config import parse_config
-from test_placement_properties import OPS, clusters
 
 HERE = Path(__file__).parent
 DESIGN = HERE / "configs" / "hived-examples" / "design-hivedscheduler.yaml"
@@ -35,8 +36,11 @@ def _suite1_until_u13() -> tuple[CellAllocator, list[RunningJob]]:
             placed[step.job] = (step.request, allocator.cell_types_of(step.job))
         if step.job == "pod25":
             break
-    running = [RunningJob(request, dict(allocator.placement_of(job)), types)
-               for job, (request, types) in placed.items() if job in allocator.jobs()]
+    running = [
+        RunningJob(request, dict(allocator.placement_of(job)), types)
+        for job, (request, types) in placed.items()
+        if job in allocator.jobs()
+    ]
     return allocator, running
 
 
@@ -45,7 +49,11 @@ def _reconfigured() -> dict:
     raw = yaml.safe_load(DESIGN.read_text())
     physical = raw["physicalCluster"]
     # shorter chains: a DGX2 node holds its 16 GPUs directly
-    physical["cellTypes"]["DGX2-V100-NODE"] = {"childCellType": "DGX2-V100", "childCellNumber": 16, "isNodeLevel": True}
+    physical["cellTypes"]["DGX2-V100-NODE"] = {
+        "childCellType": "DGX2-V100",
+        "childCellNumber": 16,
+        "isNodeLevel": True,
+    }
     # a node renamed: the GPUs of the old name no longer exist
     physical["physicalCells"][7]["cellChildren"][0]["cellChildren"][0]["cellAddress"] = "0.0.3.100"
     # VC2 keeps one DGX1-P100 node instead of two
@@ -54,7 +62,9 @@ def _reconfigured() -> dict:
     rack = physical["physicalCells"][8]
     nodes = [node for half in rack["cellChildren"] for node in half["cellChildren"]]
     physical["physicalCells"][8] = {"cellType": "DGX2-V100-NODE", **copy.deepcopy(nodes[0])}
-    physical["physicalCells"] += [{"cellType": "DGX2-V100-NODE", **copy.deepcopy(n)} for n in nodes[1:]]
+    physical["physicalCells"] += [
+        {"cellType": "DGX2-V100-NODE", **copy.deepcopy(n)} for n in nodes[1:]
+    ]
     renamed = copy.deepcopy(rack)
     for i, node in enumerate(n for half in renamed["cellChildren"] for n in half["cellChildren"]):
         node["cellAddress"] = f"0.0.4.10{i}"
@@ -105,10 +115,14 @@ RACK = {
             "NODE": {"childCellType": "GPU", "childCellNumber": 4, "isNodeLevel": True},
             "RACK": {"childCellType": "NODE", "childCellNumber": 4},
         },
-        "physicalCells": [{"cellType": "RACK", "cellChildren": [{"cellAddress": f"n{i}"} for i in range(4)]}],
+        "physicalCells": [
+            {"cellType": "RACK", "cellChildren": [{"cellAddress": f"n{i}"} for i in range(4)]}
+        ],
     },
-    "virtualClusters": {"a": {"virtualCells": [{"cellType": "RACK.NODE", "cellNumber": 1}]},
-                        "b": {"virtualCells": [{"cellType": "RACK.NODE", "cellNumber": 1}]}},
+    "virtualClusters": {
+        "a": {"virtualCells": [{"cellType": "RACK.NODE", "cellNumber": 1}]},
+        "b": {"virtualCells": [{"cellType": "RACK.NODE", "cellNumber": 1}]},
+    },
 }
 
 
@@ -121,19 +135,26 @@ def _job(name: str, vc: str, priority: int, placement: dict, *, typed: bool = Tr
 def test_a_cell_is_taken_back_only_from_lower_priority_jobs_and_only_if_it_helps():
     full = {"n0": (0, 1, 2, 3)}
     # c (priority 1) takes back vc a's only node cell from j (0): j is lazily preempted
-    allocator, results = CellAllocator.restart(RACK, [_job("j", "a", 0, full), _job("c", "a", 1, {"n1": (0, 1, 2, 3)})])
+    allocator, results = CellAllocator.restart(
+        RACK, [_job("j", "a", 0, full), _job("c", "a", 1, {"n1": (0, 1, 2, 3)})]
+    )
     assert results["c"].downgraded == ("j",) and allocator.jobs() == {"j": -1, "c": 1}
     # d has the same priority as j: nothing is taken back, d is lazily preempted
-    allocator, results = CellAllocator.restart(RACK, [_job("j", "a", 0, full), _job("d", "a", 0, {"n1": (0, 1, 2, 3)})])
+    allocator, results = CellAllocator.restart(
+        RACK, [_job("j", "a", 0, full), _job("d", "a", 0, {"n1": (0, 1, 2, 3)})]
+    )
     assert results["d"].downgraded == ("d",) and allocator.jobs() == {"j": 0, "d": -1}
     # g needs two node cells of vc a, which has one: taking j's back would not help, so j keeps it
     gang = {"n1": (0, 1, 2, 3), "n2": (0, 1, 2, 3)}
-    allocator, results = CellAllocator.restart(RACK, [_job("j", "a", 0, full), _job("g", "a", 1, gang)])
+    allocator, results = CellAllocator.restart(
+        RACK, [_job("j", "a", 0, full), _job("g", "a", 1, gang)]
+    )
     assert results["g"].downgraded == ("g",) and allocator.jobs() == {"j": 0, "g": -1}
     assert allocator.audit() == []
     # without cell types, a job maps into any cell of its VC but takes nothing back
     allocator, results = CellAllocator.restart(
-        RACK, [_job("j", "a", 0, full), _job("u", "a", 1, {"n1": (0, 1, 2, 3)}, typed=False)])
+        RACK, [_job("j", "a", 0, full), _job("u", "a", 1, {"n1": (0, 1, 2, 3)}, typed=False)]
+    )
     assert allocator.jobs() == {"j": 0, "u": -1}
 
 
@@ -148,8 +169,13 @@ def test_restart_ignores_missing_gpus_and_keeps_jobs_it_cannot_map_running():
     allocator, results = CellAllocator.restart(RACK, running)
     assert results["gone"].outcome == "error"
     assert allocator.placement_of("part") == {"n0": (2, 3)} and allocator.jobs()["part"] == 0
-    assert results["novc"].downgraded == ("novc",) and "VC zz does not exist" in results["novc"].reason
-    assert results["other"].downgraded == ("other",) and "lies in VC a's cells" in results["other"].reason
+    assert (
+        results["novc"].downgraded == ("novc",) and "VC zz does not exist" in results["novc"].reason
+    )
+    assert (
+        results["other"].downgraded == ("other",)
+        and "lies in VC a's cells" in results["other"].reason
+    )
     assert results["opp"].downgraded == () and allocator.jobs()["opp"] == -1
     assert allocator.audit() == []
     clash = allocator.reserve(Request("x", (PodSpec(1),), vc="a"), {"n0": (2,)}, restart=True)
@@ -167,16 +193,28 @@ def test_restart_on_the_same_config_keeps_every_job_where_it_was(config, ops):
         if op == "release" and before.jobs():
             before.release(sorted(before.jobs())[x % len(before.jobs())])
         elif op != "release":
-            request = Request(f"j{i}", (PodSpec(1 + y % max_gpus, 1 + y // 11 % 2),), vc=vcs[x % len(vcs)],
-                              priority=(-1, 0, 1, 3)[x // 7 % 4], lazy_preempt=bool(y & 64))
+            request = Request(
+                f"j{i}",
+                (PodSpec(1 + y % max_gpus, 1 + y // 11 % 2),),
+                vc=vcs[x % len(vcs)],
+                priority=(-1, 0, 1, 3)[x // 7 % 4],
+                lazy_preempt=bool(y & 64),
+            )
             if before.allocate(request).outcome == "placed":
                 requests[request.job] = request
-    running = [RunningJob(replace(requests[job], priority=priority), dict(before.placement_of(job)),
-                          before.cell_types_of(job))
-               for job, priority in before.jobs().items()]
+    running = [
+        RunningJob(
+            replace(requests[job], priority=priority),
+            dict(before.placement_of(job)),
+            before.cell_types_of(job),
+        )
+        for job, priority in before.jobs().items()
+    ]
     after, results = CellAllocator.restart(config, running)
     assert all(r.outcome == "placed" and r.downgraded == () for r in results.values())
     assert after.jobs() == before.jobs()
-    assert {j: after.placement_of(j) for j in after.jobs()} == {j: before.placement_of(j) for j in before.jobs()}
+    assert {j: after.placement_of(j) for j in after.jobs()} == {
+        j: before.placement_of(j) for j in before.jobs()
+    }
     assert after.free_list_cells() == before.free_list_cells()
     assert after.audit() == []

@@ -1,5 +1,6 @@
 """``chronus cells run``: every scenario under scenarios/ passes; the output and exit codes follow
 docs/cell-scenarios.md exactly."""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,9 @@ def scenario(tmp_path, text: str) -> Path:
 
 
 def test_records_have_the_spec_shapes(capsys, tmp_path):
-    path = scenario(tmp_path, """
+    path = scenario(
+        tmp_path,
+        """
 steps:
   - {op: allocate, job: b1, vc: vcB, priority: 0, pods: [{gpus: 1, count: 1}]}
   - {op: allocate, job: x, vc: vcB, pods: [{gpus: 16}]}
@@ -44,14 +47,26 @@ steps:
   - {op: set_healthy, node: n3}
   - {op: check}
   - {op: allocate, job: e, vc: nope, pods: [{gpus: 1}]}
-""")
+""",
+    )
     code, records, _ = run(capsys, path)
     assert code == 0
     assert records[0] == {
-        "step": 1, "op": "allocate", "job": "b1", "outcome": "placed",
-        "pods": [{"node": "n0", "gpus": [0]}], "preempted": [], "downgraded": [],
+        "step": 1,
+        "op": "allocate",
+        "job": "b1",
+        "outcome": "placed",
+        "pods": [{"node": "n0", "gpus": [0]}],
+        "preempted": [],
+        "downgraded": [],
     }
-    assert records[1]["outcome"] == "wait" and set(records[1]) == {"step", "op", "job", "outcome", "reason"}
+    assert records[1]["outcome"] == "wait" and set(records[1]) == {
+        "step",
+        "op",
+        "job",
+        "outcome",
+        "reason",
+    }
     assert records[2] == {"step": 3, "op": "release", "job": "b1", "outcome": "ok"}
     assert records[3] == {"step": 4, "op": "set_bad", "node": "n3", "outcome": "ok"}
     assert records[5]["free"]["V100-RACK"] == 2 and records[5]["outcome"] == "ok"
@@ -59,16 +74,21 @@ steps:
 
 
 def test_pods_are_listed_in_request_order(capsys, tmp_path):
-    path = scenario(tmp_path, """
+    path = scenario(
+        tmp_path,
+        """
 steps:
   - {op: allocate, job: g, vc: vcA, pods: [{gpus: 1}, {gpus: 4}, {gpus: 2}]}
-""")
+""",
+    )
     _, records, _ = run(capsys, path)
     assert [len(p["gpus"]) for p in records[0]["pods"]] == [1, 4, 2]
 
 
 def test_unmet_expectations_exit_1_and_say_why(capsys, tmp_path):
-    path = scenario(tmp_path, """
+    path = scenario(
+        tmp_path,
+        """
 steps:
   - op: allocate
     job: a
@@ -76,7 +96,8 @@ steps:
     pods: [{gpus: 2}]
     expect: {outcome: placed, nodes: [n1], gpus: {n0: [6, 7]}, pod_within: V100-SWITCH, preempted: [x]}
   - {op: check, expect: {free: {V100-RACK: 2}}}
-""")
+""",
+    )
     code, records, err = run(capsys, path)
     assert code == 1
     assert records[0]["failed"] == [
@@ -91,17 +112,39 @@ steps:
 @pytest.mark.parametrize(
     "steps, message",
     [
-        ("  - {op: allocate, vc: vcA, pods: [{gpus: 1}]}", "step 1 (allocate): job: required: a name"),
-        ("  - {op: allocate, job: a, pods: [{gpus: 0}]}", "step 1 (allocate): pods[0].gpus: must be an integer >= 1, got 0"),
-        ("  - {op: allocate, job: a, pods: [{gpus: 1}], color: red}", "step 1 (allocate): color: unknown key"),
-        ("  - {op: dance}", "step 1: op: must be one of allocate, release, set_bad, set_healthy, check, got 'dance'"),
+        (
+            "  - {op: allocate, vc: vcA, pods: [{gpus: 1}]}",
+            "step 1 (allocate): job: required: a name",
+        ),
+        (
+            "  - {op: allocate, job: a, pods: [{gpus: 0}]}",
+            "step 1 (allocate): pods[0].gpus: must be an integer >= 1, got 0",
+        ),
+        (
+            "  - {op: allocate, job: a, pods: [{gpus: 1}], color: red}",
+            "step 1 (allocate): color: unknown key",
+        ),
+        (
+            "  - {op: dance}",
+            "step 1: op: must be one of allocate, release, set_bad, set_healthy, check, got 'dance'",
+        ),
         ("  - {op: set_bad, node: n9}", "step 1 (set_bad): node: unknown node 'n9'"),
-        ("  - {op: release, job: ghost}", "step 1: job: 'ghost' is not allocated by an earlier step"),
-        ("  - {op: check, expect: {free: {V100-POD: 1}}}", "step 1 (check): expect.free: unknown cell type 'V100-POD'"),
-        ("  - {op: allocate, job: a, pods: [{gpus: 1}], expect: {outcome: done}}",
-         "step 1 (allocate): expect.outcome: must be error | placed | wait, got 'done'"),
-        ("  - {op: allocate, job: a, pods: [{gpus: 1}], expect: {job_within: RACK}}",
-         "step 1 (allocate): expect.job_within: unknown cell type 'RACK'"),
+        (
+            "  - {op: release, job: ghost}",
+            "step 1: job: 'ghost' is not allocated by an earlier step",
+        ),
+        (
+            "  - {op: check, expect: {free: {V100-POD: 1}}}",
+            "step 1 (check): expect.free: unknown cell type 'V100-POD'",
+        ),
+        (
+            "  - {op: allocate, job: a, pods: [{gpus: 1}], expect: {outcome: done}}",
+            "step 1 (allocate): expect.outcome: must be error | placed | wait, got 'done'",
+        ),
+        (
+            "  - {op: allocate, job: a, pods: [{gpus: 1}], expect: {job_within: RACK}}",
+            "step 1 (allocate): expect.job_within: unknown cell type 'RACK'",
+        ),
     ],
 )
 def test_malformed_steps_exit_2_in_one_line(capsys, tmp_path, steps, message):
@@ -130,7 +173,10 @@ def test_malformed_files_exit_2(capsys, tmp_path):
     target.write_text("cluster: ../configs/design-suite7-invalid.yaml\nsteps: [{op: check}]\n")
     code, _, err = run(capsys, target)
     assert code == 2
-    assert err.startswith("chronus cells: ") and "design-suite7-invalid.yaml: virtualClusters: insufficient" in err
+    assert (
+        err.startswith("chronus cells: ")
+        and "design-suite7-invalid.yaml: virtualClusters: insufficient" in err
+    )
     assert err.count("\n") == 1
 
 
@@ -151,6 +197,12 @@ steps:
     assert code == 0 and records[0]["pods"] == [{"node": "b", "gpus": [0, 1]}]
 
     broken = tmp_path / "broken.yaml"
-    broken.write_text("cluster: {physicalCluster: {cellTypes: {}, physicalCells: []}}\nsteps: [{op: check}]\n")
+    broken.write_text(
+        "cluster: {physicalCluster: {cellTypes: {}, physicalCells: []}}\nsteps: [{op: check}]\n"
+    )
     code, _, err = run(capsys, broken)
-    assert code == 2 and err == f"chronus cells: {broken}: cluster.physicalCluster.physicalCells: must be a non-empty list of cells\n"
+    assert (
+        code == 2
+        and err
+        == f"chronus cells: {broken}: cluster.physicalCluster.physicalCells: must be a non-empty list of cells\n"
+    )

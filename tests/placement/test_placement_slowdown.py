@@ -1,4 +1,5 @@
 """The placement slowdown model: measured cross-node factors, stated intra-node assumptions."""
+
 from __future__ import annotations
 
 import json

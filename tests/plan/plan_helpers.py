@@ -1,4 +1,5 @@
 """A small valid state as a mapping, and a writer, shared by the plan tests."""
+
 from __future__ import annotations
 
 import copy
@@ -15,11 +16,25 @@ BASE = {
     "policy": "chronus",
     "cluster": {"nodes": 2, "gpus_per_node": 4},
     "running": [
-        {"id": "a", "gpus": 2, "submit": 0, "placement": {"node0": [0, 1]}, "estimate_seconds": 3000,
-         "progress_seconds": 500, "deadlines": [{"at": 6000, "value": 1}], "guaranteed_deadline": 6000},
+        {
+            "id": "a",
+            "gpus": 2,
+            "submit": 0,
+            "placement": {"node0": [0, 1]},
+            "estimate_seconds": 3000,
+            "progress_seconds": 500,
+            "deadlines": [{"at": 6000, "value": 1}],
+            "guaranteed_deadline": 6000,
+        },
     ],
     "pending": [
-        {"id": "b", "gpus": 4, "submit": 100, "estimate_seconds": 1200, "deadlines": [{"at": 4000}]},
+        {
+            "id": "b",
+            "gpus": 4,
+            "submit": 100,
+            "estimate_seconds": 1200,
+            "deadlines": [{"at": 4000}],
+        },
         {"id": "c", "gpus": 1, "submit": 200, "estimate_seconds": 900},
     ],
 }

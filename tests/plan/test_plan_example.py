@@ -1,14 +1,14 @@
 """``chronus plan`` on examples/state.yaml: the decisions, determinism, and --layers-dir."""
+
 from __future__ import annotations
 
 import json
 import shutil
 
 import yaml
+from plan_helpers import EXAMPLE, REPO
 
 from chronus_py.cli import main
-
-from plan_helpers import EXAMPLE, REPO
 
 
 def plan_json(capsys, *argv) -> tuple[dict, str]:
@@ -19,25 +19,48 @@ def plan_json(capsys, *argv) -> tuple[dict, str]:
 
 def test_example_plans_as_documented(capsys):
     plan, _ = plan_json(capsys, EXAMPLE)
-    assert list(plan) == ["now", "policy", "lease_end", "next_decision", "decisions", "lease_plan", "solver",
-                          "host_layers"]
+    assert list(plan) == [
+        "now",
+        "policy",
+        "lease_end",
+        "next_decision",
+        "decisions",
+        "lease_plan",
+        "solver",
+        "host_layers",
+    ]
     assert plan["now"] == 7200 and plan["policy"] == "chronus" and plan["lease_end"] == 8400
     decisions = {d["job"]: d for d in plan["decisions"]}
     assert [d["job"] for d in plan["decisions"]] == [
-        "llama-ft", "bert-sweep", "resnet-eval", "vit-urgent", "mnist-quick", "resnet-train"]
+        "llama-ft",
+        "bert-sweep",
+        "resnet-eval",
+        "vit-urgent",
+        "mnist-quick",
+        "resnet-train",
+    ]
     assert {j: d["action"] for j, d in decisions.items()} == {
-        "llama-ft": "continue", "bert-sweep": "preempt", "resnet-eval": "continue",
-        "vit-urgent": "start", "mnist-quick": "start", "resnet-train": "wait"}
+        "llama-ft": "continue",
+        "bert-sweep": "preempt",
+        "resnet-eval": "continue",
+        "vit-urgent": "start",
+        "mnist-quick": "start",
+        "resnet-train": "wait",
+    }
     assert decisions["llama-ft"]["placement"] == {"gpu-a01": list(range(8))}
     assert decisions["vit-urgent"]["placement"] == {"gpu-a02": list(range(8))}
     assert decisions["mnist-quick"]["placement"] == {"gpu-b01": [2]}
-    assert decisions["bert-sweep"]["placement"] == {} and decisions["resnet-train"]["placement"] == {}
+    assert (
+        decisions["bert-sweep"]["placement"] == {} and decisions["resnet-train"]["placement"] == {}
+    )
     guaranteed = {j for j, d in decisions.items() if d["guaranteed"]}
     # The example's headroom leaves no room to guarantee the new 8-GPU job this late, but it has
     # less GPU-time left than the best-effort job, so it takes that job's GPUs.
     assert guaranteed == {"llama-ft", "resnet-train"} == set(plan["lease_plan"])
     assert "by remaining GPU-time" in decisions["vit-urgent"]["reason"]
-    assert decisions["vit-urgent"]["deadline"] == 9600 and decisions["bert-sweep"]["deadline"] is None
+    assert (
+        decisions["vit-urgent"]["deadline"] == 9600 and decisions["bert-sweep"]["deadline"] is None
+    )
     assert decisions["resnet-train"]["deadline"] == 36000
     assert "needs 4 GPUs, 1 free" in decisions["resnet-train"]["reason"]
     # Leases are reported by their start times; the running guaranteed job's plan starts now.
@@ -65,7 +88,9 @@ def test_json_state_plans_like_yaml(tmp_path, capsys):
 
 def test_timings_only_when_asked(capsys):
     plan, _ = plan_json(capsys, EXAMPLE, "--timings")
-    assert set(plan["timings"]) == {"solve_s", "round_s", "total_s"} and plan["timings"]["total_s"] > 0
+    assert (
+        set(plan["timings"]) == {"solve_s", "round_s", "total_s"} and plan["timings"]["total_s"] > 0
+    )
 
 
 def test_layers_dir_writes_opted_in_hosts_only(tmp_path, capsys):
@@ -73,10 +98,16 @@ def test_layers_dir_writes_opted_in_hosts_only(tmp_path, capsys):
     plan, _ = plan_json(capsys, EXAMPLE, "--layers-dir", out)
     # gpu-a01: llama-ft; gpu-b01: mnist-quick starts beside the opted-out resnet-eval;
     # gpu-a02 has no host model in the state file.
-    assert sorted(p.name for p in out.iterdir()) == ["gpu-a01.env", "gpu-a01.json", "gpu-b01.env", "gpu-b01.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gpu-a01.env",
+        "gpu-a01.json",
+        "gpu-b01.env",
+        "gpu-b01.json",
+    ]
     assert plan["host_layers"] == ["gpu-a01", "gpu-b01"]
     assert (out / "gpu-a01.env").read_text() == (
-        'SCX_SCHEDULER=scx_layered\nSCX_FLAGS="--enable-gpu-support f:/etc/scx_layered/gpu-a01.json"\n')
+        'SCX_SCHEDULER=scx_layered\nSCX_FLAGS="--enable-gpu-support f:/etc/scx_layered/gpu-a01.json"\n'
+    )
     b01 = json.loads((out / "gpu-b01.json").read_text())
     text = json.dumps(b01)
     assert "mnist-quick" in text and "resnet-eval" not in text

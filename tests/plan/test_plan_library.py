@@ -1,22 +1,22 @@
 """The library API a cluster manager keeps between rounds (submit, restore, report_progress,
 finish, plan, decisions), and that ``chronus plan`` goes through the same Scheduler."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from plan_helpers import base, write_state
 
 from chronus_py.cli import main
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.estimates import Fixed
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.plan import Action
-from chronus_py.round import advance, decide, run_round
-from chronus_py.selector import ChronusSettings
 from chronus_py.policies import SRTF, Chronus
+from chronus_py.round import advance, decide, run_round
 from chronus_py.scheduler import Scheduler
+from chronus_py.selector import ChronusSettings
 from chronus_py.state import Status
-
-from plan_helpers import base, write_state
 
 
 class Const:
@@ -84,7 +84,9 @@ def test_restore_running_job_holds_its_gpus():
 
 
 def test_restore_keeps_a_guarantee_that_is_one_of_the_options():
-    sched = Scheduler(Cluster.uniform(1, 8), Chronus(ChronusSettings(lease=600.0)), estimator=Const(1200.0))
+    sched = Scheduler(
+        Cluster.uniform(1, 8), Chronus(ChronusSettings(lease=600.0)), estimator=Const(1200.0)
+    )
     option = DeadlineOption(6000.0, 1.0)
     job = Job("g", "t", 8, 0.0, JobKind.STRICT_SLO, (option,))
     with pytest.raises(ValueError, match="not one of its options"):
@@ -103,11 +105,19 @@ def test_cli_and_library_take_the_same_path(tmp_path, capsys):
     assert main(["plan", str(write_state(tmp_path, state))]) == 0
     cli = json.loads(capsys.readouterr().out)
     estimates = {"a": 3000.0, "b": 1200.0, "c": 900.0}
-    sched = Scheduler(Cluster.uniform(2, 4), Chronus(ChronusSettings(lease=600.0, time_limit_s=0.2)),
-                      estimator=Fixed(estimates))
+    sched = Scheduler(
+        Cluster.uniform(2, 4),
+        Chronus(ChronusSettings(lease=600.0, time_limit_s=0.2)),
+        estimator=Fixed(estimates),
+    )
     a = DeadlineOption(6000.0, 1.0)
-    sched.restore(Job("a", "default", 2, 0.0, JobKind.STRICT_SLO, (a,)), 1000.0, work_done=500.0,
-                  guaranteed=a, placement={"node0": [0, 1]})
+    sched.restore(
+        Job("a", "default", 2, 0.0, JobKind.STRICT_SLO, (a,)),
+        1000.0,
+        work_done=500.0,
+        guaranteed=a,
+        placement={"node0": [0, 1]},
+    )
     sched.submit(Job("b", "default", 4, 100.0, JobKind.STRICT_SLO, (DeadlineOption(4000.0, 1.0),)))
     sched.submit(be("c", 1, 200.0))
     library = json.loads(run_round(sched, 1000.0).to_json())

@@ -1,5 +1,6 @@
 """``reserve``: both allocators hold exactly the GPUs a restored running job has, keeping their
 invariants; and HiveD clusters in a state file."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +8,10 @@ import random
 import shutil
 
 import pytest
+from plan_helpers import REPO, base, write_state
 
 from chronus_py.cli import main
 from placement import CellAllocator, ConsolidatedAllocator, PodSpec, Request
-
-from plan_helpers import REPO, base, write_state
 
 CONFIGS = REPO / "tests" / "placement" / "configs"
 
@@ -67,12 +67,20 @@ def test_cell_reserve_binds_the_vcs_cells_and_keeps_them_safe():
     outside = alloc.reserve(req("b3", 1, "vcB"), {"n1": [2]})
     assert outside.outcome == "placed"  # inside the first socket, already bound to vcB
     assert alloc.reserve(req("b4", 1, "vcB"), {"n2": [0]}).reason == (
-        "GPU 0 of node n2 is outside VC vcB's cells and none of its promise can be bound there")
-    assert alloc.reserve(req("a1", 8, "vcA"), {"n1": list(range(8))}).reason == "GPU 0 of node n1 is held by job b1"
-    assert alloc.reserve(req("a1", 1, "vcA"), {"n1": [3]}).reason == "GPU 3 of node n1 lies in VC vcB's cells"
+        "GPU 0 of node n2 is outside VC vcB's cells and none of its promise can be bound there"
+    )
+    assert (
+        alloc.reserve(req("a1", 8, "vcA"), {"n1": list(range(8))}).reason
+        == "GPU 0 of node n1 is held by job b1"
+    )
+    assert (
+        alloc.reserve(req("a1", 1, "vcA"), {"n1": [3]}).reason
+        == "GPU 3 of node n1 lies in VC vcB's cells"
+    )
     # vcC's rack must stay obtainable: vcA's node cannot be bound in r1 once vcB holds part of r0.
     assert alloc.reserve(req("a1", 1, "vcA"), {"n2": [0]}).reason == (
-        "GPU 0 of node n2 is outside VC vcA's cells and none of its promise can be bound there")
+        "GPU 0 of node n2 is outside VC vcA's cells and none of its promise can be bound there"
+    )
     assert alloc.reserve(req("a1", 2, "vcA"), {"n0": [6, 7]}).outcome == "placed"
     assert alloc.allocate(Request("c1", (PodSpec(8, 2),), vc="vcC")).outcome == "placed"
     assert alloc.audit() == []
@@ -98,12 +106,28 @@ def test_state_on_a_hived_cluster(tmp_path, capsys):
     assert decisions["c"]["action"] == "start" and set(decisions["c"]["placement"]) <= {"n0", "n1"}
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda s: s["pending"][1].update(tenant="vcZ"), "pending[1].tenant: no virtual cluster 'vcZ' (have: vcA, vcB)"),
-    (lambda s: s["running"].append({"id": "r2", "gpus": 1, "submit": 0, "tenant": "vcB", "placement": {"n1": [0]},
-                                    "estimate_seconds": 100}),
-     "running[1].placement: GPU 0 of node n1 lies in VC vcA's cells"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            lambda s: s["pending"][1].update(tenant="vcZ"),
+            "pending[1].tenant: no virtual cluster 'vcZ' (have: vcA, vcB)",
+        ),
+        (
+            lambda s: s["running"].append(
+                {
+                    "id": "r2",
+                    "gpus": 1,
+                    "submit": 0,
+                    "tenant": "vcB",
+                    "placement": {"n1": [0]},
+                    "estimate_seconds": 100,
+                }
+            ),
+            "running[1].placement: GPU 0 of node n1 lies in VC vcA's cells",
+        ),
+    ],
+)
 def test_hived_state_errors(tmp_path, capsys, change, message):
     shutil.copy(CONFIGS / "rack-2x2.yaml", tmp_path / "cluster.yaml")
     state = base()
@@ -124,8 +148,13 @@ def test_hived_config_errors_name_the_config(tmp_path, capsys):
     file = write_state(tmp_path, state)
     assert main(["plan", str(file)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"chronus plan: {tmp_path / 'cluster.yaml'}: physicalCluster.cellTypes") and err.count("\n") == 1
+    assert (
+        err.startswith(f"chronus plan: {tmp_path / 'cluster.yaml'}: physicalCluster.cellTypes")
+        and err.count("\n") == 1
+    )
     state["cluster"] = {"physicalCluster": {}}
     file = write_state(tmp_path, state)
     assert main(["plan", str(file)]) == 2
-    assert capsys.readouterr().err.startswith(f"chronus plan: {file}: cluster.physicalCluster.cellTypes")
+    assert capsys.readouterr().err.startswith(
+        f"chronus plan: {file}: cluster.physicalCluster.cellTypes"
+    )

@@ -1,4 +1,5 @@
 """Synthetic samples from known model coefficients, shared by the profiler tests."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,17 @@ from chronus_py.profiler import Coefficients, predict_seconds
 from chronus_py.samples import Sample, Samples, packed
 
 
-def synthetic(coef: Coefficients, gpus: list[int], *, inter_node: str = "linear", cv: float = 0.02,
-              iterations: int = 500, seed: int = 0, model: str = "synthetic",
-              gpus_per_node: int = 8) -> Samples:
+def synthetic(
+    coef: Coefficients,
+    gpus: list[int],
+    *,
+    inter_node: str = "linear",
+    cv: float = 0.02,
+    iterations: int = 500,
+    seed: int = 0,
+    model: str = "synthetic",
+    gpus_per_node: int = 8,
+) -> Samples:
     """Per-iteration seconds drawn around the model's time on packed placements, with
     multiplicative Gaussian noise of coefficient of variation ``cv``."""
     rng = np.random.default_rng(seed)

@@ -1,4 +1,5 @@
 """``chronus profile fit|predict`` in-process: output, exit codes and one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -66,11 +67,14 @@ def one_line_error(capsys) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("values, message", [
-    ([], "no iterations left"),
-    ([1.0, float("nan")], "index 1: iteration time nan is NaN"),
-    ([1.0, 0.5, -0.1], "index 2: iteration time -0.1 is not positive"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ([], "no iterations left"),
+        ([1.0, float("nan")], "index 1: iteration time nan is NaN"),
+        ([1.0, 0.5, -0.1], "index 2: iteration time -0.1 is not positive"),
+    ],
+)
 def test_bad_samples_exit_2_with_one_line(main, tmp_path, capsys, values, message):
     bad = tmp_path / "imagenet_arch_resnet50_gpu_2.npy"
     np.save(bad, np.array(values, dtype=float))
@@ -90,12 +94,15 @@ def test_mixed_models_exit_2(main, capsys):
     assert "model 'gan' differs from 'resnet50'" in one_line_error(capsys)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--gpus", "32", "--nodes", "2"], "32 GPUs do not fit on 2 nodes of 8"),
-    (["--gpus", "4", "--placement", "2,1"], "gpus=4 but the placement holds 3 GPUs"),
-    (["--placement", "9"], "a node holds 9 GPUs"),
-    (["--nodes", "2"], "give --gpus"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gpus", "32", "--nodes", "2"], "32 GPUs do not fit on 2 nodes of 8"),
+        (["--gpus", "4", "--placement", "2,1"], "gpus=4 but the placement holds 3 GPUs"),
+        (["--placement", "9"], "a node holds 9 GPUs"),
+        (["--nodes", "2"], "give --gpus"),
+    ],
+)
 def test_impossible_requests_exit_2(main, tmp_path, capsys, args, message):
     out = tmp_path / "p.json"
     assert main(["profile", "fit", *map(str, RESNET), "-o", str(out)]) == 0
@@ -104,12 +111,15 @@ def test_impossible_requests_exit_2(main, tmp_path, capsys, args, message):
     assert message in one_line_error(capsys)
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "cannot read"),
-    ("{", "not valid JSON"),
-    ('{"format": "other"}', "not a profile"),
-    ('{"format": "chronus-profile/1", "params": {}}', "coefficients: missing or not a dict"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read"),
+        ("{", "not valid JSON"),
+        ('{"format": "other"}', "not a profile"),
+        ('{"format": "chronus-profile/1", "params": {}}', "coefficients: missing or not a dict"),
+    ],
+)
 def test_bad_profile_files_exit_2(main, tmp_path, capsys, content, message):
     path = tmp_path / "p.json"
     if content is not None:

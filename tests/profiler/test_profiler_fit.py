@@ -1,5 +1,6 @@
 """Fitting: known coefficients are recovered, the regime is detected, the band and runtime
 behave, and the scikit-learn conventions hold."""
+
 from __future__ import annotations
 
 import itertools
@@ -53,7 +54,8 @@ def test_ring_shape_is_recovered_and_extrapolates_differently(make_samples, weak
     assert_close(ring.coef_.inter, weak_coef.inter)
     # 1- and 2-node data cannot tell the shapes apart; four nodes can: (k-1) = 3 vs 2(k-1)/k = 1.5
     assert linear.predict(16).iteration_seconds == pytest.approx(
-        ring.predict(16).iteration_seconds, rel=1e-9)
+        ring.predict(16).iteration_seconds, rel=1e-9
+    )
     gap = linear.predict(32, 4).iteration_seconds - ring.predict(32, 4).iteration_seconds
     assert_close(gap, 1.5 * weak_coef.inter)
 
@@ -73,24 +75,38 @@ def test_prediction_matches_the_generating_model_far_from_the_data(make_samples,
 
 
 @settings(max_examples=60, deadline=None)
-@given(compute=st.floats(0.01, 2), intra=st.floats(0, 1), inter=st.floats(0, 1),
-       shape=st.sampled_from(["linear", "ring"]), g=st.integers(1, 63), k=st.integers(1, 8))
+@given(
+    compute=st.floats(0.01, 2),
+    intra=st.floats(0, 1),
+    inter=st.floats(0, 1),
+    shape=st.sampled_from(["linear", "ring"]),
+    g=st.integers(1, 63),
+    k=st.integers(1, 8),
+)
 def test_weak_scaling_predictions_are_monotone(compute, intra, inter, shape, g, k):
     """Under weak scaling more GPUs never make an iteration faster, and neither do more nodes
     for the same GPUs."""
     profile = profile_with(Coefficients(compute, 0.0, intra, inter, None), shape)
     if g + 1 <= 8 * k and k <= g:
-        assert (profile.predict(g + 1, k).iteration_seconds
-                >= profile.predict(g, k).iteration_seconds - 1e-12)
+        assert (
+            profile.predict(g + 1, k).iteration_seconds
+            >= profile.predict(g, k).iteration_seconds - 1e-12
+        )
     assert profile.predict(g + 1).iteration_seconds >= profile.predict(g).iteration_seconds - 1e-12
     if k + 1 <= g and g <= 8 * k:
-        assert (profile.predict(g, k + 1).iteration_seconds
-                >= profile.predict(g, k).iteration_seconds - 1e-12)
+        assert (
+            profile.predict(g, k + 1).iteration_seconds
+            >= profile.predict(g, k).iteration_seconds - 1e-12
+        )
 
 
 @settings(max_examples=40, deadline=None)
-@given(compute=st.floats(0.01, 2), overhead=st.floats(0, 1), cap=st.integers(1, 16),
-       g=st.integers(1, 63))
+@given(
+    compute=st.floats(0.01, 2),
+    overhead=st.floats(0, 1),
+    cap=st.integers(1, 16),
+    g=st.integers(1, 63),
+)
 def test_capped_compute_share_never_grows_with_gpus(compute, overhead, cap, g):
     """Past the cap the global batch is fixed: with free communication, more GPUs never slow
     down."""
@@ -115,9 +131,18 @@ def test_placement_forms_agree(make_samples, weak_coef):
     assert profile.predict(16, 2) == profile.predict(placement=[8, 8]) == profile.predict(16)
 
 
-@pytest.mark.parametrize("kwargs", [dict(gpus=16, nodes=1), dict(gpus=4, nodes=5),
-                                    dict(gpus=4, placement=[2, 1]), dict(placement=[9]),
-                                    dict(placement=[]), dict(nodes=2), dict(gpus=0)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(gpus=16, nodes=1),
+        dict(gpus=4, nodes=5),
+        dict(gpus=4, placement=[2, 1]),
+        dict(placement=[9]),
+        dict(placement=[]),
+        dict(nodes=2),
+        dict(gpus=0),
+    ],
+)
 def test_impossible_requests_raise_value_error(make_samples, weak_coef, kwargs):
     profile = Profile().fit(make_samples(weak_coef, GPUS))
     with pytest.raises(ValueError):
@@ -133,8 +158,9 @@ def test_band_reflects_iteration_noise_and_contains_the_estimate(make_samples, w
         assert est.low < est.iteration_seconds < est.high
     width = lambda p: p.predict(16, 2).high / p.predict(16, 2).iteration_seconds - 1  # noqa: E731
     assert width(noisy) > 3 * width(quiet)
-    assert width(quiet) == pytest.approx(1.96 * math.hypot(quiet.iteration_cv_, quiet.model_cv_),
-                                         rel=1e-3)
+    assert width(quiet) == pytest.approx(
+        1.96 * math.hypot(quiet.iteration_cv_, quiet.model_cv_), rel=1e-3
+    )
     wider = Profile(band=0.99).fit(make_samples(weak_coef, GPUS, cv=0.01))
     assert width(wider) > width(quiet)
 
@@ -145,7 +171,8 @@ def test_runtime_scales_with_iterations_and_narrows_its_noise_band(make_samples,
     one, many = profile.runtime(1, 32, 4), profile.runtime(10_000, 32, 4)
     assert many.seconds == pytest.approx(10_000 * one.seconds)
     assert many.seconds == pytest.approx(
-        10_000 * per_iteration.iteration_seconds * profile.mean_ratio_)
+        10_000 * per_iteration.iteration_seconds * profile.mean_ratio_
+    )
     assert many.high / many.seconds < one.high / one.seconds
     assert profile.runtime(0, 32, 4).seconds == 0.0
     with pytest.raises(ValueError):
@@ -156,8 +183,13 @@ def test_runtime_counts_stragglers_through_the_mean(weak_coef):
     """Rare slow iterations barely move the median but do lengthen the run."""
     times = np.full(1000, 0.5)
     times[::10] = 1.5
-    samples = Samples((Sample("m", (8,), times, "a"), Sample("m", (8, 8), times * 1.1, "b"),
-                       Sample("m", (1,), times * 0.9, "c")))
+    samples = Samples(
+        (
+            Sample("m", (8,), times, "a"),
+            Sample("m", (8, 8), times * 1.1, "b"),
+            Sample("m", (1,), times * 0.9, "c"),
+        )
+    )
     profile = Profile().fit(samples)
     assert profile.mean_ratio_ == pytest.approx(0.6 / 0.5, rel=1e-6)
     assert profile.runtime(100, 8).seconds == pytest.approx(100 * 0.6, rel=0.02)
@@ -175,8 +207,16 @@ def test_empty_samples_and_oversized_nodes_are_rejected(make_samples, weak_coef)
         Profile(gpus_per_node=4).fit(make_samples(weak_coef, [1, 8, 16]))
 
 
-@pytest.mark.parametrize("params", [dict(gpus_per_node=0), dict(band=1.0), dict(inter_node="tree"),
-                                    dict(batch_cap=0), dict(batch_cap="sometimes")])
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(gpus_per_node=0),
+        dict(band=1.0),
+        dict(inter_node="tree"),
+        dict(batch_cap=0),
+        dict(batch_cap="sometimes"),
+    ],
+)
 def test_bad_parameters_are_stored_as_given_and_rejected_by_fit(make_samples, weak_coef, params):
     profile = Profile(**params)
     for name, value in params.items():
@@ -238,18 +278,21 @@ def test_to_dict_round_trips(make_samples, capped_coef):
         assert again.runtime(100, g, k) == profile.runtime(100, g, k)
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda d: d.pop("format"), None),
-    (lambda d: d.update(params=[]), "params"),
-    (lambda d: d["params"].update(inter_node="tree"), "params"),
-    (lambda d: d["params"].update(colour="red"), "params"),
-    (lambda d: d["coefficients"].update(intra=-1.0), "coefficients"),
-    (lambda d: d["coefficients"].pop("compute"), "coefficients"),
-    (lambda d: d["coefficients"].update(batch_cap_gpus="4"), "coefficients"),
-    (lambda d: d.update(model_cv="wide"), "model_cv"),
-    (lambda d: d["observations"][0].update(placement=[9]), "observations[0]"),
-    (lambda d: d.update(model=3), "model"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda d: d.pop("format"), None),
+        (lambda d: d.update(params=[]), "params"),
+        (lambda d: d["params"].update(inter_node="tree"), "params"),
+        (lambda d: d["params"].update(colour="red"), "params"),
+        (lambda d: d["coefficients"].update(intra=-1.0), "coefficients"),
+        (lambda d: d["coefficients"].pop("compute"), "coefficients"),
+        (lambda d: d["coefficients"].update(batch_cap_gpus="4"), "coefficients"),
+        (lambda d: d.update(model_cv="wide"), "model_cv"),
+        (lambda d: d["observations"][0].update(placement=[9]), "observations[0]"),
+        (lambda d: d.update(model=3), "model"),
+    ],
+)
 def test_malformed_profile_dicts_name_the_field(make_samples, weak_coef, mutate, field):
     data = Profile().fit(make_samples(weak_coef, GPUS)).to_dict()
     mutate(data)
@@ -260,8 +303,10 @@ def test_malformed_profile_dicts_name_the_field(make_samples, weak_coef, mutate,
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.floats(-3, 3), min_size=3, max_size=3), min_size=2, max_size=7),
-       st.lists(st.floats(-3, 3), min_size=7, max_size=7))
+@given(
+    st.lists(st.lists(st.floats(-3, 3), min_size=3, max_size=3), min_size=2, max_size=7),
+    st.lists(st.floats(-3, 3), min_size=7, max_size=7),
+)
 def test_nnls_matches_a_dense_grid_search(rows, target):
     a = np.array(rows)
     b = np.array(target[: len(rows)])
@@ -288,7 +333,8 @@ def test_packed_predictions_are_the_fitted_model_and_spreading_never_helps():
     for g in (1, 4, 8, 12, 16, 32):
         placement = tuple(profile.placement_for(g))
         assert profile.predict(g).iteration_seconds == pytest.approx(
-            predict_seconds(coef, placement, "linear"))
+            predict_seconds(coef, placement, "linear")
+        )
     assert predict_seconds(coef, (4, 4, 4, 4), "linear") < predict_seconds(coef, (8, 8), "linear")
     assert profile.predict(16, 4).iteration_seconds >= profile.predict(16, 2).iteration_seconds
 
@@ -300,22 +346,25 @@ def test_partial_fit_accepts_progress_totals(make_samples, weak_coef):
     profile = Profile().fit(make_samples(weak_coef, GPUS))
     cv_before = profile.iteration_cv_
     observed = 1.3 * profile.predict(32, 4).iteration_seconds
-    profile.partial_fit([Observation({"a": 8, "b": 8, "c": 8, "d": 8}, 50_000, observed,
-                                     observed, 0.0)])
+    profile.partial_fit(
+        [Observation({"a": 8, "b": 8, "c": 8, "d": 8}, 50_000, observed, observed, 0.0)]
+    )
     assert profile.predict(32, 4).iteration_seconds == pytest.approx(observed, rel=0.03)
     assert profile.iteration_cv_ == pytest.approx(cv_before)
     assert profile.observations_[-1].placement == (8, 8, 8, 8)
     profile.partial_fit([Observation((8, 8, 8, 8), 50_000, observed, observed, 0.0)])
     assert profile.observations_[-1].std == 0.0 and profile.observations_[-1].iterations == 100_000
-    fresh = Profile().partial_fit([Observation((8,), 10, 1.0, 1.0, 0.0),
-                                   Observation((8, 8), 10, 1.2, 1.2, 0.0)])
+    fresh = Profile().partial_fit(
+        [Observation((8,), 10, 1.0, 1.0, 0.0), Observation((8, 8), 10, 1.2, 1.2, 0.0)]
+    )
     assert fresh.model_ == "" and fresh.iteration_cv_ == 0.0
     with pytest.raises(InputError, match="observations: all samples are single-node"):
         Profile().partial_fit([Observation((8,), 10, 1.0, 1.0, 0.0)])
 
 
-def test_band_widens_beyond_the_profiled_nodes_by_the_unknown_inter_node_shape(make_samples,
-                                                                              weak_coef):
+def test_band_widens_beyond_the_profiled_nodes_by_the_unknown_inter_node_shape(
+    make_samples, weak_coef
+):
     """1-2 node profiles cannot tell "linear" from "ring" growth past two nodes: a 4-node band
     must reach the other shape's prediction, a 2-node band is the fitted one."""
     linear = Profile(inter_node="linear").fit(make_samples(weak_coef, GPUS, cv=0.01))
@@ -324,6 +373,7 @@ def test_band_widens_beyond_the_profiled_nodes_by_the_unknown_inter_node_shape(m
     assert est.low <= ring.predict(32, 4).iteration_seconds < est.iteration_seconds
     inside = linear.predict(16, 2)
     assert inside.high / inside.iteration_seconds - 1 == pytest.approx(
-        1.96 * math.hypot(linear.iteration_cv_, linear.model_cv_), rel=1e-3)
+        1.96 * math.hypot(linear.iteration_cv_, linear.model_cv_), rel=1e-3
+    )
     rel = lambda r: r.high / r.seconds - 1  # noqa: E731
     assert rel(linear.runtime(1000, 32, 4)) > 2 * rel(linear.runtime(1000, 16, 2))

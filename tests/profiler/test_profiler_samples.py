@@ -1,5 +1,6 @@
 """Reading samples: formats, the artifact's names and node inference, model_info tables, and a
 one-line InputError naming file and index for every kind of bad input."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,17 @@ import numpy as np
 import pytest
 
 from chronus_py.errors import InputError
-from chronus_py.samples import (Sample, Samples, from_relative_throughput, name_fields, packed,
-                                placement_counts, read_file, read_samples, spread)
+from chronus_py.samples import (
+    Sample,
+    Samples,
+    from_relative_throughput,
+    name_fields,
+    packed,
+    placement_counts,
+    read_file,
+    read_samples,
+    spread,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO / "traces" / "training_trace"
@@ -66,15 +76,28 @@ def test_json_and_csv_formats(tmp_path):
     bare.write_text(json.dumps([5.0, 1.0, 1.1]))
     assert read_file(bare)[0].seconds.tolist() == [1.0, 1.1]
     full = tmp_path / "runs.json"
-    full.write_text(json.dumps({"model": "bert", "samples": [
-        {"gpus": 16, "seconds": [3, 1, 1]},
-        {"gpus": 8, "nodes": 2, "seconds": [3, 1, 1]},
-        {"placement": {"n1": [0, 1, 2], "n2": [0]}, "seconds": [3, 1, 1]}]}))
+    full.write_text(
+        json.dumps(
+            {
+                "model": "bert",
+                "samples": [
+                    {"gpus": 16, "seconds": [3, 1, 1]},
+                    {"gpus": 8, "nodes": 2, "seconds": [3, 1, 1]},
+                    {"placement": {"n1": [0, 1, 2], "n2": [0]}, "seconds": [3, 1, 1]},
+                ],
+            }
+        )
+    )
     assert [(s.model, s.placement) for s in read_file(full)] == [
-        ("bert", (8, 8)), ("bert", (4, 4)), ("bert", (3, 1))]
+        ("bert", (8, 8)),
+        ("bert", (4, 4)),
+        ("bert", (3, 1)),
+    ]
     table = tmp_path / "runs.csv"
-    table.write_text("model,gpus,nodes,seconds\nbert,1,,9\nbert,1,,1\nbert,16,,9\nbert,16,,2\n"
-                     "gpt,8,2,9\ngpt,8,2,3\n")
+    table.write_text(
+        "model,gpus,nodes,seconds\nbert,1,,9\nbert,1,,1\nbert,16,,9\nbert,16,,2\n"
+        "gpt,8,2,9\ngpt,8,2,3\n"
+    )
     samples = read_file(table, model="bert")
     assert [(s.placement, s.seconds.tolist()) for s in samples] == [((1,), [1.0]), ((8, 8), [2.0])]
     assert {s.model for s in read_file(table)} == {"bert", "gpt"}
@@ -87,8 +110,12 @@ def test_model_info_table_becomes_relative_time_samples():
     assert by_key[(8, 1)] == 1.0
     assert by_key[(8, 4)] == pytest.approx(1 / 0.26836765904968457)
     assert {s.placement for s in samples if s.gpus == 8} == {(8,), (4, 4), (2, 2, 2, 2)}
-    seconds = from_relative_throughput(table, "alexnet", base_seconds={2: 0.1, 4: 0.2, 6: 0.3, 8: 0.4})
-    assert {(s.gpus, s.nodes): float(s.seconds[0]) for s in seconds}[(8, 2)] == pytest.approx(0.4 / 0.5083145152293351)
+    seconds = from_relative_throughput(
+        table, "alexnet", base_seconds={2: 0.1, 4: 0.2, 6: 0.3, 8: 0.4}
+    )
+    assert {(s.gpus, s.nodes): float(s.seconds[0]) for s in seconds}[(8, 2)] == pytest.approx(
+        0.4 / 0.5083145152293351
+    )
 
 
 def test_model_info_errors_name_the_entry():
@@ -103,14 +130,17 @@ def test_model_info_errors_name_the_entry():
         from_relative_throughput({"m": {"8": {"1": 1.0}}}, "m", base_seconds={4: 1.0})
 
 
-@pytest.mark.parametrize("values, message", [
-    ([0.5], "no iterations left after dropping 1 warm-up iteration(s) of 1"),
-    ([], "no iterations left after dropping 1 warm-up iteration(s) of 0"),
-    ([9, 0.5, float("nan"), 0.5], "index 2: iteration time nan is NaN"),
-    ([9, 0.5, 0.5, -0.2], "index 3: iteration time -0.2 is not positive"),
-    ([9, 0.0], "index 1: iteration time 0.0 is not positive"),
-    ([9, float("inf")], "index 1: iteration time inf is infinite"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ([0.5], "no iterations left after dropping 1 warm-up iteration(s) of 1"),
+        ([], "no iterations left after dropping 1 warm-up iteration(s) of 0"),
+        ([9, 0.5, float("nan"), 0.5], "index 2: iteration time nan is NaN"),
+        ([9, 0.5, 0.5, -0.2], "index 3: iteration time -0.2 is not positive"),
+        ([9, 0.0], "index 1: iteration time 0.0 is not positive"),
+        ([9, float("inf")], "index 1: iteration time inf is infinite"),
+    ],
+)
 def test_bad_npy_arrays_give_one_line_errors(tmp_path, values, message):
     path = write_npy(tmp_path, "m_gpu_8.npy", values)
     with pytest.raises(InputError) as info:
@@ -143,19 +173,37 @@ def test_malformed_files_give_one_line_errors(tmp_path):
         assert message in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{", "not valid JSON"),
-    ('"text"', "expected a list of seconds"),
-    ('{"samples": []}', "samples: must be a non-empty list"),
-    ('{"samples": [{"gpus": 8}]}', "samples[0]: must be an object with \"seconds\""),
-    ('{"samples": [{"seconds": [1, 1]}]}', "samples[0]: needs an integer \"gpus\""),
-    ('{"samples": [{"gpus": 8, "nodes": "2", "seconds": [1, 1]}]}', "samples[0].nodes: must be an integer"),
-    ('{"samples": [{"gpus": 20, "nodes": 2, "seconds": [1, 1]}]}', "samples[0]: 20 GPUs do not fit on 2 nodes of 8"),
-    ('{"samples": [{"placement": [9], "seconds": [1, 1]}]}', "samples[0].placement: a node holds 9 GPUs"),
-    ('{"samples": [{"gpus": 8, "seconds": [1, -1]}]}', "samples[0]: index 1: iteration time -1.0 is not positive"),
-    ('{"samples": [{"gpus": 8, "seconds": [1, "x"]}]}', "samples[0]: per-iteration seconds are not numbers"),
-    ('{"alexnet": {"8": {"1": 1.0}}}', "choose one with --model"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", "not valid JSON"),
+        ('"text"', "expected a list of seconds"),
+        ('{"samples": []}', "samples: must be a non-empty list"),
+        ('{"samples": [{"gpus": 8}]}', 'samples[0]: must be an object with "seconds"'),
+        ('{"samples": [{"seconds": [1, 1]}]}', 'samples[0]: needs an integer "gpus"'),
+        (
+            '{"samples": [{"gpus": 8, "nodes": "2", "seconds": [1, 1]}]}',
+            "samples[0].nodes: must be an integer",
+        ),
+        (
+            '{"samples": [{"gpus": 20, "nodes": 2, "seconds": [1, 1]}]}',
+            "samples[0]: 20 GPUs do not fit on 2 nodes of 8",
+        ),
+        (
+            '{"samples": [{"placement": [9], "seconds": [1, 1]}]}',
+            "samples[0].placement: a node holds 9 GPUs",
+        ),
+        (
+            '{"samples": [{"gpus": 8, "seconds": [1, -1]}]}',
+            "samples[0]: index 1: iteration time -1.0 is not positive",
+        ),
+        (
+            '{"samples": [{"gpus": 8, "seconds": [1, "x"]}]}',
+            "samples[0]: per-iteration seconds are not numbers",
+        ),
+        ('{"alexnet": {"8": {"1": 1.0}}}', "choose one with --model"),
+    ],
+)
 def test_bad_json_gives_one_line_errors(tmp_path, content, message):
     path = tmp_path / "runs.json"
     path.write_text(content)
@@ -164,17 +212,29 @@ def test_bad_json_gives_one_line_errors(tmp_path, content, message):
     assert str(info.value).startswith(str(path)) and message in str(info.value)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("gpus,time\n1,2\n", ":1: needs a header with a \"seconds\" column"),
-    ("gpus,seconds\n1,9\n1,abc\n", ":3: seconds: not a number: 'abc'"),
-    ("gpus,seconds\n1,9\n1,-2\n", ":3: seconds: iteration time -2.0 is not a finite positive number"),
-    ("gpus,seconds\n1,9\n1,nan\n", ":3: seconds: iteration time nan is not a finite positive number"),
-    ("gpus,seconds\nx,9\n", ":2: gpus: not an integer: 'x'"),
-    ("seconds\n9\n1\n", ":2: GPU count unknown"),
-    ("gpus,seconds\n1,9\n", ":2: no iterations left after dropping 1 warm-up iteration(s) of 1"),
-    ("gpus,seconds\n", ": no iteration rows"),
-    ("gpus,nodes,seconds\n20,2,1\n", ":2: 20 GPUs do not fit on 2 nodes of 8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("gpus,time\n1,2\n", ':1: needs a header with a "seconds" column'),
+        ("gpus,seconds\n1,9\n1,abc\n", ":3: seconds: not a number: 'abc'"),
+        (
+            "gpus,seconds\n1,9\n1,-2\n",
+            ":3: seconds: iteration time -2.0 is not a finite positive number",
+        ),
+        (
+            "gpus,seconds\n1,9\n1,nan\n",
+            ":3: seconds: iteration time nan is not a finite positive number",
+        ),
+        ("gpus,seconds\nx,9\n", ":2: gpus: not an integer: 'x'"),
+        ("seconds\n9\n1\n", ":2: GPU count unknown"),
+        (
+            "gpus,seconds\n1,9\n",
+            ":2: no iterations left after dropping 1 warm-up iteration(s) of 1",
+        ),
+        ("gpus,seconds\n", ": no iteration rows"),
+        ("gpus,nodes,seconds\n20,2,1\n", ":2: 20 GPUs do not fit on 2 nodes of 8"),
+    ],
+)
 def test_bad_csv_gives_one_line_errors_with_the_line(tmp_path, content, message):
     path = tmp_path / "runs.csv"
     path.write_text(content)

@@ -18,7 +18,12 @@ def test_chronus_units_relative_deadlines_and_kinds(write):
     trace = read_trace(path)
     assert trace.format == "chronus"
     strict, soft, best = trace.jobs
-    assert (strict.submit, strict.duration, strict.gpus, strict.tenant) == (600.0, 1800.0, 2, "vc_a")
+    assert (strict.submit, strict.duration, strict.gpus, strict.tenant) == (
+        600.0,
+        1800.0,
+        2,
+        "vc_a",
+    )
     assert strict.kind is JobKind.STRICT_SLO and strict.deadlines[0].at == 600 + 45 * 60
     assert soft.kind is JobKind.SOFT_SLO
     assert [d.at for d in soft.deadlines] == [720 + m * 60 for m in (20, 30, 40, 50)]
@@ -37,7 +42,9 @@ def test_elasticflow_seconds_absolute_and_no_final_newline(write):
 
 
 def test_plain_with_optional_columns_and_tiresias_extras(write):
-    path = write("job_id,submit_time,duration,num_gpu,tenant,deadline,iterations\na,0,60,1,t1,100,5\nb,5,60,8,,,5\n")
+    path = write(
+        "job_id,submit_time,duration,num_gpu,tenant,deadline,iterations\na,0,60,1,t1,100,5\nb,5,60,8,,,5\n"
+    )
     trace = read_trace(path)
     assert trace.format == "plain"
     a, b = trace.jobs
@@ -60,18 +67,54 @@ def test_bundled_traces_load(name):
 
 BAD = [
     ("job_id,submit_time,duration\n1,0,5\n", 1, "column num_gpu: missing from header"),
-    ("job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,x,5,1\n", 3, "column submit_time: not a number: 'x'"),
+    (
+        "job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,x,5,1\n",
+        3,
+        "column submit_time: not a number: 'x'",
+    ),
     ("job_id,submit_time,duration,num_gpu\n1,0,5,1.5\n", 2, "column num_gpu: not a whole number"),
     ("job_id,submit_time,duration,num_gpu\n1,0,-5,1\n", 2, "column duration: must be >= 0"),
-    ("job_id,submit_time,duration,num_gpu,deadline\n1,50,5,1,40\n", 2, "column deadline: is before submit_time"),
-    ("job_id,submit_time,duration,num_gpu\n1,0,5,1\n1,3,5,1\n", 3, "column job_id: duplicate id '1' (first on line 2)"),
-    (f"{ELASTICFLOW_HEADER}\n1,100,5,m,50,1,1,5\n", 2, "column deadline: is before submission_time"),
-    ("job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,0,5,1,9,9\n", 3, "6 fields, the header has 4"),
+    (
+        "job_id,submit_time,duration,num_gpu,deadline\n1,50,5,1,40\n",
+        2,
+        "column deadline: is before submit_time",
+    ),
+    (
+        "job_id,submit_time,duration,num_gpu\n1,0,5,1\n1,3,5,1\n",
+        3,
+        "column job_id: duplicate id '1' (first on line 2)",
+    ),
+    (
+        f"{ELASTICFLOW_HEADER}\n1,100,5,m,50,1,1,5\n",
+        2,
+        "column deadline: is before submission_time",
+    ),
+    (
+        "job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,0,5,1,9,9\n",
+        3,
+        "6 fields, the header has 4",
+    ),
     ("job_id,submit_time,duration,num_gpu\n1,0,inf,1\n", 2, "column duration: must be finite"),
-    (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30-20,10-8,0,soft\n", 2, "column expect_time_list: deadlines must be"),
-    (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30-40,10,0,soft\n", 2, "column expect_value_list: 1 values for 2 deadlines"),
-    (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,abc,10,0,strict\n", 2, "column expect_time_list: not a '-'-joined"),
-    (f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30,10,2,strict\n", 2, "column best_effort: must be 0 or 1"),
+    (
+        f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30-20,10-8,0,soft\n",
+        2,
+        "column expect_time_list: deadlines must be",
+    ),
+    (
+        f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30-40,10,0,soft\n",
+        2,
+        "column expect_value_list: 1 values for 2 deadlines",
+    ),
+    (
+        f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,abc,10,0,strict\n",
+        2,
+        "column expect_time_list: not a '-'-joined",
+    ),
+    (
+        f"{CHRONUS_HEADER}\n0,u,1,1,1,m,5,1,30,10,2,strict\n",
+        2,
+        "column best_effort: must be 0 or 1",
+    ),
 ]
 
 
@@ -98,7 +141,9 @@ def test_unknown_header_and_missing_file(write, tmp_path):
 
 
 def test_skip_bad_rows_counts_per_reason(write):
-    path = write("job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,x,5,1\n3,y,5,1\n4,0,-1,1\n5,0,5,0\n1,0,5,1\n")
+    path = write(
+        "job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,x,5,1\n3,y,5,1\n4,0,-1,1\n5,0,5,0\n1,0,5,1\n"
+    )
     trace = read_trace(path, skip_bad_rows=True)
     assert [j.id for j in trace.jobs] == ["1"]
     assert trace.dropped == {

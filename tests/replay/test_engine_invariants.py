@@ -1,9 +1,11 @@
 """Engine invariants on random traces, for every policy, checked from the outside."""
+
 from __future__ import annotations
 
 import math
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.overhead import restart_overhead
@@ -12,9 +14,14 @@ from chronus_py.replay import replay, summarize
 from placement import ConsolidatedAllocator
 
 jobs_strategy = st.lists(
-    st.tuples(st.integers(0, 2000), st.integers(1, 900), st.sampled_from([1, 1, 2, 4, 8, 16]),
-              st.one_of(st.none(), st.integers(0, 3000))),
-    min_size=1, max_size=25,
+    st.tuples(
+        st.integers(0, 2000),
+        st.integers(1, 900),
+        st.sampled_from([1, 1, 2, 4, 8, 16]),
+        st.one_of(st.none(), st.integers(0, 3000)),
+    ),
+    min_size=1,
+    max_size=25,
 )
 
 
@@ -29,10 +36,18 @@ class CheckedAllocator(ConsolidatedAllocator):
 
 
 def build(rows):
-    return [Job(id=str(i), tenant="t", gpus=g, submit=float(s),
-                kind=JobKind.BEST_EFFORT if d is None else JobKind.STRICT_SLO,
-                deadlines=() if d is None else (DeadlineOption(float(s + d), 1.0),), duration=float(w))
-            for i, (s, w, g, d) in enumerate(rows)]
+    return [
+        Job(
+            id=str(i),
+            tenant="t",
+            gpus=g,
+            submit=float(s),
+            kind=JobKind.BEST_EFFORT if d is None else JobKind.STRICT_SLO,
+            deadlines=() if d is None else (DeadlineOption(float(s + d), 1.0),),
+            duration=float(w),
+        )
+        for i, (s, w, g, d) in enumerate(rows)
+    ]
 
 
 @settings(max_examples=40, deadline=None)
@@ -59,6 +74,8 @@ def test_invariants(rows, policy_cls):
 
 def test_deterministic():
     jobs = build([(i * 7 % 50, 100 + i * 13 % 400, [1, 2, 4, 8][i % 4], None) for i in range(60)])
-    runs = [[(s.id, s.finish, s.preemptions) for s in replay(jobs, Cluster.uniform(2, 8), SRTF()).jobs]
-            for _ in range(2)]
+    runs = [
+        [(s.id, s.finish, s.preemptions) for s in replay(jobs, Cluster.uniform(2, 8), SRTF()).jobs]
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1]

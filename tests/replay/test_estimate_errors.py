@@ -1,4 +1,5 @@
 """Learning how wrong first estimates are, and padding the plans of jobs not observed yet."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,9 @@ def test_no_pad_without_evidence_then_the_upper_quantile_of_underestimates():
         errors.record(100.0, 100.0 * ratio)
     assert errors.pad() == 0.0
     errors.record(100.0, 120.0)
-    assert errors.pad() == pytest.approx(np.quantile(list(np.linspace(0.8, 1.2, 19)) + [1.2], 0.95) - 1)
+    assert errors.pad() == pytest.approx(
+        np.quantile(list(np.linspace(0.8, 1.2, 19)) + [1.2], 0.95) - 1
+    )
     assert 0.17 < errors.pad() < 0.2
 
 
@@ -36,7 +39,7 @@ def test_cut_is_the_lower_quantile_of_overestimates():
     assert errors.cut() == pytest.approx(1.0 - np.quantile(ratios, 0.05))
     for _ in range(20):
         errors.record(100.0, 300.0)
-    assert errors.cut() == 0.0                                      # window of underestimates only
+    assert errors.cut() == 0.0  # window of underestimates only
 
 
 def test_overestimates_need_no_pad_and_the_window_forgets_old_errors():
@@ -66,18 +69,25 @@ def test_scheduler_learns_from_the_first_re_estimate_of_each_job_only():
 def test_selector_pads_only_jobs_not_observed_yet():
     selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8, estimate_pad=0.5)
     state = JobState(job=be("a", 2000.0), seq=0, estimate=2000.0, overhead=0.0, uncertainty=0.1)
-    assert selector._padded(state, 0.0) == pytest.approx(3000.0)   # pad beats the band
+    assert selector._padded(state, 0.0) == pytest.approx(3000.0)  # pad beats the band
     state.observed = True
-    assert selector._padded(state, 0.0) == pytest.approx(2200.0)   # observed: its own band only
+    assert selector._padded(state, 0.0) == pytest.approx(2200.0)  # observed: its own band only
 
 
 def test_a_job_is_hopeless_only_if_even_an_estimate_as_high_as_past_ones_cannot_make_it():
-    job = Job(id="a", tenant="t", gpus=1, submit=0.0, kind=JobKind.STRICT_SLO, duration=1000.0,
-              deadlines=(DeadlineOption(1500.0, 1.0),))
+    job = Job(
+        id="a",
+        tenant="t",
+        gpus=1,
+        submit=0.0,
+        kind=JobKind.STRICT_SLO,
+        duration=1000.0,
+        deadlines=(DeadlineOption(1500.0, 1.0),),
+    )
     state = JobState(job=job, seq=0, estimate=2000.0, overhead=0.0)
     selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8)
-    assert selector.hopeless(state, 0.0)                            # exact estimates: 2000 > 1500
+    assert selector.hopeless(state, 0.0)  # exact estimates: 2000 > 1500
     selector.estimate_cut = 0.3
-    assert not selector.hopeless(state, 0.0)                        # may need only 1400
+    assert not selector.hopeless(state, 0.0)  # may need only 1400
     state.observed = True
-    assert selector.hopeless(state, 0.0)                            # observed: its own band (0) only
+    assert selector.hopeless(state, 0.0)  # observed: its own band (0) only

@@ -2,6 +2,7 @@
 
 One 1-GPU job pays a 30 s restart overhead per start (0.5 min x (1 + log2 1)).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -14,7 +15,15 @@ from chronus_py.replay import replay
 def job(id, submit, duration, gpus=1, deadline=None):
     kind = JobKind.BEST_EFFORT if deadline is None else JobKind.STRICT_SLO
     deadlines = () if deadline is None else (DeadlineOption(deadline, 1.0),)
-    return Job(id=id, tenant="t", gpus=gpus, submit=submit, kind=kind, deadlines=deadlines, duration=duration)
+    return Job(
+        id=id,
+        tenant="t",
+        gpus=gpus,
+        submit=submit,
+        kind=kind,
+        deadlines=deadlines,
+        duration=duration,
+    )
 
 
 def finishes(jobs, policy, nodes=1, gpus=1):

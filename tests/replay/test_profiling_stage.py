@@ -1,22 +1,30 @@
 """The profiling stage and online re-estimation, on hand-computed traces."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
+from chronus_py.estimates import Fixed, Noisy
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import SRTF
 from chronus_py.replay import replay
-from chronus_py.estimates import Fixed, Noisy
 from chronus_py.replay.profiling import ProfilingPool
 from chronus_py.selector import ChronusSettings, LeaseSelector
 from chronus_py.state import JobState
 
 
 def job(id, submit, duration, gpus=1, iterations=None):
-    return Job(id=id, tenant="t", gpus=gpus, submit=submit, kind=JobKind.BEST_EFFORT,
-               duration=duration, iterations=iterations)
+    return Job(
+        id=id,
+        tenant="t",
+        gpus=gpus,
+        submit=submit,
+        kind=JobKind.BEST_EFFORT,
+        duration=duration,
+        iterations=iterations,
+    )
 
 
 def test_short_jobs_finish_in_the_pool_and_others_wait_for_it():
@@ -37,10 +45,13 @@ def test_wide_jobs_are_profiled_on_one_node():
 def test_profiled_estimate_error_shrinks_with_observed_iterations():
     def spread(iterations):
         pool = ProfilingPool(window=300, cv=0.05)
-        errors = [math.log(pool._measure(job(str(i), 0, 3000, iterations=iterations), 3000.0) / 3000)
-                  for i in range(2000)]
+        errors = [
+            math.log(pool._measure(job(str(i), 0, 3000, iterations=iterations), 3000.0) / 3000)
+            for i in range(2000)
+        ]
         return math.sqrt(sum(e * e for e in errors) / len(errors))
-    assert abs(spread(10) - 0.05) < 0.005          # one iteration seen in the window
+
+    assert abs(spread(10) - 0.05) < 0.005  # one iteration seen in the window
     assert abs(spread(1000) - 0.05 / 10) < 0.0005  # a hundred seen
 
 
@@ -48,8 +59,14 @@ def test_reestimation_corrects_a_wrong_estimate_and_srtf_follows_it():
     # A's estimate says 100 s but it really needs 2000 s; B (500 s) arrives later.
     jobs = [job("A", 0, 100), job("B", 50, 500)]
     truth = {"A": 2000.0, "B": 500.0}
-    result = replay(jobs, Cluster.uniform(1, 1), SRTF(), truth=Fixed(truth),
-                    reestimate_every=300.0, observe=300.0)
+    result = replay(
+        jobs,
+        Cluster.uniform(1, 1),
+        SRTF(),
+        truth=Fixed(truth),
+        reestimate_every=300.0,
+        observe=300.0,
+    )
     done = {s.id: s for s in result.jobs}
     # Without re-estimation A (remaining 100) keeps B waiting; at t=300 A is re-estimated
     # to 2000 s of work, B (530) now beats A's 1730 left and preempts it.
@@ -65,34 +82,45 @@ def test_noisy_truth_is_per_job_and_seeded():
 
 def test_profiler_reports_its_band_and_planning_pads_by_it():
     pool = ProfilingPool(nodes=1, gpus_per_node=1, window=300, cv=0.05)
-    jobs = [job("G", 0, 6000.0, iterations=10)]   # one iteration per window: band = 2 x 5%
+    jobs = [job("G", 0, 6000.0, iterations=10)]  # one iteration per window: band = 2 x 5%
     replay(jobs, Cluster.uniform(1, 1), SRTF(), profiling=pool)
     assert math.isclose(pool.uncertainty(jobs[0]), 0.10)
 
     selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8)
     state = JobState(job=jobs[0], seq=0, estimate=2350.0, overhead=30.0)
-    assert selector._need(state, 0.0, 0) == 3            # 2350 + 2 x 30 = 2410 s
+    assert selector._need(state, 0.0, 0) == 3  # 2350 + 2 x 30 = 2410 s
     state.uncertainty = 0.10
-    assert selector._need(state, 0.0, 0) == 3            # 2380 x 1.1 + 30 = 2648 s
+    assert selector._need(state, 0.0, 0) == 3  # 2380 x 1.1 + 30 = 2648 s
     state.estimate = 2000.0
     state.uncertainty = 0.0
-    assert selector._need(state, 0.0, 0) == 2            # 2060 s
+    assert selector._need(state, 0.0, 0) == 2  # 2060 s
     state.uncertainty = 0.10
-    assert selector._need(state, 0.0, 0) == 2            # 2030 x 1.1 + 30 = 2263 s
+    assert selector._need(state, 0.0, 0) == 2  # 2030 x 1.1 + 30 = 2263 s
     state.uncertainty = 0.20
-    assert selector._need(state, 0.0, 0) == 3            # 2030 x 1.2 + 30 = 2466 s
+    assert selector._need(state, 0.0, 0) == 3  # 2030 x 1.2 + 30 = 2466 s
 
 
 def slo(id, submit, duration, deadline, gpus=1):
-    return Job(id=id, tenant="t", gpus=gpus, submit=submit, kind=JobKind.STRICT_SLO, duration=duration,
-               deadlines=(DeadlineOption(deadline, 1.0),))
+    return Job(
+        id=id,
+        tenant="t",
+        gpus=gpus,
+        submit=submit,
+        kind=JobKind.STRICT_SLO,
+        duration=duration,
+        deadlines=(DeadlineOption(deadline, 1.0),),
+    )
 
 
 def pool_starts(order):
     """Profiling start per job: a 2-GPU pool, an 8-GPU job queued ahead of two 1-GPU jobs."""
     pool = ProfilingPool(nodes=1, gpus_per_node=2, window=300, cv=0.0, order=order)
-    jobs = [job("busy", 0, 1000), slo("wide", 1, 1000, 10_000, gpus=2), job("be", 2, 1000),
-            slo("tight", 3, 1000, 2_000)]
+    jobs = [
+        job("busy", 0, 1000),
+        slo("wide", 1, 1000, 10_000, gpus=2),
+        job("be", 2, 1000),
+        slo("tight", 3, 1000, 2_000),
+    ]
     starts = {}
     for j in jobs:
         pool.arrive(j, j.duration)

@@ -1,4 +1,5 @@
 """``round_requests``: the allocator gets each job's {1, 2, 4, whole nodes} round-up."""
+
 from chronus_py.model import Cluster, Job, JobKind
 from chronus_py.policies import FIFO
 from chronus_py.replay import replay
@@ -12,7 +13,9 @@ def test_a_3_gpu_job_holds_4_gpus_when_rounding_is_on():
     """Three 3-GPU jobs on one 8-GPU node: two start at once either way (3 + 3, or 4 + 4 rounded)
     and the third waits for the first to finish; rounded, every job holds 4 GPUs."""
     plain = {s.id: s for s in replay(jobs(), Cluster.uniform(1, 8), FIFO()).jobs}
-    rounded = {s.id: s for s in replay(jobs(), Cluster.uniform(1, 8), FIFO(), round_requests=True).jobs}
+    rounded = {
+        s.id: s for s in replay(jobs(), Cluster.uniform(1, 8), FIFO(), round_requests=True).jobs
+    }
     assert [s.first_start for s in plain.values()] == [0.0, 0.0, plain["j0"].finish]
     assert [s.first_start for s in rounded.values()] == [0.0, 0.0, rounded["j0"].finish]
     assert {s.gpus for s in plain.values()} == {3} and {s.gpus for s in rounded.values()} == {4}

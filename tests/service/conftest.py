@@ -1,4 +1,5 @@
 """``serve(*args)``: start real servers for a test, stopped at its end."""
+
 from __future__ import annotations
 
 from pathlib import Path

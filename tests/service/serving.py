@@ -1,4 +1,5 @@
 """The real ``chronus serve`` as a subprocess on a free loopback port (tests import it)."""
+
 from __future__ import annotations
 
 import os
@@ -31,11 +32,25 @@ class Server:
         self.http = httpx.Client(base_url=self.url, timeout=30)
 
     def start(self, timeout: float = 30.0) -> Server:
-        cmd = [sys.executable, "-m", "chronus_py", "serve", "--listen", f"127.0.0.1:{self.port}",
-               "--db", str(self.workdir / "chronus.db"), *self.args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--db",
+            str(self.workdir / "chronus.db"),
+            *self.args,
+        ]
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=self.workdir,
-                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=log,
+                cwd=self.workdir,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

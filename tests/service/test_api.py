@@ -1,4 +1,5 @@
 """The HTTP API end to end: a real ``chronus serve`` (sim backend) over real HTTP."""
+
 from __future__ import annotations
 
 import time
@@ -49,14 +50,18 @@ def wait_for(predicate, timeout=15.0):
 def test_submit_guarantee_status_plan_and_cancel(server):
     http = server.http
     now = http.get("/v1/cluster", headers=A).json()["now"]
-    r = http.post("/v1/jobs", headers=A, json={"id": "j1", "gpus": 8, "estimate_seconds": 3600,
-                                               "deadlines": [{"at": now + 20000}]})
+    r = http.post(
+        "/v1/jobs",
+        headers=A,
+        json={"id": "j1", "gpus": 8, "estimate_seconds": 3600, "deadlines": [{"at": now + 20000}]},
+    )
     assert r.status_code == 201, r.text
     admission = r.json()["admission"]
     assert admission["decision"] == "guaranteed"
     assert admission["deadline"]["at"] == now + 20000
-    job = wait_for(lambda: (j := http.get("/v1/jobs/j1", headers=A).json())["state"] == "running"
-                   and j)
+    job = wait_for(
+        lambda: (j := http.get("/v1/jobs/j1", headers=A).json())["state"] == "running" and j
+    )
     assert job["tenant"] == "team-a" and job["guaranteed"]["at"] == now + 20000
     assert sum(len(g) for g in job["placement"].values()) == 8
     plan = http.get("/v1/plan", headers=A).json()
@@ -74,8 +79,9 @@ def test_dry_run_answers_without_submitting(server):
     r = http.post("/v1/jobs?dry_run=true", headers=A, json=body)
     assert r.status_code == 200 and r.json()["admission"]["decision"] == "guaranteed"
     assert http.get("/v1/jobs/d1", headers=A).status_code == 404
-    assert http.post("/v1/jobs", headers=A, json=body).json()["admission"]["decision"] == \
-        "guaranteed"
+    assert (
+        http.post("/v1/jobs", headers=A, json=body).json()["admission"]["decision"] == "guaranteed"
+    )
 
 
 def test_rejected_and_not_guaranteed_say_why(server):
@@ -83,31 +89,42 @@ def test_rejected_and_not_guaranteed_say_why(server):
     now = http.get("/v1/cluster", headers=A).json()["now"]
     r = http.post("/v1/jobs", headers=A, json={"gpus": 64, "estimate_seconds": 60})
     assert r.status_code == 200
-    assert r.json()["admission"] == {"decision": "rejected",
-                                     "reason": "needs 64 GPUs, the cluster has 32"}
+    assert r.json()["admission"] == {
+        "decision": "rejected",
+        "reason": "needs 64 GPUs, the cluster has 32",
+    }
     r = http.post("/v1/jobs", headers=A, json={"gpus": 1, "estimate_seconds": 60})
     assert r.json()["admission"]["decision"] == "not_guaranteed"
     assert "best-effort" in r.json()["admission"]["reason"]
-    r = http.post("/v1/jobs", headers=A, json={"gpus": 1, "estimate_seconds": 1e6,
-                                               "deadlines": [{"at": now + 3600}]})
+    r = http.post(
+        "/v1/jobs",
+        headers=A,
+        json={"gpus": 1, "estimate_seconds": 1e6, "deadlines": [{"at": now + 3600}]},
+    )
     assert r.json()["admission"]["decision"] == "not_guaranteed"
     assert "even alone" in r.json()["admission"]["reason"]
 
 
-@pytest.mark.parametrize("body, status, field", [
-    ({"gpus": "x", "estimate_seconds": 1}, 422, "gpus"),
-    ({"gpus": 0, "estimate_seconds": 1}, 422, "gpus"),
-    ({"gpus": 1}, 422, "estimate_seconds"),
-    ({"gpus": 1, "estimate_seconds": -5}, 422, "estimate_seconds"),
-    ({"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": "soon"}]}, 422, "deadlines[0].at"),
-    ({"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": 9}, {"at": 8}]}, 422,
-     "deadlines[1].at"),
-    ({"gpus": 1, "estimate_seconds": 5, "deadlines": {"at": 9}}, 422, "deadlines"),
-    ({"gpus": 1, "estimate_seconds": 5, "colour": "red"}, 422, "colour"),
-    ({"gpus": 1, "estimate_seconds": 5, "tenant": "team-b"}, 422, "tenant"),
-    ({"gpus": 1, "estimate_seconds": 5, "id": "a b"}, 422, "id"),
-    ([1, 2], 422, "body"),
-])
+@pytest.mark.parametrize(
+    "body, status, field",
+    [
+        ({"gpus": "x", "estimate_seconds": 1}, 422, "gpus"),
+        ({"gpus": 0, "estimate_seconds": 1}, 422, "gpus"),
+        ({"gpus": 1}, 422, "estimate_seconds"),
+        ({"gpus": 1, "estimate_seconds": -5}, 422, "estimate_seconds"),
+        ({"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": "soon"}]}, 422, "deadlines[0].at"),
+        (
+            {"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": 9}, {"at": 8}]},
+            422,
+            "deadlines[1].at",
+        ),
+        ({"gpus": 1, "estimate_seconds": 5, "deadlines": {"at": 9}}, 422, "deadlines"),
+        ({"gpus": 1, "estimate_seconds": 5, "colour": "red"}, 422, "colour"),
+        ({"gpus": 1, "estimate_seconds": 5, "tenant": "team-b"}, 422, "tenant"),
+        ({"gpus": 1, "estimate_seconds": 5, "id": "a b"}, 422, "id"),
+        ([1, 2], 422, "body"),
+    ],
+)
 def test_bad_bodies_name_the_field(shared, body, status, field):
     r = shared.http.post("/v1/jobs", headers=A, json=body)
     assert r.status_code == status, r.text
@@ -134,28 +151,44 @@ def test_malformed_and_oversized_requests(shared):
 def test_auth_tenants_and_admin(server):
     http = server.http
     assert http.get("/v1/jobs").status_code == 401
-    assert http.get("/v1/jobs", headers={"Authorization": "Bearer wrong-token-000000000"}
-                    ).status_code == 401
-    assert http.post("/v1/jobs", headers=A, json={"id": "a1", "gpus": 1,
-                                                  "estimate_seconds": 600}).status_code == 201
+    assert (
+        http.get("/v1/jobs", headers={"Authorization": "Bearer wrong-token-000000000"}).status_code
+        == 401
+    )
+    assert (
+        http.post(
+            "/v1/jobs", headers=A, json={"id": "a1", "gpus": 1, "estimate_seconds": 600}
+        ).status_code
+        == 201
+    )
     assert http.get("/v1/jobs/a1", headers=B).status_code == 404
     assert http.delete("/v1/jobs/a1", headers=B).status_code == 404
     assert http.get("/v1/jobs", headers=B).json()["jobs"] == []
     assert [j["id"] for j in http.get("/v1/jobs", headers=A).json()["jobs"]] == ["a1"]
-    r = http.post("/v1/jobs", headers=ADMIN, json={"id": "b1", "gpus": 1, "estimate_seconds": 600,
-                                                   "tenant": "team-b"})
+    r = http.post(
+        "/v1/jobs",
+        headers=ADMIN,
+        json={"id": "b1", "gpus": 1, "estimate_seconds": 600, "tenant": "team-b"},
+    )
     assert r.status_code == 201
     assert http.get("/v1/jobs/b1", headers=B).json()["tenant"] == "team-b"
     assert {j["id"] for j in http.get("/v1/jobs", headers=ADMIN).json()["jobs"]} == {"a1", "b1"}
-    assert http.post("/v1/jobs", headers=A, json={"id": "a1", "gpus": 1,
-                                                  "estimate_seconds": 1}).status_code == 409
+    assert (
+        http.post(
+            "/v1/jobs", headers=A, json={"id": "a1", "gpus": 1, "estimate_seconds": 1}
+        ).status_code
+        == 409
+    )
     assert "team-a-token" not in server.log.read_text()
 
 
 def test_progress_reestimates(server):
     http = server.http
-    http.post("/v1/jobs", headers=A, json={"id": "p1", "gpus": 1, "estimate_seconds": 3600,
-                                           "iterations": 1000})
+    http.post(
+        "/v1/jobs",
+        headers=A,
+        json={"id": "p1", "gpus": 1, "estimate_seconds": 3600, "iterations": 1000},
+    )
     wait_for(lambda: http.get("/v1/jobs/p1", headers=A).json()["state"] == "running")
     time.sleep(1.0)  # 50 simulated seconds at --speed 50, well past the restart overhead
     r = http.post("/v1/jobs/p1/progress", headers=A, json={"iterations_done": 100})
@@ -186,8 +219,20 @@ def test_no_tokens_means_loopback_only(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--listen", "0.0.0.0:0",
-                        "--db", str(tmp_path / "x.db")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--db",
+            str(tmp_path / "x.db"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "without --tokens" in r.stderr
     assert not (tmp_path / "x.db").exists()
 
@@ -197,12 +242,34 @@ def test_config_file_and_check(tmp_path):
     import sys
 
     (tmp_path / "serve.yaml").write_text("nodes: 2\nspeed: 10\npolicy: edf\n")
-    r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--config",
-                        str(tmp_path / "serve.yaml"), "--check"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--config",
+            str(tmp_path / "serve.yaml"),
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and "config OK" in r.stdout and "policy: edf" in r.stdout
     (tmp_path / "bad.yaml").write_text("nodez: 2\n")
-    r = subprocess.run([sys.executable, "-m", "chronus_py", "serve", "--config",
-                        str(tmp_path / "bad.yaml"), "--check"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--config",
+            str(tmp_path / "bad.yaml"),
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "nodez: unknown option" in r.stderr
 
 
@@ -211,12 +278,28 @@ def test_host_layer_configs_follow_placements(serve, tmp_path):
 
     model = Path(__file__).resolve().parents[2] / "examples" / "hosts" / "2socket-8gpu.yaml"
     (tmp_path / "hosts.yaml").write_text(f"node0: {model}\n")
-    server = serve("--nodes", "1", "--gpus-per-node", "8", "--speed", "10",
-                   "--layers-dir", str(tmp_path / "layers"),
-                   "--hosts", str(tmp_path / "hosts.yaml"))
+    server = serve(
+        "--nodes",
+        "1",
+        "--gpus-per-node",
+        "8",
+        "--speed",
+        "10",
+        "--layers-dir",
+        str(tmp_path / "layers"),
+        "--hosts",
+        str(tmp_path / "hosts.yaml"),
+    )
     http = server.http
-    r = http.post("/v1/jobs", json={"id": "l1", "gpus": 8, "estimate_seconds": 36000,
-                                    "cgroup": "training.slice/l1.scope"})
+    r = http.post(
+        "/v1/jobs",
+        json={
+            "id": "l1",
+            "gpus": 8,
+            "estimate_seconds": 36000,
+            "cgroup": "training.slice/l1.scope",
+        },
+    )
     assert r.status_code == 201
     path = tmp_path / "layers" / "node0.json"
     wait_for(path.exists)
@@ -234,5 +317,7 @@ def test_trace_jobs_enter_through_the_backend(serve):
     jobs = wait_for(lambda: server.http.get("/v1/jobs").json()["jobs"])
     first = jobs[0]
     assert first["submit"] >= 0 and first["admission"]["decision"] in (
-        "guaranteed", "not_guaranteed")
+        "guaranteed",
+        "not_guaranteed",
+    )
     assert first["tenant"] != "default"  # the trace's tenant

@@ -1,5 +1,6 @@
 """The client side: ``chronus submit / status / cancel / jobs`` and the Python client, against a
 real server with tokens."""
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,28 @@ def server(serve, tmp_path):
 
 def chronus(server, tmp_path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "CHRONUS_SERVER": server.url}
-    return subprocess.run([sys.executable, "-m", "chronus_py", *args, "--token-file",
-                           str(tmp_path / "token")], capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "chronus_py", *args, "--token-file", str(tmp_path / "token")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
 
 
 def test_commands_submit_status_jobs_cancel(server, tmp_path):
-    r = chronus(server, tmp_path, "submit", "--id", "c1", "--gpus", "2", "--estimate", "600",
-                "--deadline", "100000")
+    r = chronus(
+        server,
+        tmp_path,
+        "submit",
+        "--id",
+        "c1",
+        "--gpus",
+        "2",
+        "--estimate",
+        "600",
+        "--deadline",
+        "100000",
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["admission"]["decision"] in ("guaranteed", "not_guaranteed")
     r = chronus(server, tmp_path, "status", "c1")
@@ -49,8 +65,11 @@ def test_command_errors_are_one_line(server, tmp_path):
     (tmp_path / "job.json").write_text('{"gpus": 1}')
     r = chronus(server, tmp_path, "submit", str(tmp_path / "job.json"))
     assert r.returncode == 2 and "estimate_seconds: required" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "chronus_py", "jobs", "--server",
-                        "http://127.0.0.1:9"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "chronus_py", "jobs", "--server", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1 and "cannot reach" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -17,6 +17,7 @@ API, restart it each time, and check what an operator relies on.
   1,800 s beyond three times its work, more than a slow restart costs, so a job only misses if
   several restarts fall on it; 0.1 is 4 of the 44 SLO jobs.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,18 @@ import httpx
 from serving import Server
 
 SPEED = 100.0
-NODES = ("--nodes", "8", "--gpus-per-node", "8", "--speed", str(SPEED), "--headroom", "0.5",
-         "--solver", "greedy")
+NODES = (
+    "--nodes",
+    "8",
+    "--gpus-per-node",
+    "8",
+    "--speed",
+    str(SPEED),
+    "--headroom",
+    "0.5",
+    "--solver",
+    "greedy",
+)
 KILLS = 22
 
 
@@ -174,8 +185,12 @@ def test_sigkill_at_22_points_loses_nothing(serve, tmp_path):
     calm, _, _ = run_workload(serve, tmp_path / "calm", kills=0)
     jobs, answered, server = run_workload(serve, tmp_path / "kills", kills=KILLS)
     assert server.log.read_text().count('"event": "listening"') == KILLS + 1
-    demoted = {job for (job,) in sqlite3.connect(tmp_path / "kills" / "chronus.db").execute(
-        "SELECT job FROM promise WHERE event='demoted'")}
+    demoted = {
+        job
+        for (job,) in sqlite3.connect(tmp_path / "kills" / "chronus.db").execute(
+            "SELECT job FROM promise WHERE event='demoted'"
+        )
+    }
     for job_id, admission in answered.items():
         promised = admission.get("deadline")
         assert jobs[job_id]["admission"] == admission
@@ -192,8 +207,9 @@ def test_losing_the_database_keeps_what_runs(serve, tmp_path):
     (never started again), waiting ones are scheduled; only promises and history are lost."""
     server = serve("--nodes", "4", "--gpus-per-node", "8", "--speed", "10")  # nothing finishes
     for i in range(6):
-        r = server.http.post("/v1/jobs", json={"id": f"k{i}", "gpus": 8,
-                                               "estimate_seconds": 36000.0})
+        r = server.http.post(
+            "/v1/jobs", json={"id": f"k{i}", "gpus": 8, "estimate_seconds": 36000.0}
+        )
         assert r.status_code == 201
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -213,6 +229,9 @@ def test_losing_the_database_keeps_what_runs(serve, tmp_path):
         assert after[job_id]["placement"] == job["placement"]
         assert "recovered" in after[job_id]["admission"]["reason"]
     fold_commands(tmp_path / "chronus.db.sim")
-    starts = sqlite3.connect(tmp_path / "chronus.db.sim").execute(
-        "SELECT COUNT(*) FROM command WHERE kind='start'").fetchone()[0]
+    starts = (
+        sqlite3.connect(tmp_path / "chronus.db.sim")
+        .execute("SELECT COUNT(*) FROM command WHERE kind='start'")
+        .fetchone()[0]
+    )
     assert starts == 4

@@ -1,4 +1,5 @@
 """The service database: schema versions, and what a transaction keeps."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -30,9 +31,17 @@ def test_a_failed_transaction_leaves_nothing(tmp_path):
     db = Database(tmp_path / "c.db")
     with pytest.raises(RuntimeError):
         with db.transaction():
-            db.add_job(job_id="a", seq=0, tenant="t", spec={"gpus": 1}, submit=0.0, estimate=1.0,
-                       first_deadline=None, admission={"decision": "not_guaranteed"},
-                       guaranteed=None)
+            db.add_job(
+                job_id="a",
+                seq=0,
+                tenant="t",
+                spec={"gpus": 1},
+                submit=0.0,
+                estimate=1.0,
+                first_deadline=None,
+                admission={"decision": "not_guaranteed"},
+                guaranteed=None,
+            )
             raise RuntimeError("crash between the job and its promise")
     assert db.job("a") is None
 

@@ -1,5 +1,6 @@
 """The service's calls into the core scheduler: a dry run answers what admission then does,
 and a withdrawn job leaves no trace in the queues or on the GPUs."""
+
 from __future__ import annotations
 
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
@@ -7,13 +8,23 @@ from chronus_py.service import rounds
 
 
 def scheduler(estimates):
-    return rounds.build_scheduler(rounds.SchedulerSettings(options={"headroom": 0.5, "backend": "greedy"}),
-                                  Cluster.uniform(2, 8), estimates=estimates)
+    return rounds.build_scheduler(
+        rounds.SchedulerSettings(options={"headroom": 0.5, "backend": "greedy"}),
+        Cluster.uniform(2, 8),
+        estimates=estimates,
+    )
 
 
 def slo(job_id: str, gpus: int, work: float, *deadlines: float) -> Job:
-    return Job(job_id, "t", gpus, 0.0, JobKind.STRICT_SLO if len(deadlines) == 1 else
-               JobKind.SOFT_SLO, tuple(DeadlineOption(d, 1.0) for d in deadlines), work)
+    return Job(
+        job_id,
+        "t",
+        gpus,
+        0.0,
+        JobKind.STRICT_SLO if len(deadlines) == 1 else JobKind.SOFT_SLO,
+        tuple(DeadlineOption(d, 1.0) for d in deadlines),
+        work,
+    )
 
 
 def test_probe_answers_what_admit_does_without_booking():

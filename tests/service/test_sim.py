@@ -1,4 +1,5 @@
 """The sim backend: a cluster whose state outlives the process that drives it."""
+
 from __future__ import annotations
 
 import time

@@ -3,6 +3,7 @@
 Without Slurm (or without root) the tests skip and say why; in CI (``CI=true``) that is a
 failure instead, since CI installs Slurm first (``.ci/run``).
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The Slurm backend against real daemons: adoption, placement, preemption, cancel, health."""
+
 from __future__ import annotations
 
 import time
@@ -14,8 +15,7 @@ from chronus_py.service.slurm.rest import SlurmRest
 def backend(lab, **kw) -> SlurmBackend:
     kw.setdefault("grace", 0.5)
     kw.setdefault("start_timeout", 15)
-    return SlurmBackend(SlurmRest(f"unix:{lab.socket}"), partition=lab.partition,
-                        env=lab.env, **kw)
+    return SlurmBackend(SlurmRest(f"unix:{lab.socket}"), partition=lab.partition, env=lab.env, **kw)
 
 
 def accept_all(b: SlurmBackend) -> list[dict]:
@@ -24,8 +24,13 @@ def accept_all(b: SlurmBackend) -> list[dict]:
 
     out = []
     for fields in b.arrivals():
-        spec = parse_job(dict(fields), now=b.now(), tenant=fields["tenant"], may_set_tenant=True,
-                         submit=fields["submit"])
+        spec = parse_job(
+            dict(fields),
+            now=b.now(),
+            tenant=fields["tenant"],
+            may_set_tenant=True,
+            submit=fields["submit"],
+        )
         b.submit(spec.job, spec.fields)
         out.append(dict(fields))
     return out
@@ -57,8 +62,12 @@ def test_nodes_and_health(lab):
 
 def test_adopts_marked_held_jobs_only(lab):
     b = backend(lab)
-    mine = lab.sbatch("--hold", "--gres=gpu:2", "--comment",
-                      "chronus: estimate=30s deadline=+10m:1,+20m:0.5 model=bert")
+    mine = lab.sbatch(
+        "--hold",
+        "--gres=gpu:2",
+        "--comment",
+        "chronus: estimate=30s deadline=+10m:1,+20m:0.5 model=bert",
+    )
     plain = lab.sbatch("--hold", "--gres=gpu:1")
     other = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "not for chronus")
     arrivals = {a["id"]: a for a in b.arrivals()}
@@ -103,8 +112,9 @@ def test_a_forgotten_user_job_is_over_not_recreated(lab):
 
 def test_start_preempt_resume_and_finish(lab):
     b = backend(lab)
-    sid = lab.sbatch("--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s",
-                     script=workload(4))
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s", script=workload(4)
+    )
     jid = f"slurm-{sid}"
     accept_all(b)
     b.start(jid, {"n2": (0, 1)})
@@ -157,8 +167,17 @@ def test_api_submission_is_a_held_marked_job(lab):
     from chronus_py.service.jobspec import parse_job
 
     b = backend(lab, workdir=str(lab.root / "jobs"))
-    spec = parse_job({"id": "api-1", "gpus": 2, "estimate_seconds": 2, "duration_seconds": 1,
-                      "deadlines": [{"at": b.now() + 600}]}, now=b.now(), tenant="t")
+    spec = parse_job(
+        {
+            "id": "api-1",
+            "gpus": 2,
+            "estimate_seconds": 2,
+            "duration_seconds": 1,
+            "deadlines": [{"at": b.now() + 600}],
+        },
+        now=b.now(),
+        tenant="t",
+    )
     b.submit(spec.job, spec.fields)
     b.submit(spec.job, spec.fields)  # idempotent
     found = [j for j in b.rest.jobs() if "id=api-1" in j.comment]
@@ -175,8 +194,9 @@ def test_jwt_over_tcp(lab):
     rest = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token=token, user="root", retries=1)
     assert {n.name for n in rest.nodes()} == {"n1", "n2"}
     assert token not in repr(rest)
-    bad = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token="x.y.z", user="root", retries=1,
-                    backoff=0.01)
+    bad = SlurmRest(
+        f"http://127.0.0.1:{lab.rest_port}", token="x.y.z", user="root", retries=1, backoff=0.01
+    )
     with pytest.raises((SlurmError, SlurmUnreachable)) as err:  # slurmrestd answers 500
         bad.nodes()
     assert "x.y.z" not in str(err.value)

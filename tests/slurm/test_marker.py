@@ -1,4 +1,5 @@
 """The chronus marker in a Slurm job's comment: parsing, clear errors, and round trips."""
+
 from __future__ import annotations
 
 import re
@@ -11,17 +12,27 @@ from chronus_py.service.slurm.rest import _placement, expand_hostlist
 
 
 def fields(comment: str, submit: float = 1000.0, gpus: int = 2) -> dict:
-    return marker.job_fields(marker.parse(comment), slurm_id=7, gpus=gpus, submit=submit,
-                             tenant="alice")
+    return marker.job_fields(
+        marker.parse(comment), slurm_id=7, gpus=gpus, submit=submit, tenant="alice"
+    )
 
 
 def test_full_marker():
-    f = fields("chronus: estimate=1h30m deadline=+2h:1,2030-01-01T00:00:00Z:0.5 iterations=100 "
-               "model=gpt id=my-run")
+    f = fields(
+        "chronus: estimate=1h30m deadline=+2h:1,2030-01-01T00:00:00Z:0.5 iterations=100 "
+        "model=gpt id=my-run"
+    )
     at = datetime(2030, 1, 1, tzinfo=timezone.utc).timestamp()
-    assert f == {"id": "my-run", "gpus": 2, "tenant": "alice", "submit": 1000.0,
-                 "estimate_seconds": 5400.0, "iterations": 100, "model": "gpt",
-                 "deadlines": [{"at": 1000.0 + 7200, "value": 1.0}, {"at": at, "value": 0.5}]}
+    assert f == {
+        "id": "my-run",
+        "gpus": 2,
+        "tenant": "alice",
+        "submit": 1000.0,
+        "estimate_seconds": 5400.0,
+        "iterations": 100,
+        "model": "gpt",
+        "deadlines": [{"at": 1000.0 + 7200, "value": 1.0}, {"at": at, "value": 0.5}],
+    }
 
 
 def test_best_effort_and_default_id():
@@ -29,18 +40,21 @@ def test_best_effort_and_default_id():
     assert f["deadlines"] == [] and f["id"] == "slurm-7"
 
 
-@pytest.mark.parametrize("comment, why", [
-    ("chronus: deadline=+1h", "estimate: required"),
-    ("chronus: estimate=ten", "estimate: expected a duration"),
-    ("chronus: estimate=0", "estimate: must be > 0"),
-    ("chronus: estimate=60 gpus=3", "gpus: unknown key"),
-    ("chronus: estimate=60 estimate=70", "estimate: given twice"),
-    ("chronus: estimate=60 deadline", "expected key=value"),
-    ("chronus: estimate=60 deadline=+2h,+1h", "tightest first"),
-    ("chronus: estimate=60 deadline=tomorrow", "deadline: expected +DURATION or an ISO time"),
-    ("chronus: estimate=60 iterations=-1", "iterations: expected an integer"),
-    ("chronus: estimate=60 id=a/b", "id: expected"),
-])
+@pytest.mark.parametrize(
+    "comment, why",
+    [
+        ("chronus: deadline=+1h", "estimate: required"),
+        ("chronus: estimate=ten", "estimate: expected a duration"),
+        ("chronus: estimate=0", "estimate: must be > 0"),
+        ("chronus: estimate=60 gpus=3", "gpus: unknown key"),
+        ("chronus: estimate=60 estimate=70", "estimate: given twice"),
+        ("chronus: estimate=60 deadline", "expected key=value"),
+        ("chronus: estimate=60 deadline=+2h,+1h", "tightest first"),
+        ("chronus: estimate=60 deadline=tomorrow", "deadline: expected +DURATION or an ISO time"),
+        ("chronus: estimate=60 iterations=-1", "iterations: expected an integer"),
+        ("chronus: estimate=60 id=a/b", "id: expected"),
+    ],
+)
 def test_errors_name_the_key(comment, why):
     with pytest.raises(marker.MarkerError, match=re.escape(why)):
         fields(comment)
@@ -61,8 +75,9 @@ def test_chronus_fields_round_trip():
 
 
 def test_api_job_marker_is_absolute():
-    user = marker.for_api_job({"id": "j1", "estimate_seconds": 90,
-                               "deadlines": [{"at": 1_900_000_000, "value": 2}]})
+    user = marker.for_api_job(
+        {"id": "j1", "estimate_seconds": 90, "deadlines": [{"at": 1_900_000_000, "value": 2}]}
+    )
     f = fields(marker.render(user, accepted=True), submit=5.0)
     assert f["id"] == "j1" and f["deadlines"] == [{"at": 1_900_000_000.0, "value": 2.0}]
 
@@ -70,4 +85,6 @@ def test_api_job_marker_is_absolute():
 def test_slurm_lists():
     assert expand_hostlist("n[1-3,05],gpu7") == ["n1", "n2", "n3", "n05", "gpu7"]
     assert _placement("n[1-2]", ["gpu:2(IDX:0-1)", "gpu:a:1(IDX:3),gpu:b:1(IDX:5)"]) == {
-        "n1": (0, 1), "n2": (3, 5)}
+        "n1": (0, 1),
+        "n2": (3, 5),
+    }

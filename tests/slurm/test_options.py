@@ -1,4 +1,5 @@
 """``chronus serve --backend slurm`` options: bad ones are one clear error naming the flag."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,16 +16,21 @@ def parse(*argv: str) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-@pytest.mark.parametrize("argv, flag", [
-    ((), "--slurmrestd"),
-    (("--slurmrestd", "ftp://x"), "--slurmrestd"),
-    (("--slurmrestd", "unix:/s", "--slurm-grace", "-1"), "--slurm-grace"),
-    (("--slurmrestd", "unix:/s", "--slurm-time-scale", "60"), "--slurm-time-origin"),
-    (("--slurmrestd", "unix:/s", "--slurm-time-scale", "0", "--slurm-time-origin", "1"),
-     "--slurm-time-scale"),
-    (("--slurmrestd", "unix:/s", "--slurm-script", "/nonexistent/x.sh"), "/nonexistent/x.sh"),
-    (("--slurmrestd", "unix:/nonexistent/slurmrestd.sock"), "--slurmrestd"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        ((), "--slurmrestd"),
+        (("--slurmrestd", "ftp://x"), "--slurmrestd"),
+        (("--slurmrestd", "unix:/s", "--slurm-grace", "-1"), "--slurm-grace"),
+        (("--slurmrestd", "unix:/s", "--slurm-time-scale", "60"), "--slurm-time-origin"),
+        (
+            ("--slurmrestd", "unix:/s", "--slurm-time-scale", "0", "--slurm-time-origin", "1"),
+            "--slurm-time-scale",
+        ),
+        (("--slurmrestd", "unix:/s", "--slurm-script", "/nonexistent/x.sh"), "/nonexistent/x.sh"),
+        (("--slurmrestd", "unix:/nonexistent/slurmrestd.sock"), "--slurmrestd"),
+    ],
+)
 def test_bad_options(argv, flag, tmp_path, monkeypatch):
     monkeypatch.delenv("SLURM_JWT", raising=False)
     with pytest.raises(InputError) as err:
@@ -40,8 +46,9 @@ def test_jwt_from_file_or_environment_never_shown(lab, tmp_path, monkeypatch):
     token = lab.token()
     path = tmp_path / "jwt"
     path.write_text(token + "\n")
-    b = backend.from_args(parse("--slurmrestd", url, "--slurm-token-file", str(path)),
-                          db_path=tmp_path)
+    b = backend.from_args(
+        parse("--slurmrestd", url, "--slurm-token-file", str(path)), db_path=tmp_path
+    )
     assert token not in repr(b.rest) and {n.name for n in b.nodes()} == {"n1", "n2"}
     monkeypatch.setenv("SLURM_JWT", token)
     b = backend.from_args(parse("--slurmrestd", url), db_path=tmp_path)

@@ -4,6 +4,7 @@ What is checked comes from Slurm's own record: each run of a job prints the node
 gave it (``SLURMD_NODENAME``, ``CUDA_VISIBLE_DEVICES``) into its output file, and Slurm counts
 its requeues (``restart_cnt``); chronus's decisions come from its decision log.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,13 +30,20 @@ def decisions(serve: ServeProcess) -> list[dict]:
 def runs(lab, slurm_id: int) -> list[tuple[str, int]]:
     """(node, GPU count) of every run of a job, as the job itself saw them."""
     text = (lab.root / "jobs" / f"{slurm_id}.out").read_text()
-    return [(node, len(gpus.split(","))) for node, gpus in
-            re.findall(r"^run \d* on (\S+) gpus (\S+) from", text, re.M)]
+    return [
+        (node, len(gpus.split(",")))
+        for node, gpus in re.findall(r"^run \d* on (\S+) gpus (\S+) from", text, re.M)
+    ]
 
 
 def submit(lab, gpus: int, seconds: int, extra: str = "") -> int:
-    return lab.sbatch("--hold", f"--gres=gpu:{gpus}", "--comment",
-                      f"chronus: estimate={seconds} {extra}".strip(), script=workload(seconds))
+    return lab.sbatch(
+        "--hold",
+        f"--gres=gpu:{gpus}",
+        "--comment",
+        f"chronus: estimate={seconds} {extra}".strip(),
+        script=workload(seconds),
+    )
 
 
 def watch(lab, serve, ids, timeout, seen=None, during=None):
@@ -110,16 +118,16 @@ def test_kill9_restart_and_slurm_outages(lab, tmp_path):
         ids = [submit(lab, 4, 12), submit(lab, 4, 12), submit(lab, 2, 8), submit(lab, 2, 4)]
         time.sleep(4)
         serve.kill9()
-        late = submit(lab, 2, 4)      # arrives while the daemon is dead
+        late = submit(lab, 2, 4)  # arrives while the daemon is dead
         serve = ServeProcess(lab, db).start()
         time.sleep(2)
-        lab.stop_slurmrestd()         # REST down for a while: the daemon must wait, not guess
+        lab.stop_slurmrestd()  # REST down for a while: the daemon must wait, not guess
         during_outage = submit(lab, 1, 3)
         time.sleep(4)
         assert serve.proc.poll() is None
         lab.start_slurmrestd()
         time.sleep(2)
-        lab.stop_slurmctld()          # the controller restarts under running jobs
+        lab.stop_slurmctld()  # the controller restarts under running jobs
         time.sleep(3)
         lab.start_slurmctld()
         ids += [late, during_outage]

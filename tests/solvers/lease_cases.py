@@ -1,4 +1,5 @@
 """Shared helpers for the solver tests: random small instances and an exhaustive reference optimum."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,8 +11,15 @@ from solvers.score import score
 from solvers.solution import Placement
 
 
-def random_problem(rng: np.random.Generator, *, jobs: int, slots: int, objective: str = "maximize",
-                   fixed_share: float = 0.3, max_gpus: int = 4) -> LeaseProblem:
+def random_problem(
+    rng: np.random.Generator,
+    *,
+    jobs: int,
+    slots: int,
+    objective: str = "maximize",
+    fixed_share: float = 0.3,
+    max_gpus: int = 4,
+) -> LeaseProblem:
     """Oversubscribed instances with soft (several options) and strict jobs, some fixed or running."""
     out = []
     for j in range(jobs):
@@ -20,9 +28,21 @@ def random_problem(rng: np.random.Generator, *, jobs: int, slots: int, objective
         first = int(rng.integers(need, slots + 1))
         options = [LeaseOption(first, need, 10.0)]
         if rng.random() < 0.5 and first < slots:
-            options.append(LeaseOption(int(rng.integers(first + 1, slots + 1)), need, float(rng.choice([2, 5, 8]))))
-        out.append(LeaseJob(f"j{j}", gpus, tuple(options), fixed=bool(rng.random() < fixed_share),
-                            running=bool(rng.random() < 0.3), earliest_slot=int(rng.random() < 0.2)))
+            options.append(
+                LeaseOption(
+                    int(rng.integers(first + 1, slots + 1)), need, float(rng.choice([2, 5, 8]))
+                )
+            )
+        out.append(
+            LeaseJob(
+                f"j{j}",
+                gpus,
+                tuple(options),
+                fixed=bool(rng.random() < fixed_share),
+                running=bool(rng.random() < 0.3),
+                earliest_slot=int(rng.random() < 0.2),
+            )
+        )
     cap = rng.integers(max_gpus, 2 * max_gpus + 1, size=slots)
     return LeaseProblem(cap, tuple(out), objective)
 

@@ -17,7 +17,12 @@ def test_guarantees_are_kept_and_only_free_capacity_is_offered():
     s = admit(committed, [J("tight", 1, (O(2, 1, 10),)), J("loose", 8, (O(3, 1, 10),))])
     assert s.option == {"g": 0, "tight": None, "loose": 0}
     assert s.slots["g"] == (0, 1) and s.slots["loose"] == (2,)
-    assert check(committed.with_jobs([J("tight", 1, (O(2, 1, 10),)), J("loose", 8, (O(3, 1, 10),))]), s) == []
+    assert (
+        check(
+            committed.with_jobs([J("tight", 1, (O(2, 1, 10),)), J("loose", 8, (O(3, 1, 10),))]), s
+        )
+        == []
+    )
 
 
 def test_a_later_option_is_used_when_the_best_one_does_not_fit():
@@ -34,7 +39,9 @@ def test_milp_pass_admits_what_first_fit_missed_and_revokes_nothing():
     greedy = admit(base, jobs)
     assert greedy.admitted == ("a", "b")
     for backend in ("cpsat", "cbc"):
-        s = admit(base, jobs, backend=backend, time_limit_s=10.0)  # a loaded machine must not time it out
+        s = admit(
+            base, jobs, backend=backend, time_limit_s=10.0
+        )  # a loaded machine must not time it out
         assert s.admitted == ("a", "b", "c") and check(base.with_jobs(jobs), s) == [], backend
         assert s.stats.objective > greedy.stats.objective
 
@@ -49,8 +56,14 @@ def test_fixed_candidates_and_duplicate_ids_are_rejected():
 
 def test_thousands_of_candidates_are_one_pass():
     rng = np.random.default_rng(3)
-    jobs = [J(f"c{i}", int(rng.choice([1, 2, 4, 8])), (O(int(rng.integers(5, 48)), int(rng.integers(1, 5)), 10.0),))
-            for i in range(3000)]
+    jobs = [
+        J(
+            f"c{i}",
+            int(rng.choice([1, 2, 4, 8])),
+            (O(int(rng.integers(5, 48)), int(rng.integers(1, 5)), 10.0),),
+        )
+        for i in range(3000)
+    ]
     p = LeaseProblem(np.full(48, 256), ())
     s = admit(p, jobs)
     assert check(p.with_jobs(jobs), s) == [] and 0 < len(s.admitted) < len(jobs)

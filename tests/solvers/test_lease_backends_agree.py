@@ -1,8 +1,9 @@
 """Greedy, CP-SAT and CBC on instances whose optimum is known (by hand, or by enumeration)."""
+
 import numpy as np
 import pytest
-
 from lease_cases import brute_force, random_problem
+
 from solvers import LeaseJob, LeaseOption, LeaseProblem, check, solve
 from solvers.backends import BACKENDS
 from solvers.contract import SolveParams
@@ -15,7 +16,9 @@ MILPS = ("cpsat", "cbc")
 
 def test_milp_beats_greedy_where_value_density_misleads():
     # x is densest, so greedy takes it and then neither y nor z fits; y + z is worth 8 > 5
-    p = LeaseProblem([2, 2], (J("x", 2, (O(2, 1, 5),)), J("y", 1, (O(2, 2, 4),)), J("z", 1, (O(2, 2, 4),))))
+    p = LeaseProblem(
+        [2, 2], (J("x", 2, (O(2, 1, 5),)), J("y", 1, (O(2, 2, 4),)), J("z", 1, (O(2, 2, 4),)))
+    )
     greedy = solve(p, backend="greedy")
     assert greedy.admitted == ("x",) and greedy.stats.status == "greedy"
     for backend in MILPS:
@@ -25,8 +28,10 @@ def test_milp_beats_greedy_where_value_density_misleads():
 
 
 def test_soft_job_takes_its_later_cheaper_option_when_the_early_one_is_full():
-    p = LeaseProblem([4, 4, 4], (J("busy", 4, (O(1, 1, 10),), fixed=True),
-                                 J("soft", 2, (O(1, 1, 10), O(3, 1, 5)))))
+    p = LeaseProblem(
+        [4, 4, 4],
+        (J("busy", 4, (O(1, 1, 10),), fixed=True), J("soft", 2, (O(1, 1, 10), O(3, 1, 5)))),
+    )
     for backend in ("greedy",) + MILPS:
         s = solve(p, backend=backend)
         assert s.option["soft"] == 1 and s.slots["busy"] == (0,), backend
@@ -34,8 +39,11 @@ def test_soft_job_takes_its_later_cheaper_option_when_the_early_one_is_full():
 
 @pytest.mark.parametrize("objective, in_slot0", [("maximize", ("a", "b")), ("minimize", ())])
 def test_secondary_objective_moves_guaranteed_work_into_or_out_of_slot0(objective, in_slot0):
-    p = LeaseProblem([8, 8, 8], (J("a", 4, (O(3, 1, 10),), fixed=True), J("b", 4, (O(3, 2, 10),), fixed=True)),
-                     objective)
+    p = LeaseProblem(
+        [8, 8, 8],
+        (J("a", 4, (O(3, 1, 10),), fixed=True), J("b", 4, (O(3, 2, 10),), fixed=True)),
+        objective,
+    )
     for backend in ("greedy",) + MILPS:
         s = solve(p, backend=backend)
         assert s.in_slot(0) == in_slot0 and s.stats.status == "optimal", backend
@@ -44,8 +52,14 @@ def test_secondary_objective_moves_guaranteed_work_into_or_out_of_slot0(objectiv
 @pytest.mark.parametrize("objective", ["maximize", "minimize"])
 def test_running_job_keeps_slot0_among_otherwise_equal_plans(objective):
     # one of the two must run in slot 0 (capacity 4 each slot); the running one should
-    p = LeaseProblem([4, 4], (J("new", 4, (O(2, 1, 10),), fixed=True),
-                              J("old", 4, (O(2, 1, 10),), fixed=True, running=True)), objective)
+    p = LeaseProblem(
+        [4, 4],
+        (
+            J("new", 4, (O(2, 1, 10),), fixed=True),
+            J("old", 4, (O(2, 1, 10),), fixed=True, running=True),
+        ),
+        objective,
+    )
     for backend in ("greedy",) + MILPS:
         assert solve(p, backend=backend).in_slot(0) == ("old",), backend
 

@@ -4,16 +4,21 @@ from solvers import LeaseJob, LeaseOption, LeaseProblem, check
 from solvers.solution import LeaseSolution, Placement, SolveStats
 
 STATS = SolveStats("test", "greedy", 0.0, 0.0, 0.0)
-PROBLEM = LeaseProblem(np.array([4, 4, 4]), (
-    LeaseJob("a", 4, (LeaseOption(2, 1, 10.0),), fixed=True),
-    LeaseJob("b", 2, (LeaseOption(3, 2, 10.0),), earliest_slot=1),
-    LeaseJob("c", 2, (LeaseOption(3, 1, 1.0),)),
-))
+PROBLEM = LeaseProblem(
+    np.array([4, 4, 4]),
+    (
+        LeaseJob("a", 4, (LeaseOption(2, 1, 10.0),), fixed=True),
+        LeaseJob("b", 2, (LeaseOption(3, 2, 10.0),), earliest_slot=1),
+        LeaseJob("c", 2, (LeaseOption(3, 1, 1.0),)),
+    ),
+)
 
 
 def plan(assignment, dropped=()):
     ids = tuple(j.id for j in PROBLEM.jobs)
-    return LeaseSolution.build(ids, {k: Placement(*v) for k, v in assignment.items()}, STATS, dropped)
+    return LeaseSolution.build(
+        ids, {k: Placement(*v) for k, v in assignment.items()}, STATS, dropped
+    )
 
 
 def test_a_feasible_plan_has_no_violations():
@@ -22,7 +27,10 @@ def test_a_feasible_plan_has_no_violations():
 
 def test_each_kind_of_violation_is_reported():
     cases = {
-        "capacity": ({"a": (0, (1,)), "b": (0, (1, 2)), "c": (0, (0,))}, "slot 1: 6 GPUs planned > capacity 4"),
+        "capacity": (
+            {"a": (0, (1,)), "b": (0, (1, 2)), "c": (0, (0,))},
+            "slot 1: 6 GPUs planned > capacity 4",
+        ),
         "deadline": ({"a": (0, (2,)), "b": (0, (1, 2))}, "slots (2,) outside [0, 2)"),
         "earliest": ({"a": (0, (0,)), "b": (0, (0, 2))}, "slots (0,) outside [1, 3)"),
         "count": ({"a": (0, (0,)), "b": (0, (1,))}, "1 slots planned, option 0 needs 2"),
@@ -37,7 +45,9 @@ def test_each_kind_of_violation_is_reported():
 
 def test_dropped_fixed_jobs_are_accepted_only_when_declared():
     assert check(PROBLEM, plan({}, dropped=("a",))) == []
-    assert any("not a fixed job" in e for e in check(PROBLEM, plan({"a": (0, (0,))}, dropped=("b",))))
+    assert any(
+        "not a fixed job" in e for e in check(PROBLEM, plan({"a": (0, (0,))}, dropped=("b",)))
+    )
 
 
 def test_unknown_and_missing_jobs_are_reported():

@@ -6,23 +6,43 @@ from solvers import LeaseJob, LeaseOption, LeaseProblem, SolverError, solve
 OK = (LeaseOption(2, 1, 10.0),)
 
 
-@pytest.mark.parametrize("capacity, jobs, objective, field", [
-    (np.array([[1, 2]]), (), "maximize", "capacity"),
-    (np.array([1.5, 2]), (), "maximize", "capacity"),
-    (np.array([4, -1]), (), "maximize", "capacity[1]"),
-    (np.array([4, 4]), (), "adaptive", "objective"),
-    (np.array([4, 4]), (LeaseJob("", 1, OK),), "maximize", "jobs[0].id"),
-    (np.array([4, 4]), (LeaseJob("a", 0, OK),), "maximize", "jobs[0] (a).gpus"),
-    (np.array([4, 4]), (LeaseJob("a", 1, ()),), "maximize", "jobs[0] (a).options"),
-    (np.array([4, 4]), (LeaseJob("a", 1, (LeaseOption(3, 1, 1.0),)),), "maximize",
-     "jobs[0] (a).options[0].deadline_slot"),
-    (np.array([4, 4]), (LeaseJob("a", 1, (LeaseOption(2, 0, 1.0),)),), "maximize",
-     "jobs[0] (a).options[0].leases_needed"),
-    (np.array([4, 4]), (LeaseJob("a", 1, (LeaseOption(2, 1, float("nan")),)),), "maximize",
-     "jobs[0] (a).options[0].value"),
-    (np.array([4, 4]), (LeaseJob("a", 1, OK, earliest_slot=-1),), "maximize", "jobs[0] (a).earliest_slot"),
-    (np.array([4, 4]), (LeaseJob("a", 1, OK), LeaseJob("a", 2, OK)), "maximize", "jobs[1].id"),
-])
+@pytest.mark.parametrize(
+    "capacity, jobs, objective, field",
+    [
+        (np.array([[1, 2]]), (), "maximize", "capacity"),
+        (np.array([1.5, 2]), (), "maximize", "capacity"),
+        (np.array([4, -1]), (), "maximize", "capacity[1]"),
+        (np.array([4, 4]), (), "adaptive", "objective"),
+        (np.array([4, 4]), (LeaseJob("", 1, OK),), "maximize", "jobs[0].id"),
+        (np.array([4, 4]), (LeaseJob("a", 0, OK),), "maximize", "jobs[0] (a).gpus"),
+        (np.array([4, 4]), (LeaseJob("a", 1, ()),), "maximize", "jobs[0] (a).options"),
+        (
+            np.array([4, 4]),
+            (LeaseJob("a", 1, (LeaseOption(3, 1, 1.0),)),),
+            "maximize",
+            "jobs[0] (a).options[0].deadline_slot",
+        ),
+        (
+            np.array([4, 4]),
+            (LeaseJob("a", 1, (LeaseOption(2, 0, 1.0),)),),
+            "maximize",
+            "jobs[0] (a).options[0].leases_needed",
+        ),
+        (
+            np.array([4, 4]),
+            (LeaseJob("a", 1, (LeaseOption(2, 1, float("nan")),)),),
+            "maximize",
+            "jobs[0] (a).options[0].value",
+        ),
+        (
+            np.array([4, 4]),
+            (LeaseJob("a", 1, OK, earliest_slot=-1),),
+            "maximize",
+            "jobs[0] (a).earliest_slot",
+        ),
+        (np.array([4, 4]), (LeaseJob("a", 1, OK), LeaseJob("a", 2, OK)), "maximize", "jobs[1].id"),
+    ],
+)
 def test_bad_problem_names_the_field(capacity, jobs, objective, field):
     with pytest.raises(SolverError) as err:
         LeaseProblem(capacity, jobs, objective)
@@ -32,7 +52,9 @@ def test_bad_problem_names_the_field(capacity, jobs, objective, field):
 
 
 def test_capacity_is_a_read_only_int_array_and_horizon_is_the_last_deadline():
-    p = LeaseProblem([4, 4, 4, 4], (LeaseJob("a", 1, (LeaseOption(3, 1, 1), LeaseOption(2, 1, 2))),))
+    p = LeaseProblem(
+        [4, 4, 4, 4], (LeaseJob("a", 1, (LeaseOption(3, 1, 1), LeaseOption(2, 1, 2))),)
+    )
     assert p.capacity.dtype == np.int64 and not p.capacity.flags.writeable
     assert p.horizon == 3
 
@@ -42,12 +64,15 @@ def test_fractional_values_are_scaled_to_exact_integers():
     assert p.value_scale == 100 and p.value_units == ((25, 150),)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(backend="gurobi"), "backend"),
-    (dict(time_limit_s=0), "time_limit_s"),
-    (dict(threads=0), "threads"),
-    (dict(deterministic_time=-1.0), "deterministic_time"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(backend="gurobi"), "backend"),
+        (dict(time_limit_s=0), "time_limit_s"),
+        (dict(threads=0), "threads"),
+        (dict(deterministic_time=-1.0), "deterministic_time"),
+    ],
+)
 def test_bad_parameters_raise_solver_error(kwargs, field):
     p = LeaseProblem([4, 4], (LeaseJob("a", 1, OK),))
     with pytest.raises(SolverError) as err:
@@ -57,7 +82,9 @@ def test_bad_parameters_raise_solver_error(kwargs, field):
 
 def test_cbc_rejects_a_deterministic_budget_instead_of_ignoring_it():
     # two 2-GPU jobs, room for one: greedy is not provably optimal, so the backend really runs
-    p = LeaseProblem([2], (LeaseJob("a", 2, (LeaseOption(1, 1, 1),)), LeaseJob("b", 2, (LeaseOption(1, 1, 1),))))
+    p = LeaseProblem(
+        [2], (LeaseJob("a", 2, (LeaseOption(1, 1, 1),)), LeaseJob("b", 2, (LeaseOption(1, 1, 1),)))
+    )
     with pytest.raises(SolverError) as err:
         solve(p, backend="cbc", deterministic_time=1.0, max_variables=10**6)
     assert err.value.field == "deterministic_time"

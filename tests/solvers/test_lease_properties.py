@@ -1,5 +1,6 @@
 """Property: no returned plan ever exceeds capacity or runs a job outside its window, whatever the
 input, backend or time limit; fixed jobs are planned in full unless explicitly dropped."""
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,10 +17,28 @@ def problems(draw):
     capacity = np.array(draw(st.lists(st.integers(0, 8), min_size=SLOTS, max_size=SLOTS)))
     jobs = []
     for j in range(n):
-        options = draw(st.lists(st.builds(LeaseOption, st.integers(0, SLOTS), st.integers(1, 4),
-                                          st.sampled_from([0, 1, 2.5, 10])), min_size=1, max_size=3))
-        jobs.append(LeaseJob(f"j{j}", draw(st.integers(1, 9)), tuple(options), fixed=draw(st.booleans()),
-                             running=draw(st.booleans()), earliest_slot=draw(st.integers(0, 2))))
+        options = draw(
+            st.lists(
+                st.builds(
+                    LeaseOption,
+                    st.integers(0, SLOTS),
+                    st.integers(1, 4),
+                    st.sampled_from([0, 1, 2.5, 10]),
+                ),
+                min_size=1,
+                max_size=3,
+            )
+        )
+        jobs.append(
+            LeaseJob(
+                f"j{j}",
+                draw(st.integers(1, 9)),
+                tuple(options),
+                fixed=draw(st.booleans()),
+                running=draw(st.booleans()),
+                earliest_slot=draw(st.integers(0, 2)),
+            )
+        )
     return LeaseProblem(capacity, tuple(jobs), draw(st.sampled_from(["maximize", "minimize"])))
 
 

@@ -1,4 +1,5 @@
 """A small synthetic trace (plain CSV, seconds): mixed SLO and best-effort, 1-8 GPU jobs, 3 days."""
+
 from __future__ import annotations
 
 import random

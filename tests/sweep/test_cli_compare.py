@@ -1,4 +1,5 @@
 """``chronus compare`` end to end on a small trace: files, report, resume, failures, bad input."""
+
 import csv
 from pathlib import Path
 
@@ -13,8 +14,22 @@ def rows(out: Path) -> list[dict]:
 
 
 def args(trace: Path, out: Path, *extra: str) -> list[str]:
-    return ["compare", "--out", str(out), "--traces", str(trace), "--policies", "fifo,srtf,edf",
-            "--nodes", "2", "--load", "0.5,1", "--executor", "serial", *extra]
+    return [
+        "compare",
+        "--out",
+        str(out),
+        "--traces",
+        str(trace),
+        "--policies",
+        "fifo,srtf,edf",
+        "--nodes",
+        "2",
+        "--load",
+        "0.5,1",
+        "--executor",
+        "serial",
+        *extra,
+    ]
 
 
 def test_compare_writes_table_report_and_resumes(tiny_trace, tmp_path, capsys):
@@ -38,8 +53,20 @@ def test_failed_run_is_recorded_then_retried(tiny_trace, tmp_path, capsys):
     out = tmp_path / "out"
     missing = tmp_path / "later.csv"  # exists (a missing file is refused before any run) but is bad
     missing.write_text("a,b\n1,2\n")
-    argv = ["compare", "--out", str(out), "--traces", f"{tiny_trace},{missing}", "--policies", "srtf",
-            "--nodes", "2", "--executor", "serial", "--no-plots"]
+    argv = [
+        "compare",
+        "--out",
+        str(out),
+        "--traces",
+        f"{tiny_trace},{missing}",
+        "--policies",
+        "srtf",
+        "--nodes",
+        "2",
+        "--executor",
+        "serial",
+        "--no-plots",
+    ]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "FAILED" in err and "later.csv" in err
@@ -58,8 +85,14 @@ def test_plots_are_drawn(tiny_trace, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(args(tiny_trace, out)) == 0
     names = {p.name for p in out.glob("*.png")}
-    assert names == {"deadline_ratio.png", "preemptions.png", "be_jct_cdf.png", "daily_deadline_ratio.png",
-                     "gpu_utilization.png", "sweep_load.png"}
+    assert names == {
+        "deadline_ratio.png",
+        "preemptions.png",
+        "be_jct_cdf.png",
+        "daily_deadline_ratio.png",
+        "gpu_utilization.png",
+        "sweep_load.png",
+    }
     report = (out / "report.md").read_text()
     assert all(f"({name})" in report for name in names)
 
@@ -68,18 +101,36 @@ def test_config_file_and_overrides(tiny_trace, tmp_path, capsys):
     config = tmp_path / "grid.yaml"
     config.write_text(f"traces: [{tiny_trace}]\npolicies: [fifo, las]\nnodes: [2]\nload: [3]\n")
     out = tmp_path / "out"
-    assert main(["compare", "--config", str(config), "--policies", "las", "--out", str(out),
-                 "--executor", "serial", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--config",
+                str(config),
+                "--policies",
+                "las",
+                "--out",
+                str(out),
+                "--executor",
+                "serial",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     (row,) = rows(out)
     assert row["policy"] == "las" and row["load"] == "3.0"
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--policies", "nope"], "unknown policy 'nope'"),
-    (["--load", "-1"], "load: must be > 0"),
-    (["--ray-address", "auto"], "--ray-address: only applies with --executor ray"),
-    (["--workers", "0"], "--workers: must be positive"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--policies", "nope"], "unknown policy 'nope'"),
+        (["--load", "-1"], "load: must be > 0"),
+        (["--ray-address", "auto"], "--ray-address: only applies with --executor ray"),
+        (["--workers", "0"], "--workers: must be positive"),
+    ],
+)
 def test_bad_input_is_one_line(tiny_trace, tmp_path, capsys, extra, message):
     assert main(args(tiny_trace, tmp_path / "out", *extra)) == 2
     err = capsys.readouterr().err.strip()
@@ -101,9 +152,26 @@ def test_compare_sweeps_every_replay_option(tiny_trace, tmp_path, capsys):
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text("default: vcA\n")
     out = tmp_path / "out"
-    argv = ["compare", "--out", str(out), "--traces", str(tiny_trace), "--policies", "srtf,chronus",
-            "--nodes", "4", "--profiling", "off,on", "--cluster", str(config), "--tenant-map", str(tenants),
-            "--executor", "serial", "--no-plots"]
+    argv = [
+        "compare",
+        "--out",
+        str(out),
+        "--traces",
+        str(tiny_trace),
+        "--policies",
+        "srtf,chronus",
+        "--nodes",
+        "4",
+        "--profiling",
+        "off,on",
+        "--cluster",
+        str(config),
+        "--tenant-map",
+        str(tenants),
+        "--executor",
+        "serial",
+        "--no-plots",
+    ]
     assert main(argv) == 0
     table = rows(out)
     assert len(table) == 4 and {r["profiling"] for r in table} == {"False", "True"}
@@ -111,8 +179,24 @@ def test_compare_sweeps_every_replay_option(tiny_trace, tmp_path, capsys):
     assert {r["gpus"] for r in table} == {"32"}
     # The same run through chronus replay gives the same metrics.
     profiled = next(r for r in table if r["policy"] == "srtf" and r["profiling"] == "True")
-    assert main(["replay", "--trace", str(tiny_trace), "--policy", "srtf", "--profiling", "--cluster", str(config),
-                 "--tenant-map", str(tenants), "--json"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--trace",
+                str(tiny_trace),
+                "--policy",
+                "srtf",
+                "--profiling",
+                "--cluster",
+                str(config),
+                "--tenant-map",
+                str(tenants),
+                "--json",
+            ]
+        )
+        == 0
+    )
     import json
 
     alone = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -122,8 +206,20 @@ def test_compare_sweeps_every_replay_option(tiny_trace, tmp_path, capsys):
 
 def test_missing_trace_is_refused_before_any_run(tiny_trace, tmp_path, capsys):
     out = tmp_path / "out"
-    argv = ["compare", "--out", str(out), "--traces", f"{tiny_trace},{tmp_path / 'nope.csv'}",
-            "--policies", "srtf", "--nodes", "2", "--executor", "serial", "--no-plots"]
+    argv = [
+        "compare",
+        "--out",
+        str(out),
+        "--traces",
+        f"{tiny_trace},{tmp_path / 'nope.csv'}",
+        "--policies",
+        "srtf",
+        "--nodes",
+        "2",
+        "--executor",
+        "serial",
+        "--no-plots",
+    ]
     assert main(argv) == 2
     assert "nope.csv: no such trace file" in capsys.readouterr().err
     assert not out.exists()

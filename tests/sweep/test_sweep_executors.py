@@ -1,4 +1,5 @@
 """Every executor gives the same rows (wall time aside) and survives a failing run."""
+
 import pytest
 
 from chronus_py.errors import InputError
@@ -6,8 +7,13 @@ from chronus_py.sweep import Grid, execute, same_metrics
 
 
 def grid(trace) -> list:
-    return Grid(traces=(str(trace), str(trace.parent / "missing.csv")), policies=("srtf", "chronus"),
-                nodes=(2,), lease_min=(30,), options={"chronus": {"backend": "greedy"}}).runs()
+    return Grid(
+        traces=(str(trace), str(trace.parent / "missing.csv")),
+        policies=("srtf", "chronus"),
+        nodes=(2,),
+        lease_min=(30,),
+        options={"chronus": {"backend": "greedy"}},
+    ).runs()
 
 
 def by_key(results) -> dict:

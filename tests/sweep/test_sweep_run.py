@@ -14,7 +14,15 @@ def config(trace: Path, **kw) -> RunConfig:
 
 
 def test_scale_load_compresses_submits_and_keeps_relative_deadlines():
-    job = Job("a", "t", 1, 1000.0, JobKind.SOFT_SLO, (DeadlineOption(1500.0, 2), DeadlineOption(3000.0, 1)), 100.0)
+    job = Job(
+        "a",
+        "t",
+        1,
+        1000.0,
+        JobKind.SOFT_SLO,
+        (DeadlineOption(1500.0, 2), DeadlineOption(3000.0, 1)),
+        100.0,
+    )
     (fast,) = scale_load([job], 2.0)
     assert fast.submit == 500.0
     assert [d.at - fast.submit for d in fast.deadlines] == [500.0, 2000.0]
@@ -53,10 +61,14 @@ def test_series_agree_with_the_metrics(tiny_trace):
     assert len(pct) == 101 and pct[50] == pytest.approx(row["be_p50_jct"], abs=1e-3)
     days = series["daily_deadline_ratio"]
     assert sum(n for _, _, n in days) == row["slo_jobs"]
-    assert sum(r * n for _, r, n in days) / row["slo_jobs"] == pytest.approx(row["slo_deadline_ratio"])
+    assert sum(r * n for _, r, n in days) / row["slo_jobs"] == pytest.approx(
+        row["slo_deadline_ratio"]
+    )
     counts = series["preemption_counts"]
     assert sum(counts) == row["jobs"]
-    assert sum(k * n for k, n in enumerate(counts)) / row["jobs"] == pytest.approx(row["preemptions_per_job"])
+    assert sum(k * n for k, n in enumerate(counts)) / row["jobs"] == pytest.approx(
+        row["preemptions_per_job"]
+    )
 
 
 def test_estimation_error_depends_on_sigma_and_seed_only(tiny_trace):
@@ -69,10 +81,14 @@ def test_estimation_error_depends_on_sigma_and_seed_only(tiny_trace):
 
 
 def test_chronus_lease_reaches_the_policy(tiny_trace):
-    rows = [run(config(tiny_trace, policy="chronus", lease_min=m, options='{"backend": "greedy"}')).row
-            for m in (5.0, 60.0)]
+    rows = [
+        run(config(tiny_trace, policy="chronus", lease_min=m, options='{"backend": "greedy"}')).row
+        for m in (5.0, 60.0)
+    ]
     assert rows[0]["guaranteed_jobs"] > 0
-    assert not same_metrics({**rows[0], "run": "", "lease_min": 0}, {**rows[1], "run": "", "lease_min": 0})
+    assert not same_metrics(
+        {**rows[0], "run": "", "lease_min": 0}, {**rows[1], "run": "", "lease_min": 0}
+    )
 
 
 def test_a_failing_run_becomes_an_error_row(tmp_path):

@@ -25,6 +25,7 @@ or requeued after a node failure) is held again, since only chronus places it.
 Every REST failure is retried with backoff (``rest.py``) and then raised as
 :class:`BackendUnavailable`, so the service decides nothing until Slurm answers again.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,12 +44,20 @@ from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob
 from chronus_py.service.slurm import marker
 from chronus_py.service.slurm.rest import SlurmError, SlurmJob, SlurmRest, SlurmUnreachable
 
-_RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING",
-            "RESIZING"}
+_RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
 _ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
 _UNHEALTHY_STATES = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
-_UNHEALTHY_FLAGS = {"DRAIN", "DRAINED", "DRAINING", "FAIL", "NOT_RESPONDING", "MAINTENANCE",
-                    "REBOOT_REQUESTED", "POWERED_DOWN", "POWER_DOWN"}
+_UNHEALTHY_FLAGS = {
+    "DRAIN",
+    "DRAINED",
+    "DRAINING",
+    "FAIL",
+    "NOT_RESPONDING",
+    "MAINTENANCE",
+    "REBOOT_REQUESTED",
+    "POWERED_DOWN",
+    "POWER_DOWN",
+}
 
 log = logging.getLogger("chronus.slurm")
 
@@ -68,11 +77,22 @@ class SlurmBackend:
 
     name = "slurm"
 
-    def __init__(self, rest: SlurmRest, *, partition: str | None = None, grace: float = 30.0,
-                 signal: str = "USR1", poll: float = 2.0, start_timeout: float = 30.0,
-                 scontrol: str = "scontrol", script: str = DEFAULT_SCRIPT,
-                 workdir: str = "/tmp", env: Mapping[str, str] | None = None,
-                 time_scale: float = 1.0, time_origin: float = 0.0):
+    def __init__(
+        self,
+        rest: SlurmRest,
+        *,
+        partition: str | None = None,
+        grace: float = 30.0,
+        signal: str = "USR1",
+        poll: float = 2.0,
+        start_timeout: float = 30.0,
+        scontrol: str = "scontrol",
+        script: str = DEFAULT_SCRIPT,
+        workdir: str = "/tmp",
+        env: Mapping[str, str] | None = None,
+        time_scale: float = 1.0,
+        time_origin: float = 0.0,
+    ):
         self.rest = rest
         self.partition = partition
         self.grace = grace
@@ -85,9 +105,9 @@ class SlurmBackend:
         self.script = script
         self.workdir = workdir
         self._env = dict(os.environ if env is None else env)
-        self._released: dict[int, float] = {}   # Slurm id -> monotonic deadline to be running
+        self._released: dict[int, float] = {}  # Slurm id -> monotonic deadline to be running
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
-        self._vanished: set[str] = set()   # adopted jobs Slurm no longer knows (see submit)
+        self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
 
     # -- clock -------------------------------------------------------------------------------------
     def _v(self, t: float) -> float:
@@ -144,8 +164,11 @@ class SlurmBackend:
 
     def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
         """The Slurm job behind a chronus id (the newest, if a user reused an id)."""
-        found = [(j, m) for j, m, _ in self._marked()
-                 if m is not None and self._chronus_id(j, m) == job_id]
+        found = [
+            (j, m)
+            for j, m, _ in self._marked()
+            if m is not None and self._chronus_id(j, m) == job_id
+        ]
         return max(found, key=lambda jm: jm[0].id) if found else None
 
     def jobs(self) -> Sequence[ObservedJob]:
@@ -156,7 +179,7 @@ class SlurmBackend:
             if m is None or not m.accepted:
                 continue
             if j.state == "PENDING" and not j.held:
-                self._hold(j)   # only chronus places a marked job
+                self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
         return out
@@ -164,8 +187,13 @@ class SlurmBackend:
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
         job_id = self._chronus_id(j, m)
         try:
-            spec = marker.job_fields(m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
-                                     submit=self._v(j.submit_time), tenant=self._tenant(j))
+            spec = marker.job_fields(
+                m,
+                slurm_id=j.id,
+                gpus=j.gpus_per_node * j.node_count,
+                submit=self._v(j.submit_time),
+                tenant=self._tenant(j),
+            )
             spec.pop("submit")
         except marker.MarkerError:
             spec = None
@@ -175,20 +203,32 @@ class SlurmBackend:
                 self._placements[j.id] = dict(j.placement)
             # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
             placement = self._placements.get(j.id) or {
-                n: tuple(range(j.gpus_per_node)) for n in j.nodes}
-            return ObservedJob(job_id, RunState.RUNNING, placement=placement, spec=spec,
-                               run_since=self._v(j.start_time),
-                               work_done=m.done + max(current, 0.0), starts=j.restart_cnt + 1)
+                n: tuple(range(j.gpus_per_node)) for n in j.nodes
+            }
+            return ObservedJob(
+                job_id,
+                RunState.RUNNING,
+                placement=placement,
+                spec=spec,
+                run_since=self._v(j.start_time),
+                work_done=m.done + max(current, 0.0),
+                starts=j.restart_cnt + 1,
+            )
         self._placements.pop(j.id, None)
         if j.state == "PENDING":
-            return ObservedJob(job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt,
-                               spec=spec)
+            return ObservedJob(
+                job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt, spec=spec
+            )
         ran = j.start_time > 0 and j.start_time != m.done_run and j.end_time >= j.start_time
         work = m.done + ((j.end_time - j.start_time) * self.scale if ran else 0.0)
-        return ObservedJob(job_id, _ENDED.get(j.state, RunState.FAILED),
-                           ended_at=self._v(j.end_time) if j.end_time else now,
-                           work_done=work, spec=spec,
-                           starts=j.restart_cnt + (1 if ran else 0))
+        return ObservedJob(
+            job_id,
+            _ENDED.get(j.state, RunState.FAILED),
+            ended_at=self._v(j.end_time) if j.end_time else now,
+            work_done=work,
+            spec=spec,
+            starts=j.restart_cnt + (1 if ran else 0),
+        )
 
     @staticmethod
     def _tenant(j: SlurmJob) -> str:
@@ -203,9 +243,15 @@ class SlurmBackend:
                 error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:
                 try:
-                    out.append(marker.job_fields(
-                        m, slurm_id=j.id, gpus=j.gpus_per_node * j.node_count,
-                        submit=self._v(j.submit_time), tenant=self._tenant(j)))
+                    out.append(
+                        marker.job_fields(
+                            m,
+                            slurm_id=j.id,
+                            gpus=j.gpus_per_node * j.node_count,
+                            submit=self._v(j.submit_time),
+                            tenant=self._tenant(j),
+                        )
+                    )
                     continue
                 except marker.MarkerError as exc:
                     error = str(exc)
@@ -250,18 +296,32 @@ class SlurmBackend:
             # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
             self._vanished.add(job.id)
             return
-        fields = dict(spec or {"id": job.id, "estimate_seconds": job.duration or 60,
-                               "deadlines": [{"at": d.at, "value": d.value}
-                                             for d in job.deadlines]})
+        fields = dict(
+            spec
+            or {
+                "id": job.id,
+                "estimate_seconds": job.duration or 60,
+                "deadlines": [{"at": d.at, "value": d.value} for d in job.deadlines],
+            }
+        )
         fields["id"] = job.id
         comment = marker.render(marker.for_api_job(fields), accepted=True)
         duration = float(fields.get("duration_seconds") or fields.get("estimate_seconds") or 60)
         duration /= self.scale
-        desc = {"name": job.id, "comment": comment, "hold": True, "requeue": True,
-                "gres": f"gpu:{job.gpus}", "current_working_directory": self.workdir,
-                "standard_output": f"{self.workdir}/chronus-{job.id}-%j.out",
-                "environment": {"PATH": "/usr/bin:/bin", "CHRONUS_JOB_ID": job.id,
-                                "CHRONUS_DURATION_SECONDS": f"{duration:g}"}}
+        desc = {
+            "name": job.id,
+            "comment": comment,
+            "hold": True,
+            "requeue": True,
+            "gres": f"gpu:{job.gpus}",
+            "current_working_directory": self.workdir,
+            "standard_output": f"{self.workdir}/chronus-{job.id}-%j.out",
+            "environment": {
+                "PATH": "/usr/bin:/bin",
+                "CHRONUS_JOB_ID": job.id,
+                "CHRONUS_DURATION_SECONDS": f"{duration:g}",
+            },
+        }
         if self.partition is not None:
             desc["partition"] = self.partition
         self._slurm(f"submit job {job.id}", self.rest.submit, self.script, desc)
@@ -278,8 +338,10 @@ class SlurmBackend:
             return  # running (never released twice) or over: the next observation says so
         counts = {len(g) for g in placement.values()}
         if len(counts) != 1:
-            raise BackendUnavailable(f"slurm: job {job_id}: Slurm gives every node of a job the "
-                                     f"same GPU count; the plan split it as {dict(placement)}")
+            raise BackendUnavailable(
+                f"slurm: job {job_id}: Slurm gives every node of a job the "
+                f"same GPU count; the plan split it as {dict(placement)}"
+            )
         per_node = counts.pop()
         update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False}
         if per_node != j.gpus_per_node:  # left alone otherwise: a typed request stays typed
@@ -306,8 +368,11 @@ class SlurmBackend:
                     del self._released[slurm_id]
                 elif now >= until:
                     del self._released[slurm_id]
-                    log.warning(json.dumps({"event": "slurm_start_timeout", "slurm_job": j.id,
-                                            "reason": j.reason}))
+                    log.warning(
+                        json.dumps(
+                            {"event": "slurm_start_timeout", "slurm_job": j.id, "reason": j.reason}
+                        )
+                    )
                     self._hold(j)
             if self._released:
                 time.sleep(delay)
@@ -335,21 +400,29 @@ class SlurmBackend:
         if m.done_run != j.start_time:
             done = m.done + max(self.now() - self._v(j.start_time), 0.0)
             comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
-            self._slurm(f"record work of job {j.id}", self.rest.update, j.id,
-                        {"comment": comment})
+            self._slurm(f"record work of job {j.id}", self.rest.update, j.id, {"comment": comment})
         self._requeuehold(j.id)
-        self._wait(j.id, lambda s: s is None or s.state == "PENDING" and s.reason != "None"
-                   and not s.placement, self.start_timeout)
+        self._wait(
+            j.id,
+            lambda s: s is None or s.state == "PENDING" and s.reason != "None" and not s.placement,
+            self.start_timeout,
+        )
 
     def _requeuehold(self, slurm_id: int) -> None:
         try:
-            out = subprocess.run([self.scontrol, "requeuehold", str(slurm_id)], env=self._env,
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                [self.scontrol, "requeuehold", str(slurm_id)],
+                env=self._env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise _fail(f"scontrol requeuehold {slurm_id}", exc) from None
         if out.returncode != 0:
-            raise BackendUnavailable(f"slurm: scontrol requeuehold {slurm_id}: "
-                                     f"{(out.stderr or out.stdout).strip()}")
+            raise BackendUnavailable(
+                f"slurm: scontrol requeuehold {slurm_id}: {(out.stderr or out.stdout).strip()}"
+            )
 
     def cancel(self, job_id: str) -> None:
         found = self._find(job_id)
@@ -363,8 +436,9 @@ class SlurmBackend:
             return
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
         # the GPUs are free once Slurm has cleaned the job up, not when it accepted the cancel
-        self._wait(j.id, lambda s: s is None or s.state not in _RUNNING | {"PENDING"},
-                   self.start_timeout)
+        self._wait(
+            j.id, lambda s: s is None or s.state not in _RUNNING | {"PENDING"}, self.start_timeout
+        )
 
     def _wait(self, slurm_id: int, done, timeout: float) -> None:
         end = time.monotonic() + timeout
@@ -381,41 +455,78 @@ class SlurmBackend:
 # -- chronus serve --backend slurm ---------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("slurm backend (--backend slurm)")
-    g.add_argument("--slurmrestd", default=None,
-                   help="slurmrestd: unix:PATH (local auth) or http://HOST:PORT (JWT)")
-    g.add_argument("--partition", "--slurm-partition", dest="slurm_partition", default=None,
-                   help="schedule only this partition's nodes and jobs (default: all)")
-    g.add_argument("--slurm-token-file", default=None,
-                   help="file holding the JWT for http:// (default: $SLURM_JWT)")
-    g.add_argument("--slurm-user", default=None,
-                   help="user name sent with the JWT (default: $SLURM_USER_NAME or yours)")
-    g.add_argument("--slurm-grace", type=float, default=None,
-                   help="seconds between the checkpoint signal and the requeue (default 30)")
-    g.add_argument("--slurm-signal", default=None,
-                   help="signal sent to a job before it is preempted (default USR1)")
-    g.add_argument("--slurm-poll", type=float, default=None,
-                   help="seconds between looks at Slurm (default 2)")
-    g.add_argument("--slurm-script", default=None,
-                   help="batch script for jobs submitted through the API (default: sleep for "
-                        "the job's duration_seconds)")
-    g.add_argument("--slurm-time-scale", type=float, default=None,
-                   help="compressed-time runs (tests, demos, benchmarks): one wall second is this "
-                        "many seconds of chronus time (default 1: real time)")
-    g.add_argument("--slurm-time-origin", type=float, default=None,
-                   help="the Unix time from which --slurm-time-scale counts; keep it across "
-                        "restarts (required with a scale other than 1)")
-    g.add_argument("--slurm-workdir", default=None,
-                   help="working directory and output place of API-submitted jobs "
-                        "(default /tmp)")
+    g.add_argument(
+        "--slurmrestd",
+        default=None,
+        help="slurmrestd: unix:PATH (local auth) or http://HOST:PORT (JWT)",
+    )
+    g.add_argument(
+        "--partition",
+        "--slurm-partition",
+        dest="slurm_partition",
+        default=None,
+        help="schedule only this partition's nodes and jobs (default: all)",
+    )
+    g.add_argument(
+        "--slurm-token-file",
+        default=None,
+        help="file holding the JWT for http:// (default: $SLURM_JWT)",
+    )
+    g.add_argument(
+        "--slurm-user",
+        default=None,
+        help="user name sent with the JWT (default: $SLURM_USER_NAME or yours)",
+    )
+    g.add_argument(
+        "--slurm-grace",
+        type=float,
+        default=None,
+        help="seconds between the checkpoint signal and the requeue (default 30)",
+    )
+    g.add_argument(
+        "--slurm-signal",
+        default=None,
+        help="signal sent to a job before it is preempted (default USR1)",
+    )
+    g.add_argument(
+        "--slurm-poll", type=float, default=None, help="seconds between looks at Slurm (default 2)"
+    )
+    g.add_argument(
+        "--slurm-script",
+        default=None,
+        help="batch script for jobs submitted through the API (default: sleep for "
+        "the job's duration_seconds)",
+    )
+    g.add_argument(
+        "--slurm-time-scale",
+        type=float,
+        default=None,
+        help="compressed-time runs (tests, demos, benchmarks): one wall second is this "
+        "many seconds of chronus time (default 1: real time)",
+    )
+    g.add_argument(
+        "--slurm-time-origin",
+        type=float,
+        default=None,
+        help="the Unix time from which --slurm-time-scale counts; keep it across "
+        "restarts (required with a scale other than 1)",
+    )
+    g.add_argument(
+        "--slurm-workdir",
+        default=None,
+        help="working directory and output place of API-submitted jobs (default /tmp)",
+    )
 
 
-def from_args(args: argparse.Namespace, *, db_path: Path,
-              nodes: Sequence[tuple[str, int]] | None = None) -> SlurmBackend:
+def from_args(
+    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
+) -> SlurmBackend:
     """A Slurm backend from the serve options. ``nodes`` (a HiveD config) is not used: the nodes
     are Slurm's."""
     if not args.slurmrestd:
-        raise InputError("--slurmrestd", "required with --backend slurm (unix:PATH or "
-                                         "http://HOST:PORT)")
+        raise InputError(
+            "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
+        )
     grace = 30.0 if args.slurm_grace is None else float(args.slurm_grace)
     poll = 2.0 if args.slurm_poll is None else float(args.slurm_poll)
     token = None
@@ -426,13 +537,15 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
         try:
             token = Path(args.slurm_token_file).read_text().strip()
         except OSError as exc:
-            raise InputError(str(args.slurm_token_file), f"cannot read the token: "
-                                                         f"{exc.strerror}") from None
+            raise InputError(
+                str(args.slurm_token_file), f"cannot read the token: {exc.strerror}"
+            ) from None
     else:
         token = os.environ.get("SLURM_JWT")
         if not token:
-            raise InputError("--slurmrestd", "http:// needs a JWT: --slurm-token-file or "
-                                             "$SLURM_JWT")
+            raise InputError(
+                "--slurmrestd", "http:// needs a JWT: --slurm-token-file or $SLURM_JWT"
+            )
     if token:
         env["SLURM_JWT"] = token
     user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
@@ -449,8 +562,10 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
     if not scale > 0:
         raise InputError("--slurm-time-scale", f"must be > 0, got {scale}")
     if scale != 1.0 and args.slurm_time_origin is None:
-        raise InputError("--slurm-time-origin", "required with --slurm-time-scale other than 1 "
-                                                "(e.g. the Unix time the run began)")
+        raise InputError(
+            "--slurm-time-origin",
+            "required with --slurm-time-scale other than 1 (e.g. the Unix time the run began)",
+        )
     try:
         rest = SlurmRest(args.slurmrestd, token=token, user=user)
     except ValueError as exc:
@@ -459,7 +574,15 @@ def from_args(args: argparse.Namespace, *, db_path: Path,
         rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
     except SlurmUnreachable as exc:
         raise InputError("--slurmrestd", str(exc)) from None
-    return SlurmBackend(rest, partition=args.slurm_partition, grace=grace,
-                        signal=args.slurm_signal or "USR1", poll=max(poll, 0.1), script=script,
-                        workdir=args.slurm_workdir or "/tmp", env=env, time_scale=scale,
-                        time_origin=float(args.slurm_time_origin or 0.0))
+    return SlurmBackend(
+        rest,
+        partition=args.slurm_partition,
+        grace=grace,
+        signal=args.slurm_signal or "USR1",
+        poll=max(poll, 0.1),
+        script=script,
+        workdir=args.slurm_workdir or "/tmp",
+        env=env,
+        time_scale=scale,
+        time_origin=float(args.slurm_time_origin or 0.0),
+    )

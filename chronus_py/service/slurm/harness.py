@@ -1,5 +1,6 @@
 """``chronus serve --backend slurm`` as a child process, against a :class:`SlurmLab`: what the
 end-to-end tests, the demo and the benchmarks run, so all three drive the real daemon."""
+
 from __future__ import annotations
 
 import signal
@@ -22,33 +23,65 @@ def _free_port() -> int:
 class ServeProcess:
     """One ``chronus serve`` process on ``db`` (kept across restarts, as in production)."""
 
-    def __init__(self, lab: SlurmLab, db: Path, *extra: str, grace: float = 1.0,
-                 poll: float = 0.5, lease: float = 1200.0, headroom: float = 0.5):
+    def __init__(
+        self,
+        lab: SlurmLab,
+        db: Path,
+        *extra: str,
+        grace: float = 1.0,
+        poll: float = 0.5,
+        lease: float = 1200.0,
+        headroom: float = 0.5,
+    ):
         """``headroom`` 0.5: the default 0.9 keeps 90 % of a cluster this small for the pool,
         too little for any guarantee."""
         self.lab = lab
         self.db = Path(db)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.argv = [sys.executable, "-m", "chronus_py", "serve", "--backend", "slurm",
-                     "--slurmrestd", f"unix:{lab.socket}", "--partition", lab.partition,
-                     "--db", str(self.db), "--listen", f"127.0.0.1:{self.port}",
-                     "--slurm-grace", f"{grace:g}", "--slurm-poll", f"{poll:g}",
-                     "--slurm-workdir", str(lab.root / "jobs"), "--lease", f"{lease:g}",
-                     "--headroom", f"{headroom:g}", *extra]
+        self.argv = [
+            sys.executable,
+            "-m",
+            "chronus_py",
+            "serve",
+            "--backend",
+            "slurm",
+            "--slurmrestd",
+            f"unix:{lab.socket}",
+            "--partition",
+            lab.partition,
+            "--db",
+            str(self.db),
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--slurm-grace",
+            f"{grace:g}",
+            "--slurm-poll",
+            f"{poll:g}",
+            "--slurm-workdir",
+            str(lab.root / "jobs"),
+            "--lease",
+            f"{lease:g}",
+            "--headroom",
+            f"{headroom:g}",
+            *extra,
+        ]
         self.log = self.db.with_suffix(".log")
         self.proc: subprocess.Popen | None = None
         self.client = Client(self.url, timeout=60)
 
     def start(self, timeout: float = 30.0) -> "ServeProcess":
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(self.argv, env=self.lab.env, stdout=out,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                self.argv, env=self.lab.env, stdout=out, stderr=subprocess.STDOUT
+            )
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"chronus serve exited ({self.proc.returncode}); see "
-                                   f"{self.log}:\n{self.log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"chronus serve exited ({self.proc.returncode}); see "
+                    f"{self.log}:\n{self.log.read_text()[-2000:]}"
+                )
             try:
                 self.client.health()
                 return self

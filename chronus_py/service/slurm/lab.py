@@ -11,6 +11,7 @@ devices).
 
 Needs root (slurmd runs jobs as their owner and ``mknod`` makes the devices).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BINARIES = ("munged", "munge", "slurmctld", "slurmd", "slurmrestd", "scontrol", "sinfo", "squeue",
-            "sbatch", "scancel")
+BINARIES = (
+    "munged",
+    "munge",
+    "slurmctld",
+    "slurmd",
+    "slurmrestd",
+    "scontrol",
+    "sinfo",
+    "squeue",
+    "sbatch",
+    "scancel",
+)
 
 
 def missing_binaries() -> list[str]:
@@ -37,8 +48,10 @@ def why_not_here() -> str | None:
     """Why a lab cannot run on this machine, or None if it can."""
     missing = missing_binaries()
     if missing:
-        return (f"Slurm is not installed (missing {', '.join(missing)}; on Debian: apt-get install "
-                f"slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin)")
+        return (
+            f"Slurm is not installed (missing {', '.join(missing)}; on Debian: apt-get install "
+            f"slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin)"
+        )
     if os.geteuid() != 0:
         return "a private Slurm cluster needs root (slurmd, mknod)"
     return None
@@ -91,8 +104,11 @@ class SlurmLab:
         self.munge_socket = self.root / "munge" / "munge.socket"
         self.conf = self.root / "etc" / "slurm.conf"
         self.jwt_key = self.root / "etc" / "jwt.key"
-        self.env = {**os.environ, "SLURM_CONF": str(self.conf),
-                    "PATH": os.environ.get("PATH", "") + ":/usr/sbin:/sbin"}
+        self.env = {
+            **os.environ,
+            "SLURM_CONF": str(self.conf),
+            "PATH": os.environ.get("PATH", "") + ":/usr/sbin:/sbin",
+        }
 
     # -- files -------------------------------------------------------------------------------------
     def _write_files(self) -> None:
@@ -109,42 +125,64 @@ class SlurmLab:
         names = ",".join(self.node_names)
         lab = self.root
         lines = [
-            "ClusterName=chronuslab", "SlurmctldHost=localhost", f"SlurmctldPort={self.ctld_port}",
-            "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge",
+            "ClusterName=chronuslab",
+            "SlurmctldHost=localhost",
+            f"SlurmctldPort={self.ctld_port}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
             f"AuthInfo=socket={self.munge_socket}",
-            f"StateSaveLocation={lab}/state", f"SlurmdSpoolDir={lab}/spool/%n",
-            f"SlurmctldPidFile={lab}/run/slurmctld.pid", f"SlurmdPidFile={lab}/run/slurmd-%n.pid",
-            f"SlurmctldLogFile={lab}/log/slurmctld.log", f"SlurmdLogFile={lab}/log/slurmd-%n.log",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SwitchType=switch/none",
+            f"StateSaveLocation={lab}/state",
+            f"SlurmdSpoolDir={lab}/spool/%n",
+            f"SlurmctldPidFile={lab}/run/slurmctld.pid",
+            f"SlurmdPidFile={lab}/run/slurmd-%n.pid",
+            f"SlurmctldLogFile={lab}/log/slurmctld.log",
+            f"SlurmdLogFile={lab}/log/slurmd-%n.log",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SwitchType=switch/none",
             "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none",
-            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
-            "SchedulerType=sched/builtin", "SchedulerParameters=batch_sched_delay=0",
-            "GresTypes=gpu", "JobRequeue=1", "ReturnToService=2",
-            "SlurmdParameters=config_overrides", "KillWait=2", "MinJobAge=600",
-            "MailProg=/bin/true", "SlurmctldTimeout=30", "SlurmdTimeout=60",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "SchedulerType=sched/builtin",
+            "SchedulerParameters=batch_sched_delay=0",
+            "GresTypes=gpu",
+            "JobRequeue=1",
+            "ReturnToService=2",
+            "SlurmdParameters=config_overrides",
+            "KillWait=2",
+            "MinJobAge=600",
+            "MailProg=/bin/true",
+            "SlurmctldTimeout=30",
+            "SlurmdTimeout=60",
         ]
         if self.jwt:
             self.jwt_key.write_bytes(secrets.token_bytes(32))
             os.chmod(self.jwt_key, 0o600)
             lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={self.jwt_key}"]
-        lines.append(f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} "
-                     "State=UNKNOWN")
+        lines.append(
+            f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} State=UNKNOWN"
+        )
         for n in self.node_names:
-            lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 "
-                         f"Port={self.node_ports[n]}")
-        lines.append(f"PartitionName={self.partition} Nodes={names} Default=YES "
-                     "MaxTime=INFINITE State=UP")
+            lines.append(
+                f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[n]}"
+            )
+        lines.append(
+            f"PartitionName={self.partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP"
+        )
         self.conf.write_text("\n".join(lines) + "\n")
         last = self.gpus_per_node - 1
         (self.root / "etc" / "gres.conf").write_text(
-            f"AutoDetect=off\nNodeName={names} Name=gpu File={lab}/dev/gpu[0-{last}]\n")
+            f"AutoDetect=off\nNodeName={names} Name=gpu File={lab}/dev/gpu[0-{last}]\n"
+        )
 
     # -- processes ---------------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.root / "log" / f"{name}.out", "ab")
-        proc = subprocess.Popen(argv, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env or self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         self.procs[name] = proc
         return proc
@@ -156,8 +194,10 @@ class SlurmLab:
                 return
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for "
-                                       f"{what}; see {self.root / 'log'}")
+                    raise RuntimeError(
+                        f"{name} exited ({proc.returncode}) while waiting for "
+                        f"{what}; see {self.root / 'log'}"
+                    )
             time.sleep(0.1)
         raise RuntimeError(f"timed out waiting for {what}; see {self.root / 'log'}")
 
@@ -170,17 +210,28 @@ class SlurmLab:
 
     def _ok(self, *argv: str) -> bool:
         try:
-            return subprocess.run(argv, env=self.env, capture_output=True,
-                                  timeout=10).returncode == 0
+            return (
+                subprocess.run(argv, env=self.env, capture_output=True, timeout=10).returncode == 0
+            )
         except subprocess.TimeoutExpired:
             return False
 
     def start(self) -> "SlurmLab":
         self._write_files()
         m = self.root / "munge"
-        self._spawn("munged", ["munged", "-F", "--force", f"--socket={self.munge_socket}",
-                               f"--key-file={m}/munge.key", f"--log-file={m}/munged.log",
-                               f"--pid-file={m}/munged.pid", f"--seed-file={m}/munged.seed"])
+        self._spawn(
+            "munged",
+            [
+                "munged",
+                "-F",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={m}/munge.key",
+                f"--log-file={m}/munged.log",
+                f"--pid-file={m}/munged.pid",
+                f"--seed-file={m}/munged.seed",
+            ],
+        )
         self._wait("munged", lambda: self._ok("munge", "-S", str(self.munge_socket), "-n"))
         self.start_slurmctld()
         for n in self.node_names:
@@ -208,13 +259,26 @@ class SlurmLab:
         if self.socket.exists():
             self.socket.unlink()
         env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
-        self._spawn("slurmrestd", ["slurmrestd", "-a", "rest_auth/local", "-s", "openapi/v0.0.38",
-                                   f"unix:{self.socket}"], env)
+        self._spawn(
+            "slurmrestd",
+            ["slurmrestd", "-a", "rest_auth/local", "-s", "openapi/v0.0.38", f"unix:{self.socket}"],
+            env,
+        )
         self._wait("slurmrestd", self._rest_up)
         if self.jwt and "slurmrestd-jwt" not in self.procs:
             jenv = {**env, "SLURM_JWT": "daemon"}
-            self._spawn("slurmrestd-jwt", ["slurmrestd", "-a", "rest_auth/jwt", "-s",
-                                           "openapi/v0.0.38", f"127.0.0.1:{self.rest_port}"], jenv)
+            self._spawn(
+                "slurmrestd-jwt",
+                [
+                    "slurmrestd",
+                    "-a",
+                    "rest_auth/jwt",
+                    "-s",
+                    "openapi/v0.0.38",
+                    f"127.0.0.1:{self.rest_port}",
+                ],
+                jenv,
+            )
             self._wait("slurmrestd (jwt)", self._tcp_up)
 
     def stop_slurmrestd(self) -> None:
@@ -227,8 +291,9 @@ class SlurmLab:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(2)
                 s.connect(str(self.socket))
-                s.sendall(b"GET /slurm/v0.0.38/ping HTTP/1.1\r\nHost: x\r\n"
-                          b"Connection: close\r\n\r\n")
+                s.sendall(
+                    b"GET /slurm/v0.0.38/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
                 return s.recv(64).startswith(b"HTTP/1.1 200")
         except OSError:
             return False
@@ -272,8 +337,11 @@ class SlurmLab:
             self.cancel_all()
         except Exception:  # noqa: BLE001 - stopping must go on whatever a command did
             pass
-        for name in ["slurmrestd-jwt", "slurmrestd"] + [f"slurmd-{n}" for n in self.node_names] + [
-                "slurmctld", "munged"]:
+        for name in (
+            ["slurmrestd-jwt", "slurmrestd"]
+            + [f"slurmd-{n}" for n in self.node_names]
+            + ["slurmctld", "munged"]
+        ):
             self._terminate(name)
         for name in list(self.procs):
             self._terminate(name)
@@ -287,16 +355,27 @@ class SlurmLab:
 
     def resume_nodes(self) -> None:
         """Undrain every node a test drained."""
-        self.run("scontrol", "update", f"nodename={','.join(self.node_names)}", "state=resume",
-                 check=False)
+        self.run(
+            "scontrol",
+            "update",
+            f"nodename={','.join(self.node_names)}",
+            "state=resume",
+            check=False,
+        )
 
     def sbatch(self, *args: str, script: str = "#!/bin/sh\nsleep 5\n") -> int:
         """Submit a batch job as a user would; its id."""
         path = self.root / "jobs" / f"job-{time.monotonic_ns()}.sh"
         path.write_text(script)
-        out = self.run("sbatch", "--parsable", "--open-mode=append",
-                       f"--chdir={self.root / 'jobs'}",
-                       f"--output={self.root / 'jobs'}/%j.out", *args, str(path))
+        out = self.run(
+            "sbatch",
+            "--parsable",
+            "--open-mode=append",
+            f"--chdir={self.root / 'jobs'}",
+            f"--output={self.root / 'jobs'}/%j.out",
+            *args,
+            str(path),
+        )
         return int(out.strip().split(";")[0])
 
     def __enter__(self) -> "SlurmLab":

@@ -21,6 +21,7 @@ Chronus appends its own fields after `` |`` (``accepted``, ``done=SECONDS@START`
 read back with ``scontrol show job`` says what chronus made of their job. A job whose comment does
 not start with ``chronus:`` is not chronus's and is never touched.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,8 @@ class Marker:
 
     user: dict[str, str]
     accepted: bool = False
-    done: float = 0.0            # seconds of work in runs that ended, counted up to...
-    done_run: float = 0.0        # ...the run that started at this Slurm start_time
+    done: float = 0.0  # seconds of work in runs that ended, counted up to...
+    done_run: float = 0.0  # ...the run that started at this Slurm start_time
 
 
 def is_marked(comment: str) -> bool:
@@ -62,7 +63,7 @@ def parse(comment: str) -> Marker:
     text = comment.strip()
     if not text.lower().startswith(PREFIX):
         raise MarkerError(f"a chronus job's comment starts with {PREFIX!r}")
-    user_part, _, ours = text[len(PREFIX):].partition(SEPARATOR)
+    user_part, _, ours = text[len(PREFIX) :].partition(SEPARATOR)
     user: dict[str, str] = {}
     for item in user_part.split():
         key, eq, value = item.partition("=")
@@ -126,14 +127,18 @@ def deadlines(text: str, submit: float) -> list[dict[str, float]]:
     return out
 
 
-def job_fields(marker: Marker, *, slurm_id: int, gpus: int, submit: float,
-               tenant: str) -> dict[str, Any]:
+def job_fields(
+    marker: Marker, *, slurm_id: int, gpus: int, submit: float, tenant: str
+) -> dict[str, Any]:
     """The fields of ``POST /v1/jobs`` for a marked Slurm job (``submit`` its submission time)."""
     u = marker.user
     if "estimate" not in u:
         raise MarkerError("estimate: required (e.g. estimate=30m)")
     fields: dict[str, Any] = {
-        "id": u.get("id", f"slurm-{slurm_id}"), "gpus": gpus, "tenant": tenant, "submit": submit,
+        "id": u.get("id", f"slurm-{slurm_id}"),
+        "gpus": gpus,
+        "tenant": tenant,
+        "submit": submit,
         "estimate_seconds": duration(u["estimate"], "estimate"),
         "deadlines": deadlines(u["deadline"], submit) if "deadline" in u else [],
     }
@@ -150,12 +155,14 @@ def job_fields(marker: Marker, *, slurm_id: int, gpus: int, submit: float,
     return fields
 
 
-def render(user: dict[str, str], *, accepted: bool, done: float = 0.0,
-           done_run: float = 0.0) -> str:
+def render(
+    user: dict[str, str], *, accepted: bool, done: float = 0.0, done_run: float = 0.0
+) -> str:
     """The comment for these fields (the inverse of :func:`parse`)."""
     text = PREFIX + " " + " ".join(f"{k}={v}" for k, v in user.items())
-    ours = (["accepted"] if accepted else []) + ([f"done={done:.1f}@{done_run:.0f}"]
-                                                  if done or done_run else [])
+    ours = (["accepted"] if accepted else []) + (
+        [f"done={done:.1f}@{done_run:.0f}"] if done or done_run else []
+    )
     return text + (SEPARATOR + " " + " ".join(ours) if ours else "")
 
 
@@ -166,7 +173,9 @@ def for_api_job(spec: dict[str, Any]) -> dict[str, str]:
     if options:
         user["deadline"] = ",".join(
             datetime.fromtimestamp(float(d["at"]), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            + f":{float(d.get('value', 1)):g}" for d in options)
+            + f":{float(d.get('value', 1)):g}"
+            for d in options
+        )
     for key in ("iterations", "model"):
         if spec.get(key) is not None:
             user[key] = str(spec[key])

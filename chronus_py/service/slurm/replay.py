@@ -6,6 +6,7 @@ Used by the one-command demo (``python -m chronus_py.service.slurm.demo``) and b
 ``benchmarks/slurm_trace.py``. Times in a :class:`TraceJob` are chronus seconds; at time scale K
 a job of ``work`` seconds sleeps ``work / K`` wall seconds, in 1-second checkpointed steps.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,10 @@ from chronus_py.service.slurm.rest import SlurmRest
 
 @dataclass(frozen=True, slots=True)
 class TraceJob:
-    at: float                 # arrival, seconds after the run's start
+    at: float  # arrival, seconds after the run's start
     gpus: int
-    work: float               # seconds of work (the estimate chronus is given, exact here)
-    deadline: float | None    # seconds after arrival; None: best-effort
+    work: float  # seconds of work (the estimate chronus is given, exact here)
+    deadline: float | None  # seconds after arrival; None: best-effort
 
 
 @dataclass
@@ -38,13 +39,18 @@ class Outcome:
     state: str = ""
     restarts: int = 0
     guaranteed: bool = False
-    met: bool | None = None   # None for best-effort jobs
+    met: bool | None = None  # None for best-effort jobs
     extra: dict = field(default_factory=dict)
 
 
-def synthetic_trace(n: int, *, seed: int = 1, span: float = 5 * 3600.0,
-                    slo_share: float = 0.5,
-                    deadline_hours: tuple[float, float] = (2, 4)) -> list[TraceJob]:
+def synthetic_trace(
+    n: int,
+    *,
+    seed: int = 1,
+    span: float = 5 * 3600.0,
+    slo_share: float = 0.5,
+    deadline_hours: tuple[float, float] = (2, 4),
+) -> list[TraceJob]:
     """``n`` jobs arriving over ``span`` seconds: 1/2/4 GPUs, log-normal work (median 10 min,
     1 min - 1 h), half of them with a deadline ``deadline_hours`` (uniform, default 2-4 h) plus
     1-3 times their work after arrival."""
@@ -55,22 +61,44 @@ def synthetic_trace(n: int, *, seed: int = 1, span: float = 5 * 3600.0,
         deadline = None
         if rng.random() < slo_share:
             deadline = rng.uniform(*deadline_hours) * 3600 + rng.uniform(1, 3) * work
-        out.append(TraceJob(at=rng.uniform(0, span), gpus=rng.choice((1, 1, 2, 2, 4)),
-                            work=round(work), deadline=deadline and round(deadline)))
+        out.append(
+            TraceJob(
+                at=rng.uniform(0, span),
+                gpus=rng.choice((1, 1, 2, 2, 4)),
+                work=round(work),
+                deadline=deadline and round(deadline),
+            )
+        )
     return sorted(out, key=lambda j: j.at)
 
 
-def run(lab: SlurmLab, jobs: list[TraceJob], *, chronus: bool, scale: float, workdir: Path,
-        timeout: float = 1800.0, serve_args: tuple[str, ...] = (), progress=None,
-        exact: bool = False) -> list[Outcome]:
+def run(
+    lab: SlurmLab,
+    jobs: list[TraceJob],
+    *,
+    chronus: bool,
+    scale: float,
+    workdir: Path,
+    timeout: float = 1800.0,
+    serve_args: tuple[str, ...] = (),
+    progress=None,
+    exact: bool = False,
+) -> list[Outcome]:
     """Submit ``jobs`` at their times (compressed by ``scale``) and wait until all ended.
     A job runs ``max(1, round(work / scale))`` wall seconds; chronus is told ``work``, or with
     ``exact`` that rounded amount (what the script really runs)."""
     origin = time.time()
     serve = None
     if chronus:
-        serve = ServeProcess(lab, workdir / "chronus.db", "--slurm-time-scale", f"{scale:g}",
-                             "--slurm-time-origin", f"{origin:.3f}", *serve_args).start()
+        serve = ServeProcess(
+            lab,
+            workdir / "chronus.db",
+            "--slurm-time-scale",
+            f"{scale:g}",
+            "--slurm-time-origin",
+            f"{origin:.3f}",
+            *serve_args,
+        ).start()
     rest = SlurmRest(f"unix:{lab.socket}")
     outcomes: list[Outcome] = []
     try:
@@ -92,8 +120,11 @@ def run(lab: SlurmLab, jobs: list[TraceJob], *, chronus: bool, scale: float, wor
         ids = {o.slurm_id: o for o in outcomes}
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            live = [s for s in rest.jobs() if s.id in ids and s.state in (
-                "PENDING", "RUNNING", "COMPLETING", "CONFIGURING")]
+            live = [
+                s
+                for s in rest.jobs()
+                if s.id in ids and s.state in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING")
+            ]
             if progress is not None:
                 progress(len(ids) - len(live), len(ids))
             if not live:
@@ -111,8 +142,12 @@ def run(lab: SlurmLab, jobs: list[TraceJob], *, chronus: bool, scale: float, wor
         o = ids.get(s.id)
         if o is None:
             continue
-        o.submit, o.end, o.state, o.restarts = v(s.submit_time), v(s.end_time), s.state, \
-            s.restart_cnt
+        o.submit, o.end, o.state, o.restarts = (
+            v(s.submit_time),
+            v(s.end_time),
+            s.state,
+            s.restart_cnt,
+        )
         view = chronus_view.get(f"slurm-{s.id}", {})
         o.guaranteed = view.get("admission", {}).get("decision") == "guaranteed"
         if o.job.deadline is not None:
@@ -125,7 +160,9 @@ def summary(outcomes: list[Outcome]) -> dict:
     guaranteed = [o for o in slo if o.guaranteed]
     done = [o for o in outcomes if o.state == "COMPLETED"]
     return {
-        "jobs": len(outcomes), "completed": len(done), "slo_jobs": len(slo),
+        "jobs": len(outcomes),
+        "completed": len(done),
+        "slo_jobs": len(slo),
         "deadline_ratio": sum(bool(o.met) for o in slo) / len(slo) if slo else None,
         "guaranteed": len(guaranteed),
         "guarantees_kept": sum(bool(o.met) for o in guaranteed),

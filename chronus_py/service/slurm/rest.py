@@ -13,6 +13,7 @@ failures and 5xx answers are retried with exponential backoff, a bounded number 
 raise :class:`SlurmUnreachable`; requests that are not safe to repeat (a submission) are retried
 only if the connection was refused before anything was sent.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -54,7 +55,7 @@ def _number(error: Mapping[str, Any]) -> int:
 class SlurmNode:
     name: str
     gpus: int
-    state: str          # e.g. "idle", "mixed", "allocated", "down"
+    state: str  # e.g. "idle", "mixed", "allocated", "down"
     flags: tuple[str, ...]  # e.g. ("DRAIN",), ("NOT_RESPONDING",)
     reason: str
     partitions: tuple[str, ...]
@@ -66,8 +67,8 @@ class SlurmJob:
 
     id: int
     name: str
-    state: str                      # PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, ...
-    reason: str                     # e.g. JobHeldUser, JobHeldAdmin, None
+    state: str  # PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, ...
+    reason: str  # e.g. JobHeldUser, JobHeldAdmin, None
     comment: str
     user: str
     account: str
@@ -78,8 +79,8 @@ class SlurmJob:
     restart_cnt: int
     node_count: int
     gpus_per_node: int
-    nodes: tuple[str, ...]                     # where it runs or ran
-    placement: Mapping[str, tuple[int, ...]]   # node -> GPU indices, from gres_detail
+    nodes: tuple[str, ...]  # where it runs or ran
+    placement: Mapping[str, tuple[int, ...]]  # node -> GPU indices, from gres_detail
 
     @property
     def held(self) -> bool:
@@ -135,34 +136,54 @@ def _placement(nodes: str, gres_detail: list[str]) -> dict[str, tuple[int, ...]]
 def _job_v38(j: Mapping[str, Any]) -> SlurmJob:
     tres = str(j.get("tres_per_node") or "")
     return SlurmJob(
-        id=int(j["job_id"]), name=str(j.get("name") or ""), state=str(j.get("job_state") or ""),
-        reason=str(j.get("state_reason") or ""), comment=str(j.get("comment") or ""),
-        user=str(j.get("user_name") or ""), account=str(j.get("account") or ""),
-        partition=str(j.get("partition") or ""), submit_time=float(j.get("submit_time") or 0),
-        start_time=float(j.get("start_time") or 0), end_time=float(j.get("end_time") or 0),
-        restart_cnt=int(j.get("restart_cnt") or 0), node_count=int(j.get("node_count") or 1),
+        id=int(j["job_id"]),
+        name=str(j.get("name") or ""),
+        state=str(j.get("job_state") or ""),
+        reason=str(j.get("state_reason") or ""),
+        comment=str(j.get("comment") or ""),
+        user=str(j.get("user_name") or ""),
+        account=str(j.get("account") or ""),
+        partition=str(j.get("partition") or ""),
+        submit_time=float(j.get("submit_time") or 0),
+        start_time=float(j.get("start_time") or 0),
+        end_time=float(j.get("end_time") or 0),
+        restart_cnt=int(j.get("restart_cnt") or 0),
+        node_count=int(j.get("node_count") or 1),
         gpus_per_node=_gpu_count(tres.replace("gres:", "")),
         nodes=tuple(expand_hostlist(str(j.get("nodes") or ""))),
-        placement=_placement(str(j.get("nodes") or ""), list(j.get("gres_detail") or [])))
+        placement=_placement(str(j.get("nodes") or ""), list(j.get("gres_detail") or [])),
+    )
 
 
 def _node_v38(n: Mapping[str, Any]) -> SlurmNode:
-    return SlurmNode(name=str(n["name"]), gpus=_gpu_count(str(n.get("gres") or "")),
-                     state=str(n.get("state") or "").lower(),
-                     flags=tuple(str(f).upper() for f in n.get("state_flags") or ()),
-                     reason=str(n.get("reason") or ""),
-                     partitions=tuple(n.get("partitions") or ()))
+    return SlurmNode(
+        name=str(n["name"]),
+        gpus=_gpu_count(str(n.get("gres") or "")),
+        state=str(n.get("state") or "").lower(),
+        flags=tuple(str(f).upper() for f in n.get("state_flags") or ()),
+        reason=str(n.get("reason") or ""),
+        partitions=tuple(n.get("partitions") or ()),
+    )
 
 
 class SlurmRest:
     """slurmrestd at ``endpoint``; ``token``/``user`` for JWT over TCP."""
 
-    def __init__(self, endpoint: str, *, token: str | None = None, user: str | None = None,
-                 timeout: float = 10.0, retries: int = 4, backoff: float = 0.25,
-                 max_backoff: float = 2.0, version: str | None = None):
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        token: str | None = None,
+        user: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 4,
+        backoff: float = 0.25,
+        max_backoff: float = 2.0,
+        version: str | None = None,
+    ):
         self.endpoint = endpoint
         if endpoint.startswith("unix:"):
-            self._unix: str | None = endpoint[len("unix:"):]
+            self._unix: str | None = endpoint[len("unix:") :]
             self._host, self._port = "localhost", 80
         else:
             parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
@@ -222,8 +243,9 @@ class SlurmRest:
             if conn is not None:
                 conn.close()
 
-    def request(self, method: str, path: str, body: Any = None, *,
-                idempotent: bool = True) -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, *, idempotent: bool = True
+    ) -> tuple[int, Any]:
         """(status, JSON) of ``method path``, retrying transport failures and 5xx answers without
         a JSON body; raises :class:`SlurmUnreachable` when the retries are spent."""
         delay = self.backoff
@@ -245,19 +267,31 @@ class SlurmRest:
                 delay = min(delay * 2, self.max_backoff)
         raise SlurmUnreachable(f"slurmrestd at {self.endpoint}: {method} {path}: {last}")
 
-    def call(self, method: str, what: str, path: str, body: Any = None, *,
-             idempotent: bool = True, ok_errors: tuple[int, ...] = ()) -> dict:
+    def call(
+        self,
+        method: str,
+        what: str,
+        path: str,
+        body: Any = None,
+        *,
+        idempotent: bool = True,
+        ok_errors: tuple[int, ...] = (),
+    ) -> dict:
         """The JSON of a versioned call (``path`` after ``/slurm/vX/``), its ``errors`` checked."""
-        status, parsed = self.request(method, f"/slurm/{self.version}/{path}", body,
-                                      idempotent=idempotent)
+        status, parsed = self.request(
+            method, f"/slurm/{self.version}/{path}", body, idempotent=idempotent
+        )
         if not isinstance(parsed, dict):
-            raise SlurmUnreachable(f"slurmrestd at {self.endpoint}: {what}: HTTP {status} "
-                                   "without a JSON answer")
+            raise SlurmUnreachable(
+                f"slurmrestd at {self.endpoint}: {what}: HTTP {status} without a JSON answer"
+            )
         errors = [e for e in parsed.get("errors") or [] if _number(e) not in ok_errors]
         if errors or status >= 400:
             if status in (401, 403):
-                raise SlurmUnreachable(f"slurmrestd at {self.endpoint}: {what}: not authorized "
-                                       f"(HTTP {status}); check the token")
+                raise SlurmUnreachable(
+                    f"slurmrestd at {self.endpoint}: {what}: not authorized "
+                    f"(HTTP {status}); check the token"
+                )
             raise SlurmError(what, errors or [{"error": f"HTTP {status}"}])
         return parsed
 
@@ -277,7 +311,8 @@ class SlurmRest:
                 raise SlurmUnreachable(
                     f"slurmrestd at {self.endpoint} offers {sorted(offered) or 'no'} API "
                     f"(HTTP {status}); chronus speaks {', '.join(API_VERSIONS)} (start slurmrestd "
-                    "with -s openapi/v0.0.38)")
+                    "with -s openapi/v0.0.38)"
+                )
         return self._version
 
     # -- operations --------------------------------------------------------------------------------
@@ -310,8 +345,14 @@ class SlurmRest:
 
     def submit(self, script: str, job: Mapping[str, Any]) -> int:
         """Submit a job (held if ``job['hold']``); its Slurm id. Never retried once sent."""
-        out = self.call("POST", "submit job", "job/submit", {"script": script, "job": dict(job)},
-                        idempotent=False, ok_errors=(HELD_OK,))
+        out = self.call(
+            "POST",
+            "submit job",
+            "job/submit",
+            {"script": script, "job": dict(job)},
+            idempotent=False,
+            ok_errors=(HELD_OK,),
+        )
         return int(out["job_id"])
 
 
