@@ -12,7 +12,8 @@ config; ``--tenants`` VCs share the racks, each promised an equal number of whol
 Workload: fill the cluster with random jobs (1-8 GPUs, uniform, one pod, priority 0, random
 tenant) to ``--load`` of the GPUs, then time ``--pairs`` iterations of "allocate a new random job,
 release a random running job" (steady state). A pair counts whether or not the allocation was
-placed; the placed fraction is reported. Throughput is given per wall-clock second and per CPU second of
+placed; the placed fraction is reported. Throughput is given per wall-clock second and per CPU
+second of
 this process (the latter is what the code costs when the machine is shared), per seed and as the
 median over seeds per setting. The latency runs time single ``allocate`` calls on 1,024- and
 10,000-node clusters at the same load, each followed by the release of a random running job:
@@ -233,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 1024, pairs, load=args.load, promise=promise, tenants=4, seed=args.seed + rep
             )
             print(
-                f"1,024 nodes, {promise} promises, seed {args.seed + rep}: {r['pairs_per_second']:,} "
+                f"1,024 nodes, {promise} promises, seed {args.seed + rep}: "
+                f"{r['pairs_per_second']:,} "
                 f"allocate+release pairs/s wall, {r['pairs_per_cpu_second']:,} per CPU second "
                 f"({r['placed_fraction']:.1%} placed)",
                 flush=True,
@@ -254,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         print(
-            f"1,024 nodes, {promise} promises, median of {len(per_seed)} seeds: {round(wall):,} pairs/s wall, "
+            f"1,024 nodes, {promise} promises, median of {len(per_seed)} seeds: {round(wall):,} "
+            f"pairs/s wall, "
             f"{round(cpu):,} per CPU second",
             flush=True,
         )
@@ -273,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             for label, key in rows:
                 t = r[key]
                 print(
-                    f"{size:,} nodes, {promise} promises, {label}: allocate median {t['median_ms']} ms, "
+                    f"{size:,} nodes, {promise} promises, {label}: allocate median "
+                    f"{t['median_ms']} ms, "
                     f"p99 {t['p99_ms']} ms, max {t['max_ms']} ms ({t['samples']} samples, "
                     f"{t['placed_fraction']:.1%} placed)",
                     flush=True,

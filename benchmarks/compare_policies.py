@@ -1,7 +1,8 @@
 """Regenerate the policy-comparison figures of RESULTS.md from the grids in benchmarks/compare/.
 
 For each grid NAME (benchmarks/compare/NAME.yaml) this runs ``chronus compare`` into a work
-directory, copies its PNGs to benchmarks/figures/NAME/ and writes benchmarks/results/compare_NAME.json
+directory, copies its PNGs to benchmarks/figures/NAME/ and writes
+benchmarks/results/compare_NAME.json
 (the sweep's wall time, executor and every results row). ``--check EXECUTOR`` runs the same grid a
 second time on another executor and counts rows whose metrics differ (wall time aside). Usage:
 
@@ -21,6 +22,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+def status(result) -> str:
+    """A run's outcome for the progress line: its wall time, or why it failed."""
+    if result.failed:
+        return "FAILED " + result.row["error"]
+    return format(result.row["wall_seconds"], ".1f") + " s"
+
+
 def sweep(name: str, executor: str, workers: int | None, work: Path) -> tuple[float, "object"]:
     from chronus_py.sweep import compare, make_grid, read_grid
 
@@ -34,9 +42,7 @@ def sweep(name: str, executor: str, workers: int | None, work: Path) -> tuple[fl
         workers=workers,
         command=f"chronus compare --config benchmarks/compare/{name}.yaml --executor {executor}",
         on_result=lambda r, done, total: print(
-            f"  [{done}/{total}] {r.config.key} "
-            f"{'FAILED ' + r.row['error'] if r.failed else format(r.row['wall_seconds'], '.1f') + ' s'}",
-            flush=True,
+            f"  [{done}/{total}] {r.config.key} {status(r)}", flush=True
         ),
     )
     return time.perf_counter() - started, outcome
@@ -67,7 +73,8 @@ def main() -> None:
         print(f"{name}: {args.executor} -> {out}", flush=True)
         wall, outcome = sweep(name, args.executor, args.workers, out)
         print(
-            f"{name}: {outcome.ran} runs in {wall:.0f} s ({outcome.skipped} resumed, {outcome.failed} failed)"
+            f"{name}: {outcome.ran} runs in {wall:.0f} s ({outcome.skipped} resumed, "
+            f"{outcome.failed} failed)"
         )
         figures = HERE / "figures" / name
         figures.mkdir(parents=True, exist_ok=True)
@@ -99,7 +106,8 @@ def main() -> None:
                 "differing_runs": differ,
             }
             print(
-                f"{name}: {args.check} in {check_wall:.0f} s; {len(differ)} of {len(ours)} runs differ: {differ}"
+                f"{name}: {args.check} in {check_wall:.0f} s; {len(differ)} of {len(ours)} runs "
+                f"differ: {differ}"
             )
         (HERE / "results").mkdir(exist_ok=True)
         (HERE / "results" / f"compare_{name}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -4,7 +4,8 @@
 ``pool``: every job first passes the profiling pool (4 nodes, 5 minutes) and is scheduled by an
 estimate off by log-normal error ``sigma`` (plus measurement spread), re-estimated from observed
 progress while it runs. ``realistic``: no pool and no runtime known; each job is measured in
-place, on its own GPUs, as its first lease (``chronus_py.estimates.in_place``), with the same error model.
+place, on its own GPUs, as its first lease (``chronus_py.estimates.in_place``), with the same error
+model.
 ``oracle``: true runtimes (sigma does not apply; one row per trace and policy). Writes
 benchmarks/results/estimation_study.json.
 

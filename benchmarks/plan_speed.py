@@ -86,9 +86,11 @@ def main() -> None:
             }
             rows.append(row)
             print(
-                f"{fmt:4s} {row['gpus']} GPUs, {row['running']} running + {row['pending']} pending: "
+                f"{fmt:4s} {row['gpus']} GPUs, {row['running']} running + {row['pending']} "
+                f"pending: "
                 f"median {row['median_s']:.3f} s (min {row['min_s']:.3f}, max {row['max_s']:.3f}, "
-                f"{args.runs} runs), identical outputs: {row['identical_outputs']}, actions {row['actions']}"
+                f"{args.runs} runs), identical outputs: {row['identical_outputs']}, actions "
+                f"{row['actions']}"
             )
     print(f"first run in a fresh process (with imports): {first:.3f} s")
     RESULTS.mkdir(exist_ok=True)

@@ -48,7 +48,7 @@ def replay(source: Path, trace: str, policy: str) -> dict:
 
 
 def differences(old: dict, new: dict) -> list[str]:
-    """Metric names whose values differ (keys only one run has count only if the old run has them)."""
+    """Metric names whose values differ (a key only the new run has does not count)."""
     return [key for key in old if key not in CLOCK and old[key] != new.get(key)]
 
 

@@ -89,7 +89,8 @@ def main() -> None:
             row = json.loads(out.stdout)
             rows.append(row)
             print(
-                f"{trace:12s} {policy:8s} replay {row['wall_seconds']:6.1f} s  total {row['total_seconds']:6.1f} s  "
+                f"{trace:12s} {policy:8s} replay {row['wall_seconds']:6.1f} s  total "
+                f"{row['total_seconds']:6.1f} s  "
                 f"peak {row['peak_rss_mib']:6.0f} MiB  DSR {row['slo_deadline_ratio']:.4f}  "
                 f"BE JCT {row['be_avg_jct'] / 60 if row['be_avg_jct'] else float('nan'):7.1f} min  "
                 f"preempt/job {row['preemptions_per_job']:.3f}"

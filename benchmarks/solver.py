@@ -117,8 +117,10 @@ def run(
                 rows.append(row)
                 print(
                     f"{scale:16} {kind:6} {backend:7} jobs={row['jobs']:5} rows={row['rows']:5} "
-                    f"T={row['slots']:3}  median {row['wall_median_s']:7.3f}s  p99 {row['wall_p99_s']:7.3f}s  "
-                    f"gain {row['gain_vs_greedy_mean']:+9.3f} (max {row['gain_vs_greedy_max']:+8.3f})  "
+                    f"T={row['slots']:3}  median {row['wall_median_s']:7.3f}s  p99 "
+                    f"{row['wall_p99_s']:7.3f}s  "
+                    f"gain {row['gain_vs_greedy_mean']:+9.3f} (max "
+                    f"{row['gain_vs_greedy_max']:+8.3f})  "
                     f"{row['statuses']}",
                     flush=True,
                 )
@@ -152,7 +154,8 @@ def main() -> None:
             dict(
                 machine=platform.platform(),
                 python=platform.python_version(),
-                command=f"python benchmarks/solver.py --seeds {seeds} --time-limit {args.time_limit} "
+                command=f"python benchmarks/solver.py --seeds {seeds} --time-limit "
+                f"{args.time_limit} "
                 f"--scales {','.join(names)} --backends {args.backends}",
                 results=rows,
             ),

@@ -142,7 +142,8 @@ def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> 
         where = (
             f"needs {state.gpus} GPUs, {free} free after this round"
             if state.gpus > free
-            else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are full)"
+            else f"{free} GPUs free, but no placement holds its gang (e.g. its tenant's cells are "
+            f"full)"
         )
     elif action is Action.PREEMPT:
         where = f"its GPUs go to jobs ahead in {scheduler.policy.name} order"

@@ -31,7 +31,8 @@ seconds; only ``now`` and ``cluster`` are required::
         estimate_seconds: 7200 # total work, or:
         # profile: {file: profiles/resnet50.json, iterations: 40000}   (chronus profile fit)
         progress_seconds: 1800 # work done so far, same units as the estimate (default 0)
-        deadlines: [{at: 9000, value: 1}]   # tightest first; value defaults to 1; none = best-effort
+        deadlines: [{at: 9000, value: 1}]   # tightest first; value defaults to 1; none =
+        best-effort
         guaranteed_deadline: 9000   # the `at` of the option it was guaranteed, or null (default)
         tenant: default        # on HiveD clusters: the job's virtual cluster
         model: resnet50

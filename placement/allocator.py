@@ -347,7 +347,8 @@ class CellAllocator:
                         region = bound_ancestor(node, p)
                         if region is None or region.bound != job.vc:
                             problems.append(
-                                f"{job.name}: GPU {node.gpus[p]} of {node.name} is outside {job.vc}'s cells"
+                                f"{job.name}: GPU {node.gpus[p]} of {node.name} is outside "
+                                f"{job.vc}'s cells"
                             )
         return problems
 

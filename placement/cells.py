@@ -1,7 +1,8 @@
 """The physical cell tree built from a :class:`~placement.config.ClusterConfig`.
 
 Cells above the node level keep counters (GPUs in use, nodes with every GPU free, bad nodes below).
-A node keeps its GPUs' state as bitmasks over *positions* (its leaves in tree order), so a cell inside a node is just a
+A node keeps its GPUs' state as bitmasks over *positions* (its leaves in tree order), so a cell
+inside a node is just a
 range of positions: GPU choice, "is this switch free" and "how many GPUs are free" are bit
 operations, not walks over leaf objects. ``gpus[pos]`` maps a position to the GPU index HiveD
 would report (the leaf's ``cellAddress``, or its default number).

@@ -38,7 +38,8 @@ class CellTypeSpec:
 
 @dataclass(frozen=True, slots=True)
 class PhysicalCellSpec:
-    """A physical cell with its inferred type; ``children`` is always complete (inferred if omitted)."""
+    """A physical cell with its inferred type; ``children`` is always complete (inferred if
+    omitted)."""
 
     cell_type: str
     address: str
@@ -98,7 +99,8 @@ class ClusterConfig:
         return tuple(dict.fromkeys(c.cell_type for c in self.physical_cells))
 
     def nodes(self) -> tuple[tuple[str, int], ...]:
-        """(node name, GPU count) for every node in config order; a multi-GPU-type node counts all."""
+        """(node name, GPU count) for every node in config order; a multi-GPU-type node counts
+        all."""
         out: list[tuple[str, int]] = []
         for top in self.physical_cells:
             self._collect_nodes(top, out)
@@ -331,7 +333,8 @@ def _parse_cell(
     elif len(children_raw) != spec.child_number:
         raise ConfigError(
             f"{key}.cellChildren",
-            f"{cell_type} has childCellNumber {spec.child_number} but {len(children_raw)} children are listed",
+            f"{cell_type} has childCellNumber {spec.child_number} but {len(children_raw)} "
+            f"children are listed",
         )
     # HiveD's default numbering: reset at the node level, then parentDefault * childNumber + i.
     base = 0 if spec.node_level else int(default)
@@ -356,7 +359,8 @@ def _walk(spec: PhysicalCellSpec):
 
 
 def _check_unique_names(config: ClusterConfig) -> None:
-    """A node name may repeat only across GPU types (HiveD's multi-SKU node); GPU indices may not."""
+    """A node name may repeat only across GPU types (HiveD's multi-SKU node); GPU indices may
+    not."""
     node_leaf_types: dict[str, set[str]] = {}
     node_gpus: dict[str, set[int]] = {}
     pins: set[str] = set()

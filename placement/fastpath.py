@@ -1,7 +1,8 @@
 """The shortcuts for the commonest request: one guaranteed pod, no pinned cell, no node list.
 
 Most requests in a trace are single pods of a VC that already holds a node with room, so
-``CellAllocator.allocate`` tries two cheap answers before the general :class:`placement.planner.Planner`:
+``CellAllocator.allocate`` tries two cheap answers before the general
+:class:`placement.planner.Planner`:
 
 * :meth:`FastPath.held`: the busiest node (or slot) the VC already holds that has ``n`` free GPUs,
   as a heap peek in the VC's :class:`placement.packing.SlotIndex` buckets and a cached bitmask pick;
@@ -57,7 +58,8 @@ class FastPath:
 
     def held(self, request: Request, tenant: Tenant, buckets, n: int) -> Result | None:
         """One pod on the busiest node the VC already holds, free GPUs only: stage 1 of
-        ``CellAllocator._guaranteed_candidate`` for the common case, as a heap peek and a cached pick."""
+        ``CellAllocator._guaranteed_candidate`` for the common case, as a heap peek and a cached
+        pick."""
         best = None
         for index, per_chain in buckets:
             slot = best_fit(per_chain, n)
@@ -77,7 +79,8 @@ class FastPath:
 
     def new_cell(self, request: Request, tenant: Tenant, n: int) -> Result | None:
         """One pod in a cell newly bound for the VC, free GPUs only: stage 2 of
-        ``CellAllocator._guaranteed_candidate`` for one pod (same cell, node and GPUs, same score across
+        ``CellAllocator._guaranteed_candidate`` for one pod (same cell, node and GPUs, same score
+        across
         chains), without building general plans."""
         best = None
         chains = self.chains_of(tenant, request.sku)

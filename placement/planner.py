@@ -330,7 +330,8 @@ class Planner:
     def opportunistic(
         self, chains: Sequence[str], pods, allowed: Collection[str] | None
     ) -> Candidate | None:
-        """Idle GPUs anywhere in the chain; prefer nodes no VC holds and with little guaranteed work.
+        """Idle GPUs anywhere in the chain; prefer nodes no VC holds and with little guaranteed
+        work.
 
         One pod: the node :class:`IdleNodes` names (or, with ``allowed``, the best of those nodes).
         A gang: the best cell that holds it (:func:`containers`, counting cells from their

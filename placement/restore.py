@@ -92,7 +92,8 @@ class Restorer:
         positions: list[tuple[Cell, int]],
         types: Mapping[tuple[str, int], str],
     ) -> Candidate | Unmapped:
-        """The candidate that holds ``positions`` for ``request``, binding the VC cells the GPUs need
+        """The candidate that holds ``positions`` for ``request``, binding the VC cells the GPUs
+        need
         (only cells of the type ``types`` names for a GPU, when it names one), or why it cannot."""
         binds: list[Cell] = []
         masks: dict[Cell, int] = {}
@@ -124,14 +125,16 @@ class Restorer:
                             else self._taken_back(request, tenant, node, pos, level, sim, taken)
                         )
                         return Unmapped(
-                            f"GPU {node.gpus[pos]} of node {node.name} is outside VC {tenant.name}'s "
+                            f"GPU {node.gpus[pos]} of node {node.name} is outside VC "
+                            f"{tenant.name}'s "
                             f"cells and none of its promise can be bound there",
                             blocker,
                         )
                     binds.append(region)
                 elif region.bound not in (None, tenant.name):  # None: bound by this candidate
                     return Unmapped(
-                        f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s cells"
+                        f"GPU {node.gpus[pos]} of node {node.name} lies in VC {region.bound}'s "
+                        f"cells"
                     )
                 if region.node is not None and not region.is_node:
                     slot = region

@@ -335,7 +335,8 @@ def _check_allocate(
         bad = sorted(set(nodes) & set(expect["nodes_not"]))
         if bad or not placed:
             failed.append(
-                f"nodes_not: expected none of {expect['nodes_not']}, got {nodes if placed else 'no placement'}"
+                f"nodes_not: expected none of {expect['nodes_not']}, got "
+                f"{nodes if placed else 'no placement'}"
             )
     for node, gpus in expect.get("gpus", {}).items():
         got = sorted(by_node.get(node, ()))
@@ -350,13 +351,15 @@ def _check_allocate(
         ]
         if outside or not placed:
             failed.append(
-                f"pod_within: expected every pod inside one {t}, got {'pods ' + str(outside) if placed else 'no placement'} outside"
+                f"pod_within: expected every pod inside one {t}, got "
+                f"{'pods ' + str(outside) if placed else 'no placement'} outside"
             )
     if "job_within" in expect:
         t = expect["job_within"]
         if not placed or t not in allocator.enclosing_types(by_node):
             failed.append(
-                f"job_within: expected the job inside one {t}, got {by_node if placed else 'no placement'}"
+                f"job_within: expected the job inside one {t}, got "
+                f"{by_node if placed else 'no placement'}"
             )
     for key, got in (("preempted", result.preempted), ("downgraded", result.downgraded)):
         if key in expect and sorted(got) != expect[key]:

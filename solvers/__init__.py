@@ -4,7 +4,8 @@ This package knows nothing about traces, profiles or clusters (it never imports 
 it speaks slots, GPUs, options and values. Slot 0 is the lease about to start.
 
     problem = LeaseProblem(capacity=np.full(48, 960), jobs=(
-        LeaseJob("a", gpus=8, options=(LeaseOption(deadline_slot=6, leases_needed=3, value=10),), fixed=True),
+        LeaseJob("a", gpus=8, options=(LeaseOption(deadline_slot=6, leases_needed=3, value=10),),
+        fixed=True),
         LeaseJob("b", gpus=4, options=(LeaseOption(4, 2, 10), LeaseOption(8, 2, 5))),
     ), objective="maximize")
     plan = solve(problem, backend="cpsat", time_limit_s=1.0)   # greedy first, MILP only improves

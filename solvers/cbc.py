@@ -83,7 +83,10 @@ def _solve(problem: LeaseProblem, start: GreedyPlan, params: SolveParams) -> Bac
     name = f"{pulp.LpStatus[prob.status]}/{pulp.LpSolution[prob.sol_status]}"
     if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         return BackendResult(None, "none", name, f.rows, f.variables)
-    value = lambda v: v.varValue if v.varValue is not None else 0.0
+
+    def value(v) -> float:
+        return v.varValue if v.varValue is not None else 0.0
+
     assignment = f.decode(problem, np.array([value(v) for v in s]), np.array([value(v) for v in x]))
     status = "optimal" if prob.sol_status == pulp.LpSolutionOptimal else "feasible"
     return BackendResult(assignment, status, name, f.rows, f.variables)

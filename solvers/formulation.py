@@ -116,7 +116,10 @@ def formulate(problem: LeaseProblem, *, hard_fixed: bool) -> Formulation:
             var_weight.append(weights)
         if len(row_job) > first:
             job_rows.append((i, np.arange(first, len(row_job))))
-    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def cat(parts):
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     v_row, v_slot, v_gpus, v_weight = cat(var_row), cat(var_slot), cat(var_gpus), cat(var_weight)
     binding = []
     if len(v_slot):

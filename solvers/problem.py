@@ -39,7 +39,8 @@ def _is_int(x: object) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class LeaseOption:
-    """One way to satisfy a job: all ``leases_needed`` slots before ``deadline_slot``, worth ``value``.
+    """One way to satisfy a job: all ``leases_needed`` slots before ``deadline_slot``, worth
+    ``value``.
 
     ``deadline_slot`` is the number of whole slots, counted from slot 0, that end by the deadline,
     so slots ``0 .. deadline_slot-1`` are usable.
@@ -81,7 +82,8 @@ class LeaseProblem:
     ``"minimize"`` as little of it now as possible (room for unguaranteed work). The secondary term
     never outweighs the smallest possible difference in value.
 
-    ``capacity`` may be longer than needed: only the first ``horizon`` (= last deadline) slots matter.
+    ``capacity`` may be longer than needed: only the first ``horizon`` (= last deadline) slots
+    matter.
     Construction validates everything and raises ``SolverError`` naming the bad field.
     """
 
@@ -138,7 +140,8 @@ class LeaseProblem:
         object.__setattr__(self, "_fit_prefix", {})
 
     def slots_fitting(self, gpus: int, lo: int, hi: int) -> int:
-        """How many slots in ``[lo, hi)`` have capacity >= ``gpus`` (prefix sums, cached per size)."""
+        """How many slots in ``[lo, hi)`` have capacity >= ``gpus`` (prefix sums, cached per
+        size)."""
         prefix = self._fit_prefix.get(gpus)
         if prefix is None:
             prefix = np.concatenate(([0], np.cumsum(self.capacity >= gpus)))

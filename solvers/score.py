@@ -1,4 +1,5 @@
-"""The objective as an exact lexicographic score, its bounds, and the MILP weights derived from them.
+"""The objective as an exact lexicographic score, its bounds, and the MILP weights derived from
+them.
 
 Tiers, most important first:
   0. fixed jobs kept (only below its maximum when the guarantees themselves do not fit);

@@ -43,7 +43,8 @@ def run(args) -> int:
             raise InputError(args.output, f"cannot write: {exc.strerror}") from None
         host = found.host
         print(
-            f"{args.output}: host {host.name}: {len(host.nodes)} NUMA node(s), {len(host.cpus)} CPUs, "
+            f"{args.output}: host {host.name}: {len(host.nodes)} NUMA node(s), {len(host.cpus)} "
+            f"CPUs, "
             f"{len(host.llcs)} LLC(s), {len(host.gpus)} GPU(s)",
             file=sys.stderr,
         )

@@ -3,7 +3,8 @@
     chronus plan examples/state.yaml [--layers-dir DIR] [--timings]
 
 Reads the cluster, running and pending jobs (schema: ``chronus_py/state_file.py``), runs the
-round of ``chronus_py/round.py`` (the same steps replay and the service run), and prints one JSON object (schema: ``chronus_py/plan.py``): per job
+round of ``chronus_py/round.py`` (the same steps replay and the service run), and prints one JSON
+object (schema: ``chronus_py/plan.py``): per job
 start / continue / preempt / wait with placement, guarantee and deadline, the lease end, the lease
 plan of guaranteed jobs, and solver statistics. The same input gives byte-identical output unless
 ``--timings`` adds wall-clock times. ``--layers-dir`` also writes ``DIR/<node>.json`` (scx_layered

@@ -79,7 +79,8 @@ class Gpu:
 
 @dataclass(frozen=True, slots=True)
 class HostTopology:
-    """One host. ``nodes`` and ``llcs`` map id -> sorted CPU ids; build with :meth:`from_mapping`."""
+    """One host. ``nodes`` and ``llcs`` map id -> sorted CPU ids; build with
+    :meth:`from_mapping`."""
 
     name: str
     nodes: Mapping[int, tuple[int, ...]]

@@ -284,7 +284,8 @@ class _Checker:
 
     # -- types -----------------------------------------------------------------------------
     def check_type(self, value: Any, typ: object, where: str) -> bool:
-        """serde's acceptance of ``value`` for Rust type ``typ``; reports and returns False if not."""
+        """serde's acceptance of ``value`` for Rust type ``typ``; reports and returns False if
+        not."""
         if isinstance(typ, tuple):
             head = typ[0]
             if head == "opt":
@@ -343,7 +344,8 @@ class _Checker:
                 self.report(
                     "type",
                     where,
-                    f"invalid type: floating point `{value!r}`, expected {typ}; write `{int(value)}`",
+                    f"invalid type: floating point `{value!r}`, expected {typ}; write "
+                    f"`{int(value)}`",
                 )
                 return False
         if not ok:
@@ -442,7 +444,8 @@ class _Checker:
                 self.report(
                     "template",
                     f"{where}.template",
-                    f"{tmpl[0]} as a template panics scx_layered at start-up; use CgroupSuffix or CgroupRegex",
+                    f"{tmpl[0]} as a template panics scx_layered at start-up; use CgroupSuffix or "
+                    f"CgroupRegex",
                 )
             out["template"] = tmpl
         if "matches" in spec:
@@ -455,7 +458,10 @@ class _Checker:
 
     def unknown_key(self, key: str, where: str, allowed: Iterable[str]) -> None:
         if key == "common":
-            why = "no `common` object exists: common fields go directly in the kind object; scx_layered ignores this"
+            why = (
+                "no `common` object exists: common fields go directly in the kind object; "
+                "scx_layered ignores this"
+            )
         elif key in S.RENAMED_FIELDS:
             why = f"old name, renamed to `{S.RENAMED_FIELDS[key]}`; scx_layered ignores it"
         elif key == "cpuset":
@@ -481,7 +487,8 @@ class _Checker:
                 self.report(
                     "type",
                     f"{where}[{i}]",
-                    f"invalid type: {_kind_of(group)}, expected an array of matchers (an AND group)",
+                    f"invalid type: {_kind_of(group)}, expected an array of matchers "
+                    "(an AND group)",
                 )
                 ok = False
                 continue
@@ -544,7 +551,8 @@ class _Checker:
             self.report(
                 "version-enum",
                 f"{where}.{name}",
-                f"needs scx_layered >= {S.show(since)}: the {S.show(self.version)} parser rejects it",
+                f"needs scx_layered >= {S.show(since)}: the {S.show(self.version)} parser rejects "
+                f"it",
             )
             return None
         if not self.check_type(payload, typ, f"{where}.{name}"):
@@ -586,7 +594,8 @@ class _Checker:
                     self.report(
                         "wrong-kind",
                         kwhere,
-                        f"`{key}` belongs to {' and '.join(owners)}, not {kind}; scx_layered ignores it here",
+                        f"`{key}` belongs to {' and '.join(owners)}, not {kind}; scx_layered "
+                        f"ignores it here",
                     )
                 else:
                     self.unknown_key(key, kwhere, known)
@@ -602,7 +611,8 @@ class _Checker:
                     self.report(
                         "version-field",
                         kwhere,
-                        f"needs scx_layered >= {S.show(since)}; the {S.show(self.version)} parser ignores it",
+                        f"needs scx_layered >= {S.show(since)}; the {S.show(self.version)} parser "
+                        f"ignores it",
                     )
             else:
                 fields[key] = _INVALID
@@ -633,7 +643,8 @@ class _Checker:
                 self.report(
                     "catch-all",
                     f"{where}.matches",
-                    "an empty AND group matches every task: the layers after this one never get any",
+                    "an empty AND group matches every task: the layers after this one never "
+                    "get any",
                 )
             if len(matches) > S.MAX_LAYER_MATCH_ORS:
                 self.report(
@@ -646,7 +657,8 @@ class _Checker:
                     self.report(
                         "and-limit",
                         f"{where}.matches[{i}]",
-                        f"{len(group)} matchers in one AND group, the limit is {S.NR_LAYER_MATCH_KINDS}",
+                        f"{len(group)} matchers in one AND group, the limit is "
+                        f"{S.NR_LAYER_MATCH_KINDS}",
                     )
                 for j, (name, payload) in enumerate(group):
                     self.check_matcher_value(name, payload, f"{where}.matches[{i}][{j}].{name}")
@@ -671,7 +683,8 @@ class _Checker:
                 self.report(
                     "buffer-overrun",
                     where,
-                    f"{size} bytes leaves no room for the NUL: panics at start-up (max {S.MAX_PATH - 1})",
+                    f"{size} bytes leaves no room for the NUL: panics at start-up (max "
+                    f"{S.MAX_PATH - 1})",
                 )
             if payload.startswith("/") and payload != "/":
                 self.report(
@@ -687,7 +700,8 @@ class _Checker:
                 self.report(
                     "buffer-overrun",
                     where,
-                    "16 bytes leaves no room for the NUL: panics at start-up (task comm is at most 15)",
+                    "16 bytes leaves no room for the NUL: panics at start-up (task comm is at "
+                    "most 15)",
                 )
         elif name == "CmdJoin":
             size = _nbytes(payload)
@@ -780,7 +794,8 @@ class _Checker:
             self.report(
                 "name",
                 where,
-                "keep layer names ASCII, non-empty and under 64 bytes (template layers append a cgroup suffix)",
+                "keep layer names ASCII, non-empty and under 64 bytes (template layers append a "
+                "cgroup suffix)",
             )
 
     def check_kind_values(self, kind: str, f: dict[str, Any], where: str, matches) -> None:
@@ -920,7 +935,8 @@ class _Checker:
                 self.report(
                     "template-count",
                     f"{layer['where']}.template",
-                    "expands into one layer per matching cgroup at start-up; keep the total within 16",
+                    "expands into one layer per matching cgroup at start-up; keep the total "
+                    "within 16",
                 )
                 regexes += layer["template"][0] == "CgroupRegex"
             name = layer.get("name")
@@ -941,13 +957,15 @@ class _Checker:
                 self.report(
                     "gpu-flag",
                     gpu_at,
-                    "GPU matchers without --enable-gpu-support eject the scheduler at the first match",
+                    "GPU matchers without --enable-gpu-support eject the scheduler at the first "
+                    "match",
                 )
             if self.host is not None and not any(g.vendor == "nvidia" for g in self.host.gpus):
                 self.report(
                     "gpu-support",
                     gpu_at,
-                    f"GPU matchers follow the NVIDIA driver only; host {self.host.name} has no NVIDIA GPU",
+                    f"GPU matchers follow the NVIDIA driver only; host {self.host.name} has no "
+                    f"NVIDIA GPU",
                 )
 
 

@@ -7,7 +7,8 @@ from chronus_py.state import JobState
 
 
 class FIFO(OrderPolicy):
-    """Non-preemptive, arrival order; a later job that fits starts when the head does not (backfill)."""
+    """Non-preemptive, arrival order; a later job that fits starts when the head does not
+    (backfill)."""
 
     name = "fifo"
     preemptive = False

@@ -13,7 +13,8 @@ queue at the end of its window with the profiler's estimate of its work, which i
 scheduler then uses.
 
 The estimate is modelled, not fitted per job (the traces carry no per-iteration samples): it is the
-true work times ``exp(e)``, ``e ~ Normal(0, s)``, with ``s = sqrt(sigma^2 + cv^2 / n)``. ``n`` is the
+true work times ``exp(e)``, ``e ~ Normal(0, s)``, with ``s = sqrt(sigma^2 + cv^2 / n)``. ``n`` is
+the
 number of iterations the window observed (the trace's ``iterations`` column; 1 when unknown), ``cv``
 the per-iteration spread after warm-up (1-5% in the artifact's training traces), and ``sigma`` the
 extra extrapolation error of a robustness study. The draw depends only on the seed and the job id.

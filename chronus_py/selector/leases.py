@@ -1,7 +1,8 @@
 """Lease arithmetic: which lease an instant falls in and how many leases a job needs.
 
 Leases are numbered from time 0: lease ``k`` is ``[k*L, (k+1)*L)``. A deadline ``D`` can use the
-leases that end by it, i.e. those before ``floor(D / L)`` (the artifact's ``compute_maximum_lease``).
+leases that end by it, i.e. those before ``floor(D / L)`` (the artifact's
+``compute_maximum_lease``).
 """
 
 from __future__ import annotations

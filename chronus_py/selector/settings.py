@@ -76,7 +76,8 @@ class ChronusSettings:
         would otherwise only show up as odd plans much later."""
         if self.objective not in (*OBJECTIVES, ADAPTIVE):
             raise ValueError(
-                f"objective: unknown {show(self.objective)} (have: {', '.join(OBJECTIVES)}, {ADAPTIVE})"
+                f"objective: unknown {show(self.objective)} (have: {', '.join(OBJECTIVES)}, "
+                f"{ADAPTIVE})"
             )
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: unknown {show(self.backend)} (have: {', '.join(BACKENDS)})")

@@ -1,4 +1,5 @@
-"""One run of a sweep: a pure function of its :class:`RunConfig`, so any executor gives the same row.
+"""One run of a sweep: a pure function of its :class:`RunConfig`, so any executor gives the same
+row.
 
 ``run`` replays the run's :class:`~chronus_py.replay.setup.ReplaySetup` (the same setup
 ``chronus replay`` builds) and returns the metrics row (plus the run's parameters) and a few

@@ -102,7 +102,8 @@ def test_unreadable_host_yaml(tmp_path):
 
 def fake_sysfs(root: Path, *, nodes, llc_ids=None, smt=None, gpus=(), hostname="fake01"):
     """Write the files discover reads: nodes = {node: [cpus]}, llcs follow ``llc_ids``
-    ({cpu: (llc id, [cpus sharing it])}); gpus = [(pci, vendor, class, numa_node, local_cpulist)]."""
+    ({cpu: (llc id, [cpus sharing it])}); gpus = [(pci, vendor, class, numa_node,
+    local_cpulist)]."""
     sysdir = root / "sys/devices/system"
     all_cpus = sorted(c for cpus in nodes.values() for c in cpus)
     (sysdir / "cpu").mkdir(parents=True)
@@ -273,7 +274,8 @@ def test_cli_validate_unreadable_inputs_exit_2(tmp_path, capsys):
 def test_cli_validate_with_host_and_version(tmp_path):
     cfg = tmp_path / "c.json"
     cfg.write_text(
-        '[{"name": "a", "matches": [[{"NumaNode": 1}]], "kind": {"Confined": {"util_range": [0.1, 0.5], '
+        '[{"name": "a", "matches": [[{"NumaNode": 1}]], "kind": {"Confined": {"util_range": [0.1, '
+        "0.5], "
         '"nodes": [1]}}}, {"name": "rest", "matches": [[]], "kind": {"Open": {}}}]'
     )
     two = str(EXAMPLE_HOSTS / "2socket-8gpu.yaml")

@@ -99,7 +99,8 @@ CASES = {
             {},
         ),
         (
-            '[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1], "util_range": [0, 1]}}}]',
+            '[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1], '
+            '"util_range": [0, 1]}}}]',
             '[{"name": "a", "matches": [[]], "kind": {"Grouped": {"util_range": [0, 1]}}}]',
             {},
         ),
@@ -110,7 +111,8 @@ CASES = {
         (L(matches=[[{}]]), L(), {}),
         (L(matches=[["CommPrefix"]]), L(), {}),
         (
-            '[{"name": "a", "matches": [[{"CommPrefix": "x", "CommPrefix": "y"}]], "kind": {"Open": {}}}, {"name": "r", "matches": [[]], "kind": {"Open": {}}}]',
+            '[{"name": "a", "matches": [[{"CommPrefix": "x", "CommPrefix": "y"}]], "kind": '
+            '{"Open": {}}}, {"name": "r", "matches": [[]], "kind": {"Open": {}}}]',
             L(),
             {},
         ),
@@ -418,7 +420,8 @@ def test_problem_lines_name_the_layer_and_field():
     lines = sorted(str(p) for p in problems)
     assert lines == [
         "layer[0].kind.Open.perf: invalid type: floating point `1.0`, expected u64; write `1`",
-        "layer[0].kind.Open.protected: `protected` belongs to Confined and Grouped, not Open; scx_layered ignores it here",
+        "layer[0].kind.Open.protected: `protected` belongs to Confined and Grouped, not Open; "
+        "scx_layered ignores it here",
     ]
 
 

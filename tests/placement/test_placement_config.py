@@ -133,7 +133,8 @@ BROKEN = [
     (
         "wrong number of children",
         _set(["physicalCluster", "physicalCells", 2, "cellChildren"], [{"cellAddress": 8}]),
-        "physicalCluster.physicalCells[2].cellChildren: CT1-NODE has childCellNumber 2 but 1 children are listed",
+        "physicalCluster.physicalCells[2].cellChildren: CT1-NODE has childCellNumber 2 but 1 "
+        "children are listed",
     ),
     (
         "duplicate GPU index",
@@ -143,7 +144,8 @@ BROKEN = [
     (
         "VC path off the hierarchy",
         _set(["virtualClusters", "VC2", "virtualCells", 0, "cellType"], "3-DGX1-P100-NODE.CT1"),
-        "virtualClusters.VC2.virtualCells[0].cellType: 'CT1' in '3-DGX1-P100-NODE.CT1': not the child type of 3-DGX1-P100-NODE",
+        "virtualClusters.VC2.virtualCells[0].cellType: 'CT1' in '3-DGX1-P100-NODE.CT1': not the "
+        "child type of 3-DGX1-P100-NODE",
     ),
     (
         "VC chain unknown",
@@ -168,7 +170,8 @@ BROKEN = [
     (
         "VC promised too much",
         _set(["virtualClusters", "VC2", "virtualCells", 0, "cellNumber"], 4),
-        "virtualClusters: insufficient physical cells at chain 3-DGX1-P100-NODE level 4 (DGX1-P100-NODE): 4 needed, 3 available",
+        "virtualClusters: insufficient physical cells at chain 3-DGX1-P100-NODE level 4 "
+        "(DGX1-P100-NODE): 4 needed, 3 available",
     ),
 ]
 
@@ -186,7 +189,8 @@ def test_upstream_suite7_invalid_assignment():
     with pytest.raises(ConfigError) as info:
         load_config(CONFIGS / "design-suite7-invalid.yaml")
     assert str(info.value) == (
-        "virtualClusters: insufficient physical cells at chain CT1-NODE level 1 (CT1): 3 needed, 0 available"
+        "virtualClusters: insufficient physical cells at chain CT1-NODE level 1 (CT1): 3 needed, "
+        "0 available"
     )
     assert info.value.source.endswith("design-suite7-invalid.yaml")
 

@@ -94,7 +94,8 @@ steps:
     job: a
     vc: vcA
     pods: [{gpus: 2}]
-    expect: {outcome: placed, nodes: [n1], gpus: {n0: [6, 7]}, pod_within: V100-SWITCH, preempted: [x]}
+    expect: {outcome: placed, nodes: [n1], gpus: {n0: [6, 7]}, pod_within: V100-SWITCH, preempted:
+    [x]}
   - {op: check, expect: {free: {V100-RACK: 2}}}
 """,
     )
@@ -126,7 +127,8 @@ steps:
         ),
         (
             "  - {op: dance}",
-            "step 1: op: must be one of allocate, release, set_bad, set_healthy, check, got 'dance'",
+            "step 1: op: must be one of allocate, release, set_bad, set_healthy, check, "
+            "got 'dance'",
         ),
         ("  - {op: set_bad, node: n9}", "step 1 (set_bad): node: unknown node 'n9'"),
         (
@@ -204,5 +206,6 @@ steps:
     assert (
         code == 2
         and err
-        == f"chronus cells: {broken}: cluster.physicalCluster.physicalCells: must be a non-empty list of cells\n"
+        == f"chronus cells: {broken}: cluster.physicalCluster.physicalCells: must be a non-empty "
+        f"list of cells\n"
     )

@@ -106,7 +106,8 @@ def test_layers_dir_writes_opted_in_hosts_only(tmp_path, capsys):
     ]
     assert plan["host_layers"] == ["gpu-a01", "gpu-b01"]
     assert (out / "gpu-a01.env").read_text() == (
-        'SCX_SCHEDULER=scx_layered\nSCX_FLAGS="--enable-gpu-support f:/etc/scx_layered/gpu-a01.json"\n'
+        'SCX_SCHEDULER=scx_layered\nSCX_FLAGS="--enable-gpu-support '
+        'f:/etc/scx_layered/gpu-a01.json"\n'
     )
     b01 = json.loads((out / "gpu-b01.json").read_text())
     text = json.dumps(b01)

@@ -37,7 +37,8 @@ CASES = [
     (
         "extra",
         1,
-        "extra: unknown key (expected one of: now, policy, lease, headroom, guard, margin, objective, solver, cluster, "
+        "extra: unknown key (expected one of: now, policy, lease, headroom, guard, margin, "
+        "objective, solver, cluster, "
         "hosts, running, pending)",
     ),
     ("headroom", 1.5, "headroom: must be <= 1, got 1.5"),
@@ -53,7 +54,8 @@ CASES = [
     (
         "cluster",
         {"gpus_per_node": 8},
-        "cluster: give nodes (+ gpus_per_node), a nodes list, hived: PATH or an inline HiveD config",
+        "cluster: give nodes (+ gpus_per_node), a nodes list, hived: PATH or an inline HiveD "
+        "config",
     ),
     ("cluster.nodes", 0, "cluster.nodes: must be >= 1, got 0"),
     (
@@ -115,7 +117,8 @@ CASES = [
         "pending.0.placement",
         {"node0": [2]},
         "pending[0].placement: unknown key (expected one of: id, gpus, submit, "
-        "estimate_seconds, profile, progress_seconds, deadlines, guaranteed_deadline, tenant, model, cgroup, preset, "
+        "estimate_seconds, profile, progress_seconds, deadlines, guaranteed_deadline, tenant, "
+        "model, cgroup, preset, "
         "thread_names, opt_in)",
     ),
     ("pending.0.id", "a", "pending[0].id: duplicate id 'a' (also running[0])"),
@@ -130,7 +133,8 @@ CASES = [
     (
         "pending.0.deadlines",
         [{"at": 5000}, {"at": 4000}],
-        "pending[0].deadlines[1].at: must be later than pending[0].deadlines[0].at (tightest first)",
+        "pending[0].deadlines[1].at: must be later than pending[0].deadlines[0].at "
+        "(tightest first)",
     ),
     (
         "pending.0.deadlines",
@@ -248,7 +252,8 @@ def test_profile_problems_name_the_key_or_the_profile(tmp_path, capsys):
     assert main(["plan", str(file)]) == 2
     assert (
         capsys.readouterr().err
-        == f'chronus plan: {tmp_path / "p.json"}: not a profile (expected "format": "chronus-profile/1")\n'
+        == f'chronus plan: {tmp_path / "p.json"}: not a profile (expected "format": '
+        f'"chronus-profile/1")\n'
     )
     state["pending"][0]["profile"] = {"file": "p.json", "iterations": 0}
     file = write_state(tmp_path, state)

@@ -44,5 +44,6 @@ def capped_coef() -> Coefficients:
 
 @pytest.fixture
 def make_samples():
-    """The :func:`synthetic` sample factory (a fixture, so test modules need not import conftest)."""
+    """The :func:`synthetic` sample factory (a fixture, so test modules need not import
+    conftest)."""
     return synthetic

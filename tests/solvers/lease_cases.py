@@ -1,4 +1,5 @@
-"""Shared helpers for the solver tests: random small instances and an exhaustive reference optimum."""
+"""Shared helpers for the solver tests: random small instances and an exhaustive reference
+optimum."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def random_problem(
     fixed_share: float = 0.3,
     max_gpus: int = 4,
 ) -> LeaseProblem:
-    """Oversubscribed instances with soft (several options) and strict jobs, some fixed or running."""
+    """Oversubscribed instances with soft (several options) and strict jobs, some fixed or
+    running."""
     out = []
     for j in range(jobs):
         gpus = int(rng.integers(1, max_gpus + 1))
@@ -48,7 +50,8 @@ def random_problem(
 
 
 def brute_force(problem: LeaseProblem) -> tuple[int, int, int, int] | None:
-    """Best ``Score.key`` over every feasible plan that keeps all fixed jobs (None if there is none)."""
+    """Best ``Score.key`` over every feasible plan that keeps all fixed jobs (None if there is
+    none)."""
     choices = []
     for job in problem.jobs:
         mine = [] if job.fixed else [None]

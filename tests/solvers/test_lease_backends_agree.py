@@ -10,14 +10,14 @@ from solvers.contract import SolveParams
 from solvers.greedy import pack
 from solvers.score import score
 
-J, O = LeaseJob, LeaseOption
+J, Opt = LeaseJob, LeaseOption
 MILPS = ("cpsat", "cbc")
 
 
 def test_milp_beats_greedy_where_value_density_misleads():
     # x is densest, so greedy takes it and then neither y nor z fits; y + z is worth 8 > 5
     p = LeaseProblem(
-        [2, 2], (J("x", 2, (O(2, 1, 5),)), J("y", 1, (O(2, 2, 4),)), J("z", 1, (O(2, 2, 4),)))
+        [2, 2], (J("x", 2, (Opt(2, 1, 5),)), J("y", 1, (Opt(2, 2, 4),)), J("z", 1, (Opt(2, 2, 4),)))
     )
     greedy = solve(p, backend="greedy")
     assert greedy.admitted == ("x",) and greedy.stats.status == "greedy"
@@ -30,7 +30,7 @@ def test_milp_beats_greedy_where_value_density_misleads():
 def test_soft_job_takes_its_later_cheaper_option_when_the_early_one_is_full():
     p = LeaseProblem(
         [4, 4, 4],
-        (J("busy", 4, (O(1, 1, 10),), fixed=True), J("soft", 2, (O(1, 1, 10), O(3, 1, 5)))),
+        (J("busy", 4, (Opt(1, 1, 10),), fixed=True), J("soft", 2, (Opt(1, 1, 10), Opt(3, 1, 5)))),
     )
     for backend in ("greedy",) + MILPS:
         s = solve(p, backend=backend)
@@ -41,7 +41,7 @@ def test_soft_job_takes_its_later_cheaper_option_when_the_early_one_is_full():
 def test_secondary_objective_moves_guaranteed_work_into_or_out_of_slot0(objective, in_slot0):
     p = LeaseProblem(
         [8, 8, 8],
-        (J("a", 4, (O(3, 1, 10),), fixed=True), J("b", 4, (O(3, 2, 10),), fixed=True)),
+        (J("a", 4, (Opt(3, 1, 10),), fixed=True), J("b", 4, (Opt(3, 2, 10),), fixed=True)),
         objective,
     )
     for backend in ("greedy",) + MILPS:
@@ -55,8 +55,8 @@ def test_running_job_keeps_slot0_among_otherwise_equal_plans(objective):
     p = LeaseProblem(
         [4, 4],
         (
-            J("new", 4, (O(2, 1, 10),), fixed=True),
-            J("old", 4, (O(2, 1, 10),), fixed=True, running=True),
+            J("new", 4, (Opt(2, 1, 10),), fixed=True),
+            J("old", 4, (Opt(2, 1, 10),), fixed=True, running=True),
         ),
         objective,
     )
@@ -67,7 +67,9 @@ def test_running_job_keeps_slot0_among_otherwise_equal_plans(objective):
 def test_value_always_outweighs_slot0_usage():
     # "big" alone in slot 0 would fill it (8 GPUs) but leave no room for "small", which can only
     # run in slot 0; one unit of value must beat any amount of slot-0 usage
-    p = LeaseProblem([8, 8], (J("big", 8, (O(2, 1, 1),)), J("small", 1, (O(1, 1, 2),))), "maximize")
+    p = LeaseProblem(
+        [8, 8], (J("big", 8, (Opt(2, 1, 1),)), J("small", 1, (Opt(1, 1, 2),))), "maximize"
+    )
     for backend in MILPS:
         s = solve(p, backend=backend)
         assert s.admitted == ("big", "small") and s.slots["big"] == (1,), backend

@@ -7,10 +7,10 @@ from lease_cases import random_problem
 from solvers import BackendResult, LeaseJob, LeaseOption, LeaseProblem, check, solve
 from solvers.solution import Placement
 
-J, O = LeaseJob, LeaseOption
+J, Opt = LeaseJob, LeaseOption
 # greedy admits only x (value 5); the optimum is y + z (value 8), so every backend really runs
 TRAP = LeaseProblem(
-    [2, 2], (J("x", 2, (O(2, 1, 5),)), J("y", 1, (O(2, 2, 4),)), J("z", 1, (O(2, 2, 4),)))
+    [2, 2], (J("x", 2, (Opt(2, 1, 5),)), J("y", 1, (Opt(2, 2, 4),)), J("z", 1, (Opt(2, 2, 4),)))
 )
 
 
@@ -74,9 +74,9 @@ def test_guarantees_that_no_longer_fit_are_dropped_explicitly_and_as_few_as_poss
     p = LeaseProblem(
         [4, 4],
         (
-            J("wide", 4, (O(2, 2, 10),), fixed=True),
-            J("n1", 2, (O(2, 2, 10),), fixed=True),
-            J("n2", 2, (O(2, 2, 10),), fixed=True),
+            J("wide", 4, (Opt(2, 2, 10),), fixed=True),
+            J("n1", 2, (Opt(2, 2, 10),), fixed=True),
+            J("n2", 2, (Opt(2, 2, 10),), fixed=True),
         ),
     )
     greedy = solve(p, backend="greedy")

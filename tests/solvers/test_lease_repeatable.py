@@ -5,7 +5,7 @@ from lease_cases import random_problem
 
 from solvers import LeaseJob, LeaseOption, LeaseProblem, check, solve
 
-J, O = LeaseJob, LeaseOption
+J, Opt = LeaseJob, LeaseOption
 
 
 def test_cpsat_with_one_thread_and_a_deterministic_budget_repeats_itself():
@@ -29,7 +29,7 @@ def test_cpsat_with_one_thread_and_a_deterministic_budget_repeats_itself():
 def test_hint_placements_survive_when_still_valid():
     p = LeaseProblem(
         [4, 4, 4, 4],
-        (J("a", 2, (O(4, 2, 10),), fixed=True), J("b", 2, (O(4, 2, 10),), fixed=True)),
+        (J("a", 2, (Opt(4, 2, 10),), fixed=True), J("b", 2, (Opt(4, 2, 10),), fixed=True)),
         "minimize",
     )
     fresh = solve(p, backend="greedy")
@@ -40,7 +40,7 @@ def test_hint_placements_survive_when_still_valid():
 
 def test_an_invalid_hint_is_ignored_not_trusted():
     p = LeaseProblem(
-        [4, 4], (J("a", 4, (O(2, 1, 10),), fixed=True), J("b", 4, (O(2, 1, 10),), fixed=True))
+        [4, 4], (J("a", 4, (Opt(2, 1, 10),), fixed=True), J("b", 4, (Opt(2, 1, 10),), fixed=True))
     )
     s = solve(p, backend="greedy", hint={"a": (0, (0,)), "b": (0, (0,)), "ghost": (0, (1,))})
     assert check(p, s) == [] and sorted(s.slots.values()) == [(0,), (1,)]
