@@ -20,18 +20,9 @@ import numpy as np
 
 from chronus_py.elastic.throughputs import ThroughputTable
 from chronus_py.errors import InputError
+from chronus_py.readers.elasticflow_csv import COLUMNS
 from chronus_py.readers.table import Table
 
-COLUMNS = (
-    "job_id",
-    "submission_time",
-    "num_iteration",
-    "model_name",
-    "deadline",
-    "batch_size",
-    "num_gpu",
-    "duration",
-)
 LARGEST = 64
 
 
