@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
+    from chronus_py.estimates.report import EstimateState
     from chronus_py.layers import HostLayers
 
 
@@ -32,7 +33,8 @@ class Action(StrEnum):
 class JobDecision:
     """One job's outcome of a round. ``placement`` (node -> GPU indices) is where it runs after
     the round (empty unless it starts or continues); ``deadline`` is its guaranteed deadline, else
-    its tightest one (None for best-effort jobs)."""
+    its tightest one (None for best-effort jobs); ``estimate`` what is known of its runtime and
+    what is promised on it (None when the round was assembled without it)."""
 
     job_id: str
     action: Action
@@ -40,9 +42,10 @@ class JobDecision:
     guaranteed: bool = False
     deadline: float | None = None
     reason: str = ""
+    estimate: EstimateState | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "job": self.job_id,
             "action": str(self.action),
             "placement": {node: list(gpus) for node, gpus in sorted(self.placement.items())},
@@ -50,6 +53,9 @@ class JobDecision:
             "deadline": self.deadline,
             "reason": self.reason,
         }
+        if self.estimate is not None:
+            out["estimate"] = self.estimate.to_dict(with_id=False)
+        return out
 
 
 @dataclass(frozen=True)

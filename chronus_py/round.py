@@ -25,6 +25,8 @@ from typing import Mapping
 
 from chronus_py.errors import InputError
 from chronus_py.estimates import Fixed
+from chronus_py.estimates.in_place import MEASURE_WINDOW
+from chronus_py.estimates.report import describe
 from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
 from chronus_py.plan import Action, JobDecision, Plan
 from chronus_py.policies import make_policy
@@ -40,11 +42,17 @@ def build_scheduler(state: State) -> Scheduler:
     cluster) come back as InputError naming the job's placement key."""
     policy = make_policy(state.policy, state.policy_options, source=state.source)
     allocator = None if state.hived is None else CellAllocator(state.hived)
-    estimator = Fixed({entry.job.id: entry.estimate for entry in state.jobs})
+    estimator = Fixed(
+        {
+            entry.job.id: MEASURE_WINDOW if entry.estimate is None else entry.estimate
+            for entry in state.jobs
+        },
+        bands={entry.job.id: entry.band for entry in state.jobs if entry.band},
+    )
     scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
     for entry in state.jobs:
         try:
-            scheduler.restore(
+            restored = scheduler.restore(
                 entry.job,
                 state.now,
                 work_done=entry.work_done,
@@ -53,6 +61,7 @@ def build_scheduler(state: State) -> Scheduler:
             )
         except ValueError as exc:
             raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
+        restored.known = entry.estimate is not None
     return scheduler
 
 
@@ -107,7 +116,9 @@ def host_configs(
 
 def decide(scheduler: Scheduler, moves: Moves) -> tuple[JobDecision, ...]:
     """Every active job's decision after ``moves`` (preempted jobs are pending again, so they are
-    among them), by submission order. Reads the scheduler; changes nothing."""
+    among them), by submission order, each with its estimate state (what is known of its runtime
+    and what is promised: ``chronus_py.estimates.report``). Reads the scheduler; changes
+    nothing."""
     started = {s.id for s in moves.started}
     preempted = {s.id for s in moves.preempted}
     free = scheduler.allocator.free_gpus()
@@ -125,6 +136,7 @@ def decide(scheduler: Scheduler, moves: Moves) -> tuple[JobDecision, ...]:
                 guaranteed=state.guaranteed is not None,
                 deadline=_deadline(state),
                 reason=reason(scheduler, state, action, free),
+                estimate=describe(state, moves.now, MEASURE_WINDOW),
             )
         )
     return tuple(out)
@@ -149,8 +161,22 @@ def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> 
         where = f"its GPUs go to jobs ahead in {scheduler.policy.name} order"
     else:
         where = f"fits, in {scheduler.policy.name} order"
-    standing = scheduler.policy.standing(state.id)
+    standing = (
+        scheduler.policy.standing(state.id)
+        if state.known
+        else f"runtime unknown: ranked by a {MEASURE_WINDOW:g} s probe while measured in place, "
+        "admission decided on its first estimate"
+    )
     return f"{standing}; {where}" if standing else where
+
+
+def _next_decision(wakeup: float | None, decisions: tuple[JobDecision, ...]) -> float | None:
+    """The scheduler's own next wake-up, or earlier when a job being measured will have its
+    first estimate: its admission is decided then, so the manager should ask again."""
+    times = [d.estimate.answer_by for d in decisions if d.estimate and d.estimate.answer_by]
+    if wakeup is not None:
+        times.append(wakeup)
+    return min(times, default=None)
 
 
 def assemble(
@@ -169,12 +195,13 @@ def assemble(
         order = sorted(report.lease_plan, key=lambda j: scheduler.jobs[j].seq)
         lease_plan = {j: report.lease_plan[j] for j in order}
         timings = {"solve_s": report.solve_seconds, **timings}
+    decisions = decide(scheduler, moves)
     return Plan(
         now=moves.now,
         policy=scheduler.policy.name,
         lease_end=None if report is None else report.lease_end,
-        next_decision=scheduler.next_wakeup(moves.now),
-        decisions=decide(scheduler, moves),
+        next_decision=_next_decision(scheduler.next_wakeup(moves.now), decisions),
+        decisions=decisions,
         lease_plan=lease_plan,
         solver=None if report is None else dict(report.solver),
         timings=timings,

@@ -30,6 +30,7 @@ seconds; only ``now`` and ``cluster`` are required::
         placement: {node0: [0, 1, 2, 3, 4, 5, 6, 7]}   # running only: node -> GPU indices
         estimate_seconds: 7200 # total work, or:
         # profile: {file: profiles/resnet50.json, iterations: 40000}   (chronus profile fit)
+        # or neither: runtime unknown, the job is being measured in place (see below)
         progress_seconds: 1800 # work done so far, same units as the estimate (default 0)
         deadlines: [{at: 9000, value: 1}]   # tightest first; value defaults to 1; none =
         best-effort
@@ -44,6 +45,13 @@ seconds; only ``now`` and ``cluster`` are required::
       - {id: j2, gpus: 4, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 7200}]}
 
 One deadline makes a strict SLO job, several a soft one; a job without deadlines is best-effort.
+
+A job with neither ``estimate_seconds`` nor ``profile`` has an unknown runtime: nobody could tell
+it, so it is measured in place (``chronus_py.estimates.in_place``). It is ranked by a
+``MEASURE_WINDOW``-second probe, gets no guarantee yet, and its decision's ``estimate`` says
+``unknown`` or ``measuring`` with a ``tentative`` promise; once the manager has measured it
+(``progress_seconds`` >= the window) the file must give its estimate. A profile's band becomes
+the job's estimate band, which the lease plan pads guarantees with.
 ``progress_seconds`` on a pending job is work done before it was preempted; a restart is then
 charged again, as for any start (see ``chronus_py.overhead``).
 """
@@ -56,6 +64,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from chronus_py.errors import InputError
+from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.inputs import as_input_error, load_structured, show
 from chronus_py.layers import LayerSpec
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
@@ -102,7 +111,8 @@ class JobEntry:
 
     key: str
     job: Job
-    estimate: float
+    estimate: float | None  # None: runtime unknown, being measured in place
+    band: float  # relative half-width of the estimate's band (0: a figure given as exact)
     work_done: float
     guaranteed: DeadlineOption | None
     placement: Mapping[str, tuple[int, ...]] | None
@@ -412,8 +422,10 @@ class _Reader:
             if running
             else None
         )
-        estimate, model = self.estimate(raw, key, gpus, placement)
+        estimate, band, model = self.estimate(raw, key, gpus, placement)
         work_done = self.number(raw, "progress_seconds", key, default=0.0)
+        if estimate is None:
+            self.unknown_runtime(key, work_done, guaranteed)
         kind = (
             JobKind.BEST_EFFORT
             if not deadlines
@@ -430,7 +442,9 @@ class _Reader:
             deadlines=deadlines,
             model=self.text(raw, "model", key, None) or model,
         )
-        return JobEntry(key, job, estimate, work_done, guaranteed, placement, self.layers(raw, key))
+        return JobEntry(
+            key, job, estimate, band, work_done, guaranteed, placement, self.layers(raw, key)
+        )
 
     def deadlines(self, raw: Any, key: str, submit: float) -> tuple[DeadlineOption, ...]:
         if raw is None:
@@ -504,15 +518,19 @@ class _Reader:
 
     def estimate(
         self, raw: dict, key: str, gpus: int, placement: Mapping[str, tuple[int, ...]] | None
-    ) -> tuple[float, str | None]:
+    ) -> tuple[float | None, float, str | None]:
+        """The job's estimated work, its relative band, and the profile's model if any; no
+        estimate (None) when the file gives neither figure."""
         has_seconds, has_profile = "estimate_seconds" in raw, "profile" in raw
-        if has_seconds == has_profile:
-            raise self.fail(key, "give exactly one of estimate_seconds and profile")
-        if has_seconds:
+        if has_seconds and has_profile:
+            raise self.fail(key, "give at most one of estimate_seconds and profile")
+        if not has_profile:
+            if not has_seconds:
+                return None, 0.0, None
             seconds = self.number(raw, "estimate_seconds", key, positive=True)
             if seconds > MAX_JOB_SECONDS:
                 raise self.fail(f"{key}.estimate_seconds", too_large(seconds, MAX_JOB_SECONDS))
-            return seconds, None
+            return seconds, 0.0, None
         where = f"{key}.profile"
         spec = self.mapping(raw["profile"], where, ("file", "iterations"))
         profile = self.profile(self.text(spec, "file", where))
@@ -521,12 +539,30 @@ class _Reader:
         )
         try:
             if placement is None:
-                seconds = profile.runtime(iterations, gpus).seconds
+                runtime = profile.runtime(iterations, gpus)
             else:
-                seconds = profile.runtime(iterations, placement=placement).seconds
+                runtime = profile.runtime(iterations, placement=placement)
         except ValueError as exc:
             raise self.fail(where, str(exc)) from None
-        return seconds, profile.model_ or None
+        band = (runtime.high - runtime.seconds) / runtime.seconds if runtime.seconds else 0.0
+        return runtime.seconds, band, profile.model_ or None
+
+    def unknown_runtime(
+        self, key: str, work_done: float, guaranteed: DeadlineOption | None
+    ) -> None:
+        """A job without an estimate is one being measured: it cannot hold a guarantee, and
+        once measured long enough the manager knows its runtime and must say it."""
+        if guaranteed is not None:
+            raise self.fail(
+                f"{key}.guaranteed_deadline",
+                "a guarantee needs an estimate: give estimate_seconds or profile",
+            )
+        if work_done >= MEASURE_WINDOW:
+            raise self.fail(
+                key,
+                f"progress_seconds {_show(work_done)} is past the {_show(MEASURE_WINDOW)} s "
+                "measurement window: the job is measured, give its estimate_seconds",
+            )
 
     def profile(self, name: str):
         from chronus_py.profiler import Profile

@@ -33,12 +33,15 @@ from chronus_py.estimates import draw
 from chronus_py.model import Job
 from chronus_py.state import JobState, Status
 
+MEASURE_WINDOW = 300.0
+"""Seconds of progress past warm-up a first estimate needs (the default ``window``)."""
+
 
 @dataclass
 class InPlaceEstimation:
     sigma: float = 0.1
     seed: int = 0
-    window: float = 300.0
+    window: float = MEASURE_WINDOW
     confirm: float = 300.0
     recheck: float = 300.0
     cv: float = 0.03

@@ -51,9 +51,9 @@ class EstimateState:
     answer_by: float | None = None
     guaranteed_deadline: float | None = None
 
-    def to_dict(self) -> dict:
-        return {
-            "job_id": self.job_id,
+    def to_dict(self, *, with_id: bool = True) -> dict:
+        out = {"job_id": self.job_id} if with_id else {}
+        return out | {
             "phase": self.phase.value,
             "promise": self.promise.value,
             "seconds": self.seconds,
@@ -69,15 +69,17 @@ def describe(state: JobState, now: float, window: float) -> EstimateState:
     """The estimate state of a job the scheduler holds, at ``now``: what a job's answer shows.
     ``window`` is the measurement a first estimate needs (``InPlaceEstimation.window``)."""
     deadline = state.guaranteed.at if state.guaranteed else None
+    service = state.service_at(now)
+    done = max(service - state.starts * state.overhead, 0.0)
     if not state.known:
-        done = max(state.service_at(now) - state.starts * state.overhead, 0.0)
         if state.status is Status.RUNNING:
+            warm_up = max(state.starts * state.overhead - service, 0.0)
             return EstimateState(
                 state.id,
                 Phase.MEASURING,
                 Promise.TENTATIVE,
                 measured=done,
-                answer_by=now + max(window - done, 0.0) / state.speed,
+                answer_by=now + (warm_up + max(window - done, 0.0)) / state.speed,
             )
         return EstimateState(state.id, Phase.UNKNOWN, Promise.TENTATIVE, measured=done)
     band = state.estimate * state.uncertainty
@@ -88,5 +90,6 @@ def describe(state: JobState, now: float, window: float) -> EstimateState:
         seconds=state.estimate,
         low=max(state.estimate - band, 0.0),
         high=state.estimate + band,
+        measured=done,
         guaranteed_deadline=deadline,
     )
