@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from chronus_py.estimates.in_place import measured
 from chronus_py.state import JobState, Status
 
 
@@ -69,11 +70,10 @@ def describe(state: JobState, now: float, window: float) -> EstimateState:
     """The estimate state of a job the scheduler holds, at ``now``: what a job's answer shows.
     ``window`` is the measurement a first estimate needs (``InPlaceEstimation.window``)."""
     deadline = state.guaranteed.at if state.guaranteed else None
-    service = state.service_at(now)
-    done = max(service - state.starts * state.overhead, 0.0)
+    done = measured(state, now)
     if not state.known:
         if state.status is Status.RUNNING:
-            warm_up = max(state.starts * state.overhead - service, 0.0)
+            warm_up = max(state.starts * state.overhead - state.service_at(now), 0.0)
             return EstimateState(
                 state.id,
                 Phase.MEASURING,

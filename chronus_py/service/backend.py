@@ -103,6 +103,11 @@ class Backend(Protocol):
         the service has accepted it (``submit``) or refused it (``cancel``), so a crash in between
         loses nothing."""
 
+    def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why this backend cannot run a checked submission, as (field, reason), or None. The
+        service asks before accepting, so it never promises what the backend would refuse
+        (the sim backend needs a job's true work to simulate it)."""
+
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         """Make an accepted API job known to the backend, not running (Slurm: a held job). Must be
         idempotent: after a crash the service may submit a job again. ``spec`` is the job as

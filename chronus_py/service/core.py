@@ -122,6 +122,7 @@ class Service:
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
         self.known = self.db.ids()  # every job id ever accepted: ids are never reused
+        measured = self.db.reestimated_ids()
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
@@ -144,7 +145,8 @@ class Service:
                     if row["guaranteed_at"] is not None
                     else None
                 )
-                self._restore(spec, row["estimate"], obs, guaranteed, now)
+                known = spec.estimate is not None or row["id"] in measured
+                self._restore(spec, row["estimate"], obs, guaranteed, now, known=known)
             for obs in observed.values():
                 if obs.state in _ENDED or obs.spec is None or obs.id in self.known:
                     continue
@@ -165,13 +167,20 @@ class Service:
                     tenant=spec.job.tenant,
                     spec=spec.fields,
                     submit=now,
-                    estimate=spec.estimate,
+                    estimate=rounds.planned_work(spec.estimate),
                     first_deadline=_first(spec),
                     admission=admission,
                     guaranteed=None,
                 )
                 self.known.add(spec.job.id)
-                self._restore(spec, spec.estimate, obs, None, now)
+                self._restore(
+                    spec,
+                    rounds.planned_work(spec.estimate),
+                    obs,
+                    None,
+                    now,
+                    known=spec.estimate is not None,
+                )
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
         self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
@@ -182,7 +191,9 @@ class Service:
         self.needs_resync = False
         self.counters.resyncs += 1
 
-    def _restore(self, spec: JobSpec, estimate: float, obs, guaranteed, now: float) -> None:
+    def _restore(
+        self, spec: JobSpec, estimate: float, obs, guaranteed, now: float, *, known: bool
+    ) -> None:
         job_id = spec.job.id
         self.estimates[job_id] = estimate
         self.specs[job_id] = spec
@@ -194,7 +205,10 @@ class Service:
             # work is unknown: counting it as none errs towards more remaining work).
             done = now - obs.run_since if running and obs.run_since is not None else 0.0
         kwargs = dict(
-            work_done=max(done, 0.0), starts=obs.starts if obs else 0, guaranteed=guaranteed
+            work_done=max(done, 0.0),
+            starts=obs.starts if obs else 0,
+            guaranteed=guaranteed,
+            known=known,
         )
         try:
             rounds.restore(
@@ -233,6 +247,10 @@ class Service:
         job = spec.job
         if job.id in self.scheduler.jobs or job.id in self.known:
             raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
+        refused = self.backend.refuse(job, spec.fields)
+        if refused is not None:
+            field, why = refused
+            raise ApiError(422, why, field)
         why = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
         if why is not None:
             admission = rounds.Admission(rounds.REJECTED, reason=why)
@@ -254,10 +272,11 @@ class Service:
     def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
         """Admit a checked job: commit it and its promise, then tell the backend."""
         job = spec.job
-        self.estimates[job.id] = spec.estimate
+        estimate = rounds.planned_work(spec.estimate)
+        self.estimates[job.id] = estimate
         stats = rounds.selector_stats(self.scheduler)
         before = None if stats is None else stats.rounds
-        state, admission = rounds.admit(self.scheduler, job, now)
+        state, admission = rounds.admit(self.scheduler, job, now, known=spec.estimate is not None)
         self.specs[job.id] = spec
         self.tenants[job.id] = job.tenant
         deadline = admission.deadline
@@ -268,7 +287,7 @@ class Service:
                 tenant=job.tenant,
                 spec=spec.fields,
                 submit=job.submit,
-                estimate=spec.estimate,
+                estimate=estimate,
                 first_deadline=_first(spec),
                 admission=admission.to_dict(),
                 guaranteed=None if deadline is None else (deadline.at, deadline.value),
@@ -333,12 +352,16 @@ class Service:
             raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
         now = self.backend.now()
         old = self.estimates[job_id]
+        first = not self.scheduler.active[job_id].known
         new = rounds.progress(self.scheduler, job_id, done / total, now)
         if new is not None:
             self.estimates[job_id] = new
             with self.db.transaction():
                 self.db.reestimated(job_id, now, old, new)
-            decision_log("reestimate", job=job_id, old=old, new=new, now=now)
+                if first:  # its admission was decided with its first estimate: record it
+                    self._record_promise_changes(now, in_transaction=True)
+            event = "estimate" if first else "reestimate"
+            decision_log(event, job=job_id, old=old, new=new, now=now)
         return {**self.job_view(self.db.job(job_id)), "reestimated": new is not None}
 
     def _visible(self, job_id: str, caller: Caller) -> dict:
@@ -383,6 +406,11 @@ class Service:
             if row["guaranteed_at"] is None
             else {"at": row["guaranteed_at"], "value": row["guaranteed_value"]},
             "placement": row["placement"] or {},
+            "estimate": (
+                rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
+                if row["id"] in self.scheduler.active
+                else None
+            ),
             "first_start": row["first_start"],
             "finished_at": row["finished_at"],
             "starts": row["starts"],
@@ -465,7 +493,12 @@ class Service:
                 # Never cancel by this id: it names a job chronus already accepted.
                 decision_log("refuse", job=spec.job.id, reason="duplicate id")
                 continue
-            why = rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
+            refused = self.backend.refuse(spec.job, spec.fields)
+            why = (
+                rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
+                if refused is None
+                else f"{refused[0]}: {refused[1]}"
+            )
             if why is not None:
                 decision_log("refuse", job=spec.job.id, reason=why)
                 self.backend.cancel(spec.job.id)

@@ -230,6 +230,11 @@ class Database:
     def ids(self) -> set[str]:
         return {row[0] for row in self.conn.execute("SELECT id FROM job")}
 
+    def reestimated_ids(self) -> set[str]:
+        """Jobs with a recorded estimate change: for a job submitted without a runtime, the
+        first one is its measurement, so after a restart it is known, not measured again."""
+        return {row[0] for row in self.conn.execute("SELECT DISTINCT job FROM estimate")}
+
     def next_seq(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM job").fetchone()[0])
 

@@ -6,7 +6,9 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
 
     id: j1                      # optional: 1-128 of [A-Za-z0-9._:-]; the server picks one if absent
     gpus: 8                     # integer >= 1
-    estimate_seconds: 7200      # > 0: the work the scheduler plans with
+    estimate_seconds: 7200      # > 0: the work the scheduler plans with; leave it out when
+                                #   nobody knows (iterations then required): the job is measured
+                                #   in place from its progress reports (chronus_py/estimates)
     deadlines: [{at: 9000, value: 1}]   # absolute seconds on the backend's clock, tightest first;
                                 #   value defaults to 1; none = best-effort, several = soft SLO
     duration_seconds: 7000      # sim backend only: the true work (default: the estimate)
@@ -53,10 +55,11 @@ class FieldError(ValueError):
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """A checked submission: the job (``duration`` is the true work the sim backend runs), its
-    estimate, and the fields as given (what the database and the backend keep)."""
+    estimate (None: unknown, to be measured in place), and the fields as given (what the
+    database and the backend keep)."""
 
     job: Job
-    estimate: float
+    estimate: float | None
     fields: Mapping[str, Any]
 
 
@@ -85,13 +88,19 @@ def parse_job(
         raise FieldError(
             "gpus", f"expected an integer >= 1, got {gpus!r}" if "gpus" in body else "required"
         )
-    estimate = _number(body, "estimate_seconds", required=True)
-    duration = _number(body, "duration_seconds", required=False)
+    estimate = _number(body, "estimate_seconds")
+    duration = _number(body, "duration_seconds")
     iterations = body.get("iterations")
     if iterations is not None and (
         isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
     ):
         raise FieldError("iterations", f"expected an integer >= 1, got {iterations!r}")
+    if estimate is None and iterations is None:
+        raise FieldError(
+            "estimate_seconds",
+            "required, unless iterations is given: the job is then measured in place from its "
+            "progress reports",
+        )
     model = body.get("model")
     if model is not None and (not isinstance(model, str) or not 0 < len(model) <= 128):
         raise FieldError("model", "expected a string of 1-128 characters")
@@ -132,11 +141,10 @@ def parse_job(
     return JobSpec(job, estimate, fields)
 
 
-def _number(body: Mapping[str, Any], name: str, *, required: bool) -> float | None:
+def _number(body: Mapping[str, Any], name: str) -> float | None:
+    """An optional positive number (None when absent)."""
     value = body.get(name)
     if value is None:
-        if required:
-            raise FieldError(name, "required")
         return None
     if (
         isinstance(value, bool)

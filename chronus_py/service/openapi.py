@@ -20,12 +20,18 @@ _DEADLINE = {
 }
 _JOB_IN = {
     "type": "object",
-    "required": ["gpus", "estimate_seconds"],
+    "required": ["gpus"],
+    "anyOf": [{"required": ["estimate_seconds"]}, {"required": ["iterations"]}],
     "additionalProperties": False,
     "properties": {
         "id": {"type": ["string", "integer"], "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
         "gpus": {"type": "integer", "minimum": 1},
-        "estimate_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "estimate_seconds": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "the work to plan with; leave out if unknown (give iterations): the "
+            "job is then measured in place from its progress reports",
+        },
         "deadlines": {
             "type": "array",
             "items": _DEADLINE,
@@ -37,7 +43,11 @@ _JOB_IN = {
             "exclusiveMinimum": 0,
             "description": "sim backend: the true work (default: estimate)",
         },
-        "iterations": {"type": "integer", "minimum": 1},
+        "iterations": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "total iterations: progress reports re-estimate the job from them",
+        },
         "model": {"type": "string"},
         "tenant": {"type": "string", "description": "admin tokens only"},
     },
@@ -46,9 +56,24 @@ _ADMISSION = {
     "type": "object",
     "required": ["decision", "reason"],
     "properties": {
-        "decision": {"enum": ["guaranteed", "not_guaranteed", "rejected"]},
+        "decision": {"enum": ["guaranteed", "not_guaranteed", "rejected", "tentative"]},
         "reason": {"type": "string"},
         "deadline": _DEADLINE,
+    },
+}
+_ESTIMATE = {
+    "type": "object",
+    "description": "what is known of the job's runtime and what is promised on it "
+    "(chronus_py/estimates/report.py); null once the job ended",
+    "properties": {
+        "phase": {"enum": ["unknown", "measuring", "estimated"]},
+        "promise": {"enum": ["tentative", "firm", "none"]},
+        "seconds": {"type": ["number", "null"]},
+        "low": {"type": ["number", "null"]},
+        "high": {"type": ["number", "null"]},
+        "measured": {"type": "number"},
+        "answer_by": {"type": ["number", "null"]},
+        "guaranteed_deadline": {"type": ["number", "null"]},
     },
 }
 _JOB = {
@@ -67,6 +92,7 @@ _JOB = {
             "type": "object",
             "additionalProperties": {"type": "array", "items": {"type": "integer"}},
         },
+        "estimate": {"oneOf": [_ESTIMATE, {"type": "null"}]},
         "first_start": {"type": ["number", "null"]},
         "finished_at": {"type": ["number", "null"]},
         "starts": {"type": "integer"},

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from chronus_py.estimates import Fixed
+from chronus_py.estimates.in_place import MEASURE_WINDOW, measured
+from chronus_py.estimates.report import describe
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.plan import Action, Plan
 from chronus_py.policies import Chronus, make_policy
@@ -23,6 +25,18 @@ from chronus_py.selector import SelectorStats
 from chronus_py.state import JobState, Status
 
 GUARANTEED, NOT_GUARANTEED, REJECTED = "guaranteed", "not_guaranteed", "rejected"
+TENTATIVE = "tentative"
+"""A job submitted without a runtime: admission is decided on its first estimate."""
+MEASURING = (
+    f"runtime unknown: it runs ranked by a {MEASURE_WINDOW:g} s probe and is measured in place "
+    f"from its progress reports; the guarantee is decided on its first estimate, after "
+    f"{MEASURE_WINDOW:g} s of measured progress"
+)
+
+
+def planned_work(estimate: float | None) -> float:
+    """What the scheduler plans a job with: its estimate, or its probe while unknown."""
+    return MEASURE_WINDOW if estimate is None else estimate
 
 
 @dataclass(frozen=True)
@@ -92,10 +106,16 @@ def _not_guaranteed(scheduler: Scheduler, state: JobState, now: float) -> Admiss
     )
 
 
-def admit(scheduler: Scheduler, job: Job, now: float) -> tuple[JobState, Admission]:
-    """Submit ``job`` and run the policy's part of a round, so the answer comes at once."""
+def admit(
+    scheduler: Scheduler, job: Job, now: float, *, known: bool = True
+) -> tuple[JobState, Admission]:
+    """Submit ``job`` and run the policy's part of a round, so the answer comes at once; a job
+    whose runtime is not ``known`` is taken in, to be measured, and answered tentatively."""
     state = scheduler.submit(job)
+    state.known = known
     scheduler.select(now)
+    if not known:
+        return state, Admission(TENTATIVE, reason=MEASURING)
     if state.guaranteed is not None:
         return state, Admission(
             GUARANTEED, state.guaranteed, f"guaranteed to finish by {state.guaranteed.at:g}"
@@ -103,9 +123,11 @@ def admit(scheduler: Scheduler, job: Job, now: float) -> tuple[JobState, Admissi
     return state, _not_guaranteed(scheduler, state, now)
 
 
-def probe(scheduler: Scheduler, job: Job, estimate: float, now: float) -> Admission:
+def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) -> Admission:
     """What ``admit`` would answer, without submitting or booking anything."""
     scheduler.select(now)
+    if estimate is None:
+        return Admission(TENTATIVE, reason=MEASURING)
     state = JobState(job=job, seq=-1, estimate=estimate, overhead=scheduler.overhead(job.gpus))
     policy = scheduler.policy
     selector = policy.selector if isinstance(policy, Chronus) else None
@@ -124,12 +146,15 @@ def restore(
     starts: int,
     guaranteed: DeadlineOption | None,
     placement: Mapping[str, tuple[int, ...]] | None,
+    known: bool = True,
 ) -> JobState:
     """Load a job the backend reports (after a restart or a resync): running on ``placement``
-    or pending, ``work_done`` seconds of its work behind it, its run count and guarantee."""
+    or pending, ``work_done`` seconds of its work behind it, its run count and guarantee, and
+    whether its runtime is ``known`` yet."""
     state = scheduler.restore(
         job, now, work_done=work_done, guaranteed=guaranteed, placement=placement
     )
+    state.known = known
     if placement is not None and starts > 1:
         state.service += (starts - 1) * state.overhead
         state.starts = starts
@@ -150,14 +175,30 @@ def withdraw(scheduler: Scheduler, job_id: str, now: float) -> JobState:
 
 def progress(scheduler: Scheduler, job_id: str, fraction: float, now: float) -> float | None:
     """Re-estimate a job from the share of its iterations done: the work it has received over
-    that share. Returns the new estimate, or None if it has not received work to judge from."""
+    that share. Returns the new estimate, or None if it has not received work to judge from.
+
+    A job submitted without a runtime gets its first estimate only once ``MEASURE_WINDOW``
+    seconds of progress past warm-up back it; it is offered admission at once, as if it had
+    just arrived (its guarantee, if any, is then among ``guarantees``)."""
     state = scheduler.active[job_id]
-    done = state.service_at(now) - state.starts * state.overhead
-    if done <= 0 or fraction <= 0:
+    done = measured(state, now)
+    if done <= 0 or fraction <= 0 or (not state.known and done < MEASURE_WINDOW):
         return None
     estimate = max(done / min(fraction, 1.0), done)
-    scheduler.reestimate(job_id, estimate, now)
+    if state.known:
+        scheduler.reestimate(job_id, estimate, now)
+    else:
+        scheduler.firm_estimate(job_id, estimate, now)
+        scheduler.select(now)
     return estimate
+
+
+def estimate_state(scheduler: Scheduler, job_id: str, now: float) -> dict | None:
+    """An active job's estimate state, as its answer shows it (None once it ended)."""
+    state = scheduler.active.get(job_id)
+    if state is None:
+        return None
+    return describe(state, now, MEASURE_WINDOW).to_dict(with_id=False)
 
 
 def run_round(scheduler: Scheduler, now: float) -> tuple[Moves, float]:

@@ -289,6 +289,15 @@ class SimBackend:
             if job.id not in self.world.jobs
         ]
 
+    def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+        if spec.get("duration_seconds") or job.duration:
+            return None
+        return (
+            "duration_seconds",
+            "required by the sim backend for a job without estimate_seconds: the true work it "
+            "simulates",
+        )
+
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         """``spec`` (the submitted fields) is kept for a service that lost its database; the true
         work is its ``duration_seconds``, else the job's ``duration``."""

@@ -283,6 +283,10 @@ class SlurmBackend:
             if job is not None and job.state in _RUNNING | {"PENDING"}:
                 raise
 
+    def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Slurm runs any checked job: the work is the job's own."""
+        return None
+
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
         found = self._find(job.id)
         if found is not None:
