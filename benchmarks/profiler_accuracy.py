@@ -9,8 +9,11 @@ other):
    stop at 16 GPUs, so this runs only when larger files are present (``--traces`` a fuller copy).
 2. *Leave-one-out* on the 1- and 2-node files: fit on all but one file, predict it (files whose
    removal would leave no 2-node sample are skipped). Baseline: the 1-GPU median.
-3. *model_info.json*: fit each model's relative-throughput table on its 1- and 2-node entries and
-   predict the 4-node entries, for both inter-node shapes ("linear" and "ring").
+3. *model_info.json*: fit on 1- and 2-node entries and predict the 4-node entries, per job
+   (each model and GPU count on its own, as Chronus profiles a job) and pooled per model (the
+   issue-5 evaluation), for the "linear" and "ring" shapes and a shape learned from the other
+   models' 4-node entries.
+4. *ElasticFlow's A100 tables* (``--throughputs DIR``): the same on 32 and 64 GPUs.
 
 Errors are absolute percentage errors of the predicted per-iteration time against the measured
 median after dropping the first (warm-up) iteration.
@@ -29,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chronus_py.profiler import INTER_NODE_SHAPES, Profile
+from chronus_py.profiler import INTER_NODE_SHAPES, Profile, learn_inter_node
 from chronus_py.samples import Sample, Samples, from_relative_throughput, packed, read_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,42 +111,91 @@ def evaluate_group(samples: list[Sample], inter_node: str) -> dict:
     return result
 
 
-def evaluate_model_info(path: Path) -> dict:
-    """Per shape: fit each model on its 1-2 node entries and predict its 4-node entries (in units
-    of each G's single-node time); also how often the band holds the measured value."""
-    table = json.loads(path.read_text())
+Case = tuple[str, Samples, list[Sample]]
+"""(name, the runs a profile is fitted on (at most 2 nodes), the larger runs it predicts)."""
+
+
+def extrapolate(groups: dict[str, list[Case]]) -> dict:
+    """Per inter-node shape, the APE and band coverage of every larger run predicted from its
+    case's profile. Shapes: "linear", "ring", and "learned": the linear weight
+    ``learn_inter_node`` picks from the *other* groups' larger runs (leave one group out, so a
+    model never calibrates its own prediction), as a cluster calibrates from its history."""
+    fitted = {
+        (group, name): Profile(inter_node="linear").fit(train)
+        for group, cases in groups.items()
+        for name, train, _ in cases
+    }
     out: dict = {}
-    for shape in INTER_NODE_SHAPES:
-        per_model, everything, covered = {}, [], 0
-        for model in table:
-            samples = from_relative_throughput(table, model, source=str(path))
-            train = Samples(tuple(s for s in samples if s.nodes <= 2))
-            profile = Profile(inter_node=shape).fit(train)
-            errors = {}
-            for s in samples:
-                if s.nodes <= 2:
-                    continue
-                est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
-                errors[f"{s.gpus}x{s.nodes}"] = {
-                    "ape": ape(est.iteration_seconds, measured),
-                    "in_band": est.low <= measured <= est.high,
-                }
-                covered += est.low <= measured <= est.high
-            per_model[model] = {"per_entry": errors, **summary([e["ape"] for e in errors.values()])}
-            everything += [e["ape"] for e in errors.values()]
+    for shape in (*INTER_NODE_SHAPES, "learned"):
+        per_case, everything, covered, weights = {}, [], 0, {}
+        for group, cases in groups.items():
+            if shape == "learned":
+                history = [
+                    (fitted[(other, name)], s.placement, float(np.median(s.seconds)))
+                    for other, others in groups.items()
+                    if other != group
+                    for name, _, tests in others
+                    for s in tests
+                ]
+                weight = weights[group] = learn_inter_node(history)
+            else:
+                weight = shape
+            for name, train, tests in cases:
+                profile = Profile(inter_node=weight).fit(train)
+                errors = {}
+                for s in tests:
+                    est, measured = (
+                        profile.predict(placement=s.placement),
+                        float(np.median(s.seconds)),
+                    )
+                    inside = est.low <= measured <= est.high
+                    errors[f"{s.gpus}x{s.nodes}"] = {
+                        "ape": ape(est.iteration_seconds, measured),
+                        "in_band": inside,
+                    }
+                    covered += inside
+                per_case[name] = {"per_run": errors, **summary([e["ape"] for e in errors.values()])}
+                everything += [e["ape"] for e in errors.values()]
         out[shape] = {
-            "models": per_model,
+            "cases": per_case,
             "all": summary(everything),
-            "band_coverage": covered / len(everything),
+            "band_coverage": covered / len(everything) if everything else None,
+            **({"learned_weight": weights} if weights else {}),
         }
     return out
+
+
+def split(samples: list[Sample]) -> tuple[Samples, list[Sample]]:
+    return Samples(tuple(s for s in samples if s.nodes <= 2)), [s for s in samples if s.nodes > 2]
+
+
+def evaluate_model_info(path: Path) -> dict:
+    """``model_info.json``: each entry is a G-GPU job's throughput on k nodes relative to the
+    same job on one node, so every G has its own unit. Two evaluations:
+
+    - ``per_job`` (what Chronus does: a job is profiled at its own GPU count on 1 and 2 nodes):
+      each (model, G) with a 4-node entry is fitted on its 1- and 2-node entries alone;
+    - ``pooled`` (the issue-5 evaluation, kept for comparison): each model fitted on all its
+      G's 1- and 2-node entries as if they shared one unit, which they do not."""
+    table = json.loads(path.read_text())
+    per_job: dict[str, list[Case]] = {}
+    pooled: dict[str, list[Case]] = {}
+    for model in table:
+        samples = list(from_relative_throughput(table, model, source=str(path)))
+        pooled[model] = [(model, *split(samples))]
+        for g in sorted({s.gpus for s in samples}):
+            train, tests = split([s for s in samples if s.gpus == g])
+            if tests:
+                per_job.setdefault(model, []).append((f"{model}/{g} GPUs", train, tests))
+    return {"per_job": extrapolate(per_job), "pooled": extrapolate(pooled)}
 
 
 def evaluate_throughputs(directory: Path) -> dict:
     """ElasticFlow's A100 tables (``<model>.csv``: ``global_batch_size,1,2,4,...,64``, then
     iterations per second per batch size; strong scaling, empty cell = not measured): per
-    (model, batch), fit on the packed runs of at most 2 nodes and predict the larger ones."""
-    per_table, everything, covered = {}, [], 0
+    (model, batch), fit on the packed runs of at most 2 nodes and predict the larger ones. A
+    model's tables form one group for the learned shape."""
+    groups: dict[str, list[Case]] = {}
     for path in sorted(directory.glob("*.csv")):
         rows = list(csv.reader(path.open()))
         gpus = [int(g) for g in rows[0][1:]]
@@ -159,23 +211,24 @@ def evaluate_throughputs(directory: Path) -> dict:
                 for g, v in zip(gpus, row[1:])
                 if v.strip()
             ]
-            train = [s for s in samples if s.nodes <= 2]
-            profile = Profile().fit(Samples(tuple(train)))
-            errors = {}
-            for s in (s for s in samples if s.nodes > 2):
-                est, measured = profile.predict(placement=s.placement), float(s.seconds[0])
-                errors[str(s.gpus)] = {
-                    "ape": ape(est.iteration_seconds, measured),
-                    "in_band": est.low <= measured <= est.high,
-                }
-                covered += est.low <= measured <= est.high
-            per_table[name] = {"per_gpus": errors, **summary([e["ape"] for e in errors.values()])}
-            everything += [e["ape"] for e in errors.values()]
-    return {
-        "tables": per_table,
-        "all": summary(everything),
-        "band_coverage": covered / len(everything) if everything else None,
-    }
+            groups.setdefault(path.stem, []).append((name, *split(samples)))
+    return extrapolate(groups)
+
+
+def show_extrapolation(title: str, result: dict) -> None:
+    print(title)
+    for shape, r in result.items():
+        learned = r.get("learned_weight")
+        weights = (
+            "   linear weight per held-out group: "
+            + ", ".join(f"{g} {w:.2f}" for g, w in learned.items())
+            if learned
+            else ""
+        )
+        print(
+            f"  {shape:8s} n {r['all']['n']:3d}  median {fmt(r['all']['median_ape']):>5s}  worst "
+            f"{fmt(r['all']['worst_ape']):>5s}  band coverage {r['band_coverage']:.2f}{weights}"
+        )
 
 
 def fmt(x: float | None) -> str:
@@ -223,23 +276,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{fmt(loo['baseline_1gpu']['median_ape']):>19s}"
         )
     model_info = evaluate_model_info(args.model_info)
-    print("\nmodel_info.json: fit on 1-2 node entries, predict 4-node entries; APE in %")
-    for shape, r in model_info.items():
-        per = ", ".join(
-            f"{m} {fmt(v['median_ape'])}/{fmt(v['worst_ape'])}" for m, v in r["models"].items()
-        )
-        print(
-            f"  {shape:6s} all: median {fmt(r['all']['median_ape'])} worst "
-            f"{fmt(r['all']['worst_ape'])} band coverage {r['band_coverage']:.2f}   "
-            f"(median/worst per model: {per})"
-        )
+    print()
+    show_extrapolation(
+        "model_info.json, per job: each (model, G) fitted on its 1- and 2-node entries, "
+        "predicting its 4-node entry; APE in %",
+        model_info["per_job"],
+    )
+    show_extrapolation(
+        "model_info.json, pooled: each model fitted on all its 1-2 node entries in one unit "
+        "(issue-5 evaluation); APE in %",
+        model_info["pooled"],
+    )
     throughputs = evaluate_throughputs(args.throughputs) if args.throughputs else None
     if throughputs:
-        print(f"\n{args.throughputs}: fit on <= 16 GPUs (2 nodes), predict 32 and 64; APE in %")
-        print(
-            f"  all: median {fmt(throughputs['all']['median_ape'])} worst "
-            f"{fmt(throughputs['all']['worst_ape'])} band coverage "
-            f"{throughputs['band_coverage']:.2f} (n {throughputs['all']['n']})"
+        print()
+        show_extrapolation(
+            f"{args.throughputs}: fit on <= 16 GPUs (2 nodes), predict 32 and 64; APE in %",
+            throughputs,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(

@@ -17,13 +17,16 @@ The model, for one iteration on ``g`` GPUs spread over ``k`` nodes with at most 
 ``intra``     gradient size over intra-node bandwidth, S/B_intra [s]: a ring all-reduce among the
               ``m`` GPUs of a node pushes 2(m-1)/m · S through each GPU's link (0 for one GPU).
 ``inter``     network cost of a job on two nodes [s], growing with ``h(k)``: ``k - 1`` ("linear":
-              every extra node adds a synchronisation hop) or ``2(k-1)/k`` ("ring": bandwidth-bound
-              hierarchical ring all-reduce). Both give ``h(1) = 0, h(2) = 1``, so 1- and 2-node
+              every extra node adds a synchronisation hop), ``2(k-1)/k`` ("ring": bandwidth-bound
+              hierarchical ring all-reduce), or a mix ``w·(k-1) + (1-w)·2(k-1)/k`` with a linear
+              weight ``w`` in [0, 1]. All give ``h(1) = 0, h(2) = 1``, so 1- and 2-node
               profiles cannot tell them apart; they differ only when extrapolating to 3+ nodes.
+              How all-reduce grows is a property of the cluster's network, not of the model, so
+              :func:`learn_inter_node` learns ``w`` from the larger runs a cluster has observed.
               "linear" is the default because the artifact's only 4-node measurements
               (``model_info.json``) grow about 3× from 2 to 4 nodes (median of its ten
-              4-node entries), not 1.5× — see
-              ``benchmarks/profiler_accuracy.py`` for the comparison.
+              4-node entries), not 1.5×; ElasticFlow's A100 tables grow far less (a learned
+              ``w`` near 0.3) — see ``benchmarks/profiler_accuracy.py`` for the comparison.
 
 Predictions keep communication monotone in GPUs and nodes (see :func:`iteration_seconds`):
 spreading the same GPUs over more nodes, or adding GPUs under weak scaling, never predicts a
@@ -54,6 +57,26 @@ from chronus_py.errors import InputError
 from chronus_py.samples import Samples, packed, placement_counts, spread
 
 INTER_NODE_SHAPES = ("linear", "ring")
+InterNode = str | float
+""""linear", "ring", or the weight of the linear shape in a mix of the two (1 = linear)."""
+LEARN_GRID = np.linspace(0.0, 1.0, 101)
+
+
+def linear_weight(inter_node: InterNode) -> float:
+    """The weight of the linear shape: 1 for "linear", 0 for "ring", else the number given."""
+    if inter_node == "linear":
+        return 1.0
+    if inter_node == "ring":
+        return 0.0
+    return float(inter_node)
+
+
+def hops(nodes: int, inter_node: InterNode) -> float:
+    """``h(k)``: how many two-node inter-node costs a job on ``nodes`` nodes pays."""
+    w = linear_weight(inter_node)
+    return w * (nodes - 1.0) + (1.0 - w) * 2.0 * (nodes - 1) / nodes
+
+
 PROFILE_FORMAT = "chronus-profile/1"
 
 
@@ -132,12 +155,13 @@ def merge(old: Observation, new: Observation) -> Observation:
     return Observation(old.placement, n, a * old.median + b * new.median, mean, math.sqrt(var))
 
 
-def features(placement: Sequence[int], batch_cap: int | None, inter_node: str) -> np.ndarray:
+def features(placement: Sequence[int], batch_cap: int | None, inter_node: InterNode) -> np.ndarray:
     """The model's regressors for one placement: [compute, overhead, intra, inter]."""
     g, k, m = sum(placement), len(placement), max(placement)
     share = 1.0 if batch_cap is None else min(1.0, batch_cap / g)
-    hops = k - 1.0 if inter_node == "linear" else 2.0 * (k - 1) / k
-    return np.array([share, 1.0 if batch_cap is not None else 0.0, 2.0 * (m - 1) / m, hops])
+    return np.array(
+        [share, 1.0 if batch_cap is not None else 0.0, 2.0 * (m - 1) / m, hops(k, inter_node)]
+    )
 
 
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -160,7 +184,7 @@ def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def fit_coefficients(
-    rows: Sequence[Observation], batch_cap: int | None, inter_node: str
+    rows: Sequence[Observation], batch_cap: int | None, inter_node: InterNode
 ) -> tuple[Coefficients, float]:
     """Weighted NNLS fit of the model to the rows' medians for one regime.
 
@@ -175,22 +199,21 @@ def fit_coefficients(
     return Coefficients(*(float(v) for v in x), batch_cap_gpus=batch_cap), rms
 
 
-def predict_seconds(coef: Coefficients, placement: Sequence[int], inter_node: str) -> float:
+def predict_seconds(coef: Coefficients, placement: Sequence[int], inter_node: InterNode) -> float:
     """The model's per-iteration time for a placement (GPUs per node)."""
     x = np.array([coef.compute, coef.overhead, coef.intra, coef.inter])
     return float(features(placement, coef.batch_cap_gpus, inter_node) @ x)
 
 
 def _ring_seconds(
-    coef: Coefficients, gpus_on_busiest_node: int, nodes: int, inter_node: str
+    coef: Coefficients, gpus_on_busiest_node: int, nodes: int, inter_node: InterNode
 ) -> float:
     m = gpus_on_busiest_node
-    hops = nodes - 1.0 if inter_node == "linear" else 2.0 * (nodes - 1) / nodes
-    return coef.intra * 2.0 * (m - 1) / m + coef.inter * hops
+    return coef.intra * 2.0 * (m - 1) / m + coef.inter * hops(nodes, inter_node)
 
 
 def iteration_seconds(
-    coef: Coefficients, placement: Sequence[int], inter_node: str, gpus_per_node: int
+    coef: Coefficients, placement: Sequence[int], inter_node: InterNode, gpus_per_node: int
 ) -> float:
     """Predicted seconds per iteration, with communication monotone in GPUs and nodes.
 
@@ -208,7 +231,7 @@ def iteration_seconds(
     return coef.overhead + coef.compute * share + comm
 
 
-def choose_regime(rows: Sequence[Observation], inter_node: str, noise: float) -> int | None:
+def choose_regime(rows: Sequence[Observation], inter_node: InterNode, noise: float) -> int | None:
     """Weak scaling unless it misses the profiles by more than their own iteration noise (at
     least 1%); then the global-batch cap, among the profiled GPU counts, that fits best (the
     largest on ties) — if it at least halves the weak-scaling misfit."""
@@ -223,7 +246,9 @@ def choose_regime(rows: Sequence[Observation], inter_node: str, noise: float) ->
     return -neg_cap if rms < weak_rms / 2 else None
 
 
-def leave_one_out_cv(rows: Sequence[Observation], batch_cap: int | None, inter_node: str) -> float:
+def leave_one_out_cv(
+    rows: Sequence[Observation], batch_cap: int | None, inter_node: InterNode
+) -> float:
     """RMS relative error predicting each profiled placement from the others: the model's error
     on a configuration it has not seen."""
     if len(rows) < 2:
@@ -242,7 +267,8 @@ class Profile:
 
     ``gpus_per_node``  GPUs per node, for packing ``predict(gpus)`` without nodes (default 8).
     ``band``           probability mass of the ``low..high`` band (default 0.95).
-    ``inter_node``     "linear" or "ring": how the inter-node cost grows past 2 nodes.
+    ``inter_node``     "linear", "ring" or a linear weight in [0, 1] (a mix of both, e.g. from
+                       :func:`learn_inter_node`): how the inter-node cost grows past 2 nodes.
     ``batch_cap``      "auto" (decide from the data), None (weak scaling) or a GPU count at which
                        the global batch stops growing.
 
@@ -256,7 +282,7 @@ class Profile:
         *,
         gpus_per_node: int = 8,
         band: float = 0.95,
-        inter_node: str = "linear",
+        inter_node: InterNode = "linear",
         batch_cap: int | str | None = "auto",
     ):
         self.gpus_per_node = gpus_per_node
@@ -275,9 +301,12 @@ class Profile:
             raise ValueError(f"gpus_per_node must be a positive int, got {self.gpus_per_node!r}")
         if not 0 < self.band < 1:
             raise ValueError(f"band must be in (0, 1), got {self.band!r}")
-        if self.inter_node not in INTER_NODE_SHAPES:
+        shape = self.inter_node
+        mix = isinstance(shape, (int, float)) and not isinstance(shape, bool)
+        if not (shape in INTER_NODE_SHAPES or (mix and 0.0 <= shape <= 1.0)):
             raise ValueError(
-                f"inter_node must be one of {INTER_NODE_SHAPES}, got {self.inter_node!r}"
+                f"inter_node must be one of {INTER_NODE_SHAPES} or a linear weight in [0, 1], "
+                f"got {shape!r}"
             )
         cap = self.batch_cap
         if not (cap in ("auto", None) or (isinstance(cap, int) and cap >= 1)):
@@ -439,7 +468,7 @@ class Profile:
         fitted = max((len(r.placement) for r in self.observations_), default=1)
         if k <= fitted or seconds <= 0.0:
             return 0.0
-        return self.coef_.inter * abs((k - 1.0) - 2.0 * (k - 1) / k) / seconds
+        return self.coef_.inter * abs(hops(k, "linear") - hops(k, "ring")) / seconds
 
     def _z(self) -> float:
         return NormalDist().inv_cdf(0.5 + self.band / 2)
@@ -511,6 +540,37 @@ class Profile:
         profile.observations_ = tuple(rows)
         profile.n_samples_ = len(rows)
         return profile
+
+
+def learn_inter_node(cases: Iterable[tuple[Profile, Sequence[int], float]]) -> float:
+    """The linear weight (see :func:`hops`) that best predicts runs a cluster has observed beyond
+    their profiles' fitted range: ``cases`` are (fitted profile, placement, measured seconds per
+    iteration) with the placement on more nodes than the profile spanned.
+
+    Fitted coefficients do not depend on the shape (1- and 2-node runs see ``h = 0, 1`` for every
+    shape), so no refit is needed: the weight with the smallest median relative error on a grid
+    of 101 wins (the median, because a few jobs whose network cost explodes, as mobilenet_v2 in
+    ``model_info.json``, would otherwise decide for all). Raises ValueError without a case
+    beyond the fitted range."""
+    beyond = []
+    for profile, placement, seconds in cases:
+        profile._check_fitted()
+        if len(placement) > max(len(r.placement) for r in profile.observations_):
+            beyond.append((profile, tuple(placement), seconds))
+    if not beyond:
+        raise ValueError("no observed run beyond its profile's fitted range to learn from")
+
+    def median_error(w: float) -> float:
+        return float(
+            np.median(
+                [
+                    abs(iteration_seconds(p.coef_, placement, w, p.gpus_per_node) / seconds - 1)
+                    for p, placement, seconds in beyond
+                ]
+            )
+        )
+
+    return float(min(LEARN_GRID, key=median_error))
 
 
 def _get(data: dict, key: str, kind: type, source: str):

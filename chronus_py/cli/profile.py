@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 
@@ -56,9 +57,11 @@ def add_parser(subparsers) -> None:
     )
     fit.add_argument(
         "--inter-node",
-        choices=("linear", "ring"),
+        type=inter_node,
         default="linear",
-        help="growth of the inter-node cost past 2 nodes (default linear)",
+        help="growth of the inter-node cost past 2 nodes: linear (default), ring, or the weight "
+        "of linear in a mix of both, e.g. 0.3 (learned from a cluster's larger runs: "
+        "chronus_py.profiler.learn_inter_node)",
     )
     fit.set_defaults(func=run)
 
@@ -75,6 +78,21 @@ def add_parser(subparsers) -> None:
         help="print the runtime {seconds, low, high} of this many iterations instead",
     )
     predict.set_defaults(func=run)
+
+
+def inter_node(text: str) -> str | float:
+    """``--inter-node``: "linear", "ring" or a number in [0, 1]."""
+    if text in ("linear", "ring"):
+        return text
+    try:
+        weight = float(text)
+    except ValueError:
+        weight = math.nan
+    if not 0.0 <= weight <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"expected linear, ring or a number in [0, 1], got {text!r}"
+        )
+    return weight
 
 
 def run(args: argparse.Namespace) -> int:

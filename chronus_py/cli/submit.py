@@ -1,6 +1,7 @@
 """``chronus submit``: submit a job to a ``chronus serve`` server and print its admission.
 
 chronus submit --gpus 8 --estimate 7200 --deadline 9000 [--deadline 12000:0.5] [--id j1]
+chronus submit --gpus 8 --iterations 40000 --deadline 9000   # runtime unknown: measured in place
 chronus submit job.json          # the fields of POST /v1/jobs; '-' reads stdin
 """
 
@@ -19,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "submit",
         help="submit a job to a chronus serve server",
         description="Submit a job; prints the server's answer with its admission "
-        "(guaranteed, not_guaranteed or rejected).",
+        "(guaranteed, not_guaranteed, rejected, or tentative for a job without an estimate).",
     )
     p.add_argument("file", nargs="?", help="JSON file of job fields ('-': stdin); or use flags")
     p.add_argument("--id", help="job id (default: the server picks one)")
@@ -32,7 +33,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="AT[:VALUE]",
         help="a deadline option, absolute seconds on the server's clock; repeat, tightest first",
     )
-    p.add_argument("--iterations", type=int)
+    p.add_argument(
+        "--iterations",
+        type=int,
+        help="total iterations: progress reports re-estimate the job; without --estimate the "
+        "job is measured in place and answered tentatively",
+    )
     p.add_argument("--dry-run", action="store_true", help="ask what admission would say only")
     add_connection(p)
     p.set_defaults(func=run)
@@ -52,13 +58,13 @@ def run(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as exc:
             raise InputError(args.file, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     else:
-        if args.gpus is None or args.estimate is None:
-            raise InputError("submit", "give a JSON file, or at least --gpus and --estimate")
-        job = {
-            "gpus": args.gpus,
-            "estimate_seconds": args.estimate,
-            "deadlines": [_deadline(d) for d in args.deadline],
-        }
+        if args.gpus is None or (args.estimate is None and args.iterations is None):
+            raise InputError(
+                "submit", "give a JSON file, or --gpus and --estimate (or --iterations)"
+            )
+        job = {"gpus": args.gpus, "deadlines": [_deadline(d) for d in args.deadline]}
+        if args.estimate is not None:
+            job["estimate_seconds"] = args.estimate
         if args.id:
             job["id"] = args.id
         if args.iterations:

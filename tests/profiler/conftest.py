@@ -13,7 +13,7 @@ def synthetic(
     coef: Coefficients,
     gpus: list[int],
     *,
-    inter_node: str = "linear",
+    inter_node: str | float = "linear",
     cv: float = 0.02,
     iterations: int = 500,
     seed: int = 0,

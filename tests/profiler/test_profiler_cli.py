@@ -127,3 +127,15 @@ def test_bad_profile_files_exit_2(main, tmp_path, capsys, content, message):
     assert main(["profile", "predict", str(path), "--gpus", "8"]) == 2
     line = one_line_error(capsys)
     assert str(path) in line and message in line
+
+
+def test_inter_node_weight_round_trips_through_the_profile(main, tmp_path, capsys):
+    out = tmp_path / "profile.json"
+    assert main(["profile", "fit", *map(str, RESNET), "--inter-node", "0.3", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["params"]["inter_node"] == 0.3
+    capsys.readouterr()
+    assert main(["profile", "predict", str(out), "--gpus", "32", "--nodes", "4"]) == 0
+    assert json.loads(capsys.readouterr().out)["iteration_seconds"] > 0
+    with pytest.raises(SystemExit):
+        main(["profile", "fit", *map(str, RESNET), "--inter-node", "1.5"])
+    assert "expected linear, ring or a number in [0, 1], got '1.5'" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from chronus_py.profiler import (
     NotFittedError,
     Profile,
     features,
+    learn_inter_node,
     nnls,
     predict_seconds,
 )
@@ -213,6 +214,8 @@ def test_empty_samples_and_oversized_nodes_are_rejected(make_samples, weak_coef)
         dict(gpus_per_node=0),
         dict(band=1.0),
         dict(inter_node="tree"),
+        dict(inter_node=1.5),
+        dict(inter_node=True),
         dict(batch_cap=0),
         dict(batch_cap="sometimes"),
     ],
@@ -377,3 +380,35 @@ def test_band_widens_beyond_the_profiled_nodes_by_the_unknown_inter_node_shape(
     )
     rel = lambda r: r.high / r.seconds - 1  # noqa: E731
     assert rel(linear.runtime(1000, 32, 4)) > 2 * rel(linear.runtime(1000, 16, 2))
+
+
+@pytest.mark.parametrize("true_weight", [0.0, 0.3, 1.0])
+def test_learned_inter_node_shape_recovers_the_clusters_growth(make_samples, true_weight):
+    """A cluster whose larger runs grow as a 0.3 mix of "linear" and "ring" teaches that weight
+    from other jobs' 4- and 8-node runs, and a new job profiled on 1-2 nodes then predicts its
+    own larger runs as they are, where the default "linear" is off."""
+    models = [
+        Coefficients(compute=c, overhead=0.0, intra=0.02 * c, inter=share * c, batch_cap_gpus=None)
+        for c, share in ((0.2, 0.5), (0.4, 0.2), (0.3, 0.8), (0.5, 0.35))
+    ]
+    history = []
+    for i, coef in enumerate(models[:-1]):
+        truth = make_samples(coef, [32, 64], inter_node=true_weight, cv=0.0, iterations=1, seed=i)
+        profile = Profile().fit(make_samples(coef, [1, 8, 16], cv=0.005, seed=i))
+        history += [(profile, s.placement, float(s.seconds[0])) for s in truth]
+    weight = learn_inter_node(history)
+    assert weight == pytest.approx(true_weight, abs=0.03)
+    new = models[-1]
+    learned = Profile(inter_node=weight).fit(make_samples(new, [1, 8, 16], cv=0.005, seed=9))
+    measured = make_samples(new, [64], inter_node=true_weight, cv=0.0, iterations=1)
+    seconds = float(measured.items[0].seconds[0])
+    assert learned.predict(64).iteration_seconds == pytest.approx(seconds, rel=0.02)
+    if true_weight < 1.0:
+        default = Profile().fit(make_samples(new, [1, 8, 16], cv=0.005, seed=9))
+        assert abs(default.predict(64).iteration_seconds / seconds - 1) > 0.05
+
+
+def test_learning_the_shape_needs_runs_beyond_the_profiles(make_samples, weak_coef):
+    profile = Profile().fit(make_samples(weak_coef, GPUS))
+    with pytest.raises(ValueError, match="no observed run beyond"):
+        learn_inter_node([(profile, (8, 8), 1.0)])
