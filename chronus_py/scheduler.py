@@ -279,6 +279,7 @@ class Scheduler:
             # before anyone else gets their GPUs, instead of paying a restart for nothing.
             preempted = [s for s in preempted if not self._resume(s, places[s.id], now)]
             started += self._fill(now)
+        self._rekey([s.id for s in preempted if self.policy.preempted(s, now)], now)
         return Moves(now, tuple(started), tuple(preempted))
 
     def _resume(

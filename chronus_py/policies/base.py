@@ -74,6 +74,10 @@ class Policy(Protocol):
     def next_wakeup(self, now: float) -> float | None:
         """An extra decision point the policy needs (e.g. a lease boundary), or None."""
 
+    def preempted(self, job: JobState, now: float) -> bool:
+        """``job`` was just stopped for others; True if its key changed (a lease plan re-times a
+        guaranteed job: the restart it lost moves its laxity earlier)."""
+
     def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
         """Deadline guarantees given (the option) or withdrawn (None) since the last call; the
         scheduler copies them into its job records after ``prepare``."""
@@ -104,6 +108,9 @@ class OrderPolicy:
 
     def next_wakeup(self, now: float) -> float | None:
         return None
+
+    def preempted(self, job: JobState, now: float) -> bool:
+        return False
 
     def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
         return {}

@@ -13,7 +13,9 @@ the first-deadline ratio from 0.9979 to 0.9991 (benchmarks/RESULTS.md).
 
 A guaranteed job running ahead of its plan (it started on GPUs nobody else wanted) competes by
 remaining GPU-time like any pool job, instead of being the first to go: stopping it for a longer
-job only wastes its restart and adds a preemption.
+job only wastes its restart and adds a preemption. Once a stop would break its plan (it would be
+due at once, or its work plus the new restart would outgrow the leases it holds), it keeps its
+GPUs as a due job would.
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ class Chronus(OrderPolicy):
 
     def key(self, job: JobState, now: float) -> tuple:
         tier = self.selector.tier(job.id) if self.selector else Tier.SPOT
-        if tier is Tier.AHEAD and job.status is Status.RUNNING:
-            tier = Tier.SPOT
+        if job.status is Status.RUNNING and tier in (Tier.AHEAD, Tier.SPOT) and self.selector:
+            tier = Tier.MUST_RUN if self.selector.stop_breaks_plan(job, now) else Tier.SPOT
         return (tier, job.remaining(now) * job.gpus, job.seq)
 
     def next_wakeup(self, now: float) -> float | None:
@@ -72,6 +74,9 @@ class Chronus(OrderPolicy):
             if trigger is None
             else min(trigger, self.selector.lease_end())
         )
+
+    def preempted(self, job: JobState, now: float) -> bool:
+        return self.selector.preempted(job, now) if self.selector else False
 
     def take_guarantee_changes(self) -> Mapping[str, DeadlineOption | None]:
         return self.selector.take_guarantee_changes() if self.selector else {}

@@ -388,6 +388,37 @@ class LeaseSelector:
                 changed.add(job_id)
         return changed
 
+    def stop_breaks_plan(self, state: JobState, now: float) -> bool:
+        """Whether stopping a running guaranteed job now would break its plan, so it must not
+        be stopped for pool jobs. A stop costs the restart it paid plus a new one:
+        - in its block (planned in this lease), that moves its laxity trigger one restart
+          earlier than its progress does, so a job that started within one restart of its
+          trigger would be due at once;
+        - planned only in later leases, its work plus the restart may outgrow the leases it
+          holds (each stop in the pool adds up to a restart: enough of them and it is demoted).
+        At full speed neither answer changes while it runs on, so the key set at its start
+        stays right."""
+        leases = self.booked.get(state.id)
+        if leases is None:
+            return False
+        restart = state.overhead if state.status is Status.RUNNING else 0.0
+        if self.lease_index in leases:
+            end = lease_deadline(self.guarantees[state.id].at, self.settings.lease)
+            return end * self.settings.lease - self._cover(state, now) - restart <= now
+        later = sum(1 for k in leases if k > self.lease_index)
+        need = leases_needed(
+            self._cover(state, now) - self.settings.guard + restart, self.settings.lease
+        )
+        return need > later
+
+    def preempted(self, state: JobState, now: float) -> bool:
+        """Re-tier a guaranteed job just preempted; True if its tier changed. Its trigger was
+        timed before it started: the restart it lost (and the one it now needs again) make it
+        due earlier, and a stale trigger would start it too late for the leases it holds."""
+        if state.id not in self.booked:
+            return False
+        return self._set_tier(state.id, self._tier(state, now))
+
     def next_trigger(self) -> float | None:
         return self._triggers[0][0] if self._triggers else None
 

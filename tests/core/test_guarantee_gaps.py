@@ -1,15 +1,14 @@
-"""Guarantees lost with exact estimates: known bugs, each a hand-computed case marked
-``xfail(strict=True)`` until fixed (then the marker must go: a strict xfail that passes fails).
+"""Guarantees lost with exact estimates: each a hand-computed case of a bug the property tests
+found, kept as a regression test now that it is fixed.
 
 With exact estimates a guaranteed job should never be demoted (demotion is for jobs that overran
-their estimate) nor miss its promised deadline. The property tests found three ways it happens;
-each case below is the smallest found, on 1 GPU, lease 600 s, no headroom, guard 0, so the
+their estimate) nor miss its promised deadline. The property tests found these ways it happened;
+each case below is the smallest found, lease 600 s, no headroom, guard 0 (1 GPU unless said), so the
 arithmetic stays readable (the same happens with a guard smaller than the slack lost).
 """
 
 from __future__ import annotations
 
-import pytest
 from core_helpers import chronus, drive, job
 
 from chronus_py.model import Cluster
@@ -54,21 +53,13 @@ def test_a_guarantee_given_inside_a_lease_fits_what_is_left_of_it():
     assert jobs["G"].was_guaranteed is None or (demoted == [] and jobs["G"].finish <= 1150.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a guaranteed job preempted while running ahead of its plan keeps the laxity trigger "
-        "computed before the preemption, which no longer covers the restart it lost: demoted at "
-        "the next lease end; fix: re-tier (re-queue the trigger of) a guaranteed job when it is "
-        "preempted, or keep guard >= one restart"
-    ),
-)
 def test_a_guaranteed_job_preempted_while_ahead_keeps_its_guarantee():
     # G (1700 s by 1800) needs ceil(1760 / 600) = 3 leases: 0, 1, 2, one block; its trigger is
     # 1800 - 1730 - 30 = 40. It starts at 0 on the idle GPU (ahead), S (5 s) preempts it at 10
     # (35 s of GPU-time against 1720), and G lost 10 s of its restart: 1750 s left. At 40 it
     # must run, and starts; at 600 it has 1190 s left: ceil(1220 / 600) = 3 leases, 2 left:
-    # demoted, preempted by S and T, and done at 1905.
+    # demoted, preempted by S and T, and done at 1905. Re-timed when preempted, its trigger is
+    # 1800 - 1750 - 30 = 20: started then, it has 1170 s left at 600, 2 leases, and is kept.
     jobs, demoted = run(
         [
             job("G", duration=1700, deadlines=[(1800, 1)]),
@@ -78,3 +69,21 @@ def test_a_guaranteed_job_preempted_while_ahead_keeps_its_guarantee():
     )
     assert jobs["G"].was_guaranteed is not None
     assert demoted == [] and jobs["G"].finish <= 1800.0
+
+
+def test_a_guaranteed_job_stopped_again_and_again_in_the_pool_keeps_its_guarantee():
+    # On 8 GPUs (restart 120 s at 8 GPUs), G (8 GPUs, 241 s, soft: by 603.5, else 1207) is
+    # guaranteed 1207 with lease 1 (241 + 120 + 120 <= 600). Ahead of its plan it starts on idle
+    # GPUs at 90, 181 and 272, and each time a 1-GPU job arriving a second later stops it: every
+    # stop wastes a restart, so at 600 it has 481 s left, ceil(601 / 600) = 2 leases, 1 left:
+    # demoted. A stop that would outgrow the leases it holds must not happen: started at 90,
+    # a stop would leave it 241 + 2 x 120 s plus the 120 s restart allowance, 601 s for its one
+    # lease, so it keeps its GPUs, is done at 451, and the 1-GPU jobs wait for it.
+    policy = chronus(lease=600.0, headroom=0.0, guard=0.0)
+    jobs = [job(f"B{i}", duration=60) for i in range(7)]
+    jobs.append(job("G", submit=1, gpus=8, duration=241, deadlines=[(603.5, 10), (1207, 4)]))
+    jobs += [job(f"S{i}", submit=at, duration=60) for i, at in enumerate((91, 182, 273))]
+    scheduler = drive(jobs, Cluster.uniform(1, 8), policy)
+    g = scheduler.jobs["G"]
+    assert g.was_guaranteed is not None
+    assert policy.selector.stats.demoted == [] and g.finish == 451.0

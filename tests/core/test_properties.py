@@ -10,7 +10,8 @@ deadlines (strict, soft or none), exact estimates. After every ``advance`` (sele
   (MUST_RUN) never waits while unguaranteed jobs hold the GPUs it needs.
 At the end every job has finished and, estimates being exact, every job still guaranteed met its
 promised deadline. Jobs demoted on the way are not held to it here: with exact estimates no job
-should be demoted at all, but some are (test_guarantee_gaps.py has the cases, marked xfail).
+should be demoted at all, but the lease re-plan can still drop one (a wide job on a small
+cluster, found by hypothesis; test_guarantee_gaps.py keeps the cases already fixed).
 """
 
 from __future__ import annotations
