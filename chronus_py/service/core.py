@@ -30,6 +30,9 @@ from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
+HEALTH_EVERY = 1.0
+"""Wall seconds between two reads of node health: a drained node must stop getting new jobs
+within a round or two, and one read is one cheap call (one REST request for Slurm)."""
 _ENDED = {RunState.FINISHED: "finished", RunState.FAILED: "failed", RunState.CANCELLED: "cancelled"}
 
 
@@ -183,6 +186,8 @@ class Service:
                 )
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
+        self.bad_nodes: set[str] = set()
+        self._follow_health()
         self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
         self._fresh = True
         self._placements_changed = True
@@ -453,6 +458,8 @@ class Service:
                 self.rebuild()
             self._arrivals()
             self._observe()
+            if time.monotonic() >= self._health_at:
+                self._follow_health()
             self._round()
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
@@ -504,6 +511,22 @@ class Service:
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)
+
+    def _follow_health(self) -> None:
+        """Keep placement off nodes the backend reports unhealthy (Slurm: drained, down, not
+        responding) and let it use them again when they recover. Jobs already running there are
+        the backend's business: it ends or keeps them, and observation follows."""
+        self._health_at = time.monotonic() + HEALTH_EVERY
+        known = {n.name for n in self.cluster.nodes}
+        nodes = {n.name: n for n in self.backend.nodes() if n.name in known}
+        bad = {name for name, n in nodes.items() if not n.healthy}
+        for name in sorted(bad - self.bad_nodes):
+            rounds.set_health(self.scheduler, name, healthy=False)
+            decision_log("node_unhealthy", node=name, reason=nodes[name].reason)
+        for name in sorted((self.bad_nodes - bad) & nodes.keys()):
+            rounds.set_health(self.scheduler, name, healthy=True)
+            decision_log("node_healthy", node=name)
+        self.bad_nodes = bad | (self.bad_nodes - nodes.keys())
 
     def _observations(self):
         """What changed on the backend: every job every ``FULL_OBSERVE_EVERY`` wall seconds

@@ -236,5 +236,13 @@ def is_running(state: JobState) -> bool:
     return state.status is Status.RUNNING
 
 
+def set_health(scheduler: Scheduler, node: str, *, healthy: bool) -> None:
+    """Stop placing new work on ``node``, or allow it again."""
+    if healthy:
+        scheduler.allocator.set_healthy(node)
+    else:
+        scheduler.allocator.set_bad(node)
+
+
 def free_gpus(scheduler: Scheduler) -> int:
     return scheduler.allocator.free_gpus()

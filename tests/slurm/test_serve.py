@@ -141,3 +141,26 @@ def test_kill9_restart_and_slurm_outages(lab, tmp_path):
             assert jobs[f"slurm-{i}"]["state"] == "finished"
     finally:
         serve.stop()
+
+
+def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
+    """Node health follows Slurm while the service runs: with n2 drained, two 4-GPU jobs run
+    one after the other on n1; resumed, n2 is used again."""
+    with ServeProcess(lab, tmp_path / "chronus.db") as serve:
+        lab.run("scontrol", "update", "nodename=n2", "state=drain", "reason=disk")
+        try:
+            time.sleep(2)  # more than one health read
+            first = [submit(lab, 4, 3), submit(lab, 4, 3)]
+            watch(lab, serve, first, 90)
+            assert [node for i in first for node, _ in runs(lab, i)] == ["n1", "n1"]
+            unhealthy = [
+                json.loads(m.group(1))
+                for m in re.finditer(r"(\{.*\"node_unhealthy\".*\})", serve.log.read_text())
+            ]
+            assert unhealthy and unhealthy[0]["node"] == "n2" and "disk" in unhealthy[0]["reason"]
+        finally:
+            lab.run("scontrol", "update", "nodename=n2", "state=resume")
+        time.sleep(2)
+        second = [submit(lab, 4, 3), submit(lab, 4, 3)]
+        watch(lab, serve, second, 90)
+        assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
