@@ -29,10 +29,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="grid YAML (keys as the options below); options given override it",
     )
     p.add_argument("--traces", type=_list, help="comma-separated bundled trace names or CSV files")
+    from chronus_py.elastic.policies import POLICIES as ELASTIC
     from chronus_py.policies import POLICIES
 
     p.add_argument(
-        "--policies", type=_list, help=f"comma-separated policies ({', '.join(POLICIES)})"
+        "--policies",
+        type=_list,
+        help=f"comma-separated policies ({', '.join(POLICIES)}; elastic, on ITP traces: "
+        f"{', '.join(ELASTIC)})",
     )
     p.add_argument(
         "--lease-min",
@@ -71,6 +75,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile-minutes", type=_list, help="profiling window in minutes (default 5)")
     p.add_argument("--profiling-order", type=_list, help="deadline or fifo (default deadline)")
     p.add_argument("--estimates", type=_list, help="oracle, pool or realistic (default oracle)")
+    p.add_argument(
+        "--throughputs",
+        help="elastic policies: directory of <model>.csv throughput tables (default: the "
+        "bundled A100 tables of ElasticFlow)",
+    )
+    p.add_argument(
+        "--resize-scale",
+        type=_list,
+        help="elastic policies: multipliers of the resize overhead model (default 1)",
+    )
     p.add_argument(
         "--executor",
         choices=("serial", "process", "ray"),

@@ -7,6 +7,12 @@ Parameters that cannot change a run are not multiplied out: the lease only exist
 that take one (Chronus), and the seed only matters when estimates are drawn (``sigma`` above 0,
 or the profiling stage). So a baseline appears once per trace, cluster, load and error setting
 however many lease lengths or seeds the grid lists.
+
+Elastic policies (``elastic-chronus``, ``elasticflow``, ``elastic-edf``: ``chronus replay
+--elastic``) sweep in the same grid on ITP traces: for them the throughput tables
+(``throughputs``) and the resize overhead scale (``resize_scale``) are parameters, and the rigid
+replay's options (load, error, profiling, HiveD clusters, slowdown) do not exist, so a grid that
+asks for both is refused rather than half ignored.
 """
 
 from __future__ import annotations
@@ -18,10 +24,21 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from chronus_py.elastic.policies import POLICIES as ELASTIC_POLICIES
 from chronus_py.errors import InputError
 from chronus_py.inputs import load_yaml, show
 from chronus_py.policies import POLICIES, policy_options
 from chronus_py.replay.setup import ESTIMATES, ReplaySetup
+
+RIGID_ONLY = {
+    "load": 1.0,
+    "sigma": 0.0,
+    "cluster": None,
+    "slowdown": False,
+    "profiling": False,
+    "estimates": "oracle",
+}
+"""Rigid replay options, with the one value an elastic run has."""
 
 CONFIG_COLUMNS = (
     "run",
@@ -43,6 +60,8 @@ CONFIG_COLUMNS = (
     "profile_minutes",
     "profiling_order",
     "estimates",
+    "throughputs",
+    "resize_scale",
 )
 # Replay options beyond the original grid: they join a run's key only when not at their default,
 # so the keys of earlier results (and their resumption) stay as they were.
@@ -56,12 +75,18 @@ EXTRA = {
     "profile_minutes": 5.0,
     "profiling_order": "deadline",
     "estimates": "oracle",
+    "throughputs": None,
+    "resize_scale": 1.0,
 }
+
+
+def is_elastic(policy: str) -> bool:
+    return policy in ELASTIC_POLICIES
 
 
 def takes_lease(policy: str) -> bool:
     """Whether the policy has a ``lease`` setting (seconds)."""
-    return "lease" in policy_options(policy)
+    return not is_elastic(policy) and "lease" in policy_options(policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +113,12 @@ class RunConfig:
     profile_minutes: float = 5.0
     profiling_order: str = "deadline"
     estimates: str = "oracle"
+    throughputs: str | None = None
+    resize_scale: float = 1.0
+
+    @property
+    def elastic(self) -> bool:
+        return is_elastic(self.policy)
 
     @property
     def key(self) -> str:
@@ -156,8 +187,10 @@ class Grid:
     profile_minutes: tuple[float, ...] = (5.0,)
     profiling_order: tuple[str, ...] = ("deadline",)
     estimates: tuple[str, ...] = ("oracle",)
+    resize_scale: tuple[float, ...] = (1.0,)
     tenant_map: str | None = None
     round_requests: bool = False
+    throughputs: str | None = None
 
     def runs(self) -> list[RunConfig]:
         """Every distinct run, in grid order (traces outermost)."""
@@ -177,6 +210,7 @@ class Grid:
             pminutes,
             porder,
             estimates,
+            resize_scale,
         ) in itertools.product(
             self.traces,
             self.policies,
@@ -192,6 +226,7 @@ class Grid:
             self.profile_minutes,
             self.profiling_order,
             self.estimates,
+            self.resize_scale,
         ):
             profile = {
                 "profiling_nodes": pnodes,
@@ -215,6 +250,11 @@ class Grid:
                 profiling=profiling,
                 estimates=estimates,
                 **(profile if profiling else {}),
+                **(
+                    {"throughputs": self.throughputs, "resize_scale": float(resize_scale)}
+                    if is_elastic(policy)
+                    else {}
+                ),
             )
             seen.setdefault(config.key, config)
         return list(seen.values())
@@ -247,8 +287,9 @@ LIST_KEYS = {
     "profile_minutes": float,
     "profiling_order": str,
     "estimates": str,
+    "resize_scale": float,
 }
-SCALAR_KEYS = ("gpus_per_node", "options", "tenant_map", "round_requests")
+SCALAR_KEYS = ("gpus_per_node", "options", "tenant_map", "round_requests", "throughputs")
 
 
 def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
@@ -279,11 +320,30 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     for key in ("traces", "policies"):
         if key not in kwargs:
             raise InputError(source, "is required", field=key)
+    known = (*POLICIES, *ELASTIC_POLICIES)
     for policy in kwargs["policies"]:
-        if policy not in POLICIES:
+        if policy not in known:
             raise InputError(
-                source, f"unknown policy {policy!r} (have: {', '.join(POLICIES)})", field="policies"
+                source, f"unknown policy {policy!r} (have: {', '.join(known)})", field="policies"
             )
+    elastic = [p for p in kwargs["policies"] if is_elastic(p)]
+    if elastic:
+        for key, only in RIGID_ONLY.items():
+            if any(v != only for v in kwargs.get(key, ())):
+                raise InputError(
+                    source,
+                    f"elastic policies ({', '.join(elastic)}) replay without it: sweep it in "
+                    "another grid",
+                    field=key,
+                )
+    if any(v < 0 for v in kwargs.get("resize_scale", ())):
+        raise InputError(source, "must be >= 0", field="resize_scale")
+    if values.get("throughputs") is not None:
+        if not Path(str(values["throughputs"])).is_dir():
+            raise InputError(
+                source, f"no such directory {str(values['throughputs'])!r}", field="throughputs"
+            )
+        kwargs["throughputs"] = str(values["throughputs"])
     for key in ("lease_min", "load"):
         if any(v <= 0 for v in kwargs.get(key, ())):
             raise InputError(source, "must be > 0", field=key)
@@ -319,7 +379,12 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
         raise InputError(source, "must map policy names to {argument: value}", field="options")
     for policy, opts in options.items():
         if policy not in POLICIES:
-            raise InputError(source, f"unknown policy {policy!r}", field="options")
+            why = (
+                f"{policy!r} takes no options"
+                if is_elastic(policy)
+                else f"unknown policy {policy!r}"
+            )
+            raise InputError(source, why, field="options")
         allowed = set(policy_options(policy)) - {"lease"}
         bad = sorted(map(str, set(opts) - allowed))
         if bad:

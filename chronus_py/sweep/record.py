@@ -30,6 +30,7 @@ class BusyRecorder:
         self.key = policy.key
         self.key_worsens_at = policy.key_worsens_at
         self.next_wakeup = policy.next_wakeup
+        self.preempted = policy.preempted
         self.take_guarantee_changes = policy.take_guarantee_changes
         self.standing = policy.standing
         self.lease_report = policy.lease_report

@@ -24,6 +24,12 @@ BASE_COLUMNS = (
     ("gpu_utilization", "GPU util.", "{:.3f}", 1),
     ("wall_seconds", "wall s", "{:.1f}", 1),
 )
+ELASTIC_COLUMNS = (
+    ("elastic_ceiling", "elastic ceiling", "{:.4f}", 1),
+    ("resizes_per_job", "resizes/job", "{:.2f}", 1),
+    ("resize_overhead_share", "resize overhead", "{:.4f}", 1),
+)
+"""Shown when the table has elastic runs: the trace's ceiling and what resizing cost."""
 
 
 def _cell(value, fmt: str, scale: float) -> str:
@@ -43,6 +49,11 @@ def base_section(df: pd.DataFrame) -> list[str]:
     ref = table.reference() if table.reference_applies(df) else None
     point = ", ".join(f"{k} {v:g}" for k, v in table.base_values(df).items())
     lines = [f"## All policies at the base point ({point})", ""]
+    columns = BASE_COLUMNS + (
+        ELASTIC_COLUMNS
+        if "elastic_ceiling" in base and base["elastic_ceiling"].notna().any()
+        else ()
+    )
     rows = []
     for trace in dict.fromkeys(base["trace"]):
         parts = [base[base["trace"] == trace]]
@@ -51,9 +62,9 @@ def base_section(df: pd.DataFrame) -> list[str]:
         for part in parts:
             for _, row in part.iterrows():
                 rows.append(
-                    [trace, row["label"], *(_cell(row.get(c), f, s) for c, _, f, s in BASE_COLUMNS)]
+                    [trace, row["label"], *(_cell(row.get(c), f, s) for c, _, f, s in columns)]
                 )
-    lines += _markdown(["trace", "policy", *(h for _, h, _, _ in BASE_COLUMNS)], rows)
+    lines += _markdown(["trace", "policy", *(h for _, h, _, _ in columns)], rows)
     lines.append("")
     if ref is not None:
         lines += [

@@ -2,8 +2,9 @@
 row.
 
 ``run`` replays the run's :class:`~chronus_py.replay.setup.ReplaySetup` (the same setup
-``chronus replay`` builds) and returns the metrics row (plus the run's parameters) and a few
-small series the plots need. Nothing
+``chronus replay`` builds), or for an elastic policy the elastic replay of ``chronus replay
+--elastic``, and returns the metrics row (plus the run's parameters) and a few small series the
+plots need. Nothing
 depends on the worker, the order of runs or the clock except the ``wall_seconds`` metric.
 """
 
@@ -46,6 +47,10 @@ METRIC_COLUMNS = (
     "makespan",
     "gpu_utilization",
     "wall_seconds",
+    "elastic_ceiling",
+    "declined_jobs",
+    "resizes_per_job",
+    "resize_overhead_share",
 )
 QUANTILES = np.linspace(0, 100, 101)
 
@@ -72,6 +77,8 @@ def _read(trace: str):
 
 def run(config: RunConfig) -> RunResult:
     """Replay one grid point. Raises on bad input (``safe_run`` turns that into a row)."""
+    if config.elastic:
+        return run_elastic(config)
     from chronus_py.replay import summarize
     from chronus_py.replay.setup import run_setup
 
@@ -84,8 +91,44 @@ def run(config: RunConfig) -> RunResult:
     result, loaded = run_setup(config.setup(), trace=_read(config.trace), wrap_policy=record)
     metrics = summarize(result, trace=loaded.name, dropped=loaded.dropped)
     metrics["dropped_reasons"] = json.dumps(metrics["dropped_reasons"], sort_keys=True)
-    row = {**config.columns(), **{k: metrics[k] for k in METRIC_COLUMNS}, "error": ""}
+    row = {**config.columns(), **{k: metrics.get(k) for k in METRIC_COLUMNS}, "error": ""}
     return RunResult(config, row, series(result.jobs, recorders[0], result.cluster.gpus))
+
+
+def run_elastic(config: RunConfig) -> RunResult:
+    """An elastic grid point: ``chronus replay --elastic POLICY`` with the run's tables,
+    cluster and resize overhead scale. Its row has the rigid metrics that apply (every ITP job
+    is an SLO job) and what elasticity costs; its series the per-day deadline ratio and the
+    preemption counts."""
+    from pathlib import Path
+
+    from chronus_py.elastic.replay import replay_trace
+
+    metrics, result = replay_trace(
+        config.trace,
+        throughputs=None if config.throughputs is None else Path(config.throughputs),
+        policy=config.policy,
+        nodes=config.nodes,
+        gpus_per_node=config.gpus_per_node,
+        resize_scale=config.resize_scale,
+    )
+    metrics["dropped_reasons"] = json.dumps(metrics["dropped_reasons"], sort_keys=True)
+    row = {**config.columns(), **{k: metrics.get(k) for k in METRIC_COLUMNS}, "error": ""}
+    origin = min(r.job.submit for r in result.runs)
+    days: dict[int, list[bool]] = {}
+    for r in result.runs:
+        met = r.finish is not None and r.finish <= r.deadline
+        days.setdefault(int((r.job.submit - origin) // DAY), []).append(met)
+    return RunResult(
+        config,
+        row,
+        {
+            "daily_deadline_ratio": [
+                [d, float(np.mean(m)), len(m)] for d, m in sorted(days.items())
+            ],
+            "preemption_counts": np.bincount([r.preemptions for r in result.runs]).tolist(),
+        },
+    )
 
 
 def safe_run(config: RunConfig) -> RunResult:

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
-PARAMS = ("lease_min", "nodes", "gpus_per_node", "load", "sigma")
-DEFAULTS = {"lease_min": 20.0, "nodes": 120, "gpus_per_node": 8, "load": 1.0, "sigma": 0.0}
+PARAMS = ("lease_min", "nodes", "gpus_per_node", "load", "sigma", "resize_scale")
+DEFAULTS = {
+    "lease_min": 20.0,
+    "nodes": 120,
+    "gpus_per_node": 8,
+    "load": 1.0,
+    "sigma": 0.0,
+    "resize_scale": 1.0,
+}
 ARTIFACT_SETTING = {"nodes": 120, "gpus_per_node": 8, "load": 1.0, "sigma": 0.0}
 REFERENCE_FILE = Path(__file__).with_name("reference_artifact.csv")
 REFERENCE_SOURCE = (
