@@ -31,13 +31,15 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class JobDecision:
-    """One job's outcome of a round. ``placement`` (node -> GPU indices) is where it runs after
+    """One job's outcome of a round. ``gpus`` is its size (for an elastic job, the size the
+    round chose); ``placement`` (node -> GPU indices) is where it runs after
     the round (empty unless it starts or continues); ``deadline`` is its guaranteed deadline, else
     its tightest one (None for best-effort jobs); ``estimate`` what is known of its runtime and
     what is promised on it (None when the round was assembled without it)."""
 
     job_id: str
     action: Action
+    gpus: int = 0
     placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     guaranteed: bool = False
     deadline: float | None = None
@@ -48,6 +50,7 @@ class JobDecision:
         out = {
             "job": self.job_id,
             "action": str(self.action),
+            "gpus": self.gpus,
             "placement": {node: list(gpus) for node, gpus in sorted(self.placement.items())},
             "guaranteed": self.guaranteed,
             "deadline": self.deadline,

@@ -21,18 +21,21 @@ needs no decisions.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Mapping
 
+from chronus_py.elastic.sizing import choose_size
 from chronus_py.errors import InputError
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
 from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
+from chronus_py.model import DeadlineOption, Job
 from chronus_py.plan import Action, JobDecision, Plan
-from chronus_py.policies import make_policy
+from chronus_py.policies import Chronus, make_policy
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.state import JobState, Status
-from chronus_py.state_file import State
+from chronus_py.state_file import JobEntry, State
 from placement import CellAllocator
 
 
@@ -50,19 +53,67 @@ def build_scheduler(state: State) -> Scheduler:
         bands={entry.job.id: entry.band for entry in state.jobs if entry.band},
     )
     scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
+    waiting_elastic = [e for e in state.jobs if e.elastic is not None and e.placement is None]
     for entry in state.jobs:
-        try:
-            restored = scheduler.restore(
+        if entry not in waiting_elastic:
+            _restore(scheduler, state, entry, entry.job)
+    if waiting_elastic:
+        # Sized one by one against what the others leave (their admission first): each gets its
+        # smallest size the lease plan can still guarantee (chronus_py/elastic/sizing.py).
+        scheduler.select(state.now)
+        for entry in waiting_elastic:
+            size = choose_size(
                 entry.job,
+                entry.elastic,
                 state.now,
-                work_done=entry.work_done,
-                guaranteed=entry.guaranteed,
-                placement=entry.placement,
+                scheduler.overhead,
+                _guarantee_probe(scheduler, entry, state.now),
             )
-        except ValueError as exc:
-            raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
-        restored.known = entry.estimate is not None
+            estimator.seconds[entry.job.id] = entry.elastic.seconds(size)
+            _restore(scheduler, state, entry, replace(entry.job, gpus=size))
     return scheduler
+
+
+def _restore(scheduler: Scheduler, state: State, entry: JobEntry, job: Job) -> None:
+    work_done = entry.work_done if entry.elastic is None else entry.elastic.done_seconds(job.gpus)
+    try:
+        restored = scheduler.restore(
+            job,
+            state.now,
+            work_done=work_done,
+            guaranteed=entry.guaranteed,
+            placement=entry.placement,
+        )
+    except ValueError as exc:
+        raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
+    restored.known = entry.estimate is not None
+
+
+def would_guarantee(scheduler: Scheduler, state: JobState, now: float) -> DeadlineOption | None:
+    """The deadline option the policy's lease plan would guarantee ``state`` now, without booking
+    it (a dry run of admission); None if it would not, or the policy keeps no lease plan."""
+    policy = scheduler.policy
+    selector = policy.selector if isinstance(policy, Chronus) else None
+    return None if selector is None else selector.probe(state, now)
+
+
+def _guarantee_probe(scheduler: Scheduler, entry: JobEntry, now: float):
+    """``n -> would the lease plan guarantee this elastic job at n GPUs now``; None without a
+    lease plan."""
+    if not isinstance(scheduler.policy, Chronus) or scheduler.policy.selector is None:
+        return None
+
+    def at(n: int) -> bool:
+        probe = JobState(
+            job=replace(entry.job, gpus=n),
+            seq=-1,
+            estimate=entry.elastic.seconds(n),
+            overhead=scheduler.overhead(n),
+            service=entry.elastic.done_seconds(n),
+        )
+        return would_guarantee(scheduler, probe, now) is not None
+
+    return at
 
 
 def advance(scheduler: Scheduler, now: float) -> Moves:
@@ -132,6 +183,7 @@ def decide(scheduler: Scheduler, moves: Moves) -> tuple[JobDecision, ...]:
             JobDecision(
                 job_id=state.id,
                 action=action,
+                gpus=state.job.gpus,
                 placement=dict(state.placement) if state.status is Status.RUNNING else {},
                 guaranteed=state.guaranteed is not None,
                 deadline=_deadline(state),

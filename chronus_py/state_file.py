@@ -43,8 +43,19 @@ seconds; only ``now`` and ``cluster`` are required::
         opt_in: true           # false: the job stays out of host layer configs
     pending:                   # jobs waiting: the same keys without placement
       - {id: j2, gpus: 4, submit: 3000, estimate_seconds: 1800, deadlines: [{at: 7200}]}
+      - id: j3                 # an elastic job: no gpus (the round sizes it), work in iterations
+        submit: 3500
+        model: resnet50        # with batch, its throughput curve (throughputs: below)
+        elastic: {min_gpus: 1, max_gpus: 16, batch: 256, iterations: 40000, iterations_done: 0}
+        deadlines: [{at: 9000}]
+    throughputs: tables/       # <model>.csv throughput tables (default: the bundled A100 ones)
 
 One deadline makes a strict SLO job, several a soft one; a job without deadlines is best-effort.
+
+An elastic job (``elastic:``) may run on the powers of two from ``min_gpus`` (default 1) to
+``max_gpus`` (default the cluster) that its (model, batch) curve holds, up to its fastest; its work
+is ``iterations`` at the curve's iterations per second. Waiting, it gets its size from the round
+(``chronus_py.elastic.sizing``); running, its ``gpus`` is the size it runs at, one of those.
 
 A job with neither ``estimate_seconds`` nor ``profile`` has an unknown runtime: nobody could tell
 it, so it is measured in place (``chronus_py.estimates.in_place``). It is ranked by a
@@ -63,6 +74,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from chronus_py.elastic.sizing import Elastic, elastic_spec
 from chronus_py.errors import InputError
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.inputs import as_input_error, load_structured, show
@@ -84,7 +96,17 @@ _SOLVER_KEYS = {
     "time_limit_s": "time_limit_s",
     "deterministic_time": "deterministic_time",
 }
-_TOP_KEYS = ("now", "policy", *_SETTING_KEYS, "solver", "cluster", "hosts", "running", "pending")
+_TOP_KEYS = (
+    "now",
+    "policy",
+    *_SETTING_KEYS,
+    "solver",
+    "cluster",
+    "hosts",
+    "throughputs",
+    "running",
+    "pending",
+)
 _JOB_KEYS = (
     "id",
     "gpus",
@@ -100,7 +122,9 @@ _JOB_KEYS = (
     "preset",
     "thread_names",
     "opt_in",
+    "elastic",
 )
+_ELASTIC_KEYS = ("min_gpus", "max_gpus", "batch", "iterations", "iterations_done")
 _MISSING = object()
 
 
@@ -117,6 +141,7 @@ class JobEntry:
     guaranteed: DeadlineOption | None
     placement: Mapping[str, tuple[int, ...]] | None
     layers: LayerSpec
+    elastic: Elastic | None = None  # sizes, throughputs and work of an elastic job
 
 
 @dataclass(frozen=True)
@@ -157,6 +182,8 @@ class _Reader:
         self._profiles: dict[Path, Any] = {}
         self.total_gpus = 0
         self._presets: set[tuple] = set()  # (preset, thread_names) pairs already checked
+        self._throughputs: Any = None  # the state's throughput tables, read on first use
+        self._throughputs_dir: Path | None = None
 
     def fail(self, key: str, why: str) -> InputError:
         return InputError(self.source, why, field=key or None)
@@ -226,6 +253,8 @@ class _Reader:
         cluster, hived, node_gpus = self.cluster(data["cluster"])
         self.total_gpus = cluster.gpus
         hosts = self.hosts(data.get("hosts"), node_gpus)
+        if data.get("throughputs") is not None:
+            self._throughputs_dir = self.base / self.text(data, "throughputs", "")
         vcs = None if hived is None else set(hived.virtual_clusters)
         jobs: list[JobEntry] = []
         owners: dict[tuple[str, int], str] = {}
@@ -397,12 +426,25 @@ class _Reader:
         if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
             raise self.fail(f"{key}.id", "required: a string or integer id")
         job_id = str(job_id)
-        if "gpus" not in raw:
+        elastic = None if raw.get("elastic") is None else self.elastic(raw, key)
+        if elastic is not None and not running:
+            if "gpus" in raw:
+                raise self.fail(
+                    f"{key}.gpus",
+                    "a waiting elastic job gets its size from the round: leave it out",
+                )
+            gpus = elastic.sizes[-1]
+        elif "gpus" not in raw:
             raise self.fail(f"{key}.gpus", "required")
-        gpus = self.integer(raw["gpus"], f"{key}.gpus", minimum=1)
+        else:
+            gpus = self.integer(raw["gpus"], f"{key}.gpus", minimum=1)
         if gpus > self.total_gpus:
             raise self.fail(
                 f"{key}.gpus", f"{gpus} is more than the cluster's {self.total_gpus} GPUs"
+            )
+        if elastic is not None and gpus not in elastic.sizes:
+            raise self.fail(
+                f"{key}.gpus", f"{gpus} is not one of the job's sizes {list(elastic.sizes)}"
             )
         submit = self.number(raw, "submit", key)
         if submit > now:
@@ -422,8 +464,12 @@ class _Reader:
             if running
             else None
         )
-        estimate, band, model = self.estimate(raw, key, gpus, placement)
-        work_done = self.number(raw, "progress_seconds", key, default=0.0)
+        if elastic is not None:
+            estimate, band, model = elastic.seconds(gpus), 0.0, None
+            work_done = elastic.done_seconds(gpus)
+        else:
+            estimate, band, model = self.estimate(raw, key, gpus, placement)
+            work_done = self.number(raw, "progress_seconds", key, default=0.0)
         if estimate is None:
             self.unknown_runtime(key, work_done, guaranteed)
         kind = (
@@ -443,8 +489,68 @@ class _Reader:
             model=self.text(raw, "model", key, None) or model,
         )
         return JobEntry(
-            key, job, estimate, band, work_done, guaranteed, placement, self.layers(raw, key)
+            key,
+            job,
+            estimate,
+            band,
+            work_done,
+            guaranteed,
+            placement,
+            self.layers(raw, key),
+            elastic,
         )
+
+    def elastic(self, raw: dict, key: str) -> Elastic:
+        """An elastic job's sizes and work, from its ``elastic`` mapping and ``model``; its work
+        is in iterations (the throughput curve gives seconds at each size), so it takes none of
+        the rigid job's work keys."""
+        where = f"{key}.elastic"
+        spec = self.mapping(raw["elastic"], where, _ELASTIC_KEYS)
+        for name in ("estimate_seconds", "profile", "progress_seconds"):
+            if name in raw:
+                raise self.fail(
+                    f"{key}.{name}",
+                    "an elastic job's work is elastic.iterations (and iterations_done)",
+                )
+        model = self.text(raw, "model", key)
+        sizes = {
+            name: self.integer(spec.get(name, default), f"{where}.{name}", minimum=1)
+            for name, default in (("min_gpus", 1), ("max_gpus", self.total_gpus))
+        }
+        if sizes["min_gpus"] > sizes["max_gpus"]:
+            raise self.fail(f"{where}.min_gpus", f"must be <= max_gpus ({sizes['max_gpus']})")
+        if "batch" not in spec:
+            raise self.fail(f"{where}.batch", "required: the global batch of its throughput curve")
+        batch = self.integer(spec["batch"], f"{where}.batch", minimum=1, maximum=2**31)
+        iterations = self.number(spec, "iterations", where, positive=True)
+        done = self.number(spec, "iterations_done", where, default=0.0)
+        if done > iterations:
+            raise self.fail(
+                f"{where}.iterations_done", f"must be <= iterations ({_show(iterations)})"
+            )
+        try:
+            return elastic_spec(
+                self.throughputs(),
+                model,
+                batch,
+                sizes["min_gpus"],
+                min(sizes["max_gpus"], self.total_gpus),
+                iterations,
+                done,
+            )
+        except ValueError as exc:
+            raise self.fail(where, str(exc)) from None
+
+    def throughputs(self):
+        """The file's throughput tables (``throughputs:``, else the bundled A100 tables)."""
+        if self._throughputs is None:
+            from chronus_py.elastic.throughputs import read_throughputs
+            from chronus_py.readers import traces_dir
+
+            self._throughputs = read_throughputs(
+                self._throughputs_dir or traces_dir() / "elasticflow" / "throughputs_A100"
+            )
+        return self._throughputs
 
     def deadlines(self, raw: Any, key: str, submit: float) -> tuple[DeadlineOption, ...]:
         if raw is None:

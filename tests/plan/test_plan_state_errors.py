@@ -39,7 +39,7 @@ CASES = [
         1,
         "extra: unknown key (expected one of: now, policy, lease, headroom, guard, margin, "
         "objective, solver, cluster, "
-        "hosts, running, pending)",
+        "hosts, throughputs, running, pending)",
     ),
     ("headroom", 1.5, "headroom: must be <= 1, got 1.5"),
     ("headroom", -0.1, "headroom: must be >= 0, got -0.1"),
@@ -119,7 +119,7 @@ CASES = [
         "pending[0].placement: unknown key (expected one of: id, gpus, submit, "
         "estimate_seconds, profile, progress_seconds, deadlines, guaranteed_deadline, tenant, "
         "model, cgroup, preset, "
-        "thread_names, opt_in)",
+        "thread_names, opt_in, elastic)",
     ),
     ("pending.0.id", "a", "pending[0].id: duplicate id 'a' (also running[0])"),
     ("pending.0.id", True, "pending[0].id: required: a string or integer id"),
