@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Mapping
+from typing import Callable, Mapping
 
-from chronus_py.elastic.sizing import choose_size
+from chronus_py.elastic.sizing import Elastic, choose_size
 from chronus_py.errors import InputError
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
@@ -67,7 +67,7 @@ def build_scheduler(state: State) -> Scheduler:
                 entry.elastic,
                 state.now,
                 scheduler.overhead,
-                _guarantee_probe(scheduler, entry, state.now),
+                guarantee_probe(scheduler, entry.job, entry.elastic, state.now),
             )
             estimator.seconds[entry.job.id] = entry.elastic.seconds(size)
             _restore(scheduler, state, entry, replace(entry.job, gpus=size))
@@ -97,7 +97,9 @@ def would_guarantee(scheduler: Scheduler, state: JobState, now: float) -> Deadli
     return None if selector is None else selector.probe(state, now)
 
 
-def _guarantee_probe(scheduler: Scheduler, entry: JobEntry, now: float):
+def guarantee_probe(
+    scheduler: Scheduler, job: Job, elastic: Elastic, now: float
+) -> Callable[[int], bool] | None:
     """``n -> would the lease plan guarantee this elastic job at n GPUs now``; None without a
     lease plan."""
     if not isinstance(scheduler.policy, Chronus) or scheduler.policy.selector is None:
@@ -105,11 +107,11 @@ def _guarantee_probe(scheduler: Scheduler, entry: JobEntry, now: float):
 
     def at(n: int) -> bool:
         probe = JobState(
-            job=replace(entry.job, gpus=n),
+            job=replace(job, gpus=n),
             seq=-1,
-            estimate=entry.elastic.seconds(n),
+            estimate=elastic.seconds(n),
             overhead=scheduler.overhead(n),
-            service=entry.elastic.done_seconds(n),
+            service=elastic.done_seconds(n),
         )
         return would_guarantee(scheduler, probe, now) is not None
 

@@ -17,7 +17,7 @@ have to stop the job, which the round does not decide on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from chronus_py.elastic.jobs import elastic_sizes
@@ -45,6 +45,17 @@ class Elastic:
 
     def done_seconds(self, gpus: int) -> float:
         return self.iterations_done / self.rate(gpus)
+
+    def up_to(self, gpus: int) -> Elastic | None:
+        """The job on a cluster of ``gpus`` GPUs: its sizes that fit (None if none does)."""
+        keep = [i for i, n in enumerate(self.sizes) if n <= gpus]
+        if not keep:
+            return None
+        return replace(
+            self,
+            sizes=tuple(self.sizes[i] for i in keep),
+            rates=tuple(self.rates[i] for i in keep),
+        )
 
 
 def elastic_spec(

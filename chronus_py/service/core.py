@@ -20,8 +20,10 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from chronus_py.elastic.throughputs import ThroughputTable
 from chronus_py.model import Cluster, DeadlineOption, Node
 from chronus_py.service import rounds
 from chronus_py.service.backend import Backend, BackendUnavailable, RunState
@@ -85,8 +87,11 @@ class Service:
         on_round: Callable[[float], None] | None = None,
         on_admission: Callable[[float], None] | None = None,
         layers=None,
+        throughputs: Path | None = None,
     ):
         self.backend = backend
+        self._throughputs_dir = throughputs
+        self._table: ThroughputTable | None = None
         self.db = db
         self.settings = settings
         self.allocator_factory = allocator_factory or (lambda: None)
@@ -135,6 +140,7 @@ class Service:
                     tenant=row["tenant"],
                     may_set_tenant=True,
                     submit=row["submit"],
+                    throughputs=self.throughputs,
                 )
                 if obs is not None and obs.state in _ENDED:
                     self.db.set_state(
@@ -159,6 +165,7 @@ class Service:
                     tenant=str(obs.spec.get("tenant")),
                     may_set_tenant=True,
                     submit=now,
+                    throughputs=self.throughputs,
                 )
                 admission = {
                     "decision": rounds.NOT_GUARANTEED,
@@ -246,12 +253,25 @@ class Service:
         started = time.perf_counter()
         now = self.backend.now()
         try:
-            spec = parse_job(body, now=now, tenant=caller.tenant, may_set_tenant=caller.admin)
+            spec = parse_job(
+                body,
+                now=now,
+                tenant=caller.tenant,
+                may_set_tenant=caller.admin,
+                throughputs=self.throughputs,
+            )
         except FieldError as exc:
             raise ApiError(422, exc.why, exc.field) from None
         job = spec.job
         if job.id in self.scheduler.jobs or job.id in self.known:
             raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
+        if spec.needs_size:
+            sized = rounds.size_elastic(self.scheduler, spec, now)
+            if isinstance(sized, str):
+                admission = rounds.Admission(rounds.REJECTED, reason=sized)
+                self._count(admission.decision)
+                return 200, {"id": job.id, "submitted": False, "admission": admission.to_dict()}
+            spec, job = sized, sized.job
         refused = self.backend.refuse(job, spec.fields)
         if refused is not None:
             field, why = refused
@@ -411,6 +431,7 @@ class Service:
             if row["guaranteed_at"] is None
             else {"at": row["guaranteed_at"], "value": row["guaranteed_value"]},
             "placement": row["placement"] or {},
+            "elastic": spec.get("elastic"),
             "estimate": (
                 rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
                 if row["id"] in self.scheduler.active
@@ -491,6 +512,7 @@ class Service:
                     tenant=str(fields.get("tenant", "default")),
                     may_set_tenant=True,
                     submit=float(fields.get("submit", now)),
+                    throughputs=self.throughputs,
                 )
             except (FieldError, TypeError, ValueError) as exc:
                 decision_log("refuse", job=fields.get("id"), reason=str(exc))
@@ -500,6 +522,13 @@ class Service:
                 # Never cancel by this id: it names a job chronus already accepted.
                 decision_log("refuse", job=spec.job.id, reason="duplicate id")
                 continue
+            if spec.needs_size:
+                sized = rounds.size_elastic(self.scheduler, spec, now)
+                if isinstance(sized, str):
+                    decision_log("refuse", job=spec.job.id, reason=sized)
+                    self.backend.cancel(spec.job.id)
+                    continue
+                spec = sized
             refused = self.backend.refuse(spec.job, spec.fields)
             why = (
                 rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
@@ -511,6 +540,17 @@ class Service:
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)
+
+    def throughputs(self) -> ThroughputTable:
+        """The throughput tables elastic jobs are sized by (``--throughputs``, else the bundled
+        A100 tables), read on the first elastic job."""
+        if self._table is None:
+            from chronus_py.elastic.throughputs import read_throughputs
+            from chronus_py.readers import traces_dir
+
+            default = traces_dir() / "elasticflow" / "throughputs_A100"
+            self._table = read_throughputs(self._throughputs_dir or default)
+        return self._table
 
     def _follow_health(self) -> None:
         """Keep placement off nodes the backend reports unhealthy (Slurm: drained, down, not

@@ -16,6 +16,11 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
     model: resnet50             # optional, informative
     tenant: team-a              # admin tokens only (a tenant token's own tenant otherwise)
     cgroup: training.slice/j1.scope     # optional: the job's cgroup, for host layer configs
+    elastic: {min_gpus: 1, max_gpus: 16, batch: 256, iterations: 40000}
+                                # an elastic job (model required, no gpus, no estimate_seconds):
+                                #   admission gives it its smallest size that still meets its
+                                #   deadline (chronus_py/elastic/sizing.py); its work is the
+                                #   iterations at the --throughputs curve of (model, batch)
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
 
+from chronus_py.elastic.sizing import Elastic, elastic_spec
+from chronus_py.elastic.throughputs import ThroughputTable
 from chronus_py.model import DeadlineOption, Job, JobKind
 
 FIELDS = (
@@ -38,7 +45,9 @@ FIELDS = (
     "model",
     "tenant",
     "cgroup",
+    "elastic",
 )
+ELASTIC_FIELDS = ("min_gpus", "max_gpus", "batch", "iterations")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 MAX_DEADLINES = 16
 
@@ -61,13 +70,35 @@ class JobSpec:
     job: Job
     estimate: float | None
     fields: Mapping[str, Any]
+    elastic: Elastic | None = None
+
+    @property
+    def needs_size(self) -> bool:
+        """An elastic job not sized yet: admission picks its size (``sized``)."""
+        return self.elastic is not None and "gpus" not in self.fields
+
+    def sized(self, gpus: int) -> JobSpec:
+        """This elastic job at ``gpus`` GPUs: its work and (sim) true work at that size, and the
+        size in its fields, so a restarted service reads it back as decided."""
+        seconds = self.elastic.seconds(gpus)
+        duration = self.fields.get("duration_seconds") or seconds
+        job = replace(self.job, gpus=gpus, duration=duration)
+        fields = {**self.fields, "gpus": gpus, "estimate_seconds": seconds}
+        return JobSpec(job, seconds, fields, self.elastic)
 
 
 def parse_job(
-    body: Any, *, now: float, tenant: str, may_set_tenant: bool = False, submit: float | None = None
+    body: Any,
+    *,
+    now: float,
+    tenant: str,
+    may_set_tenant: bool = False,
+    submit: float | None = None,
+    throughputs: Callable[[], ThroughputTable] | None = None,
 ) -> JobSpec:
     """Check ``body``; the job is submitted at ``submit`` (default ``now``) for ``tenant``
-    (``body['tenant']`` instead when ``may_set_tenant``)."""
+    (``body['tenant']`` instead when ``may_set_tenant``). ``throughputs`` gives the tables an
+    elastic job's curve comes from."""
     if not isinstance(body, dict):
         raise FieldError("body", "expected a JSON object")
     allowed = FIELDS + (("submit",) if submit is not None else ())
@@ -83,12 +114,19 @@ def parse_job(
         or not _ID.fullmatch(str(job_id))
     ):
         raise FieldError("id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {job_id!r}")
-    gpus = body.get("gpus")
+    elastic = None if body.get("elastic") is None else _elastic(body, throughputs)
+    gpus = body.get("gpus", elastic.sizes[-1] if elastic is not None else None)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise FieldError(
             "gpus", f"expected an integer >= 1, got {gpus!r}" if "gpus" in body else "required"
         )
+    if elastic is not None and gpus not in elastic.sizes:
+        raise FieldError(
+            "gpus", f"{gpus} is not one of the elastic job's sizes {list(elastic.sizes)}"
+        )
     estimate = _number(body, "estimate_seconds")
+    if elastic is not None:
+        estimate = elastic.seconds(gpus)
     duration = _number(body, "duration_seconds")
     iterations = body.get("iterations")
     if iterations is not None and (
@@ -138,7 +176,53 @@ def parse_job(
         model=model,
     )
     fields = {**{k: v for k, v in body.items() if k != "submit"}, "id": job.id, "tenant": tenant}
-    return JobSpec(job, estimate, fields)
+    return JobSpec(job, estimate, fields, elastic)
+
+
+def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
+    """An elastic submission's sizes and work; its work is iterations, so it takes no
+    ``estimate_seconds`` (a restarted service reads back the one admission computed, with the
+    size, and checks that it agrees)."""
+    raw = body["elastic"]
+    if not isinstance(raw, dict):
+        raise FieldError("elastic", f"expected {{{', '.join(ELASTIC_FIELDS)}}}")
+    for name in raw:
+        if name not in ELASTIC_FIELDS:
+            raise FieldError(
+                f"elastic.{name}", f"unknown field (expected one of: {', '.join(ELASTIC_FIELDS)})"
+            )
+    if "estimate_seconds" in body and "gpus" not in body:
+        raise FieldError("estimate_seconds", "an elastic job's work is elastic.iterations")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise FieldError("model", "required for an elastic job: its throughput curve's model")
+    values = {}
+    for name, default in (("min_gpus", 1), ("max_gpus", 64), ("batch", None)):
+        value = raw.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FieldError(
+                f"elastic.{name}",
+                "required" if value is None else f"expected an integer >= 1, got {value!r}",
+            )
+        values[name] = value
+    if values["min_gpus"] > values["max_gpus"]:
+        raise FieldError("elastic.min_gpus", f"must be <= max_gpus ({values['max_gpus']})")
+    iterations = _number(raw, "iterations")
+    if iterations is None:
+        raise FieldError("elastic.iterations", "required")
+    if throughputs is None:
+        raise FieldError("elastic", "this service has no throughput tables")
+    try:
+        return elastic_spec(
+            throughputs(),
+            model,
+            values["batch"],
+            values["min_gpus"],
+            values["max_gpus"],
+            iterations,
+        )
+    except ValueError as exc:
+        raise FieldError("elastic", str(exc)) from None
 
 
 def _number(body: Mapping[str, Any], name: str) -> float | None:

@@ -20,8 +20,11 @@ _DEADLINE = {
 }
 _JOB_IN = {
     "type": "object",
-    "required": ["gpus"],
-    "anyOf": [{"required": ["estimate_seconds"]}, {"required": ["iterations"]}],
+    "anyOf": [
+        {"required": ["gpus", "estimate_seconds"]},
+        {"required": ["gpus", "iterations"]},
+        {"required": ["elastic", "model"]},
+    ],
     "additionalProperties": False,
     "properties": {
         "id": {"type": ["string", "integer"], "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
@@ -50,6 +53,19 @@ _JOB_IN = {
         },
         "model": {"type": "string"},
         "tenant": {"type": "string", "description": "admin tokens only"},
+        "elastic": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["batch", "iterations"],
+            "description": "an elastic job (model required, no gpus): admission gives it its "
+            "smallest size that still meets its deadline, by the --throughputs curve",
+            "properties": {
+                "min_gpus": {"type": "integer", "minimum": 1, "default": 1},
+                "max_gpus": {"type": "integer", "minimum": 1, "default": 64},
+                "batch": {"type": "integer", "minimum": 1},
+                "iterations": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
     },
 }
 _ADMISSION = {
@@ -82,7 +98,8 @@ _JOB = {
         "id": {"type": "string"},
         "tenant": {"type": "string"},
         "state": {"enum": ["pending", "running", "finished", "cancelled", "failed"]},
-        "gpus": {"type": "integer"},
+        "gpus": {"type": "integer", "description": "its size (an elastic job's: as admitted)"},
+        "elastic": {"type": ["object", "null"]},
         "submit": {"type": "number"},
         "deadlines": {"type": "array", "items": _DEADLINE},
         "estimate_seconds": {"type": "number"},

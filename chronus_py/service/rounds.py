@@ -13,15 +13,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from chronus_py.elastic.sizing import choose_size
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW, measured
 from chronus_py.estimates.report import describe
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.plan import Action, Plan
 from chronus_py.policies import Chronus, make_policy
-from chronus_py.round import advance, assemble, reason
+from chronus_py.round import advance, assemble, guarantee_probe, reason, would_guarantee
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
+from chronus_py.service.jobspec import JobSpec
 from chronus_py.state import JobState, Status
 
 GUARANTEED, NOT_GUARANTEED, REJECTED = "guaranteed", "not_guaranteed", "rejected"
@@ -123,15 +125,27 @@ def admit(
     return state, _not_guaranteed(scheduler, state, now)
 
 
+def size_elastic(scheduler: Scheduler, spec: JobSpec, now: float) -> JobSpec | str:
+    """An elastic submission at the size admission gives it (``chronus_py.elastic.sizing``),
+    or why it cannot run on this cluster."""
+    elastic = spec.elastic.up_to(scheduler.total_gpus)
+    if elastic is None:
+        return (
+            f"its smallest size, {spec.elastic.sizes[0]} GPUs, is more than the cluster's "
+            f"{scheduler.total_gpus}"
+        )
+    scheduler.select(now)
+    probe = guarantee_probe(scheduler, spec.job, elastic, now)
+    return spec.sized(choose_size(spec.job, elastic, now, scheduler.overhead, probe))
+
+
 def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) -> Admission:
     """What ``admit`` would answer, without submitting or booking anything."""
     scheduler.select(now)
     if estimate is None:
         return Admission(TENTATIVE, reason=MEASURING)
     state = JobState(job=job, seq=-1, estimate=estimate, overhead=scheduler.overhead(job.gpus))
-    policy = scheduler.policy
-    selector = policy.selector if isinstance(policy, Chronus) else None
-    option = selector.probe(state, now) if selector is not None else None
+    option = would_guarantee(scheduler, state, now)
     if option is not None:
         return Admission(GUARANTEED, option, f"would be guaranteed to finish by {option.at:g}")
     return _not_guaranteed(scheduler, state, now)

@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "log_level": "info",
     "layers_dir": None,
     "hosts": None,
+    "throughputs": None,
 }
 
 
@@ -93,6 +94,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--hosts", help="YAML mapping node -> host model YAML, for --layers-dir")
     p.add_argument(
+        "--throughputs",
+        help="directory of <model>.csv throughput tables elastic jobs are sized by "
+        "(default: the bundled A100 tables of ElasticFlow)",
+    )
+    p.add_argument(
         "--round-interval", type=float, help="least wall seconds between rounds (default 0.05)"
     )
     p.add_argument(
@@ -122,6 +128,7 @@ class Options:
     log_level: str
     layers_dir: Path | None
     hosts: Path | None
+    throughputs: Path | None
     args: argparse.Namespace
 
 
@@ -161,6 +168,10 @@ def resolve(args: argparse.Namespace) -> Options:
         load_tokens(Path(args.tokens))
     if (args.layers_dir is None) != (args.hosts is None):
         raise InputError("--layers-dir/--hosts", "give both or neither")
+    if args.throughputs is not None:
+        from chronus_py.elastic.throughputs import read_throughputs
+
+        read_throughputs(args.throughputs)  # a bad directory is refused at start, not per job
     return Options(
         host=host,
         port=port,
@@ -174,6 +185,7 @@ def resolve(args: argparse.Namespace) -> Options:
         log_level=args.log_level,
         layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
         hosts=None if args.hosts is None else Path(args.hosts),
+        throughputs=None if args.throughputs is None else Path(args.throughputs),
         args=args,
     )
 
@@ -273,6 +285,7 @@ def serve(options: Options) -> int:
             on_round=metrics.round_seconds.observe,
             on_admission=metrics.admission_seconds.observe,
             layers=layers,
+            throughputs=options.throughputs,
         )
     except BackendUnavailable as exc:
         error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
