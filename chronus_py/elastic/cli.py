@@ -33,6 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "tables of ElasticFlow)",
     )
     p.add_argument(
+        "--elastic-backend",
+        choices=("greedy", "cpsat"),
+        default="greedy",
+        help="elastic-chronus admission: greedy lease plan only (default), or CP-SAT where the "
+        "greedy plan refuses a job (slower; see benchmarks/RESULTS.md)",
+    )
+    p.add_argument(
         "--resize-scale",
         type=float,
         default=1.0,
@@ -60,6 +67,7 @@ def run_elastic(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
         resize_scale=args.resize_scale,
+        backend=args.elastic_backend,
         skip_bad_rows=args.skip_bad_rows,
         on_progress=progress_bar("replay"),
     )

@@ -4,7 +4,8 @@
   share must fit without breaking any earlier lease); each lease holds one (re)start overhead's
   worth of GPU time in reserve; a declined job is retried when capacity frees and
   runs on idle GPUs meanwhile; leftover GPUs go by marginal gain, and a running job is only grown
-  when the time it saves pays ``payback`` times the resize overhead.
+  when the time it saves pays ``payback`` times the resize overhead. With ``backend="cpsat"`` a
+  job the greedy plan refuses on arrival gets a second, exact chance from CP-SAT.
 - ``ElasticFlowStyle``: written from the ElasticFlow paper (ASPLOS'23): arrivals merged into
   60 s slots, all admitted jobs and the newcomers planned by minimum satisfactory share in
   deadline order, and the newcomers admitted only if every job fits - otherwise all of them are
@@ -16,12 +17,16 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 
 import numpy as np
 
 from chronus_py.elastic.engine import Cluster
 from chronus_py.elastic.leaseplan import Lease, Timeline, size_tables
 from chronus_py.elastic.run import Run
+from solvers.elastic import ElasticTask, plan_elastic
+
+BACKENDS = ("greedy", "cpsat")
 
 INF = float("inf")
 
@@ -205,6 +210,11 @@ def hopeless(r: Run, now: float) -> bool:
 
 
 class ElasticChronus(LeasePolicy):
+    """``backend`` "greedy" admits by the greedy lease plan only; "cpsat" asks CP-SAT (a plan of
+    every promised job and the newcomer at once, ``solvers.elastic``) whenever the greedy plan
+    refuses a job that arrived, with ``time_limit`` seconds per call. ``exact`` counts those
+    calls, the admissions they rescued and their seconds."""
+
     name = "elastic-chronus"
     arrival_window = 0.0
 
@@ -215,11 +225,18 @@ class ElasticChronus(LeasePolicy):
         payback: float = 3.0,
         stick: float = 2.0,
         replan_on_reject: bool = True,
+        backend: str = "greedy",
+        time_limit: float = 0.5,
     ):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         super().__init__(slot=slot, reserve=reserve)
         self.replan_on_reject = replan_on_reject
         self.payback = payback
         self.stick = stick
+        self.backend = backend
+        self.time_limit = time_limit
+        self.exact_stats = {"calls": 0, "rescued": 0, "seconds": 0.0}
         self.waiting: dict[str, Run] = {}
         self.capacity_freed = False
 
@@ -257,6 +274,8 @@ class ElasticChronus(LeasePolicy):
                 self.leases[r.id] = lease
             elif full:
                 trial = self.insert(now, r, promised, cluster)
+                if trial is None and self.backend == "cpsat":
+                    trial = self.exact(now, r, promised, cluster)
                 if trial is not None:
                     tl, self.leases = trial
             if r.id in self.leases:
@@ -287,6 +306,46 @@ class ElasticChronus(LeasePolicy):
                 return None
             tl.reserve(lease)
             leases[q.id] = lease
+        return tl, leases
+
+    def exact(
+        self, now: float, r: Run, promised: list[Run], cluster: Cluster
+    ) -> tuple[Timeline, dict[str, Lease]] | None:
+        """Every promised job and ``r`` planned at once by CP-SAT (``solvers.elastic``), or None
+        if it finds no plan in time; promised jobs already past their deadline slot cannot be
+        planned, so then nothing is tried."""
+        tl = Timeline(now, cluster.gpus, self.slot)
+        jobs = [*promised, r]
+        tasks = [
+            ElasticTask(
+                q.id,
+                q.job.sizes,
+                q.job.rates,
+                self.planned_work(q, cluster),
+                math.floor(q.deadline / self.slot) - tl.origin,
+            )
+            for q in jobs
+        ]
+        if any(t.end <= 0 for t in tasks):
+            return None
+        started = time.perf_counter()
+        segments = plan_elastic(
+            tasks, cluster.gpus, self.slot, tl.first, time_limit_s=self.time_limit, threads=1
+        )
+        self.exact_stats["calls"] += 1
+        self.exact_stats["seconds"] += time.perf_counter() - started
+        if segments is None or any(not segments[q.id] for q in jobs):
+            return None
+        leases: dict[str, Lease] = {}
+        for q in jobs:
+            parts = segments[q.id]
+            start = parts[0].start
+            sizes = np.zeros(parts[-1].stop - start, dtype=np.int64)
+            for part in parts:
+                sizes[part.start - start : part.stop - start] = part.gpus
+            leases[q.id] = Lease(tl.origin + start, sizes)
+            tl.reserve(leases[q.id])
+        self.exact_stats["rescued"] += 1
         return tl, leases
 
     def assign(

@@ -44,11 +44,16 @@ def replay_trace(
     nodes: int,
     gpus_per_node: int,
     resize_scale: float = 1.0,
+    backend: str = "greedy",
     skip_bad_rows: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict, ElasticResult]:
+    """Replay an ITP trace under an elastic policy; ``backend`` "cpsat" gives elastic Chronus
+    CP-SAT admission where its greedy plan refuses (the metrics then count those calls)."""
     if nodes <= 0 or gpus_per_node <= 0:
         raise InputError("--nodes/--gpus-per-node", "must be positive")
+    if backend != "greedy" and policy != "elastic-chronus":
+        raise InputError("--elastic-backend", f"only elastic-chronus has one, not {policy}")
     name, path = trace_path(trace)
     table = read_throughputs(throughputs or traces_dir() / "elasticflow" / "throughputs_A100")
     cluster = Cluster.uniform(nodes, gpus_per_node)
@@ -56,16 +61,20 @@ def replay_trace(
         path, table, cluster_gpus=cluster.gpus, skip_bad_rows=skip_bad_rows
     )
     allocator = ConsolidatedAllocator([(n.name, n.gpus) for n in cluster.nodes])
+    chosen = POLICIES[policy](backend=backend) if backend != "greedy" else POLICIES[policy]()
     engine = ElasticEngine(
         jobs,
         allocator,
         cluster.gpus,
         gpus_per_node,
-        POLICIES[policy](),
+        chosen,
         ResizeOverhead(scale=resize_scale),
     )
     result = engine.run(on_progress=on_progress)
-    return summarize(result, trace=name, dropped=checked.dropped), result
+    metrics = summarize(result, trace=name, dropped=checked.dropped)
+    if backend != "greedy":
+        metrics["exact"] = dict(chosen.exact_stats)
+    return metrics, result
 
 
 def job_rows(runs: Iterable[Run]) -> Iterable[dict]:

@@ -57,8 +57,19 @@ jobs_strategy = st.lists(
 )
 
 
+def exact_chronus() -> ElasticChronus:
+    return ElasticChronus(backend="cpsat", time_limit=2.0)
+
+
+exact_chronus.__name__ = "ElasticChronus(cpsat)"
+PROMISING = (ElasticChronus, exact_chronus)
+
+
 @settings(max_examples=40, deadline=None)
-@given(jobs_strategy, st.sampled_from([ElasticChronus, ElasticFlowStyle, ElasticEDF]))
+@given(
+    jobs_strategy,
+    st.sampled_from([ElasticChronus, exact_chronus, ElasticFlowStyle, ElasticEDF]),
+)
 def test_no_gpu_double_booked_and_promises_kept(rows, policy):
     jobs = []
     for i, (submit, work, slack, curve) in enumerate(rows):
@@ -70,5 +81,5 @@ def test_no_gpu_double_booked_and_promises_kept(rows, policy):
     assert alloc.holder == {}
     for r in result.runs:
         assert r.finish is not None or r.dropped
-        if policy is ElasticChronus and r.guaranteed:
+        if policy in PROMISING and r.guaranteed:
             assert r.finish <= r.deadline, f"{r.id} promised but finished {r.finish} > {r.deadline}"
