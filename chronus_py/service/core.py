@@ -418,6 +418,11 @@ class Service:
 
     def job_view(self, row: Mapping[str, Any]) -> dict:
         spec = row["spec"]
+        estimate = (
+            rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
+            if row["id"] in self.scheduler.active
+            else None
+        )
         out = {
             "id": row["id"],
             "tenant": row["tenant"],
@@ -425,18 +430,14 @@ class Service:
             "gpus": spec["gpus"],
             "submit": row["submit"],
             "deadlines": spec.get("deadlines", []),
-            "estimate_seconds": row["estimate"],
+            "estimate_seconds": self._estimate_seconds(row, estimate),
             "admission": row["admission"],
             "guaranteed": None
             if row["guaranteed_at"] is None
             else {"at": row["guaranteed_at"], "value": row["guaranteed_value"]},
             "placement": row["placement"] or {},
             "elastic": spec.get("elastic"),
-            "estimate": (
-                rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
-                if row["id"] in self.scheduler.active
-                else None
-            ),
+            "estimate": estimate,
             "first_start": row["first_start"],
             "finished_at": row["finished_at"],
             "starts": row["starts"],
@@ -444,6 +445,16 @@ class Service:
         if row["state"] == "finished" and row["first_deadline"] is not None:
             out["met_first_deadline"] = row["finished_at"] <= row["first_deadline"]
         return out
+
+    def _estimate_seconds(self, row: Mapping[str, Any], estimate: dict | None) -> float | None:
+        """The work the job is planned with; None while it is being measured (the probe it is
+        ranked by is no estimate), and for an ended job that never got one."""
+        if estimate is not None:
+            return estimate["seconds"]
+        spec = row["spec"]
+        if "estimate_seconds" in spec or "elastic" in spec or self.db.was_reestimated(row["id"]):
+            return row["estimate"]
+        return None
 
     def cluster_view(self) -> dict:
         nodes = self.backend.nodes()

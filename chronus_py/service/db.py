@@ -230,6 +230,11 @@ class Database:
     def ids(self) -> set[str]:
         return {row[0] for row in self.conn.execute("SELECT id FROM job")}
 
+    def was_reestimated(self, job_id: str) -> bool:
+        """Whether the job's estimate ever changed (for a job without a runtime: measured)."""
+        query = "SELECT 1 FROM estimate WHERE job=? LIMIT 1"
+        return self.conn.execute(query, (job_id,)).fetchone() is not None
+
     def reestimated_ids(self) -> set[str]:
         """Jobs with a recorded estimate change: for a job submitted without a runtime, the
         first one is its measurement, so after a restart it is known, not measured again."""

@@ -27,7 +27,9 @@ def test_unknown_runtime_is_measured_then_admitted(serve, tmp_path):
     r = http.post("/v1/jobs", headers=A, json={**body, "duration_seconds": 4000})
     assert r.status_code == 201, r.text
     assert r.json()["admission"]["decision"] == "tentative"
-    estimate = _job(http, "u1")["estimate"]
+    view = _job(http, "u1")
+    assert view["estimate_seconds"] is None  # its probe is no estimate
+    estimate = view["estimate"]
     assert estimate["phase"] in ("unknown", "measuring")
     assert estimate["promise"] == "tentative" and estimate["seconds"] is None
 
@@ -46,6 +48,7 @@ def test_unknown_runtime_is_measured_then_admitted(serve, tmp_path):
     assert view["guaranteed"] == {"at": now + 50000, "value": 1}
     seconds = view["estimate"]["seconds"]
     assert seconds >= 300 / 0.1  # at least the window over the share done
+    assert view["estimate_seconds"] == seconds
 
     server.kill()
     server = serve(*args)
