@@ -8,8 +8,11 @@ plan`` in ``cli/plan.py`` runs it once, the service once per wake-up, ``replay``
    (:func:`read_trace`); :func:`build_scheduler` puts them in a :class:`Scheduler`.
 2. **Profile**: :class:`Profile` fits per-iteration time from short 1- and 2-node runs and
    predicts the job's runtime at its GPU count; every source of estimates (``estimates``:
-   oracle, fixed, profiled, noisy, the replay's profiling pool) is one ``Estimator`` the
-   scheduler takes.
+   oracle, fixed, profiled, noisy, the replay's profiling pool, in-place measurement) is one
+   ``Estimator`` the scheduler takes. A job nobody can give a runtime is measured in place, and
+   each decision says its estimate state (``estimates.report``). An elastic job waiting for GPUs
+   gets its size here too: its smallest size the lease plan can still guarantee
+   (``elastic.sizing``).
 3. **Select** (:meth:`Scheduler.select`): the policy orders the jobs. :class:`Chronus`, configured
    by one :class:`ChronusSettings`, asks its lease selector (:class:`LeaseSelector`) which SLO
    jobs are guaranteed and which must run in this lease, the MILP in ``solvers`` keeping every
