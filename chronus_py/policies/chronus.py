@@ -14,8 +14,9 @@ the first-deadline ratio from 0.9979 to 0.9991 (benchmarks/RESULTS.md).
 A guaranteed job running ahead of its plan (it started on GPUs nobody else wanted) competes by
 remaining GPU-time like any pool job, instead of being the first to go: stopping it for a longer
 job only wastes its restart and adds a preemption. Once a stop would break its plan (it would be
-due at once, or its work plus the new restart would outgrow the leases it holds), it keeps its
-GPUs as a due job would.
+due at once, or its work plus the new restart would outgrow the leases it holds), no pool job may
+take its GPUs; a guaranteed job due in this lease still may, since the plan holds this lease's
+GPUs for that job and the one running ahead only borrows them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ STANDINGS = {
     Tier.AHEAD: "guaranteed, ahead of its lease plan (capacity is held for it later)",
     Tier.HOPELESS: "cannot meet its last deadline even alone; leftover GPUs only",
 }
+
+
+PROTECTED = -1.0
+"""The GPU-time a protected job is ranked by: ahead of every pool job (their GPU-time is >= 0),
+behind every job due in this lease, whose leases the plan holds now."""
 
 
 class Chronus(OrderPolicy):
@@ -62,7 +68,9 @@ class Chronus(OrderPolicy):
     def key(self, job: JobState, now: float) -> tuple:
         tier = self.selector.tier(job.id) if self.selector else Tier.SPOT
         if job.status is Status.RUNNING and tier in (Tier.AHEAD, Tier.SPOT) and self.selector:
-            tier = Tier.MUST_RUN if self.selector.stop_breaks_plan(job, now) else Tier.SPOT
+            if self.selector.stop_breaks_plan(job, now):
+                return (Tier.SPOT, PROTECTED, job.seq)
+            tier = Tier.SPOT
         return (tier, job.remaining(now) * job.gpus, job.seq)
 
     def next_wakeup(self, now: float) -> float | None:

@@ -87,3 +87,28 @@ def test_a_guaranteed_job_stopped_again_and_again_in_the_pool_keeps_its_guarante
     g = scheduler.jobs["G"]
     assert g.was_guaranteed is not None
     assert policy.selector.stats.demoted == [] and g.finish == 451.0
+
+
+def test_a_job_due_now_takes_its_lease_back_from_a_protected_job_running_ahead():
+    # 4 GPUs. W (4 GPUs, soft) is guaranteed its later option with leases 1-4 and 8; at 600 it is
+    # due (lease 1) while A (2 GPUs, guaranteed at 600 for lease 5 only) runs ahead on its GPUs,
+    # protected from pool jobs because a stop would outgrow A's one lease. Ranked as a due job, A
+    # kept W waiting until 1081: W was demoted at 1200. The plan holds lease 1 for W, so W
+    # preempts A at 600 and keeps its guarantee.
+    from test_properties import build
+
+    rows = [
+        (0, 60, 1, "best", 10),
+        (0, 60, 1, "best", 10),
+        (0, 1506, 1, "strict", 35),
+        (1, 2499, 8, "soft", 12),
+        (2, 191, 8, "strict", 40),
+        (191, 369, 2, "soft", 17),
+        (316, 650, 2, "soft", 24),
+    ]
+    jobs, cluster = build(rows, 1, 4)
+    policy = chronus(lease=600.0, headroom=0.0, guard=0.0, objective="minimize")
+    scheduler = drive(jobs, cluster, policy)
+    w = scheduler.jobs["j3"]
+    assert w.was_guaranteed is not None and w.first_start == 600.0
+    assert policy.selector.stats.demoted == [] and w.finish <= w.was_guaranteed.at
