@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chronus_py.profiler import INTER_NODE_SHAPES, Profile, learn_inter_node
+from chronus_py.profiler import INTER_NODE_SHAPES, BeyondRange, Profile, learn_beyond
 from chronus_py.samples import Sample, Samples, from_relative_throughput, packed, read_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,33 +117,55 @@ Case = tuple[str, Samples, list[Sample]]
 
 def extrapolate(groups: dict[str, list[Case]]) -> dict:
     """Per inter-node shape, the APE and band coverage of every larger run predicted from its
-    case's profile. Shapes: "linear", "ring", and "learned": the linear weight
-    ``learn_inter_node`` picks from the *other* groups' larger runs (leave one group out, so a
-    model never calibrates its own prediction), as a cluster calibrates from its history."""
+    case's profile. Shapes: "linear" and "ring" with the default band (the gap between the two
+    shapes), and two calibrated from the cluster's other larger runs by ``learn_beyond`` (the
+    learned shape, and the learned band around it), as a cluster calibrates from its history:
+
+    - "learned": history is the *other groups'* runs (leave one model out: a model never
+      calibrates its own prediction);
+    - "learned-run": history is every *other run*, the same model's other sizes included
+      (leave one run out: a cluster that has run this model at another size before);
+    - "hindsight": history is *every* run, the predicted one included. Not a prediction: the
+      best any single shape of the family can do on the data, a floor for the others."""
     fitted = {
         (group, name): Profile(inter_node="linear").fit(train)
         for group, cases in groups.items()
         for name, train, _ in cases
     }
+    runs = [
+        (group, name, s, float(np.median(s.seconds)))
+        for group, cases in groups.items()
+        for name, _, tests in cases
+        for s in tests
+    ]
+
+    def calibrated(keep) -> BeyondRange:
+        return learn_beyond(
+            (fitted[(group, name)], s.placement, seconds)
+            for group, name, s, seconds in runs
+            if keep(group, s)
+        )
+
     out: dict = {}
-    for shape in (*INTER_NODE_SHAPES, "learned"):
-        per_case, everything, covered, weights = {}, [], 0, {}
+    for shape in (*INTER_NODE_SHAPES, "learned", "learned-run", "hindsight"):
+        per_case, everything, covered, learned = {}, [], 0, {}
         for group, cases in groups.items():
-            if shape == "learned":
-                history = [
-                    (fitted[(other, name)], s.placement, float(np.median(s.seconds)))
-                    for other, others in groups.items()
-                    if other != group
-                    for name, _, tests in others
-                    for s in tests
-                ]
-                weight = weights[group] = learn_inter_node(history)
-            else:
-                weight = shape
             for name, train, tests in cases:
-                profile = Profile(inter_node=weight).fit(train)
                 errors = {}
                 for s in tests:
+                    if shape in INTER_NODE_SHAPES:
+                        profile = Profile(inter_node=shape).fit(train)
+                    else:
+                        keep = {
+                            "learned": lambda g, _: g != group,
+                            "learned-run": lambda _, other: other is not s,
+                            "hindsight": lambda *_: True,
+                        }[shape]
+                        beyond = calibrated(keep)
+                        learned[f"{name} {s.gpus}x{s.nodes}"] = beyond
+                        profile = Profile(
+                            inter_node=beyond.inter_node, beyond_spread=beyond.spread
+                        ).fit(train)
                     est, measured = (
                         profile.predict(placement=s.placement),
                         float(np.median(s.seconds)),
@@ -152,6 +174,7 @@ def extrapolate(groups: dict[str, list[Case]]) -> dict:
                     errors[f"{s.gpus}x{s.nodes}"] = {
                         "ape": ape(est.iteration_seconds, measured),
                         "in_band": inside,
+                        "band": [est.low / measured, est.high / measured],
                     }
                     covered += inside
                 per_case[name] = {"per_run": errors, **summary([e["ape"] for e in errors.values()])}
@@ -160,7 +183,25 @@ def extrapolate(groups: dict[str, list[Case]]) -> dict:
             "cases": per_case,
             "all": summary(everything),
             "band_coverage": covered / len(everything) if everything else None,
-            **({"learned_weight": weights} if weights else {}),
+            "band_width_median": float(
+                np.median(
+                    [
+                        e["band"][1] - e["band"][0]
+                        for c in per_case.values()
+                        for e in c["per_run"].values()
+                    ]
+                )
+            ),
+            **(
+                {
+                    "learned": {
+                        k: {"inter_node": b.inter_node, "spread": b.spread, "cases": b.cases}
+                        for k, b in learned.items()
+                    }
+                }
+                if learned
+                else {}
+            ),
         }
     return out
 
@@ -218,16 +259,21 @@ def evaluate_throughputs(directory: Path) -> dict:
 def show_extrapolation(title: str, result: dict) -> None:
     print(title)
     for shape, r in result.items():
-        learned = r.get("learned_weight")
-        weights = (
-            "   linear weight per held-out group: "
-            + ", ".join(f"{g} {w:.2f}" for g, w in learned.items())
+        learned = r.get("learned", {}).values()
+        ranges = (
+            "   learned weight {:.2f}-{:.2f}, spread {:.2f}-{:.2f}".format(
+                min(b["inter_node"] for b in learned),
+                max(b["inter_node"] for b in learned),
+                min(b["spread"] for b in learned),
+                max(b["spread"] for b in learned),
+            )
             if learned
             else ""
         )
         print(
-            f"  {shape:8s} n {r['all']['n']:3d}  median {fmt(r['all']['median_ape']):>5s}  worst "
-            f"{fmt(r['all']['worst_ape']):>5s}  band coverage {r['band_coverage']:.2f}{weights}"
+            f"  {shape:11s} n {r['all']['n']:3d}  median {fmt(r['all']['median_ape']):>5s}  worst "
+            f"{fmt(r['all']['worst_ape']):>5s}  band coverage {r['band_coverage']:.2f}  "
+            f"median band width {r['band_width_median']:.2f}{ranges}"
         )
 
 

@@ -22,7 +22,8 @@ The model, for one iteration on ``g`` GPUs spread over ``k`` nodes with at most 
               weight ``w`` in [0, 1]. All give ``h(1) = 0, h(2) = 1``, so 1- and 2-node
               profiles cannot tell them apart; they differ only when extrapolating to 3+ nodes.
               How all-reduce grows is a property of the cluster's network, not of the model, so
-              :func:`learn_inter_node` learns ``w`` from the larger runs a cluster has observed.
+              :func:`learn_beyond` learns ``w`` from the larger runs a cluster has observed,
+              with a calibrated band for predictions past the profiled nodes.
               "linear" is the default because the artifact's only 4-node measurements
               (``model_info.json``) grow about 3× from 2 to 4 nodes (median of its ten
               4-node entries), not 1.5×; ElasticFlow's A100 tables grow far less (a learned
@@ -37,6 +38,9 @@ squares on *relative* residuals, each sample weighted by the square root of its 
 (the standard error of its median). The band is ``t·(1 ± z·σ)`` where ``σ`` combines the spread
 of single iterations (``iteration_cv_``) with the model's own leave-one-out error (``model_cv_``);
 ``runtime`` averages the per-iteration spread over the iterations but not the model error.
+Past the profiled nodes the band widens (see ``Profile._band``): by the gap between the
+"linear" and "ring" shapes, or, learned from the cluster's larger runs, by the errors it
+measured there.
 
 ``NotFittedError`` is a programming error (predicting before fitting), not bad input, so it is
 *not* a :class:`~chronus_py.errors.ChronusError`: it subclasses ``ValueError`` and
@@ -271,6 +275,8 @@ class Profile:
                        :func:`learn_inter_node`): how the inter-node cost grows past 2 nodes.
     ``batch_cap``      "auto" (decide from the data), None (weak scaling) or a GPU count at which
                        the global batch stops growing.
+    ``beyond_spread``  None, or the log half-width of the band past the profiled nodes learned
+                       from the cluster's larger runs (:func:`learn_beyond`).
 
     Learned attributes (trailing ``_``): ``model_``, ``coef_`` (:class:`Coefficients`),
     ``iteration_cv_``, ``model_cv_``, ``mean_ratio_`` (mean over median iteration: stragglers),
@@ -284,16 +290,19 @@ class Profile:
         band: float = 0.95,
         inter_node: InterNode = "linear",
         batch_cap: int | str | None = "auto",
+        beyond_spread: float | None = None,
     ):
         self.gpus_per_node = gpus_per_node
         self.band = band
         self.inter_node = inter_node
         self.batch_cap = batch_cap
+        self.beyond_spread = beyond_spread
 
     def __repr__(self) -> str:
         return (
             f"Profile(gpus_per_node={self.gpus_per_node!r}, band={self.band!r}, "
-            f"inter_node={self.inter_node!r}, batch_cap={self.batch_cap!r})"
+            f"inter_node={self.inter_node!r}, batch_cap={self.batch_cap!r}, "
+            f"beyond_spread={self.beyond_spread!r})"
         )
 
     def _check_params(self) -> None:
@@ -311,6 +320,14 @@ class Profile:
         cap = self.batch_cap
         if not (cap in ("auto", None) or (isinstance(cap, int) and cap >= 1)):
             raise ValueError(f"batch_cap must be 'auto', None or a positive int, got {cap!r}")
+        spread = self.beyond_spread
+        if spread is not None and not (
+            isinstance(spread, (int, float))
+            and not isinstance(spread, bool)
+            and math.isfinite(spread)
+            and spread >= 0
+        ):
+            raise ValueError(f"beyond_spread must be None or a number >= 0, got {spread!r}")
 
     def fit(self, samples: Samples) -> Profile:
         """Learn the coefficients from 1-node and 2-node (or larger) samples of one model.
@@ -430,10 +447,7 @@ class Profile:
         self._check_fitted()
         placement = self.placement_for(gpus, nodes, placement)
         t = iteration_seconds(self.coef_, placement, self.inter_node, self.gpus_per_node)
-        half = self._z() * math.hypot(
-            self.iteration_cv_, self.model_cv_, self._beyond(placement, t)
-        )
-        return Estimate(t, max(0.0, t * (1 - half)), t * (1 + half))
+        return Estimate(t, *self._band(placement, t, self.iteration_cv_))
 
     def runtime(
         self,
@@ -450,25 +464,38 @@ class Profile:
         self._check_fitted()
         placement = self.placement_for(gpus, nodes, placement)
         t = iteration_seconds(self.coef_, placement, self.inter_node, self.gpus_per_node)
-        total = t * self.mean_ratio_ * iterations
         noise = self.iteration_cv_ / math.sqrt(iterations) if iterations else 0.0
-        half = self._z() * math.hypot(noise, self.model_cv_, self._beyond(placement, t))
-        return RuntimeEstimate(total, max(0.0, total * (1 - half)), total * (1 + half))
+        scale = self.mean_ratio_ * iterations
+        low, high = self._band(placement, t, noise)
+        return RuntimeEstimate(t * scale, low * scale, high * scale)
 
-    def _beyond(self, placement: Sequence[int], seconds: float) -> float:
-        """Relative 1-sigma error of a prediction on more nodes than any profile spanned.
+    def _band(self, placement: Sequence[int], seconds: float, noise: float) -> tuple[float, float]:
+        """(low, high) seconds per iteration around the prediction ``seconds``.
 
-        1- and 2-node profiles cannot tell how the inter-node cost grows past two nodes: the
-        "linear" and "ring" shapes agree up to 2 nodes and differ beyond. The prediction uses
-        one shape; its band must reach the other, so the gap between the two inter-node terms,
-        relative to the prediction, counts as one standard deviation. 0 within the fitted
-        range. On model_info.json's 4-node entries this lifts the band's coverage from 2 to 9
-        of 10 (benchmarks/RESULTS.md, issue 14)."""
+        Within the profiled nodes the band is the iteration noise and the model's own
+        leave-one-out error. Past them, 1- and 2-node profiles cannot tell how the inter-node
+        cost grows, and the band widens for it:
+
+        - with a ``beyond_spread`` ``s`` learned from the cluster's larger runs
+          (:func:`learn_beyond`), to ``seconds·[e^-s, e^s]``: the errors the cluster measured
+          past its profiles, at the band's probability, which already hold the model's error
+          (only the iteration noise is added);
+        - without one, the "linear" and "ring" shapes bound what the profile cannot tell: the
+          gap between their inter-node terms, relative to the prediction, counts as one more
+          standard deviation.
+        """
         k = len(placement)
         fitted = max((len(r.placement) for r in self.observations_), default=1)
         if k <= fitted or seconds <= 0.0:
-            return 0.0
-        return self.coef_.inter * abs(hops(k, "linear") - hops(k, "ring")) / seconds
+            half = self._z() * math.hypot(noise, self.model_cv_)
+            return max(0.0, seconds * (1 - half)), seconds * (1 + half)
+        if self.beyond_spread is None:
+            gap = self.coef_.inter * abs(hops(k, "linear") - hops(k, "ring")) / seconds
+            half = self._z() * math.hypot(noise, self.model_cv_, gap)
+            return max(0.0, seconds * (1 - half)), seconds * (1 + half)
+        half = self._z() * noise
+        spread = self.beyond_spread
+        return seconds * math.exp(-spread) * (1 - half), seconds * math.exp(spread) * (1 + half)
 
     def _z(self) -> float:
         return NormalDist().inv_cdf(0.5 + self.band / 2)
@@ -485,6 +512,7 @@ class Profile:
                 "band": self.band,
                 "inter_node": self.inter_node,
                 "batch_cap": self.batch_cap,
+                "beyond_spread": self.beyond_spread,
             },
             "coefficients": asdict(self.coef_),
             "iteration_cv": self.iteration_cv_,
@@ -542,7 +570,34 @@ class Profile:
         return profile
 
 
-def learn_inter_node(cases: Iterable[tuple[Profile, Sequence[int], float]]) -> float:
+Case = tuple[Profile, Sequence[int], float]
+"""(fitted profile, placement, measured seconds per iteration): a run a cluster observed."""
+
+
+@dataclass(frozen=True, slots=True)
+class BeyondRange:
+    """What a cluster's larger runs teach about predicting past the profiled nodes: the
+    inter-node shape (a linear weight, see :func:`hops`) and the log half-width of a band that
+    holds the measured runs (``Profile(beyond_spread=...)``), from ``cases`` runs."""
+
+    inter_node: float
+    spread: float
+    cases: int
+
+
+def _beyond_cases(cases: Iterable[Case]) -> list[Case]:
+    """The cases on more nodes than their profile spanned; ValueError if there is none."""
+    beyond = []
+    for profile, placement, seconds in cases:
+        profile._check_fitted()
+        if len(placement) > max(len(r.placement) for r in profile.observations_):
+            beyond.append((profile, tuple(placement), seconds))
+    if not beyond:
+        raise ValueError("no observed run beyond its profile's fitted range to learn from")
+    return beyond
+
+
+def learn_inter_node(cases: Iterable[Case]) -> float:
     """The linear weight (see :func:`hops`) that best predicts runs a cluster has observed beyond
     their profiles' fitted range: ``cases`` are (fitted profile, placement, measured seconds per
     iteration) with the placement on more nodes than the profile spanned.
@@ -552,13 +607,7 @@ def learn_inter_node(cases: Iterable[tuple[Profile, Sequence[int], float]]) -> f
     of 101 wins (the median, because a few jobs whose network cost explodes, as mobilenet_v2 in
     ``model_info.json``, would otherwise decide for all). Raises ValueError without a case
     beyond the fitted range."""
-    beyond = []
-    for profile, placement, seconds in cases:
-        profile._check_fitted()
-        if len(placement) > max(len(r.placement) for r in profile.observations_):
-            beyond.append((profile, tuple(placement), seconds))
-    if not beyond:
-        raise ValueError("no observed run beyond its profile's fitted range to learn from")
+    beyond = _beyond_cases(cases)
 
     def median_error(w: float) -> float:
         return float(
@@ -571,6 +620,33 @@ def learn_inter_node(cases: Iterable[tuple[Profile, Sequence[int], float]]) -> f
         )
 
     return float(min(LEARN_GRID, key=median_error))
+
+
+def learn_beyond(cases: Iterable[Case], band: float = 0.95) -> BeyondRange:
+    """The inter-node shape (:func:`learn_inter_node`) and a calibrated band for predictions past
+    the profiled nodes, from a cluster's runs beyond their profiles' fitted range.
+
+    The spread is split-conformal: each case scores ``|ln(measured / predicted)|`` under the
+    learned shape, and the spread is the ``ceil((n+1)·band)``-th smallest of the ``n`` scores,
+    so a new run exchangeable with the history falls inside ``predicted·[e^-s, e^s]`` with
+    probability at least ``band``. With too few cases for that (``(n+1)·band > n``) it is the
+    largest score, which promises only ``n/(n+1)``. The score is relative to the whole
+    prediction, not to its network term: past two nodes the errors come as much from the
+    compute and overhead split as from the network (ElasticFlow's A100 tables), and a network
+    term near 0 would otherwise make one run's score unbounded. Raises ValueError without a
+    case beyond the fitted range or with a measured time that is not positive."""
+    beyond = _beyond_cases(cases)
+    if any(not seconds > 0.0 for _, _, seconds in beyond):
+        raise ValueError("measured seconds per iteration must be positive")
+    weight = learn_inter_node(beyond)
+    scores = np.sort(
+        [
+            abs(math.log(seconds / iteration_seconds(p.coef_, placement, weight, p.gpus_per_node)))
+            for p, placement, seconds in beyond
+        ]
+    )
+    rank = min(math.ceil((scores.size + 1) * band), scores.size)
+    return BeyondRange(weight, float(scores[rank - 1]), int(scores.size))
 
 
 def _get(data: dict, key: str, kind: type, source: str):

@@ -1,8 +1,11 @@
-"""``chronus profile fit|predict``: fit a runtime profile from timing samples, then query it.
+"""``chronus profile fit|predict|learn``: fit a runtime profile from timing samples, query it,
+and learn from a cluster's larger runs how to predict past the profiled nodes.
 
 chronus profile fit stats/imagenet_arch_resnet50_gpu_{1,2,4,8,16}.npy -o profile.json
 chronus profile predict profile.json --gpus 32 --nodes 4
 {"iteration_seconds": 0.0796, "low": 0.0669, "high": 0.0923}
+chronus profile learn --run resnet50.json resnet50_gpu_32.npy --run vgg16.json vgg16_gpu_64.npy
+{"inter_node": 0.31, "beyond_spread": 0.29, "cases": 2, "band": 0.95}
 """
 
 from __future__ import annotations
@@ -61,7 +64,14 @@ def add_parser(subparsers) -> None:
         default="linear",
         help="growth of the inter-node cost past 2 nodes: linear (default), ring, or the weight "
         "of linear in a mix of both, e.g. 0.3 (learned from a cluster's larger runs: "
-        "chronus_py.profiler.learn_inter_node)",
+        "`chronus profile learn`)",
+    )
+    fit.add_argument(
+        "--beyond-spread",
+        type=non_negative,
+        metavar="S",
+        help="band past the profiled nodes: predicted x [e^-S, e^S], learned from the cluster's "
+        "larger runs by `chronus profile learn` (default: the gap between linear and ring)",
     )
     fit.set_defaults(func=run)
 
@@ -79,6 +89,27 @@ def add_parser(subparsers) -> None:
     )
     predict.set_defaults(func=run)
 
+    learn = sub.add_parser(
+        "learn",
+        help="learn the inter-node shape and the band past the profiled nodes from larger runs",
+    )
+    learn.add_argument(
+        "--run",
+        nargs=2,
+        action="append",
+        required=True,
+        metavar=("PROFILE", "FILE"),
+        help="a profile.json and a sample file of the same model on more nodes than it was "
+        "fitted on (repeat for every run the cluster has seen)",
+    )
+    learn.add_argument(
+        "--band", type=float, default=0.95, help="probability the band should hold (default 0.95)"
+    )
+    learn.add_argument(
+        "--warmup", type=int, default=1, help="leading iterations to drop (default 1)"
+    )
+    learn.set_defaults(func=run)
+
 
 def inter_node(text: str) -> str | float:
     """``--inter-node``: "linear", "ring" or a number in [0, 1]."""
@@ -95,8 +126,18 @@ def inter_node(text: str) -> str | float:
     return weight
 
 
+def non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    return _fit(args) if args.action == "fit" else _predict(args)
+    return {"fit": _fit, "predict": _predict, "learn": _learn}[args.action](args)
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -118,7 +159,11 @@ def _fit(args: argparse.Namespace) -> int:
 
     where = ", ".join(map(str, args.files))
     try:
-        profile = Profile(gpus_per_node=args.gpus_per_node, inter_node=args.inter_node).fit(samples)
+        profile = Profile(
+            gpus_per_node=args.gpus_per_node,
+            inter_node=args.inter_node,
+            beyond_spread=args.beyond_spread,
+        ).fit(samples)
     except np.linalg.LinAlgError as exc:
         raise InputError(where, f"the samples cannot be fitted ({exc})") from None
     try:  # a profile `predict` would refuse is never written (NaN/Infinity are not JSON)
@@ -172,4 +217,51 @@ def _predict(args: argparse.Namespace) -> int:
         raise InputError(
             args.profile, "the profile predicts a non-finite time; check its coefficients"
         ) from None
+    return 0
+
+
+def _learn(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from chronus_py.errors import InputError
+    from chronus_py.inputs import load_json
+    from chronus_py.profiler import Profile, learn_beyond
+    from chronus_py.samples import read_samples
+
+    if not 0 < args.band < 1:
+        raise InputError("--band", f"must be in (0, 1), got {args.band}")
+    if args.warmup < 0:
+        raise InputError("--warmup", f"must be >= 0, got {args.warmup}")
+    cases = []
+    for profile_path, sample_path in args.run:
+        profile = Profile.from_dict(load_json(profile_path, what="profile"), source=profile_path)
+        samples = read_samples(
+            [sample_path],
+            gpus_per_node=profile.gpus_per_node,
+            warmup=args.warmup,
+            model=profile.model_ or None,
+        )
+        fitted = max(len(r.placement) for r in profile.observations_)
+        for sample in samples:
+            if sample.nodes <= fitted:
+                raise InputError(
+                    sample.source,
+                    f"runs on {sample.nodes} node(s), within the {fitted} the profile "
+                    f"{profile_path} was fitted on: nothing to learn past it",
+                )
+            cases.append((profile, sample.placement, float(np.median(sample.seconds))))
+    try:
+        beyond = learn_beyond(cases, band=args.band)
+    except ValueError as exc:
+        raise InputError("--run", str(exc)) from None
+    print(
+        json.dumps(
+            {
+                "inter_node": beyond.inter_node,
+                "beyond_spread": beyond.spread,
+                "cases": beyond.cases,
+                "band": args.band,
+            }
+        )
+    )
     return 0

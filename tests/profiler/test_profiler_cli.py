@@ -139,3 +139,61 @@ def test_inter_node_weight_round_trips_through_the_profile(main, tmp_path, capsy
     with pytest.raises(SystemExit):
         main(["profile", "fit", *map(str, RESNET), "--inter-node", "1.5"])
     assert "expected linear, ring or a number in [0, 1], got '1.5'" in capsys.readouterr().err
+
+
+def toy_runs(directory: Path, model: str, compute: float, growth: float) -> dict[int, Path]:
+    """Sample files of one weak-scaling model: 20 iterations per GPU count (the first a slow
+    warm-up), the network cost per extra node ``0.3·compute`` times ``growth`` past 2 nodes."""
+    rng = np.random.default_rng(len(model))
+    paths = {}
+    for g in (1, 8, 16, 32, 64):
+        nodes = -(-g // 8)
+        network = 0.3 * compute * (nodes - 1) * (growth if nodes > 2 else 1.0)
+        seconds = (compute + 0.05 * compute * (g > 1) + network) * (1 + 0.01 * rng.random(20))
+        paths[g] = directory / f"imagenet_arch_{model}_gpu_{g}.npy"
+        np.save(paths[g], np.concatenate([[10.0], seconds]))
+    return paths
+
+
+def test_learn_then_fit_with_the_learned_band(main, tmp_path, capsys):
+    """`profile learn` takes (profile, larger run) pairs and prints the shape and spread that
+    `profile fit --inter-node --beyond-spread` then uses past the profiled nodes."""
+    run_args = []
+    for model, compute, growth in (("a", 0.2, 0.5), ("b", 0.4, 0.7), ("c", 0.3, 0.6)):
+        paths = toy_runs(tmp_path, model, compute, growth)
+        profile = tmp_path / f"{model}.json"
+        assert (
+            main(["profile", "fit", *(str(paths[g]) for g in (1, 8, 16)), "-o", str(profile)]) == 0
+        )
+        run_args += ["--run", str(profile), str(paths[32]), "--run", str(profile), str(paths[64])]
+    capsys.readouterr()
+    assert main(["profile", "learn", *run_args]) == 0
+    learned = json.loads(capsys.readouterr().out)
+    assert learned["cases"] == 6 and learned["band"] == 0.95
+    assert learned["inter_node"] < 0.5 and 0 < learned["beyond_spread"] < 0.2
+    paths = toy_runs(tmp_path, "d", 0.25, 0.6)
+    out = tmp_path / "d.json"
+    fit = ["profile", "fit", *(str(paths[g]) for g in (1, 8, 16)), "-o", str(out)]
+    weight, spread = str(learned["inter_node"]), str(learned["beyond_spread"])
+    assert main([*fit, "--inter-node", weight, "--beyond-spread", spread]) == 0
+    capsys.readouterr()
+    assert main(["profile", "predict", str(out), "--gpus", "64"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    measured = float(np.median(np.load(paths[64])[1:]))
+    assert est["low"] <= measured <= est["high"]
+    assert est["high"] / est["low"] == pytest.approx(np.exp(2 * learned["beyond_spread"]), rel=0.05)
+
+
+def test_learn_refuses_runs_within_the_profiled_nodes(main, tmp_path, capsys):
+    paths = toy_runs(tmp_path, "a", 0.2, 0.5)
+    profile = tmp_path / "a.json"
+    assert main(["profile", "fit", *(str(paths[g]) for g in (1, 8, 16)), "-o", str(profile)]) == 0
+    capsys.readouterr()
+    assert main(["profile", "learn", "--run", str(profile), str(paths[16])]) == 2
+    line = one_line_error(capsys)
+    assert str(paths[16]) in line and "within the 2 the profile" in line
+    assert main(["profile", "learn", "--run", str(profile), str(paths[32]), "--band", "1"]) == 2
+    assert "--band: must be in (0, 1), got 1.0" in one_line_error(capsys)
+    with pytest.raises(SystemExit):
+        main(["profile", "fit", str(paths[1]), "--beyond-spread", "-1"])
+    assert "expected a number >= 0, got '-1'" in capsys.readouterr().err

@@ -17,6 +17,8 @@ from chronus_py.profiler import (
     NotFittedError,
     Profile,
     features,
+    iteration_seconds,
+    learn_beyond,
     learn_inter_node,
     nnls,
     predict_seconds,
@@ -412,3 +414,86 @@ def test_learning_the_shape_needs_runs_beyond_the_profiles(make_samples, weak_co
     profile = Profile().fit(make_samples(weak_coef, GPUS))
     with pytest.raises(ValueError, match="no observed run beyond"):
         learn_inter_node([(profile, (8, 8), 1.0)])
+
+
+def larger_runs_history(make_samples, errors, true_weight=0.3):
+    """A cluster's history: per model, a 1-2 node profile and its 32- and 64-GPU runs, whose
+    measured time is the true model's times ``1 + error``."""
+    history = []
+    for i, error in enumerate(errors):
+        c = 0.2 + 0.05 * i
+        coef = Coefficients(
+            compute=c, overhead=0.0, intra=0.02 * c, inter=0.4 * c, batch_cap_gpus=None
+        )
+        profile = Profile().fit(make_samples(coef, [1, 8, 16], cv=0.005, seed=i))
+        for s in make_samples(coef, [32, 64], inter_node=true_weight, cv=0.0, iterations=1):
+            history.append((profile, s.placement, float(s.seconds[0]) * (1 + error)))
+    return history
+
+
+def scores(history, weight):
+    return sorted(
+        abs(math.log(seconds / iteration_seconds(p.coef_, placement, weight, 8)))
+        for p, placement, seconds in history
+    )
+
+
+def test_learned_band_is_the_conformal_quantile_of_the_clusters_errors(make_samples):
+    """With 20 runs and a 0.9 band the spread is the 19th smallest |ln(measured/predicted)|;
+    with too few runs for the band (4 runs at 0.95), the largest."""
+    history = larger_runs_history(make_samples, np.linspace(-0.2, 0.2, 10))
+    beyond = learn_beyond(history, band=0.9)
+    assert beyond.cases == 20
+    assert beyond.spread == scores(history, beyond.inter_node)[18]
+    few = learn_beyond(history[:4], band=0.95)
+    assert few.spread == scores(history[:4], few.inter_node)[-1]
+
+
+def test_learned_band_covers_new_runs_like_the_history(make_samples):
+    """Runs drawn like the history fall inside the learned band about as often as promised,
+    and the band is narrower than the default one (the linear-ring gap), which knows nothing
+    of the cluster."""
+    rng = np.random.default_rng(3)
+    history = larger_runs_history(make_samples, rng.normal(0, 0.15, 30))
+    beyond = learn_beyond(history, band=0.9)
+    fresh = larger_runs_history(make_samples, rng.normal(0, 0.15, 30))
+    learned = 0
+    widths = {"learned": [], "default": []}
+    for profile, placement, seconds in fresh:
+        observed = Samples(
+            tuple(
+                Sample("m", o.placement, np.full(o.iterations, o.median), "s")
+                for o in profile.observations_
+            )
+        )
+        calibrated = Profile(inter_node=beyond.inter_node, beyond_spread=beyond.spread)
+        est = calibrated.fit(observed).predict(placement=placement)
+        learned += est.low <= seconds <= est.high
+        widths["learned"].append((est.high - est.low) / seconds)
+        est = Profile().fit(observed).predict(placement=placement)
+        widths["default"].append((est.high - est.low) / seconds)
+    assert learned / len(fresh) >= 0.8
+    assert np.mean(widths["learned"]) < np.mean(widths["default"])
+
+
+def test_learned_band_applies_only_past_the_profiled_nodes(make_samples, weak_coef):
+    plain = Profile(inter_node=0.3).fit(make_samples(weak_coef, GPUS, cv=0.01))
+    wide = Profile(inter_node=0.3, beyond_spread=0.2).fit(make_samples(weak_coef, GPUS, cv=0.01))
+    assert wide.predict(16, 2) == plain.predict(16, 2)
+    est = wide.predict(32, 4)
+    noise = 1.96 * wide.iteration_cv_
+    assert est.high == pytest.approx(est.iteration_seconds * math.exp(0.2) * (1 + noise))
+    assert est.low == pytest.approx(est.iteration_seconds * math.exp(-0.2) * (1 - noise))
+    assert Profile.from_dict(wide.to_dict()).predict(32, 4) == est
+
+
+@pytest.mark.parametrize("spread", [-0.1, float("nan"), "wide", True])
+def test_bad_beyond_spread_is_refused(make_samples, weak_coef, spread):
+    with pytest.raises(ValueError, match="beyond_spread must be None or a number >= 0"):
+        Profile(beyond_spread=spread).fit(make_samples(weak_coef, GPUS))
+
+
+def test_learning_the_band_needs_positive_measurements(make_samples, weak_coef):
+    profile = Profile().fit(make_samples(weak_coef, GPUS))
+    with pytest.raises(ValueError, match="must be positive"):
+        learn_beyond([(profile, (8, 8, 8, 8), 0.0)])
