@@ -14,6 +14,8 @@ other):
    issue-5 evaluation), for the "linear" and "ring" shapes and a shape learned from the other
    models' 4-node entries.
 4. *ElasticFlow's A100 tables* (``--throughputs DIR``): the same on 32 and 64 GPUs.
+5. *Pollux's placement measurements* (``--placements DIR``): the same on 3 and 4 nodes of 4
+   GPUs, packed and spread placements.
 
 Errors are absolute percentage errors of the predicted per-iteration time against the measured
 median after dropping the first (warm-up) iteration.
@@ -37,6 +39,7 @@ from chronus_py.samples import Sample, Samples, from_relative_throughput, packed
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS_PER_NODE = 8
+POLLUX_GPUS_PER_NODE = 4
 
 
 def ape(predicted: float, measured: float) -> float:
@@ -115,7 +118,7 @@ Case = tuple[str, Samples, list[Sample]]
 """(name, the runs a profile is fitted on (at most 2 nodes), the larger runs it predicts)."""
 
 
-def extrapolate(groups: dict[str, list[Case]]) -> dict:
+def extrapolate(groups: dict[str, list[Case]], gpus_per_node: int = GPUS_PER_NODE) -> dict:
     """Per inter-node shape, the APE and band coverage of every larger run predicted from its
     case's profile. Shapes: "linear" and "ring" with the default band (the gap between the two
     shapes), and two calibrated from the cluster's other larger runs by ``learn_beyond`` (the
@@ -123,12 +126,13 @@ def extrapolate(groups: dict[str, list[Case]]) -> dict:
 
     - "learned": history is the *other groups'* runs (leave one model out: a model never
       calibrates its own prediction);
-    - "learned-run": history is every *other run*, the same model's other sizes included
-      (leave one run out: a cluster that has run this model at another size before);
+    - "learned-case": history is the runs of every *other case*, the same model's other sizes
+      included (leave one case out: a cluster that has run this model at another size
+      before);
     - "hindsight": history is *every* run, the predicted one included. Not a prediction: the
       best any single shape of the family can do on the data, a floor for the others."""
     fitted = {
-        (group, name): Profile(inter_node="linear").fit(train)
+        (group, name): Profile(gpus_per_node=gpus_per_node).fit(train)
         for group, cases in groups.items()
         for name, train, _ in cases
     }
@@ -143,35 +147,39 @@ def extrapolate(groups: dict[str, list[Case]]) -> dict:
         return learn_beyond(
             (fitted[(group, name)], s.placement, seconds)
             for group, name, s, seconds in runs
-            if keep(group, s)
+            if keep(group, name)
         )
 
     out: dict = {}
-    for shape in (*INTER_NODE_SHAPES, "learned", "learned-run", "hindsight"):
+    cache: dict = {}
+    for shape in (*INTER_NODE_SHAPES, "learned", "learned-case", "hindsight"):
         per_case, everything, covered, learned = {}, [], 0, {}
         for group, cases in groups.items():
             for name, train, tests in cases:
+                if shape in INTER_NODE_SHAPES:
+                    profile = Profile(gpus_per_node=gpus_per_node, inter_node=shape).fit(train)
+                else:
+                    key, keep = {
+                        "learned": (group, lambda g, _n: g != group),
+                        "learned-case": ((group, name), lambda g, n: (g, n) != (group, name)),
+                        "hindsight": (None, lambda *_: True),
+                    }[shape]
+                    if (shape, key) not in cache:
+                        cache[(shape, key)] = calibrated(keep)
+                    beyond = learned[name] = cache[(shape, key)]
+                    profile = Profile(
+                        gpus_per_node=gpus_per_node,
+                        inter_node=beyond.inter_node,
+                        beyond_spread=beyond.spread,
+                    ).fit(train)
                 errors = {}
                 for s in tests:
-                    if shape in INTER_NODE_SHAPES:
-                        profile = Profile(inter_node=shape).fit(train)
-                    else:
-                        keep = {
-                            "learned": lambda g, _: g != group,
-                            "learned-run": lambda _, other: other is not s,
-                            "hindsight": lambda *_: True,
-                        }[shape]
-                        beyond = calibrated(keep)
-                        learned[f"{name} {s.gpus}x{s.nodes}"] = beyond
-                        profile = Profile(
-                            inter_node=beyond.inter_node, beyond_spread=beyond.spread
-                        ).fit(train)
                     est, measured = (
                         profile.predict(placement=s.placement),
                         float(np.median(s.seconds)),
                     )
-                    inside = est.low <= measured <= est.high
-                    errors[f"{s.gpus}x{s.nodes}"] = {
+                    inside = bool(est.low <= measured <= est.high)
+                    errors[s.source] = {
                         "ape": ape(est.iteration_seconds, measured),
                         "in_band": inside,
                         "band": [est.low / measured, est.high / measured],
@@ -256,6 +264,34 @@ def evaluate_throughputs(directory: Path) -> dict:
     return extrapolate(groups)
 
 
+def evaluate_placements(directory: Path) -> dict:
+    """Pollux's measurements (OSDI'21 artifact, ``simulator/traces/<model>/placements.csv``:
+    ``placement,local_bsz,step_time,sync_time``, a placement being one digit per node, the GPUs
+    used on it, on nodes of 4 T4 GPUs): per (model, per-GPU batch), fit on the 1- and 2-node
+    placements and predict the 3- and 4-node ones, spread placements included. A model's
+    batches form one group for the learned shape; a batch without a 2-node or a larger
+    placement is skipped."""
+    groups: dict[str, list[Case]] = {}
+    for path in sorted(directory.glob("*/placements.csv")):
+        model = path.parent.name
+        by_batch: dict[str, list[Sample]] = defaultdict(list)
+        for row in csv.DictReader(path.open()):
+            placement = tuple(sorted((int(c) for c in row["placement"]), reverse=True))
+            by_batch[row["local_bsz"]].append(
+                Sample(
+                    model,
+                    placement,
+                    np.array([float(row["step_time"])]),
+                    f"{path}: {row['placement']}, batch {row['local_bsz']}",
+                )
+            )
+        for batch, samples in by_batch.items():
+            train, tests = split(samples)
+            if tests and any(s.nodes == 2 for s in train):
+                groups.setdefault(model, []).append((f"{model}/batch {batch}", train, tests))
+    return extrapolate(groups, gpus_per_node=POLLUX_GPUS_PER_NODE)
+
+
 def show_extrapolation(title: str, result: dict) -> None:
     print(title)
     for shape, r in result.items():
@@ -271,7 +307,7 @@ def show_extrapolation(title: str, result: dict) -> None:
             else ""
         )
         print(
-            f"  {shape:11s} n {r['all']['n']:3d}  median {fmt(r['all']['median_ape']):>5s}  worst "
+            f"  {shape:12s} n {r['all']['n']:4d}  median {fmt(r['all']['median_ape']):>5s}  worst "
             f"{fmt(r['all']['worst_ape']):>5s}  band coverage {r['band_coverage']:.2f}  "
             f"median band width {r['band_width_median']:.2f}{ranges}"
         )
@@ -297,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "profiler_accuracy.json"
+    )
+    parser.add_argument(
+        "--placements",
+        type=Path,
+        help="also predict the 3- and 4-node placements Pollux measured (not shipped: the "
+        "simulator/traces directory of the osdi21-artifact branch of petuum/adaptdl)",
     )
     args = parser.parse_args(argv)
 
@@ -340,6 +382,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.throughputs}: fit on <= 16 GPUs (2 nodes), predict 32 and 64; APE in %",
             throughputs,
         )
+    placements = evaluate_placements(args.placements) if args.placements else None
+    if placements:
+        print()
+        show_extrapolation(
+            f"{args.placements}: fit on 1- and 2-node placements, predict 3- and 4-node ones "
+            "(4 GPUs per node); APE in %",
+            placements,
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -350,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                 "traces": traces,
                 "model_info": model_info,
                 "throughputs": throughputs,
+                "placements": placements,
             },
             indent=2,
         )

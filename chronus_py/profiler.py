@@ -66,17 +66,17 @@ InterNode = str | float
 LEARN_GRID = np.linspace(0.0, 1.0, 101)
 
 
-def linear_weight(inter_node: InterNode) -> float:
-    """The weight of the linear shape: 1 for "linear", 0 for "ring", else the number given."""
-    if inter_node == "linear":
-        return 1.0
-    if inter_node == "ring":
-        return 0.0
-    return float(inter_node)
+def linear_weight(inter_node: InterNode | np.ndarray) -> float | np.ndarray:
+    """The weight of the linear shape: 1 for "linear", 0 for "ring", else the number given (or
+    an array of weights, to evaluate many shapes at once)."""
+    if isinstance(inter_node, str):
+        return {"linear": 1.0, "ring": 0.0}[inter_node]
+    return inter_node if isinstance(inter_node, np.ndarray) else float(inter_node)
 
 
-def hops(nodes: int, inter_node: InterNode) -> float:
-    """``h(k)``: how many two-node inter-node costs a job on ``nodes`` nodes pays."""
+def hops(nodes: int, inter_node: InterNode | np.ndarray) -> float | np.ndarray:
+    """``h(k)``: how many two-node inter-node costs a job on ``nodes`` nodes pays (one per
+    weight, given an array of weights)."""
     w = linear_weight(inter_node)
     return w * (nodes - 1.0) + (1.0 - w) * 2.0 * (nodes - 1) / nodes
 
@@ -210,29 +210,37 @@ def predict_seconds(coef: Coefficients, placement: Sequence[int], inter_node: In
 
 
 def _ring_seconds(
-    coef: Coefficients, gpus_on_busiest_node: int, nodes: int, inter_node: InterNode
-) -> float:
+    coef: Coefficients, gpus_on_busiest_node: int, nodes: int, inter_node: InterNode | np.ndarray
+) -> float | np.ndarray:
     m = gpus_on_busiest_node
     return coef.intra * 2.0 * (m - 1) / m + coef.inter * hops(nodes, inter_node)
 
 
 def iteration_seconds(
-    coef: Coefficients, placement: Sequence[int], inter_node: InterNode, gpus_per_node: int
-) -> float:
+    coef: Coefficients,
+    placement: Sequence[int],
+    inter_node: InterNode | np.ndarray,
+    gpus_per_node: int,
+) -> float | np.ndarray:
     """Predicted seconds per iteration, with communication monotone in GPUs and nodes.
 
     Physics: a longer ring or one more network crossing cannot speed up an all-reduce. The raw
     model could say otherwise when the fitted inter-node cost is below the intra-node one
     (thinner nodes shrink the intra term, and some profiles show no network cost at all), so
     the communication term is the largest over every smaller job — as many GPUs as fit, on as
-    many nodes or fewer. For packed placements (all profiles) this is the raw model itself."""
+    many nodes or fewer. For packed placements (all profiles) this is the raw model itself.
+    Given an array of inter-node weights, one prediction per weight (:func:`learn_inter_node`
+    scores a whole grid at once)."""
     g, k = sum(placement), len(placement)
     share = 1.0 if coef.batch_cap_gpus is None else min(1.0, coef.batch_cap_gpus / g)
     comm = _ring_seconds(coef, max(placement), k, inter_node)
     for fewer in range(1, k):
         g_fit = min(g, fewer * gpus_per_node)
-        comm = max(comm, _ring_seconds(coef, -(-g_fit // fewer), min(fewer, g_fit), inter_node))
-    return coef.overhead + coef.compute * share + comm
+        comm = np.maximum(
+            comm, _ring_seconds(coef, -(-g_fit // fewer), min(fewer, g_fit), inter_node)
+        )
+    seconds = coef.overhead + coef.compute * share + comm
+    return seconds if np.ndim(seconds) else float(seconds)
 
 
 def choose_regime(rows: Sequence[Observation], inter_node: InterNode, noise: float) -> int | None:
@@ -608,18 +616,13 @@ def learn_inter_node(cases: Iterable[Case]) -> float:
     ``model_info.json``, would otherwise decide for all). Raises ValueError without a case
     beyond the fitted range."""
     beyond = _beyond_cases(cases)
-
-    def median_error(w: float) -> float:
-        return float(
-            np.median(
-                [
-                    abs(iteration_seconds(p.coef_, placement, w, p.gpus_per_node) / seconds - 1)
-                    for p, placement, seconds in beyond
-                ]
-            )
-        )
-
-    return float(min(LEARN_GRID, key=median_error))
+    errors = np.array(
+        [
+            np.abs(iteration_seconds(p.coef_, placement, LEARN_GRID, p.gpus_per_node) / seconds - 1)
+            for p, placement, seconds in beyond
+        ]
+    )
+    return float(LEARN_GRID[np.argmin(np.median(errors, axis=0))])
 
 
 def learn_beyond(cases: Iterable[Case], band: float = 0.95) -> BeyondRange:
