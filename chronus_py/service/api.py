@@ -3,14 +3,20 @@
 Every error is a JSON object ``{"error": message, "field": name-or-null}``: 400 (body not JSON),
 401 (no or unknown token), 404 (no such job, or another tenant's), 409 (duplicate id, job not
 active), 413 (body too large), 422 (a field is wrong), 503 (the backend is unreachable, or an
-unexpected error, which is logged with its traceback and never shown). Handlers run on the event
-loop's thread, one at a time, like the scheduling loop: the scheduler is never shared.
+unexpected error, which is logged with its traceback and never shown).
+
+Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
+holds for a round, and calls the service in a worker thread: the scheduler is never used by two
+threads at once, and the event loop stays free meanwhile. ``/healthz`` takes no lock, so it
+answers at once even while a long lease re-plan or admission runs, and says so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from typing import Any, Awaitable, Callable
 
 from starlette.applications import Starlette
@@ -40,9 +46,15 @@ def build_app(
     metrics=None,
     layers=None,
     wake: Callable[[], None] = lambda: None,
+    lock: asyncio.Lock | None = None,
 ) -> Starlette:
     """``tokens`` None: no auth (loopback only), every caller is an admin. ``wake`` tells the
-    loop a round is due (a submission or cancellation)."""
+    loop a round is due (a submission or cancellation). ``lock`` is the scheduling loop's."""
+    lock = asyncio.Lock() if lock is None else lock
+
+    async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        async with lock:
+            return await asyncio.to_thread(fn, *args, **kwargs)
 
     def caller_of(request: Request) -> Caller:
         if tokens is None:
@@ -86,7 +98,7 @@ def build_app(
     async def submit(request: Request, caller: Caller) -> Response:
         dry_run = _flag(request, "dry_run")
         body = await body_of(request)
-        status, out = service.submit(body, caller, dry_run=dry_run)
+        status, out = await call(service.submit, body, caller, dry_run=dry_run)
         if status == 201:
             wake()
         return JSONResponse(out, status_code=status)
@@ -104,7 +116,8 @@ def build_app(
         limit = query.get("limit", "1000")
         if not limit.isdigit() or not 1 <= int(limit) <= MAX_LIMIT:
             raise ApiError(422, f"expected an integer in [1, {MAX_LIMIT}]", "limit")
-        jobs = service.list_jobs(
+        jobs = await call(
+            service.list_jobs,
             caller,
             tenant=query.get("tenant"),
             state=state,
@@ -116,46 +129,47 @@ def build_app(
         )
 
     async def get_job(request: Request, caller: Caller) -> Response:
-        return JSONResponse(service.get_job(request.path_params["job_id"], caller))
+        return JSONResponse(await call(service.get_job, request.path_params["job_id"], caller))
 
     async def cancel(request: Request, caller: Caller) -> Response:
-        out = service.cancel(request.path_params["job_id"], caller)
+        out = await call(service.cancel, request.path_params["job_id"], caller)
         wake()
         return JSONResponse(out)
 
     async def progress(request: Request, caller: Caller) -> Response:
         job_id = request.path_params["job_id"]
-        service.get_job(job_id, caller)
-        out = service.progress(job_id, await body_of(request), caller)
+        await call(service.get_job, job_id, caller)
+        out = await call(service.progress, job_id, await body_of(request), caller)
         wake()
         return JSONResponse(out)
 
-    async def plan(request: Request, caller: Caller) -> Response:
+    def plan_view(caller: Caller) -> dict:
         current = service.plan
         if current is None:
-            return JSONResponse(
-                {
-                    "now": service.backend.now(),
-                    "decisions": [],
-                    "lease_plan": {},
-                    "lease_end": None,
-                    "next_decision": None,
-                    "solver": None,
-                }
-            )
+            return {
+                "now": service.backend.now(),
+                "decisions": [],
+                "lease_plan": {},
+                "lease_end": None,
+                "next_decision": None,
+                "solver": None,
+            }
         out = current.to_dict()
         if not caller.admin:
             mine = {j for j, t in service.tenants.items() if t == caller.tenant}
             out["decisions"] = [d for d in out["decisions"] if d["job"] in mine]
             out["lease_plan"] = {j: s for j, s in out["lease_plan"].items() if j in mine}
-        return JSONResponse(out)
+        return out
+
+    async def plan(request: Request, caller: Caller) -> Response:
+        return JSONResponse(await call(plan_view, caller))
 
     async def cluster(request: Request, caller: Caller) -> Response:
-        return JSONResponse(service.cluster_view())
+        return JSONResponse(await call(service.cluster_view))
 
     async def host_layers(request: Request, caller: Caller) -> Response:
         node = request.path_params["node"]
-        config = None if layers is None else layers.current(node)
+        config = None if layers is None else await call(layers.current, node)
         if config is None:
             raise ApiError(
                 404,
@@ -166,20 +180,23 @@ def build_app(
         return Response(config, media_type="application/json")
 
     async def healthz(request: Request, caller: Caller) -> Response:
-        latest = sorted(service.counters.round_seconds)
+        counters = service.counters
+        latest = sorted(counters.round_seconds)
+        began = counters.round_began
         return JSONResponse(
             {
                 "status": "ok",
                 "backend": service.backend.name,
                 "now": service.backend.now(),
-                "rounds": service.counters.rounds,
+                "rounds": counters.rounds,
                 "round_seconds_p50": _quantile(latest, 0.5),
                 "round_seconds_p99": _quantile(latest, 0.99),
+                "round_running_seconds": None if began is None else time.monotonic() - began,
             }
         )
 
     async def metrics_endpoint(request: Request, caller: Caller) -> Response:
-        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+        return Response(await call(metrics.render), media_type="text/plain; version=0.0.4")
 
     async def openapi(request: Request, caller: Caller) -> Response:
         return JSONResponse(OPENAPI)

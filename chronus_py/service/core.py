@@ -11,7 +11,9 @@ Order of effects, which is what makes a crash at any instant safe:
 - on start, the scheduler is rebuilt from what the backend says runs where, plus the promises
   and estimates of the database.
 
-All methods run on one thread (the server's event loop): the scheduler is not shared.
+Methods are called one at a time (the server holds one lock around each call and each round,
+and runs them in worker threads so the event loop stays free for ``/healthz``): the scheduler is
+never used by two threads at once.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class Counters:
     backend_errors: int = 0
     resyncs: int = 0
     demotions: int = 0
+    round_began: float | None = None
+    """``time.monotonic()`` when the round in progress began; None between rounds. ``/healthz``
+    reads it without the lock, to show a round that runs long."""
 
 
 def decision_log(event: str, **fields: Any) -> None:
@@ -485,6 +490,7 @@ class Service:
     def tick(self) -> None:
         """Observe, take the backend's arrivals, plan, apply. Backend failures are logged and
         leave the service to resync and retry on the next tick."""
+        self.counters.round_began = time.monotonic()
         try:
             if self.needs_resync:
                 self.rebuild()
@@ -495,6 +501,8 @@ class Service:
             self._round()
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
+        finally:
+            self.counters.round_began = None
         if self.layers is not None and self._placements_changed:
             self._placements_changed = False
             self._write_layers()

@@ -250,9 +250,28 @@ OPENAPI = {
         },
         "/healthz": {
             "get": {
-                "summary": "Liveness",
+                "summary": "Liveness: answered without waiting for the round in progress",
                 "security": [],
-                "responses": {"200": _json({"type": "object"})},
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "status": {"type": "string"},
+                                "backend": {"type": "string"},
+                                "now": {"type": "number"},
+                                "rounds": {"type": "integer"},
+                                "round_seconds_p50": {"type": ["number", "null"]},
+                                "round_seconds_p99": {"type": ["number", "null"]},
+                                "round_running_seconds": {
+                                    "type": ["number", "null"],
+                                    "description": "how long the round in progress has run; "
+                                    "null between rounds",
+                                },
+                            },
+                        }
+                    )
+                },
             }
         },
         "/metrics": {

@@ -1,7 +1,8 @@
 """The daemon: options (flags over a config file), the scheduling loop, and the HTTP server.
 
-The loop and the request handlers share one asyncio event loop, so a round and a request never
-interleave. The loop sleeps until the earliest of: a submission or cancellation (woken at
+The loop and the request handlers share one lock, so a round and a request never interleave;
+both run the service in a worker thread, so the event loop still answers ``/healthz`` during a
+long round. The loop sleeps until the earliest of: a submission or cancellation (woken at
 once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
 scheduler's next decision point (lease boundary, laxity trigger), the backend's next known event
 (a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM
@@ -298,7 +299,10 @@ def serve(options: Options) -> int:
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
     wake = asyncio.Event()
-    app = build_app(service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set)
+    lock = asyncio.Lock()
+    app = build_app(
+        service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock
+    )
 
     server: list = []
 
@@ -311,7 +315,7 @@ def serve(options: Options) -> int:
                 signum, lambda: setattr(server[0], "should_exit", True)
             )
         stop = asyncio.Event()
-        task = asyncio.create_task(_loop(service, wake, stop, options.round_interval))
+        task = asyncio.create_task(_loop(service, wake, stop, lock, options.round_interval))
         yield
         stop.set()
         wake.set()
@@ -346,7 +350,9 @@ def serve(options: Options) -> int:
     return 0
 
 
-async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: float) -> None:
+async def _loop(
+    service, wake: asyncio.Event, stop: asyncio.Event, lock: asyncio.Lock, interval: float
+) -> None:
     last, spent = -math.inf, 0.0
     wake.set()  # the first round at once: after a restart, work is waiting
     while not stop.is_set():
@@ -366,7 +372,8 @@ async def _loop(service, wake: asyncio.Event, stop: asyncio.Event, interval: flo
             await asyncio.sleep(gap)
         began = time.monotonic()
         try:
-            service.tick()
+            async with lock:
+                await asyncio.to_thread(service.tick)
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
             log.exception("round failed; the scheduler is rebuilt from the backend next round")
             service.needs_resync = True
