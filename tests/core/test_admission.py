@@ -65,9 +65,10 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
 def test_headroom_and_the_round_up_of_gpu_requests():
     # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees.
     # W (8 GPUs) never fits 4, however far its deadline: refused on an idle cluster.
-    # T (3 GPUs) is planned as 4 (the {1, 2, 4, whole nodes} round-up): remaining 1000 + 77.55,
-    #   plus a restart = 1155.1 s: one lease before floor(2400 / 1200) = 2, the latest: lease 1.
-    # F (4 GPUs): 1000 + 90 + 90 = 1180 s, one lease; lease 1 is full (4 of 4): lease 0.
+    # T (3 GPUs) is planned as 4 (the {1, 2, 4, whole nodes} round-up): remaining 1000 + 77.55
+    #   (its start) = 1077.55 s: one lease, run through (no restart allowance), before
+    #   floor(2400 / 1200) = 2, the latest: lease 1.
+    # F (4 GPUs): 1000 + 90 = 1090 s, one lease; lease 1 is full (4 of 4): lease 0.
     # O (1 GPU, same deadline): both leases full: refused.
     jobs = [
         job("W", gpus=8, deadlines=[(12000, 1)]),
@@ -82,13 +83,20 @@ def test_headroom_and_the_round_up_of_gpu_requests():
     scheduler.select(0.0)
     assert policy.selector.booked == {"T": (1,), "F": (0,)}
     assert set(policy.selector.guarantees) == {"T", "F"}
-    # Without headroom the same cluster guarantees W: 1000 + 120 + 120 = 1240 s, 2 leases of 8
-    # GPUs, the latest two of floor(12000 / 1200) = 10.
+    # Without headroom the same cluster guarantees W: 1000 + 120 (its start) = 1120 s, one lease
+    # of 8 GPUs run through, the latest of floor(12000 / 1200) = 10. A job that needs two
+    # leases also gets a restart allowance, for the gap the plan may leave between them.
     policy = chronus(lease=1200.0, headroom=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
     scheduler.submit(jobs[0])
     scheduler.select(0.0)
-    assert policy.selector.booked == {"W": (8, 9)}
+    assert policy.selector.booked == {"W": (9,)}
+    policy = chronus(lease=1200.0, headroom=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("L", gpus=8, duration=1150, deadlines=[(12000, 1)]))
+    scheduler.select(0.0)
+    # L: 1150 + 120 = 1270 s, two leases, + 120 for the gap = 1390 s: still two, 8 and 9.
+    assert policy.selector.booked == {"L": (8, 9)}
 
 
 def test_soft_job_gets_its_best_option_that_fits_and_still_competes_for_a_tighter_one():

@@ -73,12 +73,13 @@ def test_a_guaranteed_job_preempted_while_ahead_keeps_its_guarantee():
 
 def test_a_guaranteed_job_stopped_again_and_again_in_the_pool_keeps_its_guarantee():
     # On 8 GPUs (restart 120 s at 8 GPUs), G (8 GPUs, 241 s, soft: by 603.5, else 1207) is
-    # guaranteed 1207 with lease 1 (241 + 120 + 120 <= 600). Ahead of its plan it starts on idle
-    # GPUs at 90, 181 and 272, and each time a 1-GPU job arriving a second later stops it: every
-    # stop wastes a restart, so at 600 it has 481 s left, ceil(601 / 600) = 2 leases, 1 left:
-    # demoted. A stop that would outgrow the leases it holds must not happen: started at 90,
-    # a stop would leave it 241 + 2 x 120 s plus the 120 s restart allowance, 601 s for its one
-    # lease, so it keeps its GPUs, is done at 451, and the 1-GPU jobs wait for it.
+    # guaranteed 1207 with lease 1 (241 + 120 <= 600: one lease, run through). Ahead of its plan
+    # it starts on idle GPUs at 90, 181 and 272, and a 1-GPU job arriving a second later would
+    # stop it each time: every stop wastes a restart, and after three it would have 241 + 4 x 120
+    # - 3 = 718 s left, 2 leases for the 1 it holds: demoted. A stop that would outgrow the leases
+    # it holds must not happen. The first two do not (241 + 3 x 120 - 2 = 599 s still fits its
+    # lease); at 272 a stop would leave 719 s, so G keeps its GPUs and is done at 272 + 599 = 871,
+    # inside its guarantee.
     policy = chronus(lease=600.0, headroom=0.0, guard=0.0)
     jobs = [job(f"B{i}", duration=60) for i in range(7)]
     jobs.append(job("G", submit=1, gpus=8, duration=241, deadlines=[(603.5, 10), (1207, 4)]))
@@ -86,7 +87,7 @@ def test_a_guaranteed_job_stopped_again_and_again_in_the_pool_keeps_its_guarante
     scheduler = drive(jobs, Cluster.uniform(1, 8), policy)
     g = scheduler.jobs["G"]
     assert g.was_guaranteed is not None
-    assert policy.selector.stats.demoted == [] and g.finish == 451.0
+    assert policy.selector.stats.demoted == [] and g.preemptions == 2 and g.finish == 871.0
 
 
 def test_a_job_due_now_takes_its_lease_back_from_a_protected_job_running_ahead():
@@ -112,3 +113,50 @@ def test_a_job_due_now_takes_its_lease_back_from_a_protected_job_running_ahead()
     w = scheduler.jobs["j3"]
     assert w.was_guaranteed is not None and w.first_start == 600.0
     assert policy.selector.stats.demoted == [] and w.finish <= w.was_guaranteed.at
+
+
+def replan(rows, gpus_per_node, objective):
+    from test_properties import build
+
+    jobs, cluster = build(rows, 1, gpus_per_node)
+    policy = chronus(lease=600.0, headroom=0.0, guard=0.0, objective=objective)
+    return drive(jobs, cluster, policy).jobs, policy.selector.stats.demoted
+
+
+FILL = [(0, 60, 1, "best", 10)]
+
+
+def test_a_job_stopped_as_planned_is_not_charged_its_restart_twice():
+    # 4 GPUs. j3 (4 GPUs, 934 s, strict by 3736) is guaranteed leases 0 and 4: it runs lease 0
+    # (934 + 90 s start) and is stopped at 600 as planned, with 424 s left. Pending, its
+    # remaining work holds the restart it needs (424 + 90 = 514 s): one lease, 4. One more
+    # restart "allowance" on top made it 604 s, two leases, and only lease 4 was free before its
+    # deadline lease: demoted at 1200, and done at 5598, past 3736.
+    rows = [(0, 1384, 1, "strict", 18), (0, 1440, 8, "soft", 37)]
+    rows += [(0, 2834, 2, "strict", 40), (0, 934, 8, "strict", 40)]
+    jobs, demoted = replan(rows, 4, "maximize")
+    assert demoted == [] and jobs["j3"].finish <= jobs["j3"].was_guaranteed.at
+
+
+def test_a_job_planned_as_one_block_needs_no_restart_allowance():
+    # 4 GPUs. At 1800, j22 (2 GPUs, strict by 4219.9), stopped at 1200 as planned, has 1141 s
+    # left with its restart: two leases run through. With an allowance for a gap it took three
+    # (1201 s), and j21 (4 GPUs) lost its second lease: demoted. Planned for its work alone,
+    # each job is charged only the restarts its own plan makes it pay.
+    rows = FILL * 20 + [(0, 1049, 1, "strict", 40), (0, 1454, 8, "soft", 33)]
+    rows += [(0, 2221, 2, "strict", 19)]
+    jobs, demoted = replan(rows, 4, "minimize")
+    assert demoted == []
+    assert all(s.finish <= s.was_guaranteed.at for s in jobs.values() if s.was_guaranteed)
+
+
+def test_a_gap_already_paid_for_is_not_charged_again():
+    # 4 GPUs. j17 (2 GPUs, soft by 6911.9) is planned leases 6, 8, 9 and 10: one gap, one
+    # restart allowance. It pays that restart when stopped at 4200; at 4800 it has 1749 s left
+    # for leases 8-10, one block. A fresh allowance made it 1809 s, four leases: demoted.
+    rows = FILL * 15 + [(0, 1163, 2, "soft", 40), (1, 1504, 8, "soft", 40)]
+    rows += [(2, 2229, 2, "soft", 31), (0, 147, 2, "soft", 11), (0, 2343, 1, "soft", 40)]
+    rows += [(0, 2367, 2, "soft", 35)]
+    jobs, demoted = replan(rows, 4, "maximize")
+    assert demoted == []
+    assert all(s.finish <= s.was_guaranteed.at for s in jobs.values() if s.was_guaranteed)

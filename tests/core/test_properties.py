@@ -10,8 +10,9 @@ deadlines (strict, soft or none), exact estimates. After every ``advance`` (sele
   (MUST_RUN) never waits while unguaranteed jobs hold the GPUs it needs.
 At the end every job has finished and, estimates being exact, every job still guaranteed met its
 promised deadline. Jobs demoted on the way are not held to it here: with exact estimates no job
-should be demoted at all, but the lease re-plan can still drop one (a wide job on a small
-cluster, found by hypothesis; test_guarantee_gaps.py keeps the cases already fixed).
+should be demoted at all, but the lease re-plan can still drop one. Hypothesis still finds one
+such case (1 node of 8 GPUs: a plan that keeps a running job in the current lease exists, the
+greedy plan does not find it); test_guarantee_gaps.py keeps the cases already fixed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,93 @@
+"""Do guarantees hold with exact estimates? Random small clusters, counted.
+
+With exact runtimes a guaranteed job should never be demoted nor miss its promised deadline.
+This replays many random job streams (the distribution of ``tests/core/test_properties.py``:
+1-3 nodes of 4 or 8 GPUs, 5-30 jobs of 1-8 GPUs, 60-3000 s, strict, soft or best-effort
+deadlines 1-4x their runtime after submission; Chronus on the greedy backend with a random lease,
+headroom, guard and objective) and counts scenarios with a demotion, demotions, guaranteed jobs
+and guaranteed jobs that missed. Small clusters make the lease plan tight, which is where the
+re-plan has gone wrong before.
+
+    python benchmarks/guarantee_scenarios.py [--scenarios 1500] [--seed 1] [--out FILE]
+
+Run it with ``PYTHONPATH=<another checkout>`` to count an earlier version on the same scenarios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.policies import Chronus
+from chronus_py.replay.engine import replay
+from chronus_py.selector.settings import ChronusSettings
+
+ROOT = Path(__file__).resolve().parent
+
+
+def scenario(rng: random.Random) -> tuple[list[Job], Cluster, Chronus]:
+    nodes, per_node = rng.randint(1, 3), rng.choice([4, 8])
+    jobs = []
+    for i in range(rng.randint(5, 30)):
+        submit, duration = rng.randint(0, 4000), rng.randint(60, 3000)
+        gpus = min(rng.choice([1, 1, 1, 2, 4, 8]), nodes * per_node)
+        kind = rng.choice(["best", "strict", "soft"])
+        first = submit + rng.randint(10, 40) * duration / 10
+        options = {"best": (), "strict": ((first, 10),), "soft": ((first, 10), (2 * first, 4))}
+        deadlines = tuple(DeadlineOption(at, value) for at, value in options[kind])
+        job_kind = {"best": JobKind.BEST_EFFORT, "strict": JobKind.STRICT_SLO}
+        jobs.append(
+            Job(
+                f"j{i}",
+                "t",
+                gpus,
+                float(submit),
+                job_kind.get(kind, JobKind.SOFT_SLO),
+                deadlines,
+                float(duration),
+            )
+        )
+    settings = ChronusSettings(
+        backend="greedy",
+        lease=rng.choice([600.0, 1200.0]),
+        headroom=rng.choice([0.0, 0.5]),
+        guard=rng.choice([0.0, 60.0, 600.0]),
+        objective=rng.choice(["minimize", "maximize", "adaptive"]),
+    )
+    return jobs, Cluster.uniform(nodes, per_node), Chronus(settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=1500)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "guarantee_scenarios.json")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    counts = {"scenarios": args.scenarios, "with_demotion": 0, "demotions": 0}
+    counts |= {"guaranteed": 0, "guaranteed_missed": 0}
+    started = time.perf_counter()
+    for _ in range(args.scenarios):
+        jobs, cluster, policy = scenario(rng)
+        result = replay(jobs, cluster, policy)
+        demoted = policy.selector.stats.demoted
+        counts["with_demotion"] += bool(demoted)
+        counts["demotions"] += len(demoted)
+        for state in result.jobs:
+            if state.was_guaranteed is not None:
+                counts["guaranteed"] += 1
+                counts["guaranteed_missed"] += state.finish > state.was_guaranteed.at + 1e-6
+    counts["seconds"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(counts))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"seed": args.seed, **counts}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
