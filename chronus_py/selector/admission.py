@@ -10,9 +10,10 @@ session, Philly SLO: first-deadline ratio 0.775 with no headroom).
 Arrivals are admitted as a batch at the decision point they arrive at (first come, first served,
 each with its best deadline option that fits). At every lease boundary every guaranteed job is
 re-planned from its current remaining work by ``solvers.solve`` (greedy latest-slot packing,
-the MILP improving it), and unguaranteed SLO jobs are offered admission again (the artifact
-never retries). A guaranteed job the plan can no longer hold (it overran its estimate) is demoted
-and reported.
+the MILP improving it), each charged the restarts its own plan makes it pay (a gap between its
+leases, or a stop), and unguaranteed SLO jobs are offered admission again (the artifact never
+retries). A guaranteed job the plan can no longer hold (it overran its estimate) is demoted and
+reported.
 
 A guaranteed job planned in the current lease does not preempt anyone before it has to: when its
 planned leases are one block ending at its deadline lease, it turns ``MUST_RUN`` only at its
@@ -148,8 +149,10 @@ class LeaseSelector:
         return round_up(state.gpus, node=self.node_gpus)
 
     def _need(self, state: JobState, now: float, first: int) -> int:
-        """Leases of remaining work (top of its band, plus ``margin``), with one restart
-        allowance: a plan may leave a gap between leases, and the job then pays it again.
+        """Leases a new guarantee's remaining work (top of its band, plus ``margin``) takes,
+        with one restart allowance: a plan may leave a gap between leases, and the job then
+        pays it again. (A re-plan charges guaranteed jobs their plan's own restarts instead,
+        see :meth:`_charge_restarts`.)
 
         When a new guarantee would start with the lease ``now`` is in (a re-plan inside a lease:
         the selector's first decision, or the first after the cluster sat idle across a lease
