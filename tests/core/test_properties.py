@@ -12,7 +12,8 @@ At the end every job has finished and, estimates being exact, every job still gu
 promised deadline. Jobs demoted on the way are not held to it here: with exact estimates no job
 should be demoted at all, but the lease re-plan can still drop one. Hypothesis still finds one
 such case (1 node of 8 GPUs: a plan that keeps a running job in the current lease exists, the
-greedy plan does not find it); test_guarantee_gaps.py keeps the cases already fixed.
+greedy plan does not find it: a strict xfail in test_guarantee_gaps.py, which keeps the cases
+already fixed).
 """
 
 from __future__ import annotations
