@@ -494,16 +494,16 @@ class Profile:
         """
         k = len(placement)
         fitted = max((len(r.placement) for r in self.observations_), default=1)
-        if k <= fitted or seconds <= 0.0:
-            half = self._z() * math.hypot(noise, self.model_cv_)
-            return max(0.0, seconds * (1 - half)), seconds * (1 + half)
-        if self.beyond_spread is None:
+        beyond = k > fitted and seconds > 0.0
+        if beyond and self.beyond_spread is not None:
+            half = self._z() * noise
+            spread = self.beyond_spread
+            return seconds * math.exp(-spread) * (1 - half), seconds * math.exp(spread) * (1 + half)
+        gap = 0.0
+        if beyond:
             gap = self.coef_.inter * abs(hops(k, "linear") - hops(k, "ring")) / seconds
-            half = self._z() * math.hypot(noise, self.model_cv_, gap)
-            return max(0.0, seconds * (1 - half)), seconds * (1 + half)
-        half = self._z() * noise
-        spread = self.beyond_spread
-        return seconds * math.exp(-spread) * (1 - half), seconds * math.exp(spread) * (1 + half)
+        half = self._z() * math.hypot(noise, self.model_cv_, gap)
+        return max(0.0, seconds * (1 - half)), seconds * (1 + half)
 
     def _z(self) -> float:
         return NormalDist().inv_cdf(0.5 + self.band / 2)
@@ -598,7 +598,8 @@ def _beyond_cases(cases: Iterable[Case]) -> list[Case]:
     beyond = []
     for profile, placement, seconds in cases:
         profile._check_fitted()
-        if len(placement) > max(len(r.placement) for r in profile.observations_):
+        fitted = max((len(r.placement) for r in profile.observations_), default=1)
+        if len(placement) > fitted:
             beyond.append((profile, tuple(placement), seconds))
     if not beyond:
         raise ValueError("no observed run beyond its profile's fitted range to learn from")
@@ -636,18 +637,21 @@ def learn_beyond(cases: Iterable[Case], band: float = 0.95) -> BeyondRange:
     largest score, which promises only ``n/(n+1)``. The score is relative to the whole
     prediction, not to its network term: past two nodes the errors come as much from the
     compute and overhead split as from the network (ElasticFlow's A100 tables), and a network
-    term near 0 would otherwise make one run's score unbounded. Raises ValueError without a
-    case beyond the fitted range or with a measured time that is not positive."""
+    term near 0 would otherwise make one run's score unbounded. Raises ValueError for a band
+    outside (0, 1), without a case beyond the fitted range, with a measured time that is not
+    positive, or with a profile that predicts no time."""
+    if not 0.0 < band < 1.0:
+        raise ValueError(f"band must be in (0, 1), got {band!r}")
     beyond = _beyond_cases(cases)
     if any(not seconds > 0.0 for _, _, seconds in beyond):
         raise ValueError("measured seconds per iteration must be positive")
     weight = learn_inter_node(beyond)
-    scores = np.sort(
-        [
-            abs(math.log(seconds / iteration_seconds(p.coef_, placement, weight, p.gpus_per_node)))
-            for p, placement, seconds in beyond
-        ]
-    )
+    predicted = [
+        iteration_seconds(p.coef_, placement, weight, p.gpus_per_node) for p, placement, _ in beyond
+    ]
+    if any(not t > 0.0 for t in predicted):
+        raise ValueError("a profile predicts no time for its run (all its coefficients are 0)")
+    scores = np.sort([abs(math.log(seconds / t)) for (_, _, seconds), t in zip(beyond, predicted)])
     rank = min(math.ceil((scores.size + 1) * band), scores.size)
     return BeyondRange(weight, float(scores[rank - 1]), int(scores.size))
 

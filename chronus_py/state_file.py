@@ -545,11 +545,8 @@ class _Reader:
         """The file's throughput tables (``throughputs:``, else the bundled A100 tables)."""
         if self._throughputs is None:
             from chronus_py.elastic.throughputs import read_throughputs
-            from chronus_py.readers import traces_dir
 
-            self._throughputs = read_throughputs(
-                self._throughputs_dir or traces_dir() / "elasticflow" / "throughputs_A100"
-            )
+            self._throughputs = read_throughputs(self._throughputs_dir)
         return self._throughputs
 
     def deadlines(self, raw: Any, key: str, submit: float) -> tuple[DeadlineOption, ...]:

@@ -241,7 +241,7 @@ def _learn(args: argparse.Namespace) -> int:
             warmup=args.warmup,
             model=profile.model_ or None,
         )
-        fitted = max(len(r.placement) for r in profile.observations_)
+        fitted = max((len(r.placement) for r in profile.observations_), default=1)
         for sample in samples:
             if sample.nodes <= fitted:
                 raise InputError(

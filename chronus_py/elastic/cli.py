@@ -13,8 +13,6 @@ from pathlib import Path
 
 from chronus_py.elastic.policies import POLICIES
 
-DEFAULT_THROUGHPUTS = "elasticflow/throughputs_A100"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(

@@ -15,7 +15,7 @@ from chronus_py.elastic.run import Run
 from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
 from chronus_py.model import Cluster
-from chronus_py.readers import trace_path, traces_dir
+from chronus_py.readers import trace_path
 from placement import ConsolidatedAllocator
 
 JOB_COLUMNS = (
@@ -55,7 +55,7 @@ def replay_trace(
     if backend != "greedy" and policy != "elastic-chronus":
         raise InputError("--elastic-backend", f"only elastic-chronus has one, not {policy}")
     name, path = trace_path(trace)
-    table = read_throughputs(throughputs or traces_dir() / "elasticflow" / "throughputs_A100")
+    table = read_throughputs(throughputs)
     cluster = Cluster.uniform(nodes, gpus_per_node)
     jobs, checked = read_elastic_trace(
         path, table, cluster_gpus=cluster.gpus, skip_bad_rows=skip_bad_rows

@@ -29,8 +29,13 @@ class ThroughputTable:
         return self.rates.get((model, batch))
 
 
-def read_throughputs(directory: str | Path) -> ThroughputTable:
-    """Every ``*.csv`` of ``directory`` as one table; the file's stem is the model name."""
+def read_throughputs(directory: str | Path | None = None) -> ThroughputTable:
+    """Every ``*.csv`` of ``directory`` as one table; the file's stem is the model name. None:
+    the bundled tables (ElasticFlow's A100 ones, ``traces/elasticflow/throughputs_A100``)."""
+    if directory is None:
+        from chronus_py.readers import traces_dir
+
+        directory = traces_dir() / "elasticflow" / "throughputs_A100"
     path = Path(directory)
     if not path.is_dir():
         raise InputError(path, "no such throughput directory")

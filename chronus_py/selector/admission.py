@@ -317,18 +317,7 @@ class LeaseSelector:
         if solution.dropped:
             # The greedy plan may find no room for a job's restarts that a plan counting one
             # restart for every job, as before, still has: keep the one that drops fewer.
-            allowed = [
-                replace(
-                    job,
-                    options=(
-                        replace(
-                            job.options[0],
-                            leases_needed=self._need(states[job.id], now, first),
-                        ),
-                    ),
-                )
-                for job in fixed
-            ]
+            allowed = [_needing(job, self._need(states[job.id], now, first)) for job in fixed]
             retry, retry_horizon = self._solve(allowed, first)
             if len(retry.dropped) < len(solution.dropped):
                 fixed, solution, horizon = allowed, retry, retry_horizon
@@ -386,26 +375,22 @@ class LeaseSelector:
         and one too many for a job that had paid for its gap and was planned as one block: the
         re-plan then demoted it (property tests, 1-node clusters of 4 and 8 GPUs)."""
         solution, horizon = self._solve(fixed, first)
+        work = {job.id: self._padded(states[job.id], now) for job in fixed}
         for _ in range(RESTART_ROUNDS):
             short = {}
             for job in fixed:
                 slots = solution.slots.get(job.id) if solution.option[job.id] is not None else ()
                 if not slots:
                     continue
-                state = states[job.id]
                 restarts = _restarts(slots, running=job.running)
-                work = self._padded(state, now) + restarts * state.overhead
-                need = leases_needed(work, self.settings.lease)
+                need = leases_needed(
+                    work[job.id] + restarts * states[job.id].overhead, self.settings.lease
+                )
                 if need > len(slots):
                     short[job.id] = need
             if not short:
                 break
-            fixed = [
-                replace(job, options=(replace(job.options[0], leases_needed=short[job.id]),))
-                if job.id in short
-                else job
-                for job in fixed
-            ]
+            fixed = [_needing(job, short[job.id]) if job.id in short else job for job in fixed]
             solution, horizon = self._solve(fixed, first)
         return fixed, solution, horizon
 
@@ -547,6 +532,11 @@ class LeaseSelector:
         if size > self._used.size:
             extra = max(size, 2 * self._used.size) - self._used.size
             self._used = np.concatenate([self._used, np.zeros(extra, dtype=np.int64)])
+
+
+def _needing(job: LeaseJob, leases: int) -> LeaseJob:
+    """``job`` (a guaranteed one: its only option is its promise) asking for ``leases`` leases."""
+    return replace(job, options=(replace(job.options[0], leases_needed=leases),))
 
 
 def _restarts(slots: Iterable[int], *, running: bool) -> int:

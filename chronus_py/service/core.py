@@ -565,10 +565,8 @@ class Service:
         A100 tables), read on the first elastic job."""
         if self._table is None:
             from chronus_py.elastic.throughputs import read_throughputs
-            from chronus_py.readers import traces_dir
 
-            default = traces_dir() / "elasticflow" / "throughputs_A100"
-            self._table = read_throughputs(self._throughputs_dir or default)
+            self._table = read_throughputs(self._throughputs_dir)
         return self._table
 
     def _follow_health(self) -> None:

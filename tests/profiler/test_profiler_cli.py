@@ -197,3 +197,25 @@ def test_learn_refuses_runs_within_the_profiled_nodes(main, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["profile", "fit", str(paths[1]), "--beyond-spread", "-1"])
     assert "expected a number >= 0, got '-1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda p: p.update(format="other"), 'not a profile (expected "format"'),
+        (
+            lambda p: p["coefficients"].update(compute=0.0, overhead=0.0, intra=0.0, inter=0.0),
+            "a profile predicts no time for its run",
+        ),
+    ],
+)
+def test_learn_refuses_profiles_it_cannot_learn_from(main, tmp_path, capsys, edit, message):
+    paths = toy_runs(tmp_path, "a", 0.2, 0.5)
+    profile = tmp_path / "a.json"
+    assert main(["profile", "fit", *(str(paths[g]) for g in (1, 8, 16)), "-o", str(profile)]) == 0
+    data = json.loads(profile.read_text())
+    edit(data)
+    profile.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["profile", "learn", "--run", str(profile), str(paths[32])]) == 2
+    assert message in one_line_error(capsys)
