@@ -136,6 +136,25 @@ def test_start_preempt_resume_and_finish(lab):
     assert o.starts == 2 and o.work_done >= 4  # its 4 s of work, over two runs
 
 
+def test_a_job_runs_on_as_many_nodes_as_its_placement_spans(lab):
+    # Slurm fixes a job's node count at submission; a start on another count must change it
+    # (v0.0.38 refused the "maximum_nodes" key this once sent, so every such start failed).
+    b = backend(lab)
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:4", "--comment", "chronus: estimate=30s", script=workload(30)
+    )
+    jid = f"slurm-{sid}"
+    accept_all(b)
+    b.start(jid, {"n1": (2, 3), "n2": (0, 1)})
+    o = observed(b, jid)
+    assert o.state is RunState.RUNNING
+    assert {n: len(g) for n, g in o.placement.items()} == {"n1": 2, "n2": 2}
+    b.preempt(jid)
+    b.start(jid, {"n2": (0, 1, 2, 3)})
+    o = observed(b, jid)
+    assert o.state is RunState.RUNNING and dict(o.placement) == {"n2": (0, 1, 2, 3)}
+
+
 def test_cancel_and_scancel(lab):
     b = backend(lab)
     a = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")

@@ -76,6 +76,7 @@ class SlurmBackend:
     partition (None: every node, every partition)."""
 
     name = "slurm"
+    even_gangs = True  # a job asks the same --gres=gpu:N of every node it spans
 
     def __init__(
         self,
@@ -350,8 +351,8 @@ class SlurmBackend:
         update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False}
         if per_node != j.gpus_per_node:  # left alone otherwise: a typed request stays typed
             update["gres"] = f"gpu:{per_node}"
-        if len(placement) != j.node_count:
-            update["minimum_nodes"] = update["maximum_nodes"] = len(placement)
+        if len(placement) != j.node_count:  # v0.0.38 takes the count as "min-max"
+            update["nodes"] = f"{len(placement)}-{len(placement)}"
         if j.restart_cnt > 0:
             update["begin_time"] = "now"
         self._slurm(f"release job {j.id}", self.rest.update, j.id, update)
