@@ -39,7 +39,11 @@ class Moves:
 class Scheduler:
     """``round_requests``: ask the allocator for the {1, 2, 4, whole nodes} round-up of each job's
     GPUs (placement's ``round_up``, the sizes the Chronus artifact packs), so a 3-GPU job holds
-    4 GPUs and odd sizes leave no holes; off, a job holds exactly what it asked for."""
+    4 GPUs and odd sizes leave no holes; off, a job holds exactly what it asked for.
+
+    ``even_gangs``: every node a job spans holds the same number of its GPUs, for a cluster
+    manager that asks GPUs per node (Slurm): a 12-GPU job on 8-GPU nodes is 2 x 6 or 3 x 4, never
+    8 + 4, and the default allocator spreads a gang only evenly."""
 
     def __init__(
         self,
@@ -51,14 +55,18 @@ class Scheduler:
         overhead: Callable[[int], float] = restart_overhead,
         speed: SpeedModel | None = None,
         round_requests: bool = False,
+        even_gangs: bool = False,
     ):
         self.cluster = cluster
         self.policy = policy
-        self.allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
+        self.allocator = allocator or ConsolidatedAllocator(
+            ((n.name, n.gpus) for n in cluster.nodes), even=even_gangs
+        )
         self.estimator = estimator or Oracle()
         self.overhead = overhead
         self.speed = speed
         self.round_requests = round_requests
+        self.even_gangs = even_gangs
         self.estimate_errors = EstimateErrors()
         self.node_gpus = max(n.gpus for n in cluster.nodes)
         self.total_gpus = cluster.gpus
@@ -304,15 +312,18 @@ class Scheduler:
             bisect.insort(self._running_sorted, (key, state.id))
 
     def request_for(self, state: JobState) -> Request:
-        """One gang: whole-node pods plus the remainder, so placement keeps the job on few nodes."""
+        """One gang on few nodes: whole-node pods plus the remainder, or with ``even_gangs`` the
+        fewest nodes that split it into equal pods."""
         g, per_node = state.gpus, self.node_gpus
-        pods = (
-            (PodSpec(g),)
-            if g <= per_node
-            else tuple(
+        if g <= per_node:
+            pods: tuple[PodSpec, ...] = (PodSpec(g),)
+        elif self.even_gangs:
+            nodes = next(k for k in range(2, g + 1) if g % k == 0 and g // k <= per_node)
+            pods = (PodSpec(g // nodes, nodes),)
+        else:
+            pods = tuple(
                 p for p in (PodSpec(per_node, g // per_node), PodSpec(g % per_node, 1)) if p.gpus
             )
-        )
         return Request(job=state.id, pods=pods, vc=state.job.tenant)
 
     def _start(self, state: JobState, now: float) -> bool:
@@ -380,14 +391,17 @@ class Scheduler:
         state.service = work_done + state.starts * state.overhead
         if state.status is Status.RUNNING:
             state.run_since = now
-            self._set_running_key(state, self.policy.key(state, now))
-            change = self.policy.key_worsens_at(state, now)
-            if change is not None:
-                heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+            self._rekey_running(state, now)
         else:
             self._dequeue(state)
             self._enqueue(state, now)
         return state
+
+    def _rekey_running(self, state: JobState, now: float) -> None:
+        self._set_running_key(state, self.policy.key(state, now))
+        change = self.policy.key_worsens_at(state, now)
+        if change is not None:
+            heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
 
     def reestimate(
         self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0

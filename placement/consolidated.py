@@ -6,6 +6,11 @@ jobs span as few nodes as possible and small jobs fill gaps instead of breaking 
 When ``spread`` is on and the pods do not fit whole nodes, the gang's GPUs are split over the
 nodes with the most free GPUs (fewest nodes) instead of waiting: the artifact's fallback, which
 never leaves a job waiting while enough GPUs are free.
+
+With ``even`` on, a spread gang gets the same GPU count on every node it spans (``k`` nodes of
+``total / k`` GPUs, the fewest such nodes, best fit): a cluster manager that asks GPUs *per node*
+(Slurm's ``--gres=gpu:N`` with ``--nodes=K``) cannot run 3 GPUs on one node and 1 on another,
+and a placement it cannot run would leave the job waiting with its GPUs held for nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ from placement.types import NodeUsage, PodPlacement, Request, Result
 class ConsolidatedAllocator:
     """Best-fit node placement with optional spreading; no tenants, no preemption."""
 
-    def __init__(self, nodes: Iterable[tuple[str, int]], *, spread: bool = True):
+    def __init__(
+        self, nodes: Iterable[tuple[str, int]], *, spread: bool = True, even: bool = False
+    ):
         self.spread = spread
+        self.even = even
         self._size: dict[str, int] = {}
         self._free: dict[str, list[int]] = {}
         for name, gpus in nodes:
@@ -50,7 +58,8 @@ class ConsolidatedAllocator:
                 return Result("wait", reason=f"fewer than {total} free GPUs on usable nodes")
             counts = self._fit_pods(request, allowed)
         if counts is None and self.spread:
-            counts = self._spread(total, self._allowed(request) if allowed is None else allowed)
+            nodes = self._allowed(request) if allowed is None else allowed
+            counts = self._spread_even(total, nodes) if self.even else self._spread(total, nodes)
         if counts is None:
             return Result("wait", reason="no node set holds the pods whole")
         pods = tuple(PodPlacement(node, self._take(node, n)) for node, n in counts)
@@ -143,6 +152,19 @@ class ConsolidatedAllocator:
             out.append((node, n))
             left -= n
         return out
+
+    def _spread_even(self, total: int, allowed: list[str]) -> list[tuple[str, int]] | None:
+        """``k`` nodes of ``total / k`` free GPUs each, for the smallest ``k`` that divides
+        ``total`` and has that many such nodes (best fit among them); None if no ``k`` does."""
+        free = {n: len(self._free[n]) for n in allowed}
+        for k in range(2, total + 1):
+            if total % k:
+                continue
+            share = total // k
+            fits = sorted((f, n) for n, f in free.items() if f >= share)
+            if len(fits) >= k:
+                return [(n, share) for _, n in fits[:k]]
+        return None
 
     def _take(self, node: str, n: int) -> tuple[int, ...]:
         free = self._free[node]

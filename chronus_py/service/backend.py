@@ -74,6 +74,9 @@ class ObservedJob:
 
 class Backend(Protocol):
     name: str
+    even_gangs: bool
+    """Whether every node of a job must hold the same number of its GPUs (Slurm asks GPUs per
+    node); the scheduler then never plans a placement such as 3 GPUs here and 1 there."""
 
     def now(self) -> float:
         """The backend's clock, in absolute seconds."""

@@ -131,6 +131,7 @@ class Service:
             self.cluster,
             allocator=self.allocator_factory(),
             estimates=self.estimates,
+            even_gangs=self.backend.even_gangs,
         )
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}

@@ -67,12 +67,20 @@ class Admission:
 
 
 def build_scheduler(
-    settings: SchedulerSettings, cluster: Cluster, *, allocator=None, estimates: dict[str, float]
+    settings: SchedulerSettings,
+    cluster: Cluster,
+    *,
+    allocator=None,
+    estimates: dict[str, float],
+    even_gangs: bool = False,
 ) -> Scheduler:
     """A scheduler whose estimator reads ``estimates`` (the service fills it before submitting),
-    so a job's estimate is what its owner said, never its true work."""
+    so a job's estimate is what its owner said, never its true work; ``even_gangs`` as the
+    backend needs (see :class:`~chronus_py.scheduler.Scheduler`)."""
     policy = make_policy(settings.policy, settings.options)
-    return Scheduler(cluster, policy, allocator=allocator, estimator=Fixed(estimates))
+    return Scheduler(
+        cluster, policy, allocator=allocator, estimator=Fixed(estimates), even_gangs=even_gangs
+    )
 
 
 def selector_stats(scheduler: Scheduler) -> SelectorStats | None:

@@ -196,6 +196,7 @@ class SimBackend:
     submission time."""
 
     name = "sim"
+    even_gangs = False
 
     def __init__(
         self,

@@ -40,6 +40,24 @@ def test_round_requests_hold_the_round_up():
     assert [len(g) for s in moves.started for g in s.placement.values()] == [4, 4]
 
 
+@pytest.mark.parametrize(
+    ("gpus", "even", "shares"),
+    [
+        (12, False, [8, 4]),  # whole nodes plus the remainder
+        (12, True, [6, 6]),  # the fewest nodes with equal shares
+        (24, True, [8, 8, 8]),
+        (10, True, [5, 5]),
+        (6, True, [6]),  # fits one node
+    ],
+)
+def test_even_gangs_give_every_node_of_a_job_the_same_share(gpus, even, shares):
+    # Slurm asks GPUs per node: a 12-GPU job is 2 x 6 there, never 8 + 4.
+    scheduler = Scheduler(Cluster.uniform(3, 8), make_policy("fifo"), even_gangs=even)
+    scheduler.submit(job("A", gpus=gpus))
+    (started,) = advance(scheduler, 0.0).started
+    assert sorted((len(g) for g in started.placement.values()), reverse=True) == shares
+
+
 def test_restore_refuses_a_foreign_guarantee_and_busy_gpus_and_changes_nothing():
     scheduler = Scheduler(Cluster.uniform(1, 4), make_policy("fifo"))
     a = job("A", gpus=2, deadlines=[(3000, 1)])

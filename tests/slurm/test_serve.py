@@ -164,3 +164,27 @@ def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
         second = [submit(lab, 4, 3), submit(lab, 4, 3)]
         watch(lab, serve, second, 90)
         assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
+
+
+def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
+    """With 1 GPU free on each node, a 2-GPU job runs as 1 + 1 on both, as Slurm can run it
+    (the same count on every node), and starts at once: no failed start, no resync."""
+    with ServeProcess(lab, tmp_path / "chronus.db") as serve:
+        big = [submit(lab, 3, 15), submit(lab, 3, 15)]
+
+        def both_running():
+            jobs = serve.jobs()
+            return all(jobs.get(f"slurm-{i}", {}).get("state") == "running" for i in big)
+
+        end = time.monotonic() + 30
+        while not both_running():
+            assert time.monotonic() < end, serve.jobs()
+            time.sleep(0.2)
+        split = submit(lab, 2, 3)
+        watch(lab, serve, [split], 60)
+        assert serve.jobs()[f"slurm-{split}"]["starts"] == 1
+        (start,) = [d for d in decisions(serve) if d["job"] == f"slurm-{split}"]
+        assert sorted(len(g) for g in start["placement"].values()) == [1, 1]
+        log = serve.log.read_text()
+        assert "backend_error" not in log and "resync" not in log, log
+        watch(lab, serve, big, 60)
