@@ -397,6 +397,15 @@ class Scheduler:
             self._enqueue(state, now)
         return state
 
+    def run_began(self, job_id: str, at: float, now: float) -> JobState:
+        """An active job's current run began at ``at`` (the cluster manager's record), later
+        than the round that started it: its progress counts from then, not from the round."""
+        state = self.active[job_id]
+        if state.status is Status.RUNNING and state.run_since is not None and at > state.run_since:
+            state.run_since = min(at, now)
+            self._rekey_running(state, now)
+        return state
+
     def _rekey_running(self, state: JobState, now: float) -> None:
         self._set_running_key(state, self.policy.key(state, now))
         change = self.policy.key_worsens_at(state, now)

@@ -596,9 +596,17 @@ class Service:
         return changed()
 
     def _observe(self) -> None:
-        """Bring the scheduler in line with the backend: completions, and any disagreement
-        about what runs (which forces a rebuild from the backend's view)."""
+        """Bring the scheduler in line with the backend: completions, any disagreement about
+        what runs (which forces a rebuild from the backend's view), and runs that began later
+        than the round that started them.
+
+        A start takes effect when the backend runs the job, not when the round decided it:
+        after the grace of the jobs preempted for it, and the cluster manager's own scheduling
+        pass (about a second for Slurm). Counted from the round, the job would be credited
+        with work it has not done, and a guarantee planned on that credit can be broken; so a
+        run counts from when the backend says it began, whenever that is later."""
         ended = []
+        now = self.backend.now()
         for obs in self._observations():
             state = self.scheduler.active.get(obs.id)
             if state is None:
@@ -612,6 +620,15 @@ class Service:
                     "resync", job=obs.id, backend=str(obs.state), scheduler=str(state.status)
                 )
                 self.needs_resync = True
+            elif (
+                obs.state is RunState.RUNNING
+                and obs.run_since is not None
+                and state.run_since is not None
+                and obs.run_since > state.run_since
+            ):
+                late = obs.run_since - state.run_since
+                self.scheduler.run_began(obs.id, obs.run_since, now)
+                decision_log("late_start", job=obs.id, seconds=round(late, 3))
         if ended:
             self._placements_changed = True
             with self.db.transaction():

@@ -58,6 +58,18 @@ def test_even_gangs_give_every_node_of_a_job_the_same_share(gpus, even, shares):
     assert sorted((len(g) for g in started.placement.values()), reverse=True) == shares
 
 
+def test_a_run_that_began_late_counts_from_then_and_only_later_starts_move_it():
+    scheduler = Scheduler(Cluster.uniform(1, 1), make_policy("srtf"))
+    scheduler.submit(job("A", duration=1000))
+    advance(scheduler, 0.0)
+    state = scheduler.running["A"]
+    before = state.remaining(200.0)
+    scheduler.run_began("A", 120.0, now=200.0)  # the backend ran it from 120, not 0
+    assert state.run_since == 120.0 and state.remaining(200.0) == before + 120.0
+    scheduler.run_began("A", 60.0, now=200.0)  # an earlier record changes nothing
+    assert state.run_since == 120.0
+
+
 def test_restore_refuses_a_foreign_guarantee_and_busy_gpus_and_changes_nothing():
     scheduler = Scheduler(Cluster.uniform(1, 4), make_policy("fifo"))
     a = job("A", gpus=2, deadlines=[(3000, 1)])
