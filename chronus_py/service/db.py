@@ -227,6 +227,14 @@ class Database:
         )
         return [_row(cur, r) for r in cur.fetchall()]
 
+    def decisions(self, job_id: str) -> list[dict[str, Any]]:
+        """What the rounds decided for one job, in order (to explain an outcome)."""
+        cur = self.conn.execute(
+            "SELECT at, action, placement, reason FROM decision WHERE job=? ORDER BY seq",
+            (job_id,),
+        )
+        return [_row(cur, r) for r in cur.fetchall()]
+
     def ids(self) -> set[str]:
         return {row[0] for row in self.conn.execute("SELECT id FROM job")}
 

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chronus_py.service.db import Database
 from chronus_py.service.slurm.harness import ServeProcess
 from chronus_py.service.slurm.lab import SlurmLab, workload
 from chronus_py.service.slurm.rest import SlurmRest
@@ -30,7 +31,9 @@ class TraceJob:
 
 @dataclass
 class Outcome:
-    """What Slurm recorded for one job (chronus seconds from the run's start)."""
+    """What happened to one job (chronus seconds from the run's start): its submission as the
+    harness timed it (Slurm resets a job's submit time when it is requeued, which would move a
+    preempted job's deadline later), the rest as Slurm recorded it."""
 
     job: TraceJob
     slurm_id: int
@@ -40,7 +43,7 @@ class Outcome:
     restarts: int = 0
     guaranteed: bool = False
     met: bool | None = None  # None for best-effort jobs
-    extra: dict = field(default_factory=dict)
+    chronus: dict = field(default_factory=dict)  # the service's answer for the job, if it ran
 
 
 def synthetic_trace(
@@ -88,6 +91,10 @@ def run(
     A job runs ``max(1, round(work / scale))`` wall seconds; chronus is told ``work``, or with
     ``exact`` that rounded amount (what the script really runs)."""
     origin = time.time()
+
+    def v(t: float) -> float:
+        return (t - origin) * scale
+
     serve = None
     if chronus:
         serve = ServeProcess(
@@ -116,7 +123,8 @@ def run(
                 if j.deadline is not None:
                     marker += f" deadline=+{j.deadline:g}"
                 args = ["--hold", *args, "--comment", marker]
-            outcomes.append(Outcome(j, lab.sbatch(*args, script=workload(steps))))
+            submit = v(time.time())
+            outcomes.append(Outcome(j, lab.sbatch(*args, script=workload(steps)), submit))
         ids = {o.slurm_id: o for o in outcomes}
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -134,24 +142,21 @@ def run(
     finally:
         if serve is not None:
             serve.stop()
-
-    def v(t: float) -> float:
-        return (t - origin) * scale
-
+    history = Database(workdir / "chronus.db") if serve is not None else None
     for s in rest.jobs():
         o = ids.get(s.id)
         if o is None:
             continue
-        o.submit, o.end, o.state, o.restarts = (
-            v(s.submit_time),
-            v(s.end_time),
-            s.state,
-            s.restart_cnt,
-        )
-        view = chronus_view.get(f"slurm-{s.id}", {})
-        o.guaranteed = view.get("admission", {}).get("decision") == "guaranteed"
+        o.end, o.state, o.restarts = v(s.end_time), s.state, s.restart_cnt
+        o.chronus = chronus_view.get(f"slurm-{s.id}", {})
+        if history is not None and o.chronus:
+            o.chronus["promises"] = history.promises(o.chronus["id"])
+            o.chronus["decisions"] = history.decisions(o.chronus["id"])
+        o.guaranteed = o.chronus.get("admission", {}).get("decision") == "guaranteed"
         if o.job.deadline is not None:
             o.met = s.state == "COMPLETED" and o.end <= o.submit + o.job.deadline
+    if history is not None:
+        history.close()
     return outcomes
 
 
@@ -169,4 +174,34 @@ def summary(outcomes: list[Outcome]) -> dict:
         "preemptions": sum(o.restarts for o in outcomes),
         "makespan_s": max((o.end for o in done), default=0.0),
         "mean_jct_s": (sum(o.end - o.submit for o in done) / len(done)) if done else None,
+        "broken": [broken(o) for o in guaranteed if not o.met],
+    }
+
+
+def broken(o: Outcome) -> dict:
+    """One broken guarantee, as Slurm and chronus each saw it, so it can be explained: how late
+    the job ended by Slurm's clock, and the service's own times for it (its seconds)."""
+    view = o.chronus
+    return {
+        "slurm_id": o.slurm_id,
+        "gpus": o.job.gpus,
+        "work": o.job.work,
+        "deadline": o.job.deadline,
+        "state": o.state,
+        "restarts": o.restarts,
+        "late_s": o.end - (o.submit + o.job.deadline),
+        "slurm": {"submit": o.submit, "end": o.end},
+        "chronus": {
+            k: view.get(k)
+            for k in (
+                "submit",
+                "deadlines",
+                "guaranteed",
+                "first_start",
+                "finished_at",
+                "starts",
+                "promises",
+                "decisions",
+            )
+        },
     }
