@@ -122,7 +122,9 @@ class Backend(Protocol):
         """Run a pending job on exactly these GPUs. Idempotent for a job already running there."""
 
     def preempt(self, job_id: str) -> None:
-        """Checkpoint-and-stop a running job; it becomes PENDING and keeps its progress."""
+        """Checkpoint-and-stop a running job; it becomes PENDING and keeps its progress. A
+        backend may finish the stop at its next ``start`` or ``jobs`` call, so the jobs one
+        round preempts share one checkpoint grace (Slurm does)."""
 
     def cancel(self, job_id: str) -> None:
         """End a job for good (CANCELLED). Idempotent."""

@@ -125,9 +125,9 @@ def test_start_preempt_resume_and_finish(lab):
     assert b.rest.job(sid).restart_cnt == 0
     time.sleep(1.5)
     b.preempt(jid)
+    o = observed(b, jid)  # the stop is finished before anything is observed
     job = b.rest.job(sid)
     assert job.held and job.restart_cnt == 1
-    o = observed(b, jid)
     assert o.state is RunState.PENDING and o.starts == 1 and o.work_done >= 1.5
     b.start(jid, {"n1": (2, 3)})
     o = observed(b, jid)
@@ -153,6 +153,31 @@ def test_a_job_runs_on_as_many_nodes_as_its_placement_spans(lab):
     b.start(jid, {"n2": (0, 1, 2, 3)})
     o = observed(b, jid)
     assert o.state is RunState.RUNNING and dict(o.placement) == {"n2": (0, 1, 2, 3)}
+
+
+def test_the_jobs_one_round_preempts_share_one_grace(lab):
+    # Each job keeps running through the checkpoint signal (it only logs it), so each stop
+    # takes the whole grace: one after the other, three would take three graces.
+    b = backend(lab, grace=3.0)
+    sids = [
+        lab.sbatch(
+            "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=60s", script=workload(60)
+        )
+        for _ in range(3)
+    ]
+    accept_all(b)
+    for sid, placement in zip(sids, ({"n1": (0, 1)}, {"n1": (2, 3)}, {"n2": (0, 1)})):
+        b.start(f"slurm-{sid}", placement)
+    ids = {f"slurm-{sid}" for sid in sids}
+    assert all(o.state is RunState.RUNNING for o in b.jobs() if o.id in ids)
+    began = time.monotonic()
+    for sid in sids:
+        b.preempt(f"slurm-{sid}")
+    seen = {o.id: o for o in b.jobs()}  # the next observation finishes the stops
+    took = time.monotonic() - began
+    assert all(seen[f"slurm-{sid}"].state is RunState.PENDING for sid in sids)
+    assert all(b.rest.job(sid).held and b.rest.job(sid).restart_cnt == 1 for sid in sids)
+    assert 3.0 <= took < 6.0, took
 
 
 def test_cancel_and_scancel(lab):

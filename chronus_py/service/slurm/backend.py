@@ -9,9 +9,12 @@ touches a job without the marker. The mapping of decisions to Slurm:
   RUNNING (or holds it again after ``start_timeout``). Slurm chooses the
   GPU indices inside a node (untyped GRES cannot be pinned on a pending job); the backend reports
   the indices Slurm chose, as it reports everything it observes.
-- preempt: signal the job (``--slurm-signal``, default USR1) so it can checkpoint, wait
-  ``--slurm-grace`` seconds, record the work done in the comment, then ``scontrol requeuehold``
-  (slurmrestd v0.0.38 has no requeue), and wait until the job has left its GPUs.
+- preempt: signal the job (``--slurm-signal``, default USR1) so it can checkpoint; once
+  ``--slurm-grace`` seconds have passed, record the work done in the comment, then ``scontrol
+  requeuehold`` (slurmrestd v0.0.38 has no requeue), and wait until the job has left its GPUs.
+  The wait happens before the next start or observation, so every job one round preempts shares
+  one grace: preempting four jobs for a wide one takes 30 s with the default grace, not 2 min
+  (during which the service, holding its round, would answer no request).
 - cancel: ``DELETE /job/{id}``. A job cancelled in Slurm (``scancel``) is a cancelled chronus job.
 - nodes: the partition's nodes with their GPU count; a down, drained, draining, failing or
   unresponsive node is unhealthy.
@@ -32,6 +35,7 @@ import argparse
 import getpass
 import json
 import logging
+import math
 import os
 import subprocess
 import time
@@ -107,6 +111,9 @@ class SlurmBackend:
         self.workdir = workdir
         self._env = dict(os.environ if env is None else env)
         self._released: dict[int, float] = {}  # Slurm id -> monotonic deadline to be running
+        # Slurm id -> (monotonic end of its grace, its marker when signalled)
+        self._stopping: dict[int, tuple[float, marker.Marker]] = {}
+        self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
 
@@ -173,6 +180,7 @@ class SlurmBackend:
         return max(found, key=lambda jm: jm[0].id) if found else None
 
     def jobs(self) -> Sequence[ObservedJob]:
+        self._stop()
         self._settle()
         now = self.now()
         out = []
@@ -338,6 +346,7 @@ class SlurmBackend:
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        self._stop()  # the GPUs of the jobs preempted for this one must be free first
         j, m = self._require(job_id)
         if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
             return  # running (never released twice) or over: the next observation says so
@@ -355,6 +364,7 @@ class SlurmBackend:
             update["nodes"] = f"{len(placement)}-{len(placement)}"
         if j.restart_cnt > 0:
             update["begin_time"] = "now"
+            self._after_requeue_second(j.id)
         self._slurm(f"release job {j.id}", self.rest.update, j.id, update)
         self._released[j.id] = time.monotonic() + self.start_timeout
 
@@ -389,29 +399,60 @@ class SlurmBackend:
             if not j.held:
                 self._hold(j)
             return
-        if j.state not in _RUNNING:
+        if j.state not in _RUNNING or j.id in self._stopping:
             return
         if self.grace > 0:
             try:
                 self.rest.signal(j.id, f"SIG{self.signal}")
             except SlurmError:
-                pass  # it ended meanwhile; requeuehold below finds out
+                pass  # it ended meanwhile; _stop finds out
             except SlurmUnreachable as exc:
                 raise _fail(f"signal job {j.id}", exc) from None
-            self._wait(j.id, lambda s: s is None or s.state not in _RUNNING, self.grace)
-        j = self._slurm(f"job {j.id}", self.rest.job, j.id)
-        if j is None or j.state not in _RUNNING:
-            return  # it finished during the grace: nothing to stop
+        self._stopping[j.id] = (time.monotonic() + self.grace, m)
+
+    def _stop(self) -> None:
+        """Requeue and hold every job ``preempt`` signalled once its grace is over (a job that
+        ends within its grace needs nothing), then wait until all have left their GPUs."""
+        requeued = []
+        delay = 0.05
+        while self._stopping:
+            for slurm_id, (until, m) in list(self._stopping.items()):
+                j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
+                if j is None or j.state not in _RUNNING:
+                    del self._stopping[slurm_id]  # it finished during the grace
+                elif time.monotonic() >= until:
+                    del self._stopping[slurm_id]
+                    self._requeue(j, m)
+                    requeued.append(slurm_id)
+            if self._stopping:
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
+        for slurm_id in requeued:
+            self._wait(
+                slurm_id,
+                lambda s: (
+                    s is None or s.state == "PENDING" and s.reason != "None" and not s.placement
+                ),
+                self.start_timeout,
+            )
+            self._requeued[slurm_id] = time.time()
+
+    def _after_requeue_second(self, slurm_id: int) -> None:
+        """Wait, if needed, until the wall second after this job's requeue. A requeue revokes
+        the job's credential on its nodes, stamped in whole seconds; a run started on one of
+        them within the same second carries a credential no newer than the revocation, and
+        slurmd kills it ("Job credential revoked"): the job would end FAILED, lost."""
+        requeued = self._requeued.pop(slurm_id, None)
+        if requeued is not None:
+            time.sleep(max(math.floor(requeued) + 1.05 - time.time(), 0.0))
+
+    def _requeue(self, j: SlurmJob, m: marker.Marker) -> None:
+        """Record the work of the run being stopped in the comment, then requeue-and-hold."""
         if m.done_run != j.start_time:
             done = m.done + max(self.now() - self._v(j.start_time), 0.0)
             comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
             self._slurm(f"record work of job {j.id}", self.rest.update, j.id, {"comment": comment})
         self._requeuehold(j.id)
-        self._wait(
-            j.id,
-            lambda s: s is None or s.state == "PENDING" and s.reason != "None" and not s.placement,
-            self.start_timeout,
-        )
 
     def _requeuehold(self, slurm_id: int) -> None:
         try:
