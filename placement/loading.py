@@ -119,6 +119,10 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "maximum nesting depth" in problem:
+            # libyaml (PyYAML >= 6.0.4's wheels) refuses flow nesting past 1,000 levels while
+            # scanning ahead, before the event pass sees level MAX_DEPTH: the same refusal.
+            problem = f"nested deeper than {MAX_DEPTH} levels"
         raise LoadError(
             "",
             f"not valid YAML: {_one_line(problem)}",
