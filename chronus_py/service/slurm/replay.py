@@ -179,8 +179,9 @@ def summary(outcomes: list[Outcome]) -> dict:
 
 
 def broken(o: Outcome) -> dict:
-    """One broken guarantee, as Slurm and chronus each saw it, so it can be explained: how late
-    the job ended by Slurm's clock, and the service's own times for it (its seconds)."""
+    """One broken guarantee, as the harness and chronus each saw it, so it can be explained: how
+    late the job ended (``times``: the harness's submission stamp, Slurm's end), and the
+    service's own times, promises and decisions for it (its seconds)."""
     view = o.chronus
     return {
         "slurm_id": o.slurm_id,
@@ -190,7 +191,7 @@ def broken(o: Outcome) -> dict:
         "state": o.state,
         "restarts": o.restarts,
         "late_s": o.end - (o.submit + o.job.deadline),
-        "slurm": {"submit": o.submit, "end": o.end},
+        "times": {"submit": o.submit, "end": o.end},
         "chronus": {
             k: view.get(k)
             for k in (
