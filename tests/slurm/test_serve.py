@@ -188,3 +188,25 @@ def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
         log = serve.log.read_text()
         assert "backend_error" not in log and "resync" not in log, log
         watch(lab, serve, big, 60)
+
+
+def test_the_trace_harness_reads_back_what_happened(lab, tmp_path):
+    """``replay.run`` (the demo's and benchmarks/slurm_trace.py's harness): three jobs through
+    ``chronus serve`` in compressed time, each outcome read back from Slurm and chronus."""
+    from chronus_py.service.slurm.replay import TraceJob, run, summary
+
+    jobs = [
+        TraceJob(at=0.0, gpus=1, work=120.0, deadline=7200.0),
+        TraceJob(at=60.0, gpus=2, work=180.0, deadline=None),
+        TraceJob(at=120.0, gpus=4, work=120.0, deadline=9000.0),
+    ]
+    outcomes = run(lab, jobs, chronus=True, scale=60.0, workdir=tmp_path, timeout=120)
+    assert [o.state for o in outcomes] == ["COMPLETED"] * 3
+    assert all(o.submit < o.end for o in outcomes)
+    assert [o.met for o in outcomes] == [True, None, True]
+    assert outcomes[0].guaranteed and outcomes[2].guaranteed and not outcomes[1].guaranteed
+    assert outcomes[0].chronus["decisions"][0]["action"] == "admit:guaranteed"
+    assert outcomes[0].chronus["promises"][0]["event"] == "promised"
+    s = summary(outcomes)
+    assert (s["jobs"], s["completed"], s["slo_jobs"], s["guaranteed"]) == (3, 3, 2, 2)
+    assert s["deadline_ratio"] == 1.0 and s["guarantees_kept"] == 2 and s["broken"] == []
