@@ -7,10 +7,11 @@ When ``spread`` is on and the pods do not fit whole nodes, the gang's GPUs are s
 nodes with the most free GPUs (fewest nodes) instead of waiting: the artifact's fallback, which
 never leaves a job waiting while enough GPUs are free.
 
-With ``even`` on, a spread gang gets the same GPU count on every node it spans (``k`` nodes of
-``total / k`` GPUs, the fewest such nodes, best fit): a cluster manager that asks GPUs *per node*
-(Slurm's ``--gres=gpu:N`` with ``--nodes=K``) cannot run 3 GPUs on one node and 1 on another,
-and a placement it cannot run would leave the job waiting with its GPUs held for nothing.
+With ``even`` on, a gang gets the same GPU count on every node it spans: a fit that stacks pods
+unevenly (two 3-GPU pods on one node, one on another) is refused, and the spread takes ``k``
+nodes of ``total / k`` GPUs, the fewest such nodes, best fit. A cluster manager that asks GPUs
+*per node* (Slurm's ``--gres=gpu:N`` with ``--nodes=K``) cannot run 3 GPUs on one node and 1 on
+another, and a placement it cannot run would leave the job waiting with its GPUs held for nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class ConsolidatedAllocator:
             if sum(len(self._free[n]) for n in allowed) < total:
                 return Result("wait", reason=f"fewer than {total} free GPUs on usable nodes")
             counts = self._fit_pods(request, allowed)
+        if counts is not None and self.even and not _equal_shares(counts):
+            counts = None
         if counts is None and self.spread:
             nodes = self._allowed(request) if allowed is None else allowed
             counts = self._spread_even(total, nodes) if self.even else self._spread(total, nodes)
@@ -157,7 +160,7 @@ class ConsolidatedAllocator:
         """``k`` nodes of ``total / k`` free GPUs each, for the smallest ``k`` that divides
         ``total`` and has that many such nodes (best fit among them); None if no ``k`` does."""
         free = {n: len(self._free[n]) for n in allowed}
-        for k in range(2, total + 1):
+        for k in range(1, total + 1):
             if total % k:
                 continue
             share = total // k
@@ -204,3 +207,11 @@ class ConsolidatedAllocator:
 
     def nodes(self) -> tuple[NodeUsage, ...]:
         return tuple(NodeUsage(n, self._size[n], tuple(self._free[n])) for n in self._size)
+
+
+def _equal_shares(counts: list[tuple[str, int]]) -> bool:
+    """Whether every node of a fit holds the same number of the gang's GPUs."""
+    per_node: dict[str, int] = {}
+    for node, n in counts:
+        per_node[node] = per_node.get(node, 0) + n
+    return len(set(per_node.values())) == 1

@@ -47,6 +47,7 @@ def test_round_requests_hold_the_round_up():
         (12, True, [6, 6]),  # the fewest nodes with equal shares
         (24, True, [8, 8, 8]),
         (10, True, [5, 5]),
+        (9, True, [3, 3, 3]),  # never 6 + 3: two of its pods would fit one node
         (6, True, [6]),  # fits one node
     ],
 )

@@ -57,3 +57,14 @@ def test_even_placements_hold_equal_shares_and_are_found_whenever_one_exists(tak
     if possible:
         shares = set(counts(alloc, "j").values())
         assert len(shares) == 1 and sum(counts(alloc, "j").values()) == gpus
+
+
+def test_equal_pods_stacked_unevenly_on_nodes_are_spread_evenly_instead():
+    # 9 GPUs as 3 pods of 3 on 8-GPU nodes (what the scheduler asks for): best fit would stack
+    # two pods on one node (6 + 3), which Slurm cannot run; even mode gives 3 + 3 + 3.
+    alloc = ConsolidatedAllocator([(n, 8) for n in "abc"], even=True)
+    assert alloc.allocate(Request("j", (PodSpec(3, 3),))).outcome == "placed"
+    assert counts(alloc, "j") == {"a": 3, "b": 3, "c": 3}
+    stacked = ConsolidatedAllocator([(n, 8) for n in "abc"])
+    assert stacked.allocate(Request("j", (PodSpec(3, 3),))).outcome == "placed"
+    assert sorted(counts(stacked, "j").values()) == [3, 6]

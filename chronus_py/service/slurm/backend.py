@@ -427,6 +427,8 @@ class SlurmBackend:
             if self._stopping:
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.5)
+        if requeued:  # a requeue older than a second no longer matters (_after_requeue_second)
+            self._requeued = {i: t for i, t in self._requeued.items() if time.time() - t < 2.0}
         for slurm_id in requeued:
             self._wait(
                 slurm_id,
