@@ -106,20 +106,23 @@ class LeasePolicy:
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.peaks: dict[str, tuple[Lease, int]] = {}
 
-    def planned_work(self, r: Run, cluster: Cluster) -> float:
+    def planned_work(self, r: Run, cluster: Cluster, now: float) -> float:
         """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
         the job's fastest rate - a (re)start for a stopped job, a resize onto new GPUs for a
-        running one. Holding the overhead inside the lease (not as slack after it) keeps GPUs
-        reserved for the time the job spends paused."""
-        if not self.reserve:
-            return r.remaining
-        o = cluster.overhead
-        pause = (
-            o.seconds(r.job.max_size, cluster.gpus, from_stopped=False, known_gpus=False)
-            if r.size
-            else o.worst(r.job.max_size, cluster.gpus)
-        )
-        return r.remaining + self.reserve * pause * max(r.job.rates)
+        running one - and the rest of a pause the job is in now. Holding the overhead inside the
+        lease (not as slack after it) keeps GPUs reserved for the time the job spends paused. A
+        job promised while still paused by its start, planned without the rest of that pause,
+        missed (property test: 19 s of a 29 s start left, done 0.3 s late)."""
+        paused = max(r.paused_until - now, 0.0) if r.size else 0.0
+        if self.reserve:
+            o = cluster.overhead
+            pause = (
+                o.seconds(r.job.max_size, cluster.gpus, from_stopped=False, known_gpus=False)
+                if r.size
+                else o.worst(r.job.max_size, cluster.gpus)
+            )
+            paused += self.reserve * pause
+        return r.remaining + paused * max(r.job.rates)
 
     def tables_of(self, r: Run) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
@@ -127,7 +130,7 @@ class LeasePolicy:
         return self.tables[r.id]
 
     def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
-        return tl.fit(r.job, self.planned_work(r, cluster), r.deadline, self.tables_of(r))
+        return tl.fit(r.job, self.planned_work(r, cluster, tl.now), r.deadline, self.tables_of(r))
 
     def replan(
         self, now: float, runs: list[Run], cluster: Cluster
@@ -321,7 +324,7 @@ class ElasticChronus(LeasePolicy):
                 q.id,
                 q.job.sizes,
                 q.job.rates,
-                self.planned_work(q, cluster),
+                self.planned_work(q, cluster, now),
                 math.floor(q.deadline / self.slot) - tl.origin,
             )
             for q in jobs
