@@ -440,10 +440,7 @@ class Scheduler:
         if state.first_start is None:
             state.first_start = now
         self.running[state.id] = state
-        self._set_running_key(state, self.policy.key(state, now))
-        change = self.policy.key_worsens_at(state, now)
-        if change is not None:
-            heapq.heappush(self._key_changes, (change, state.seq, state.id, state.starts))
+        self._rekey_running(state, now)
 
     def firm_estimate(
         self, job_id: str, estimate: float, now: float, uncertainty: float = 0.0
