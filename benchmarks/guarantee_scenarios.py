@@ -4,9 +4,9 @@ With exact runtimes a guaranteed job should never be demoted nor miss its promis
 This replays many random job streams (the distribution of ``tests/core/test_properties.py``:
 1-3 nodes of 4 or 8 GPUs, 5-30 jobs of 1-8 GPUs, 60-3000 s, strict, soft or best-effort
 deadlines 1-4x their runtime after submission; Chronus on the greedy backend with a random lease,
-headroom, guard and objective) and counts scenarios with a demotion, demotions, guaranteed jobs
-and guaranteed jobs that missed. Small clusters make the lease plan tight, which is where the
-re-plan has gone wrong before.
+headroom, guard and objective) and counts scenarios with a demotion, demotions, guaranteed jobs,
+guaranteed jobs that missed, and SLO jobs that met their first deadline. Small clusters make the
+lease plan tight, which is where the re-plan has gone wrong before.
 
     python benchmarks/guarantee_scenarios.py [--scenarios 1500] [--seed 1] [--out FILE]
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     counts = {"scenarios": args.scenarios, "with_demotion": 0, "demotions": 0}
-    counts |= {"guaranteed": 0, "guaranteed_missed": 0}
+    counts |= {"guaranteed": 0, "guaranteed_missed": 0, "slo_jobs": 0, "first_deadline_met": 0}
     started = time.perf_counter()
     for _ in range(args.scenarios):
         jobs, cluster, policy = scenario(rng)
@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         counts["with_demotion"] += bool(demoted)
         counts["demotions"] += len(demoted)
         for state in result.jobs:
+            if state.job.deadlines:
+                counts["slo_jobs"] += 1
+                counts["first_deadline_met"] += state.finish <= state.job.deadlines[0].at + 1e-6
             if state.was_guaranteed is not None:
                 counts["guaranteed"] += 1
                 counts["guaranteed_missed"] += state.finish > state.was_guaranteed.at + 1e-6

@@ -2,7 +2,8 @@
 and each job's tier for the current lease.
 
 Guarantees are only ever given against a plan: an SLO job is guaranteed when its remaining work
-fits, in whole leases, into the capacity the existing guarantees leave before its deadline.
+fits, in leases, into the capacity the existing guarantees leave before its deadline (the lease
+the deadline falls in only for a last piece of work that fits before it: ``leases.py``).
 New guarantees may only use ``1 - headroom`` of the capacity: the rest stays for the SRTF pool,
 which serves short unguaranteed jobs best. Long multi-GPU guarantees deferred to their deadlines
 otherwise fill whole days of the plan, and thousands of 1-GPU jobs miss behind them (first
@@ -17,10 +18,9 @@ reported.
 
 A guaranteed job planned in the current lease does not preempt anyone before it has to: when its
 planned leases are one block ending at its deadline lease, it turns ``MUST_RUN`` only at its
-laxity trigger (the end of its last planned lease - remaining work - one restart - ``guard``;
-counted from the deadline itself, a deadline inside a lease let the job run past the leases
-held for it and be demoted at that lease end), and never before its block starts, so it never
-runs outside the capacity the plan holds for it. Until then GPUs it has not
+laxity trigger (the block's end - remaining work - one restart - ``guard``, where the block of a
+job planned in the lease its deadline falls in ends at the deadline), and never before its block
+starts, so it never runs outside the capacity the plan holds for it. Until then GPUs it has not
 claimed serve the SRTF pool, which is where a lease-granular plan otherwise wastes them.
 
 Tiers, best first: ``MUST_RUN`` (guaranteed and due in the current lease), ``SPOT`` (the SRTF
@@ -49,7 +49,13 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from chronus_py.model import DeadlineOption
-from chronus_py.selector.leases import lease_deadline, lease_of, leases_needed
+from chronus_py.selector.leases import (
+    block_end,
+    deadline_window,
+    lease_of,
+    leases_needed,
+    room,
+)
 from chronus_py.selector.settings import ADAPTIVE, ChronusSettings
 from chronus_py.state import JobState, Status
 from placement import round_up
@@ -112,7 +118,7 @@ class LeaseSelector:
     def __post_init__(self) -> None:
         self._used = np.zeros(64, dtype=np.int64)
         self._base = 0  # the lease _used[0] stands for: plans never look back past the current one
-        self._cap = SLACK_LEASES  # leases past `first` a deadline can reach (see _deadline_slot)
+        self._cap = SLACK_LEASES  # leases past `first` a deadline can reach (see _window)
         self._triggers: list[tuple[float, str]] = []
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
         self._changes: dict[str, DeadlineOption | None] = {}
@@ -148,11 +154,11 @@ class LeaseSelector:
     def _gpus(self, state: JobState) -> int:
         return round_up(state.gpus, node=self.node_gpus)
 
-    def _need(self, state: JobState, now: float, first: int) -> int:
-        """Leases a new guarantee's remaining work (top of its band, plus ``margin``) takes,
-        with one restart allowance: a plan may leave a gap between leases, and the job then
-        pays it again. (A re-plan charges guaranteed jobs their plan's own restarts instead,
-        see :meth:`_charge_restarts`.)
+    def _need_seconds(self, state: JobState, now: float, first: int) -> float:
+        """Seconds of leases a new guarantee's remaining work (top of its band, plus
+        ``margin``) takes, with one restart allowance: a plan may leave a gap between leases,
+        and the job then pays it again. (A re-plan charges guaranteed jobs their plan's own
+        restarts instead, see :meth:`_charge_restarts`.)
 
         When a new guarantee would start with the lease ``now`` is in (a re-plan inside a lease:
         the selector's first decision, or the first after the cluster sat idle across a lease
@@ -165,8 +171,8 @@ class LeaseSelector:
         if state.status is not Status.RUNNING and leases_needed(work, self.settings.lease) == 1:
             # A pending job's work holds the start it still needs (JobState.remaining): in one
             # lease it runs through and pays no other restart.
-            return 1
-        return leases_needed(work + state.overhead, self.settings.lease)
+            return work
+        return work + state.overhead
 
     def _cover(self, state: JobState, now: float) -> float:
         """How long before a deadline the job must start: its remaining work with the estimate's
@@ -188,14 +194,14 @@ class LeaseSelector:
         alone: :meth:`_charge_restarts` adds the restarts its plan then makes it pay."""
         promised = self.guarantees.get(state.id)
         if promised:
-            need = leases_needed(self._padded(state, now), self.settings.lease)
+            work, spare = self._padded(state, now), 0.0
         else:
-            need = self._need(state, now, first)
+            work, spare = self._need_seconds(state, now, first), state.overhead
         out = []
         for d in [promised] if promised else state.job.deadlines:
-            slots = self._deadline_slot(d.at, first) - first
-            if slots >= need:
-                out.append((LeaseOption(slots, need, float(d.value)), d))
+            end, need = self._window(d.at, work, first, spare)
+            if end - first >= need:
+                out.append((LeaseOption(end - first, need, float(d.value)), d))
         return out
 
     def hopeless(self, state: JobState, now: float) -> bool:
@@ -254,10 +260,11 @@ class LeaseSelector:
         """The job's best deadline option whose remaining leases fit the plan's residual (less
         the headroom) from lease ``first`` on, and those leases; None if no option fits."""
         gpus = self._gpus(state)
-        need = self._need(state, now, first)
+        work = self._need_seconds(state, now, first)
+        need = leases_needed(work, self.settings.lease)
         self._cap = sum(map(len, self.booked.values())) + need + SLACK_LEASES
         for option in state.job.deadlines:
-            end = self._deadline_slot(option.at, first)
+            end, need = self._window(option.at, work, first, state.overhead)
             if end - first < need:
                 continue
             free = self._free(first, end) - int(self.settings.headroom * self.capacity)
@@ -289,8 +296,10 @@ class LeaseSelector:
         self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
-        self._cap = (
-            sum(self._need(s, now, first) for s in active.values() if s.job.is_slo) + SLACK_LEASES
+        self._cap = SLACK_LEASES + sum(
+            leases_needed(self._need_seconds(s, now, first), self.settings.lease)
+            for s in active.values()
+            if s.job.is_slo
         )
         for state in active.values():
             if not state.job.is_slo or not state.known:
@@ -316,11 +325,20 @@ class LeaseSelector:
         fixed, solution, horizon = self._charge_restarts(fixed, states, now, first)
         if solution.dropped:
             # The greedy plan may find no room for a job's restarts that a plan counting one
-            # restart for every job, as before, still has: keep the one that drops fewer.
-            allowed = [_needing(job, self._need(states[job.id], now, first)) for job in fixed]
-            retry, retry_horizon = self._solve(allowed, first)
-            if len(retry.dropped) < len(solution.dropped):
-                fixed, solution, horizon = allowed, retry, retry_horizon
+            # restart for every job, as before, still has, or one that keeps running the jobs
+            # that finish in this lease: keep the one that drops fewest.
+            allowed = [
+                self._replanned(job, self._need_seconds(states[job.id], now, first), first)
+                for job in fixed
+            ]
+            running = [
+                self._kept_running(job, work, first)
+                for job, work in zip(fixed, (self._padded(states[j.id], now) for j in fixed))
+            ]
+            for alternative in (allowed, [k or a for k, a in zip(running, allowed)]):
+                retry, retry_horizon = self._solve(alternative, first)
+                if len(retry.dropped) < len(solution.dropped):
+                    fixed, solution, horizon = alternative, retry, retry_horizon
         self.stats.rounds += 1
         for job_id in solution.dropped:
             self._demote(states[job_id])
@@ -383,16 +401,38 @@ class LeaseSelector:
                 if not slots:
                     continue
                 restarts = _restarts(slots, running=job.running)
-                need = leases_needed(
-                    work[job.id] + restarts * states[job.id].overhead, self.settings.lease
+                replanned = self._replanned(
+                    job, work[job.id] + restarts * states[job.id].overhead, first
                 )
-                if need > len(slots):
-                    short[job.id] = need
+                option = replanned.options[0]
+                if option.leases_needed > len(slots) or max(slots) >= option.deadline_slot:
+                    short[job.id] = replanned
             if not short:
                 break
-            fixed = [_needing(job, short[job.id]) if job.id in short else job for job in fixed]
+            fixed = [short.get(job.id, job) for job in fixed]
             solution, horizon = self._solve(fixed, first)
         return fixed, solution, horizon
+
+    def _replanned(self, job: LeaseJob, work: float, first: int) -> LeaseJob:
+        """``job`` (a guaranteed one: its only option is its promise) asking for the leases
+        ``work`` seconds take by its promised deadline."""
+        end, need = self._window(self.guarantees[job.id].at, work, first, 0.0)
+        option = replace(job.options[0], deadline_slot=end - first, leases_needed=need)
+        return replace(job, options=(option,))
+
+    def _kept_running(self, job: LeaseJob, work: float, first: int) -> LeaseJob | None:
+        """``job`` held to the current lease, if it runs and its ``work`` ends in it (kept
+        running, it pays no restart); else None. Planned in a later lease, such a job is charged
+        a restart for the stop, may then need two leases (the second in the lease its deadline
+        falls in) and the greedy plan spread it over a lease a job due later needed (random
+        small clusters, ``benchmarks/guarantee_scenarios.py``)."""
+        if not job.running:
+            return None
+        need = self._replanned(job, work, first).options[0]
+        if need.leases_needed > min(need.deadline_slot, 1):
+            return None
+        option = replace(need, deadline_slot=need.leases_needed)
+        return replace(job, options=(option,))
 
     def _objective(self) -> str:
         """The plan's secondary goal this round: ``adaptive`` runs guaranteed work early only when
@@ -407,11 +447,10 @@ class LeaseSelector:
         leases = self.booked[state.id]
         if self.lease_index not in leases:
             return Tier.AHEAD
-        promised = self.guarantees[state.id]
-        end = lease_deadline(promised.at, self.settings.lease)
+        end, by = block_end(leases, self.guarantees[state.id].at, self.settings.lease)
         if leases != tuple(range(end - len(leases), end)):
             return Tier.MUST_RUN
-        trigger = end * self.settings.lease - self._cover(state, now)
+        trigger = by - self._cover(state, now)
         if trigger <= now:
             return Tier.MUST_RUN
         heapq.heappush(self._triggers, (trigger, state.id))
@@ -471,13 +510,13 @@ class LeaseSelector:
         if leases is None:
             return False
         restart = state.overhead if state.status is Status.RUNNING else 0.0
+        at, lease = self.guarantees[state.id].at, self.settings.lease
         if self.lease_index in leases:
-            end = lease_deadline(self.guarantees[state.id].at, self.settings.lease)
-            return end * self.settings.lease - self._cover(state, now) - restart <= now
+            return block_end(leases, at, lease)[1] - self._cover(state, now) - restart <= now
         later = [k for k in leases if k > self.lease_index]
         gaps = _restarts(later, running=False)
         work = self._padded(state, now) + restart + gaps * state.overhead
-        return leases_needed(work, self.settings.lease) > len(later)
+        return work > room(later, at, lease) + 1e-9 * lease
 
     def preempted(self, state: JobState, now: float) -> bool:
         """Re-tier a guaranteed job just preempted; True if its tier changed. Its trigger was
@@ -509,15 +548,20 @@ class LeaseSelector:
         return changed
 
     # -- bounds: memory follows the leases that matter, never the value of a time ----------------
-    def _deadline_slot(self, at: float, first: int) -> int:
-        """The lease a deadline ends the plan at, capped ``self._cap`` leases past ``first``.
+    def _window(self, at: float, work: float, first: int, spare: float) -> tuple[int, int]:
+        """:func:`deadline_window` of ``work`` seconds by ``at`` with a ``spare`` restart, its
+        end capped ``self._cap`` leases past ``first``. A new guarantee keeps a restart spare in
+        the lease its deadline falls in, for a start ahead of its plan that a due job then stops;
+        a re-plan asks for none, since it charges each job the restarts its plan makes it pay
+        and a spare on top dropped jobs the plan had room for (``guarantee_scenarios.py``).
 
         ``_cap`` is the work of every job the plan could hold (in leases) plus ``SLACK_LEASES``:
         within that many leases every job fits even if all run one after another, so a later
         deadline cannot change whether a job fits, only how far ahead it may be planned. Capping
         keeps the plan's arrays sized by work: deadlines in epoch milliseconds or at 1e308 used
         to allocate gigabytes. A capped plan only runs a job earlier than its deadline needs."""
-        return min(lease_deadline(at, self.settings.lease), first + self._cap)
+        end, need = deadline_window(at, self.settings.lease, work, spare)
+        return min(end, first + self._cap), need
 
     def _forget_before(self, first: int) -> None:
         """Drop bookings before lease ``first``: no plan looks back past the current lease."""
@@ -532,11 +576,6 @@ class LeaseSelector:
         if size > self._used.size:
             extra = max(size, 2 * self._used.size) - self._used.size
             self._used = np.concatenate([self._used, np.zeros(extra, dtype=np.int64)])
-
-
-def _needing(job: LeaseJob, leases: int) -> LeaseJob:
-    """``job`` (a guaranteed one: its only option is its promise) asking for ``leases`` leases."""
-    return replace(job, options=(replace(job.options[0], leases_needed=leases),))
 
 
 def _restarts(slots: Iterable[int], *, running: bool) -> int:

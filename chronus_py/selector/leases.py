@@ -2,24 +2,66 @@
 
 Leases are numbered from time 0: lease ``k`` is ``[k*L, (k+1)*L)``. A deadline ``D`` can use the
 leases that end by it, i.e. those before ``floor(D / L)`` (the artifact's
-``compute_maximum_lease``).
+``compute_maximum_lease``), and the lease ``D`` falls in when the job's last piece of work fits
+in the part of it before ``D`` (:func:`deadline_window`). Counting whole leases only threw away
+up to one lease of every deadline not on a lease boundary: in a service, where deadlines fall
+anywhere, a job that could finish was refused, or demoted while running.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+
+EPS = 1e-9
 
 
 def lease_of(t: float, lease: float) -> int:
     """The lease that instant ``t`` falls in."""
-    return int(math.floor(t / lease + 1e-9))
+    return int(math.floor(t / lease + EPS))
 
 
 def lease_deadline(deadline: float, lease: float) -> int:
     """Leases ``< lease_deadline`` end no later than ``deadline``."""
-    return int(math.floor(deadline / lease + 1e-9))
+    return int(math.floor(deadline / lease + EPS))
 
 
 def leases_needed(work: float, lease: float) -> int:
     """Whole leases that ``work`` seconds occupy (at least one)."""
-    return max(1, math.ceil(work / lease - 1e-9))
+    return max(1, math.ceil(work / lease - EPS))
+
+
+def deadline_window(
+    deadline: float, lease: float, work: float, restart: float = 0.0
+) -> tuple[int, int]:
+    """``(end, need)``: any ``need`` leases before lease ``end`` hold ``work`` seconds finished
+    by ``deadline``.
+
+    ``end`` takes in the lease the deadline falls in when the job's last piece (its work past
+    ``need - 1`` whole leases) fits before the deadline with ``restart`` seconds to spare:
+    planned there, that lease is its last and the job stops in time; planned elsewhere, it has
+    ``need`` whole leases. Otherwise ``end`` is the first lease that does not end by the
+    deadline. The spare restart is for a job that starts ahead of its plan and is stopped for
+    a job due: a last piece fitted to the second left nothing for it (random small clusters,
+    ``benchmarks/guarantee_scenarios.py``)."""
+    end = lease_deadline(deadline, lease)
+    need = leases_needed(work, lease)
+    tail = deadline - end * lease
+    if tail > EPS * lease and work - (need - 1) * lease + restart <= tail + EPS * lease:
+        end += 1
+    return end, need
+
+
+def block_end(leases: tuple[int, ...], deadline: float, lease: float) -> tuple[int, float]:
+    """The lease after a plan's deadline lease, and the instant the plan's work must end by: the
+    lease the deadline falls in is the deadline lease if the plan uses it (only a last piece that
+    fits was planned there), else the last one that ends by the deadline."""
+    end = lease_deadline(deadline, lease)
+    if leases and leases[-1] == end and deadline > end * lease + EPS * lease:
+        return end + 1, deadline
+    return end, end * lease
+
+
+def room(leases: Iterable[int], deadline: float, lease: float) -> float:
+    """Seconds of the given leases before ``deadline``."""
+    return sum(min(lease, max(deadline - k * lease, 0.0)) for k in leases)

@@ -9,6 +9,9 @@ arithmetic stays readable (the same happens with a guard smaller than the slack 
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 from core_helpers import chronus, drive, job
 
@@ -22,11 +25,12 @@ def run(jobs):
 
 
 def test_trigger_of_a_deadline_inside_a_lease_keeps_the_guarantee():
-    # G (500 s by 1150): 1 lease (530 + 30 <= 600) before floor(1150 / 600) = 1: lease 0, a
-    # block ending at its deadline lease. Its trigger is 1150 - 530 - 30 = 590, but the plan
-    # holds only lease 0, which ends at 600: started at 590, at 600 it has 520 s left and no
-    # lease before its deadline lease: demoted, then preempted by S (100 s at 700), hopeless
-    # at 1200, and done at 5780. Counted from 600 the trigger would be 40: done at 570.
+    # G (500 s by 1150): 530 s with its start. Its last (only) piece fits the 550 s of lease 1
+    # before its deadline, so the plan holds lease 1, one block ending at its deadline. The
+    # trigger counts from the deadline, 1150 - 530 - 30 = 590, and G never starts before its
+    # block: it starts at 600 and is done at 1130. (Counted from the end of lease 1, 1200, it
+    # would start at 640 and miss. Before partial leases were planned, the same bug held G's
+    # lease 0 and demoted it at 600, done at 5780.)
     jobs, demoted = run(
         [
             job("G", duration=500, deadlines=[(1150, 1)]),
@@ -91,6 +95,18 @@ def test_a_guaranteed_job_stopped_again_and_again_in_the_pool_keeps_its_guarante
     assert policy.selector.stats.demoted == [] and g.preemptions == 2 and g.finish == 871.0
 
 
+def on_lease_ends(jobs, lease=600.0):
+    """The jobs with every deadline moved back to the lease end before it: cases found before
+    the lease a deadline falls in could hold work, whose plans counted only whole leases."""
+    return [
+        replace(
+            j,
+            deadlines=tuple(replace(d, at=math.floor(d.at / lease) * lease) for d in j.deadlines),
+        )
+        for j in jobs
+    ]
+
+
 def test_a_job_due_now_takes_its_lease_back_from_a_protected_job_running_ahead():
     # 4 GPUs. W (4 GPUs, soft) is guaranteed its later option with leases 1-4 and 8; at 600 it is
     # due (lease 1) while A (2 GPUs, guaranteed at 600 for lease 5 only) runs ahead on its GPUs,
@@ -110,7 +126,7 @@ def test_a_job_due_now_takes_its_lease_back_from_a_protected_job_running_ahead()
     ]
     jobs, cluster = build(rows, 1, 4)
     policy = chronus(lease=600.0, headroom=0.0, guard=0.0, objective="minimize")
-    scheduler = drive(jobs, cluster, policy)
+    scheduler = drive(on_lease_ends(jobs), cluster, policy)
     w = scheduler.jobs["j3"]
     assert w.was_guaranteed is not None and w.first_start == 600.0
     assert policy.selector.stats.demoted == [] and w.finish <= w.was_guaranteed.at
@@ -121,7 +137,7 @@ def replan(rows, gpus_per_node, objective):
 
     jobs, cluster = build(rows, 1, gpus_per_node)
     policy = chronus(lease=600.0, headroom=0.0, guard=0.0, objective=objective)
-    return drive(jobs, cluster, policy).jobs, policy.selector.stats.demoted
+    return drive(on_lease_ends(jobs), cluster, policy).jobs, policy.selector.stats.demoted
 
 
 FILL = [(0, 60, 1, "best", 10)]
@@ -173,3 +189,42 @@ def test_a_running_job_kept_in_the_current_lease_leaves_room_for_a_wide_one():
     rows += [(0, 2256, 2, "soft", 21)]
     _, demoted = replan(rows, 8, "minimize")
     assert demoted == []
+
+
+def test_a_new_guarantee_keeps_a_restart_spare_in_the_lease_its_deadline_falls_in():
+    # 4 GPUs. j7 (1 GPU, 434 s, soft by 4685.6) arrives at 2993. Fitted to the second, its 464 s
+    # with its start went into lease 7, the 485.6 s before its deadline; it started at once on
+    # an idle GPU, ahead of its plan, and at 3000 j3 (4 GPUs, due) stopped it: 487 s left, no
+    # longer in lease 7, demoted. With one restart spare there (464 + 30 > 485.6) it is promised
+    # its later option instead, and is done at 4107, in time for both.
+    rows = [(881, 1702, 1, "strict", 26), (569, 413, 4, "best", 10), (2755, 103, 2, "soft", 35)]
+    rows += [(311, 1208, 4, "soft", 30), (952, 416, 2, "soft", 11), (699, 1702, 4, "strict", 16)]
+    rows += [(2380, 194, 4, "strict", 30), (2993, 434, 1, "soft", 39)]
+    from test_properties import build
+
+    jobs, cluster = build(rows, 1, 4)
+    policy = chronus(lease=600.0, headroom=0.0, guard=600.0, objective="adaptive")
+    scheduler = drive(jobs, cluster, policy)
+    j7 = scheduler.jobs["j7"]
+    assert policy.selector.stats.demoted == []
+    assert j7.was_guaranteed.at == 9371.2 and j7.finish == 4107.0
+
+
+def test_a_running_job_that_ends_in_this_lease_is_kept_running_when_the_plan_drops_one():
+    # 4 GPUs, lease 1200. At 4800 j6 (1 GPU, running, 1192 s left, by 7403.4) ends in this
+    # lease if it keeps running. The greedy plan put j2 (4 GPUs) in this lease and j6 in the
+    # next; charged a restart for the stop, j6 needed two leases, the second in the lease its
+    # deadline falls in, which j0 (4 GPUs) holds: demoted. The plan that keeps j6 running in
+    # this lease, and j2 in the next, drops no one.
+    rows = [(808, 2967, 4, "strict", 33), (1123, 509, 1, "strict", 12)]
+    rows += [(792, 1670, 4, "soft", 37), (401, 1597, 1, "best", 10), (1286, 1205, 1, "strict", 39)]
+    rows += [(1033, 67, 1, "soft", 32), (3213, 1164, 1, "strict", 36), (611, 2087, 1, "best", 10)]
+    rows += [(2814, 2668, 1, "soft", 28), (1032, 2279, 2, "soft", 20)]
+    from test_properties import build
+
+    jobs, cluster = build(rows, 1, 4)
+    policy = chronus(lease=1200.0, headroom=0.0, guard=0.0, objective="maximize")
+    scheduler = drive(jobs, cluster, policy)
+    assert policy.selector.stats.demoted == []
+    guaranteed = [s for s in scheduler.jobs.values() if s.was_guaranteed]
+    assert guaranteed and all(s.finish <= s.was_guaranteed.at for s in guaranteed)

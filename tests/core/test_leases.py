@@ -1,8 +1,10 @@
 """Lease boundaries, laxity triggers, demotion and the hopeless tier, hand-computed.
 
 Same arithmetic as test_admission: restarts cost 30 s x (1 + log2 GPUs); a plan needs
-``ceil((remaining + one restart) / lease)`` leases; a guaranteed job whose leases are one block
-ending at its deadline lease turns MUST_RUN at ``deadline - remaining - restart - guard``.
+``ceil((remaining + one restart) / lease)`` leases, before the first lease that does not end by its
+deadline, or before the one after it when the last lease's piece fits before the deadline; a
+guaranteed job whose leases are one block ending at its deadline lease turns MUST_RUN at
+``deadline - remaining - restart - guard``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from chronus_py.model import Cluster, DeadlineOption
 from chronus_py.round import advance, run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import Tier
+from chronus_py.selector.leases import block_end, deadline_window, room
 
 
 def test_plan_is_revised_at_the_lease_end_only():
@@ -189,3 +192,34 @@ def test_restore_keeps_a_running_guaranteed_job_and_replans_it():
     assert str(decisions["P"].action) == "start" and not decisions["P"].guaranteed
     assert sum(len(g) for g in decisions["P"].placement.values()) == 4
     assert plan.lease_plan == {"A": (3000.0, 3600.0, 4200.0, 4800.0, 5400.0)}
+
+
+def test_deadline_window_takes_in_the_lease_a_deadline_falls_in_when_the_last_piece_fits():
+    # Lease 600 s, deadline 1000: lease 0 ends by it, 400 s of lease 1 are before it.
+    assert deadline_window(1000.0, 600.0, 760.0) == (2, 2)  # last piece 160 s fits in 400
+    assert deadline_window(1000.0, 600.0, 1100.0) == (1, 2)  # 500 s does not: refused
+    assert deadline_window(1000.0, 600.0, 400.0) == (2, 1)  # exactly fits
+    assert deadline_window(1200.0, 600.0, 700.0) == (2, 2)  # on a lease end: whole leases only
+    assert deadline_window(1000.0, 600.0, 760.0, 30.0) == (2, 2)  # 160 + a 30 s restart spare
+    assert deadline_window(1000.0, 600.0, 980.0, 30.0) == (1, 2)  # 380 + 30 > 400
+    assert block_end((0, 1), 1000.0, 600.0) == (2, 1000.0)  # planned in lease 1: ends at 1000
+    assert block_end((0,), 1000.0, 600.0) == (1, 600.0)
+    assert room((0, 1, 2), 1000.0, 600.0) == 1000.0
+
+
+def test_a_guarantee_uses_the_part_of_a_lease_before_its_deadline():
+    # 1 GPU, lease 600 s, no headroom. G (700 s by 1000): 730 s with its start, 760 with a
+    # restart allowance: two leases, the second 160 s, which fits in the 400 s of lease 1 before
+    # 1000: guaranteed leases 0 and 1 (counting whole leases only, it had one: refused). At 600
+    # it has 130 s left: lease 1, due at once under the default 2 h guard (counting whole leases,
+    # it had no lease left: demoted, although done at 730).
+    policy = chronus(lease=600.0, headroom=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 1), policy)
+    scheduler.submit(job("G", duration=700, deadlines=[(1000, 10)]))
+    scheduler.submit(job("B", duration=5000))
+    moves = advance(scheduler, 0.0)
+    assert policy.selector.booked == {"G": (0, 1)} and [s.id for s in moves.started] == ["G"]
+    plan = run_round(scheduler, 600.0)
+    assert policy.selector.booked == {"G": (1,)} and plan.solver["demoted"] == []
+    assert plan.lease_plan == {"G": (600.0,)} and policy.selector.tier("G") is Tier.MUST_RUN
+    assert scheduler.jobs["G"].remaining(600.0) == 130.0  # done at 730 <= 1000

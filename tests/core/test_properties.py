@@ -5,7 +5,8 @@ deadlines (strict, soft or none), exact estimates. After every ``advance`` (sele
 - no GPU is held twice, every placement is inside the cluster and as wide as its job, and the
   allocator's free count agrees;
 - for Chronus: every guarantee in the lease plan fits capacity (booked GPUs per lease, rounded up
-  as the selector plans them, never exceed the cluster) and ends by its promised deadline, the
+  as the selector plans them, never exceed the cluster) and starts before its promised deadline
+  (the lease a deadline falls in holds a last piece of work that fits before it), the
   scheduler's records agree with the selector's, and a guaranteed job whose planned block is due
   (MUST_RUN) never waits while unguaranteed jobs hold the GPUs it needs.
 At the end every job has finished and, estimates being exact, every job still guaranteed met its
@@ -101,7 +102,7 @@ def check_lease_plan(scheduler: Scheduler, moves: Moves, now: float) -> None:
     for job_id, leases in selector.booked.items():
         promised = selector.guarantees[job_id]
         assert len(set(leases)) == len(leases) and min(leases) >= selector.lease_index
-        assert (max(leases) + 1) * lease <= promised.at + 1e-6, (job_id, leases, promised)
+        assert max(leases) * lease < promised.at, (job_id, leases, promised)
         for k in leases:
             per_lease[k] += round_up(scheduler.jobs[job_id].gpus, node=scheduler.node_gpus)
     assert all(used <= scheduler.total_gpus for used in per_lease.values()), per_lease

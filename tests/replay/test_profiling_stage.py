@@ -88,16 +88,16 @@ def test_profiler_reports_its_band_and_planning_pads_by_it():
 
     selector = LeaseSelector(ChronusSettings(lease=1200.0), capacity=8)
     state = JobState(job=jobs[0], seq=0, estimate=2350.0, overhead=30.0)
-    assert selector._need(state, 0.0, 0) == 3  # 2350 + 2 x 30 = 2410 s
+    assert selector._need_seconds(state, 0.0, 0) == pytest.approx(2410.0)  # 2350 + 2 x 30
     state.uncertainty = 0.10
-    assert selector._need(state, 0.0, 0) == 3  # 2380 x 1.1 + 30 = 2648 s
+    assert selector._need_seconds(state, 0.0, 0) == pytest.approx(2648.0)  # 2380 x 1.1 + 30
     state.estimate = 2000.0
     state.uncertainty = 0.0
-    assert selector._need(state, 0.0, 0) == 2  # 2060 s
+    assert selector._need_seconds(state, 0.0, 0) == pytest.approx(2060.0)  # 2000 + 2 x 30
     state.uncertainty = 0.10
-    assert selector._need(state, 0.0, 0) == 2  # 2030 x 1.1 + 30 = 2263 s
+    assert selector._need_seconds(state, 0.0, 0) == pytest.approx(2263.0)  # 2030 x 1.1 + 30
     state.uncertainty = 0.20
-    assert selector._need(state, 0.0, 0) == 3  # 2030 x 1.2 + 30 = 2466 s
+    assert selector._need_seconds(state, 0.0, 0) == pytest.approx(2466.0)  # 2030 x 1.2 + 30
 
 
 def slo(id, submit, duration, deadline, gpus=1):

@@ -28,7 +28,7 @@ def slo(job_id: str, gpus: int, work: float, *deadlines: float) -> Job:
 
 
 def test_probe_answers_what_admit_does_without_booking():
-    estimates = {"a": 3600.0, "b": 3600.0}
+    estimates = {"a": 3600.0, "b": 6000.0}
     s = scheduler(estimates)
     a = slo("a", 8, 3600.0, 9000.0)
     probed = rounds.probe(s, a, 3600.0, 0.0)
@@ -36,9 +36,10 @@ def test_probe_answers_what_admit_does_without_booking():
     assert not s.policy.selector.booked and not s.jobs
     _, admitted = rounds.admit(s, a, 0.0)
     assert admitted.deadline == probed.deadline
-    # The plan now holds a's capacity: 8 GPUs of the 8 new guarantees may use (headroom 0.5).
-    b = slo("b", 8, 3600.0, 9000.0)
-    assert rounds.probe(s, b, 3600.0, 0.0).decision == rounds.NOT_GUARANTEED
+    # The plan now holds a's capacity, 8 GPUs (all that new guarantees may use, at headroom 0.5)
+    # in 4 of the 8 leases that start before 9000; b needs 6 of them.
+    b = slo("b", 8, 6000.0, 9000.0)
+    assert rounds.probe(s, b, 6000.0, 0.0).decision == rounds.NOT_GUARANTEED
     assert rounds.admit(s, b, 0.0)[1].decision == rounds.NOT_GUARANTEED
 
 
