@@ -32,22 +32,19 @@ def leases_needed(work: float, lease: float) -> int:
 
 
 def deadline_window(
-    deadline: float, lease: float, work: float, restart: float = 0.0
+    deadline: float, lease: float, work: float, spare: float = 0.0
 ) -> tuple[int, int]:
     """``(end, need)``: any ``need`` leases before lease ``end`` hold ``work`` seconds finished
     by ``deadline``.
 
     ``end`` takes in the lease the deadline falls in when the job's last piece (its work past
-    ``need - 1`` whole leases) fits before the deadline with ``restart`` seconds to spare:
-    planned there, that lease is its last and the job stops in time; planned elsewhere, it has
-    ``need`` whole leases. Otherwise ``end`` is the first lease that does not end by the
-    deadline. The spare restart is for a job that starts ahead of its plan and is stopped for
-    a job due: a last piece fitted to the second left nothing for it (random small clusters,
-    ``benchmarks/guarantee_scenarios.py``)."""
+    ``need - 1`` whole leases) fits before the deadline with ``spare`` seconds to spare: planned
+    there, that lease is its last and the job stops in time; planned elsewhere, it has ``need``
+    whole leases. Otherwise ``end`` is the first lease that does not end by the deadline."""
     end = lease_deadline(deadline, lease)
     need = leases_needed(work, lease)
     tail = deadline - end * lease
-    if tail > EPS * lease and work - (need - 1) * lease + restart <= tail + EPS * lease:
+    if tail > EPS * lease and work - (need - 1) * lease + spare <= tail + EPS * lease:
         end += 1
     return end, need
 

@@ -192,30 +192,33 @@ def test_a_running_job_kept_in_the_current_lease_leaves_room_for_a_wide_one():
 
 
 def test_a_new_guarantee_keeps_a_restart_spare_in_the_lease_its_deadline_falls_in():
-    # 4 GPUs. j7 (1 GPU, 434 s, soft by 4685.6) arrives at 2993. Fitted to the second, its 464 s
-    # with its start went into lease 7, the 485.6 s before its deadline; it started at once on
-    # an idle GPU, ahead of its plan, and at 3000 j3 (4 GPUs, due) stopped it: 487 s left, no
-    # longer in lease 7, demoted. With one restart spare there (464 + 30 > 485.6) it is promised
-    # its later option instead, and is done at 4107, in time for both.
-    rows = [(881, 1702, 1, "strict", 26), (569, 413, 4, "best", 10), (2755, 103, 2, "soft", 35)]
-    rows += [(311, 1208, 4, "soft", 30), (952, 416, 2, "soft", 11), (699, 1702, 4, "strict", 16)]
-    rows += [(2380, 194, 4, "strict", 30), (2993, 434, 1, "soft", 39)]
+    # 4 GPUs, lease 1200, guard 0 (the guard is kept spare too). At 6000 j2 (1 GPU, soft,
+    # running, 2130 s left) was promised its later option, 11766, in leases 7 and 9: 2160 s with
+    # a restart, the second piece 960 s in the 966 s of lease 9 before its deadline. Stopped at
+    # once by the walk, it then owed a restart more for the gap between its leases, its last
+    # piece no longer fit, and it was demoted at 7200. With a restart spare it is promised only
+    # at 7200, running, and is done at 10757.
+    rows = [(2123, 1179, 1, "strict", 21), (1727, 2648, 2, "strict", 28)]
+    rows += [(3507, 2160, 1, "soft", 11), (3180, 909, 4, "soft", 26), (1011, 922, 4, "soft", 39)]
+    rows += [(827, 2957, 1, "best", 10), (483, 1296, 4, "strict", 28)]
+    rows += [(2829, 2044, 1, "soft", 32), (953, 2081, 1, "best", 10), (2059, 290, 2, "best", 10)]
+    rows += [(1590, 2490, 1, "soft", 36), (1855, 2819, 2, "soft", 16)]
     from test_properties import build
 
     jobs, cluster = build(rows, 1, 4)
-    policy = chronus(lease=600.0, headroom=0.0, guard=600.0, objective="adaptive")
+    policy = chronus(lease=1200.0, headroom=0.0, guard=0.0, objective="maximize")
     scheduler = drive(jobs, cluster, policy)
-    j7 = scheduler.jobs["j7"]
+    j2 = scheduler.jobs["j2"]
     assert policy.selector.stats.demoted == []
-    assert j7.was_guaranteed.at == 9371.2 and j7.finish == 4107.0
+    assert j2.was_guaranteed.at == 11766.0 and j2.finish == 10757.0
 
 
 def test_a_running_job_that_ends_in_this_lease_is_kept_running_when_the_plan_drops_one():
     # 4 GPUs, lease 1200. At 4800 j6 (1 GPU, running, 1192 s left, by 7403.4) ends in this
-    # lease if it keeps running. The greedy plan put j2 (4 GPUs) in this lease and j6 in the
-    # next; charged a restart for the stop, j6 needed two leases, the second in the lease its
-    # deadline falls in, which j0 (4 GPUs) holds: demoted. The plan that keeps j6 running in
-    # this lease, and j2 in the next, drops no one.
+    # lease if it keeps running. The greedy plan put j2 (4 GPUs, 650 s left, by 6971) in this
+    # lease and j6 in the next; charged a restart for the stop, j6 needed two leases and only
+    # one was free before its deadline: demoted. The plan that keeps j6 running in this lease,
+    # with j2 in the next, the 971 s of it before j2's deadline, drops no one.
     rows = [(808, 2967, 4, "strict", 33), (1123, 509, 1, "strict", 12)]
     rows += [(792, 1670, 4, "soft", 37), (401, 1597, 1, "best", 10), (1286, 1205, 1, "strict", 39)]
     rows += [(1033, 67, 1, "soft", 32), (3213, 1164, 1, "strict", 36), (611, 2087, 1, "best", 10)]

@@ -200,7 +200,7 @@ def test_deadline_window_takes_in_the_lease_a_deadline_falls_in_when_the_last_pi
     assert deadline_window(1000.0, 600.0, 1100.0) == (1, 2)  # 500 s does not: refused
     assert deadline_window(1000.0, 600.0, 400.0) == (2, 1)  # exactly fits
     assert deadline_window(1200.0, 600.0, 700.0) == (2, 2)  # on a lease end: whole leases only
-    assert deadline_window(1000.0, 600.0, 760.0, 30.0) == (2, 2)  # 160 + a 30 s restart spare
+    assert deadline_window(1000.0, 600.0, 760.0, 30.0) == (2, 2)  # 160 + 30 s to spare
     assert deadline_window(1000.0, 600.0, 980.0, 30.0) == (1, 2)  # 380 + 30 > 400
     assert block_end((0, 1), 1000.0, 600.0) == (2, 1000.0)  # planned in lease 1: ends at 1000
     assert block_end((0,), 1000.0, 600.0) == (1, 600.0)
@@ -208,18 +208,23 @@ def test_deadline_window_takes_in_the_lease_a_deadline_falls_in_when_the_last_pi
 
 
 def test_a_guarantee_uses_the_part_of_a_lease_before_its_deadline():
-    # 1 GPU, lease 600 s, no headroom. G (700 s by 1000): 730 s with its start, 760 with a
-    # restart allowance: two leases, the second 160 s, which fits in the 400 s of lease 1 before
-    # 1000: guaranteed leases 0 and 1 (counting whole leases only, it had one: refused). At 600
-    # it has 130 s left: lease 1, due at once under the default 2 h guard (counting whole leases,
-    # it had no lease left: demoted, although done at 730).
-    policy = chronus(lease=600.0, headroom=0.0)
+    # 1 GPU, lease 600 s, no headroom, guard 100 s. G (700 s by 1000): 730 s with its start, 760
+    # with a restart allowance: two leases, the second 160 s, which fits with a restart and the
+    # guard to spare (160 + 30 + 100 <= 400) in the 400 s of lease 1 before 1000: guaranteed
+    # leases 0 and 1 (counting whole leases only, it had one: refused). Its trigger is
+    # 1000 - 730 - 30 - 100 = 140; B (best effort) runs until then, and G from then on. At 600
+    # it has 270 s left: lease 1 (counting whole leases, it had none left: demoted, although
+    # done at 870).
+    policy = chronus(lease=600.0, headroom=0.0, guard=100.0)
     scheduler = Scheduler(Cluster.uniform(1, 1), policy)
     scheduler.submit(job("G", duration=700, deadlines=[(1000, 10)]))
     scheduler.submit(job("B", duration=5000))
     moves = advance(scheduler, 0.0)
-    assert policy.selector.booked == {"G": (0, 1)} and [s.id for s in moves.started] == ["G"]
+    assert policy.selector.booked == {"G": (0, 1)} and [s.id for s in moves.started] == ["B"]
+    assert policy.selector.next_trigger() == 140.0
+    moves = advance(scheduler, 140.0)
+    assert [s.id for s in moves.started] == ["G"] and [s.id for s in moves.preempted] == ["B"]
     plan = run_round(scheduler, 600.0)
     assert policy.selector.booked == {"G": (1,)} and plan.solver["demoted"] == []
     assert plan.lease_plan == {"G": (600.0,)} and policy.selector.tier("G") is Tier.MUST_RUN
-    assert scheduler.jobs["G"].remaining(600.0) == 130.0  # done at 730 <= 1000
+    assert scheduler.jobs["G"].remaining(600.0) == 270.0  # done at 870 <= 1000
