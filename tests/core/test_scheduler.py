@@ -7,15 +7,20 @@ is the real allocator that refuses such gangs here; HiveD tenants with full cell
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 from core_helpers import chronus, job
 
-from chronus_py.model import Cluster, DeadlineOption
+from chronus_py.model import Cluster, DeadlineOption, Node
 from chronus_py.policies import make_policy
 from chronus_py.round import advance, run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import Tier
-from placement import ConsolidatedAllocator
+from placement import CellAllocator, ConsolidatedAllocator, load_config
+
+RACKS = Path(__file__).resolve().parents[1] / "placement" / "configs" / "rack-2x2.yaml"
 
 
 def unspread(cluster: Cluster, policy) -> Scheduler:
@@ -118,25 +123,74 @@ def test_a_gang_the_allocator_refuses_is_skipped_for_the_round():
     )
 
 
-def test_a_walk_whose_start_is_refused_does_not_restart_the_jobs_it_preempted():
-    # SRTF on 2 nodes x 4 GPUs: A, B (1000 s) and C, D (3000 s), 2 GPUs each, one short and one
-    # long job per node. W (4 GPUs, 100 s) arrives: by count it fits in place of C and D, but
-    # their GPUs are 2 + 2 on two nodes, and the gang does not spread: W waits either way.
+def srtf_on_two_nodes(short: float) -> Scheduler:
+    # SRTF on 2 nodes x 4 GPUs: A, B (``short`` s) and C, D (3000 s), 2 GPUs each, one short and
+    # one long job per node. W (4 GPUs, 100 s) arrives at 100; the gang does not spread.
     scheduler = unspread(Cluster.uniform(2, 4), make_policy("srtf"))
     for name, duration, where in (
-        ("A", 1000, "node0"),
-        ("B", 1000, "node1"),
+        ("A", short, "node0"),
+        ("B", short, "node1"),
         ("C", 3000, "node0"),
         ("D", 3000, "node1"),
     ):
-        gpus = [0, 1] if duration == 1000 else [2, 3]
+        gpus = [0, 1] if duration == short else [2, 3]
         scheduler.restore(job(name, gpus=2, duration=duration), 0.0, placement={where: gpus})
     scheduler.submit(job("W", gpus=4, submit=100, duration=100))
+    return scheduler
+
+
+def test_a_gang_refused_by_placement_takes_the_room_of_jobs_ranked_after_it():
+    # W fits by count in place of C and D, but their GPUs are 2 + 2 on two nodes. Jobs ranked
+    # after W (all four: A and B have 1000 s) are stopped, worst first (D, C, then B), until W is
+    # placed on node1; C, stopped on the way, resumes where it was without a restart.
+    scheduler = srtf_on_two_nodes(1000)
+    moves = advance(scheduler, 100.0)
+    assert [s.id for s in moves.started] == ["W"] and [s.id for s in moves.preempted] == ["D", "B"]
+    assert scheduler.jobs["W"].placement == {"node1": (0, 1, 2, 3)}
+    assert set(scheduler.running) == {"A", "C", "W"}
+    assert [scheduler.jobs[j].preemptions for j in "ABCD"] == [0, 1, 0, 1]
+    assert scheduler.jobs["C"].starts == 1
+
+
+def test_a_whole_node_job_takes_the_cells_of_jobs_ranked_after_it():
+    # HiveD cells: vcA holds rack r0 (n0, n1, 8 GPUs each). Running in vcA: L0 (4 GPUs, 3000 s)
+    # and S0 (2 GPUs, 1000 s) on n0, L1 and S1 alike on n1: 4 GPUs free, 2 on each node. W
+    # (8 GPUs, 100 s) needs a whole node. By count it fits in place of L1 and the free GPUs, and
+    # the allocator refuses it; stopping jobs ranked after it, worst first (L1, L0, S1), frees n1.
+    # L0, stopped on the way, resumes where it was, and S1 restarts on n0's 2 free GPUs.
+    allocator = CellAllocator(load_config(RACKS))
+    cluster = Cluster(tuple(Node(name, gpus) for name, gpus in allocator.config.nodes()))
+    scheduler = Scheduler(cluster, make_policy("srtf"), allocator=allocator)
+    for name, gpus, duration, where in (
+        ("L0", 4, 3000, {"n0": [0, 1, 2, 3]}),
+        ("S0", 2, 1000, {"n0": [4, 5]}),
+        ("L1", 4, 3000, {"n1": [0, 1, 2, 3]}),
+        ("S1", 2, 1000, {"n1": [4, 5]}),
+    ):
+        restored = replace(job(name, gpus=gpus, duration=duration), tenant="vcA")
+        scheduler.restore(restored, 0.0, placement=where)
+    scheduler.submit(replace(job("W", gpus=8, submit=100, duration=100), tenant="vcA"))
+    moves = advance(scheduler, 100.0)
+    assert [s.id for s in moves.started] == ["W", "S1"]
+    assert sorted(s.id for s in moves.preempted) == ["L1", "S1"]
+    assert scheduler.jobs["W"].placement == {"n1": tuple(range(8))}
+    assert scheduler.jobs["S1"].placement == {"n0": (6, 7)}
+    assert scheduler.jobs["L1"].status == "pending"
+    assert scheduler.jobs["L0"].preemptions == 0 and scheduler.jobs["L0"].placement == {
+        "n0": (0, 1, 2, 3)
+    }
+
+
+def test_a_walk_whose_start_is_refused_does_not_restart_the_jobs_it_preempted():
+    # A and B (150 s) rank before W. W fits by count in place of C and D, but their GPUs are
+    # 2 + 2 on two nodes and only they rank after it: W waits, and C and D, stopped for it by
+    # count and again for room, resume without a restart.
+    scheduler = srtf_on_two_nodes(150)
     moves = advance(scheduler, 100.0)
     assert scheduler.jobs["W"].status == "pending"
     assert set(scheduler.running) == {"A", "B", "C", "D"}
     assert moves.preempted == () and moves.started == ()
-    assert [scheduler.jobs[j].preemptions for j in "CD"] == [0, 0]
+    assert [scheduler.jobs[j].preemptions for j in "ABCD"] == [0, 0, 0, 0]
 
 
 def test_chronus_before_its_first_decision_and_the_selectors_guarantee_lookup():
