@@ -34,8 +34,16 @@ from pathlib import Path
 
 import numpy as np
 
+from chronus_py.errors import InputError
 from chronus_py.profiler import INTER_NODE_SHAPES, BeyondRange, Profile, learn_beyond
-from chronus_py.samples import Sample, Samples, from_relative_throughput, packed, read_file
+from chronus_py.samples import (
+    Sample,
+    Samples,
+    from_relative_throughput,
+    packed,
+    read_file,
+    read_relative_throughput,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS_PER_NODE = 8
@@ -226,7 +234,7 @@ def evaluate_model_info(path: Path) -> dict:
       each (model, G) with a 4-node entry is fitted on its 1- and 2-node entries alone;
     - ``pooled`` (the issue-5 evaluation, kept for comparison): each model fitted on all its
       G's 1- and 2-node entries as if they shared one unit, which they do not."""
-    table = json.loads(path.read_text())
+    table = read_relative_throughput(path)
     per_job: dict[str, list[Case]] = {}
     pooled: dict[str, list[Case]] = {}
     for model in table:
@@ -363,7 +371,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{fmt(loo['median_ape']):>7s} {fmt(loo['worst_ape']):>7s} "
             f"{fmt(loo['baseline_1gpu']['median_ape']):>19s}"
         )
-    model_info = evaluate_model_info(args.model_info)
+    try:
+        model_info = evaluate_model_info(args.model_info)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print()
     show_extrapolation(
         "model_info.json, per job: each (model, G) fitted on its 1- and 2-node entries, "

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from chronus_py.errors import InputError
+from chronus_py.samples import read_relative_throughput
+
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS = {
     "a": np.linspace(0.5, 5.0, 181),
@@ -43,7 +46,7 @@ SHAPES = {
 def runs(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(model of each run, its 2-node excess e, its measured t4/t1) for every job with a
     4-node entry; the table holds throughput relative to one node, so time is 1/value."""
-    table = json.loads(path.read_text())
+    table = read_relative_throughput(path)
     models, excess, measured = [], [], []
     for model, by_gpus in table.items():
         for by_nodes in by_gpus.values():
@@ -78,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "profiler_shapes.json"
     )
     args = p.parse_args(argv)
-    models, excess, measured = runs(args.model_info)
+    try:
+        models, excess, measured = runs(args.model_info)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     out: dict = {"runs": len(models), "shapes": {}}
     print(f"{args.model_info}: {len(models)} 4-node runs; median APE in %")
     for shape in SHAPES:

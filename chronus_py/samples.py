@@ -400,6 +400,17 @@ def _csv_int(
         raise InputError(source, f"not an integer: {text!r}", line=line, field=field) from None
 
 
+def read_relative_throughput(path: str | Path) -> dict:
+    """A whole ``model_info.json``-style table, every entry checked (see
+    :func:`from_relative_throughput`): bad JSON or a bad entry is one :class:`InputError`."""
+    table = load_json(path, what="relative-throughput table")
+    if not isinstance(table, dict) or not table:
+        raise InputError(str(path), "expected an object: model -> GPUs -> nodes -> throughput")
+    for model in table:
+        from_relative_throughput(table, model, source=str(path))
+    return table
+
+
 def from_relative_throughput(
     table: Mapping,
     model: str,

@@ -18,6 +18,7 @@ from chronus_py.samples import (
     packed,
     placement_counts,
     read_file,
+    read_relative_throughput,
     read_samples,
     spread,
 )
@@ -248,3 +249,17 @@ def test_samples_of_two_models_are_rejected():
     b = Sample("vgg16", (8, 8), np.ones(3), "b.npy")
     with pytest.raises(InputError, match="b.npy: model 'vgg16' differs from 'resnet50' in a.npy"):
         Samples((a, b))
+
+
+def test_a_whole_relative_throughput_table_is_checked_on_reading(tmp_path):
+    table = read_relative_throughput(TRACES / "model_info.json")
+    assert sorted(table) == ["alexnet", "inception_v3", "mobilenet_v2", "resnet101", "vgg16"]
+    bad = tmp_path / "mi.json"
+    for text, why in (
+        ("not json", r"mi.json:1: not valid JSON"),
+        ("[]", r"mi.json: expected an object: model -> GPUs -> nodes -> throughput"),
+        ('{"m": {"2": {"1": 1.0, "2": "x"}}}', r"mi.json: m.2.2: relative throughput 'x'"),
+    ):
+        bad.write_text(text)
+        with pytest.raises(InputError, match=why):
+            read_relative_throughput(bad)
