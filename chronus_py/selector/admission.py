@@ -464,11 +464,10 @@ class LeaseSelector:
         small clusters, ``benchmarks/guarantee_scenarios.py``)."""
         if not job.running:
             return None
-        need = self._replanned(job, work, first, whole=whole).options[0]
-        if need.leases_needed > min(need.deadline_slot, 1):
+        option = self._replanned(job, work, first, whole=whole).options[0]
+        if option.leases_needed != 1 or option.deadline_slot < 1:
             return None
-        option = replace(need, deadline_slot=need.leases_needed)
-        return replace(job, options=(option,))
+        return replace(job, options=(replace(option, deadline_slot=1),))
 
     def _objective(self) -> str:
         """The plan's secondary goal this round: ``adaptive`` runs guaranteed work early only when
