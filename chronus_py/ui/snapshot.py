@@ -1,0 +1,375 @@
+"""What the web view shows, read from a running service in one go (under the service's lock)
+and handed to the renderers as plain values, so rendering never touches live state.
+
+It reads the same data the JSON endpoints serve: the scheduler's active jobs (``/v1/jobs``'
+estimate, placement and guarantee), the last round's lease plan (``/v1/plan``), the backend's
+nodes (``/v1/cluster``) and the database's rows. A job's fixed fields (tenant, spec, admission)
+are parsed once and kept, so a poll at 5,000 active jobs reads the database only for the jobs
+it has not seen and for the page it shows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from chronus_py.service import rounds
+from chronus_py.service.core import Caller
+
+KINDS = ("guaranteed", "pool", "best_effort", "elastic")
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A job's fields that never change once accepted."""
+
+    tenant: str
+    submit: float
+    gpus: int
+    first_deadline: float | None
+    deadlines: tuple[float, ...]
+    decision: str
+    reason: str
+    elastic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One job as the jobs table and the timeline show it. Times are the backend's seconds;
+    ``planned_start``/``planned_finish`` are None when the plan does not say (a pool job that
+    waits for capacity, or an ended job)."""
+
+    id: str
+    tenant: str
+    state: str
+    kind: str
+    gpus: int
+    decision: str
+    reason: str
+    guaranteed_at: float | None
+    first_deadline: float | None
+    planned_start: float | None
+    planned_finish: float | None
+    slack: float | None
+    estimate: float | None
+    low: float | None
+    high: float | None
+    phase: str
+    preemptions: int
+    placement: Mapping[str, tuple[int, ...]]
+    leases: tuple[float, ...] = ()
+    progress: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    gpus: int
+    healthy: bool
+    reason: str
+    busy: Mapping[int, str]
+    """GPU index -> the kind of the job on it, or "other" for another tenant's job."""
+
+
+@dataclass
+class Snapshot:
+    """Everything one page shows, for one caller."""
+
+    now: float
+    backend: str
+    caller: Caller
+    lease: float | None
+    lease_end: float | None
+    jobs: list[JobRow]
+    nodes: list[NodeView]
+    total_gpus: int
+    reserved_now: int
+    quotas: dict[str, int]
+    usage: dict[str, int]
+    cells: dict[str, str] = field(default_factory=dict)
+    """node -> the tenant whose cell it is in (HiveD pinned cells), for grouping rows."""
+
+
+class Reader:
+    """Reads snapshots of one service; keeps the parsed fixed fields of every job it has seen."""
+
+    def __init__(self, service):
+        self.service = service
+        self._fixed: dict[str, Fixed] = {}
+
+    def fixed(self, job_id: str) -> Fixed:
+        got = self._fixed.get(job_id)
+        if got is None:
+            got = self._fixed[job_id] = _fixed(self.service.db.job(job_id))
+        return got
+
+    def _preload(self, ids: list[str]) -> None:
+        """Parse the fixed fields of jobs not seen yet, in one query per 500."""
+        missing = [i for i in ids if i not in self._fixed]
+        conn = self.service.db.conn
+        for at in range(0, len(missing), 500):
+            chunk = missing[at : at + 500]
+            marks = ",".join("?" * len(chunk))
+            cur = conn.execute(
+                "SELECT id, tenant, submit, spec, first_deadline, admission FROM job"
+                f" WHERE id IN ({marks})",
+                chunk,
+            )
+            for row in cur.fetchall():
+                self._fixed[row[0]] = _fixed(
+                    {
+                        "tenant": row[1],
+                        "submit": row[2],
+                        "spec": json.loads(row[3]),
+                        "first_deadline": row[4],
+                        "admission": json.loads(row[5]),
+                    }
+                )
+
+    def snapshot(self, caller: Caller, *, ended: int = 0) -> Snapshot:
+        """The caller's view now: its active jobs (an admin: every job), plus its ``ended``
+        most recently ended ones."""
+        service = self.service
+        scheduler = service.scheduler
+        now = service.backend.now()
+        plan = service.plan
+        lease_plan = {} if plan is None else plan.lease_plan
+        lease = _lease_seconds(service)
+        tenants = service.tenants
+        mine = [
+            s
+            for i, s in scheduler.active.items()
+            if caller.admin or tenants.get(i) == caller.tenant
+        ]
+        self._preload([s.id for s in mine])
+        jobs = [self._active_row(s, now, lease_plan.get(s.id, ()), lease) for s in mine]
+        if ended:
+            jobs += [self._ended_row(r) for r in self._ended(caller, ended)]
+        view = service.cluster_view()
+        kinds = {j.id: j.kind for j in jobs}
+        nodes = []
+        busy: dict[str, dict[int, str]] = {}
+        usage: dict[str, int] = {}
+        for job_id, state in scheduler.running.items():
+            tenant = tenants.get(job_id, "")
+            usage[tenant] = usage.get(tenant, 0) + state.gpus
+            kind = kinds.get(job_id, "other")
+            for node, gpus in state.placement.items():
+                cells = busy.setdefault(node, {})
+                for g in gpus:
+                    cells[g] = kind
+        for n in view["nodes"]:
+            nodes.append(
+                NodeView(
+                    n["name"], n["gpus"], n["healthy"], n["reason"] or "", busy.get(n["name"], {})
+                )
+            )
+        if not caller.admin:
+            usage = {caller.tenant: usage.get(caller.tenant, 0)}
+        reserved = sum(
+            s.gpus
+            for i, s in scheduler.active.items()
+            if i not in scheduler.running
+            and any(t <= now < t + (lease or 0) for t in lease_plan.get(i, ()))
+        )
+        quotas, cells = _hived(scheduler)
+        if not caller.admin:
+            quotas = {t: q for t, q in quotas.items() if t == caller.tenant}
+        return Snapshot(
+            now=now,
+            backend=view["backend"],
+            caller=caller,
+            lease=lease,
+            lease_end=None if plan is None else plan.lease_end,
+            jobs=jobs,
+            nodes=nodes,
+            total_gpus=view["gpus"],
+            reserved_now=reserved,
+            quotas=quotas,
+            usage=usage,
+            cells=cells,
+        )
+
+    def one(self, job_id: str, caller: Caller) -> JobRow | None:
+        """One job's row (None if the caller may not see it)."""
+        service = self.service
+        state = service.scheduler.active.get(job_id)
+        if state is not None:
+            if not caller.sees(service.tenants.get(job_id, "")):
+                return None
+            plan = service.plan
+            leases = () if plan is None else plan.lease_plan.get(job_id, ())
+            return self._active_row(state, service.backend.now(), leases, _lease_seconds(service))
+        row = service.db.job(job_id)
+        if row is None or not caller.sees(row["tenant"]):
+            return None
+        return self._ended_row(row)
+
+    def _active_row(
+        self, state, now: float, leases: tuple[float, ...], lease: float | None
+    ) -> JobRow:
+        fixed = self.fixed(state.id)
+        running = state.id in self.service.scheduler.running
+        remaining = state.remaining(now)
+        start = finish = None
+        if running:
+            start = state.run_since if state.run_since is not None else now
+            finish = now + remaining
+        elif leases and lease:
+            start = leases[0]
+            finish = leases[-1] + min(max(remaining - lease * (len(leases) - 1), 0.0), lease)
+        deadline = state.guaranteed.at if state.guaranteed else fixed.first_deadline
+        slack = None
+        if deadline is not None:
+            slack = deadline - (finish if finish is not None else now + remaining)
+        told = rounds.estimate_state(self.service.scheduler, state.id, now) or {}
+        kind = _kind(fixed, state.guaranteed is not None)
+        return JobRow(
+            id=state.id,
+            tenant=fixed.tenant,
+            state="running" if running else "pending",
+            kind=kind,
+            gpus=state.gpus,
+            decision=fixed.decision,
+            reason=fixed.reason,
+            guaranteed_at=None if state.guaranteed is None else state.guaranteed.at,
+            first_deadline=fixed.first_deadline,
+            planned_start=start,
+            planned_finish=finish,
+            slack=slack,
+            estimate=told.get("seconds"),
+            low=told.get("low"),
+            high=told.get("high"),
+            phase=told.get("phase", ""),
+            preemptions=state.preemptions,
+            placement={n: tuple(g) for n, g in state.placement.items()} if running else {},
+            leases=tuple(leases),
+            progress=min(state.service_at(now) / state.estimate, 1.0) if state.estimate else None,
+        )
+
+    def _ended(self, caller: Caller, limit: int) -> list[dict[str, Any]]:
+        where = "state IN ('finished', 'cancelled', 'failed')"
+        args: list[Any] = []
+        if not caller.admin:
+            where += " AND tenant=?"
+            args.append(caller.tenant)
+        cur = self.service.db.conn.execute(
+            f"SELECT * FROM job WHERE {where} ORDER BY seq DESC LIMIT {int(limit)}", args
+        )
+        names = [c[0] for c in cur.description]
+        rows = []
+        for raw in cur.fetchall():
+            row = dict(zip(names, raw))
+            for key in ("spec", "admission", "placement"):
+                if row.get(key) is not None:
+                    row[key] = json.loads(row[key])
+            rows.append(row)
+        return rows
+
+    def _ended_row(self, row: Mapping[str, Any]) -> JobRow:
+        fixed = _fixed(row)
+        deadline = (
+            row["guaranteed_at"] if row["guaranteed_at"] is not None else fixed.first_deadline
+        )
+        finish = row["finished_at"]
+        return JobRow(
+            id=row["id"],
+            tenant=row["tenant"],
+            state=row["state"],
+            kind=_kind(fixed, row["guaranteed_at"] is not None),
+            gpus=int(row["spec"].get("gpus") or fixed.gpus),
+            decision=fixed.decision,
+            reason=fixed.reason,
+            guaranteed_at=row["guaranteed_at"],
+            first_deadline=fixed.first_deadline,
+            planned_start=row["first_start"],
+            planned_finish=finish,
+            slack=None if deadline is None or finish is None else deadline - finish,
+            estimate=row["estimate"],
+            low=None,
+            high=None,
+            phase="ended",
+            preemptions=max(int(row["starts"] or 0) - 1, 0),
+            placement={n: tuple(g) for n, g in (row["placement"] or {}).items()},
+        )
+
+
+def _fixed(row: Mapping[str, Any]) -> Fixed:
+    spec = row["spec"]
+    admission = row["admission"]
+    deadlines = tuple(float(d["at"]) for d in spec.get("deadlines") or ())
+    return Fixed(
+        tenant=row["tenant"],
+        submit=row["submit"],
+        gpus=int(spec.get("gpus") or 0),
+        first_deadline=row["first_deadline"],
+        deadlines=deadlines,
+        decision=str(admission.get("decision", "")),
+        reason=str(admission.get("reason", "")),
+        elastic=spec.get("elastic") is not None,
+    )
+
+
+def _kind(fixed: Fixed, guaranteed: bool) -> str:
+    if fixed.elastic:
+        return "elastic"
+    if guaranteed:
+        return "guaranteed"
+    return "pool" if fixed.deadlines else "best_effort"
+
+
+def _lease_seconds(service) -> float | None:
+    """The lease length of the Chronus policy in force (None for policies without leases)."""
+    if service.settings.policy != "chronus":
+        return None
+    from chronus_py.selector import ChronusSettings
+
+    return ChronusSettings.from_mapping(service.settings.options).lease
+
+
+def _hived(scheduler) -> tuple[dict[str, int], dict[str, str]]:
+    """Under a HiveD config: each tenant's promised GPUs (its virtual cells), and the nodes of
+    cells pinned to a tenant. Empty otherwise."""
+    config = getattr(scheduler.allocator, "config", None)
+    if config is None or not hasattr(config, "virtual_clusters"):
+        return {}, {}
+    quotas = {
+        name: sum(c.count * config.leaf_count(c.cell_type) for c in vc.cells)
+        for name, vc in config.virtual_clusters.items()
+    }
+    pinned = {p: name for name, vc in config.virtual_clusters.items() for p in vc.pinned}
+    cells: dict[str, str] = {}
+
+    def walk(spec, owner: str | None) -> None:
+        owner = pinned.get(spec.pinned, owner) if spec.pinned else owner
+        if config.cell_types.get(spec.cell_type) and config.cell_types[spec.cell_type].node_level:
+            if owner is not None:
+                cells[spec.address] = owner
+            return
+        for child in spec.children:
+            walk(child, owner)
+
+    for top in config.physical_cells:
+        walk(top, None)
+    for name, vc in config.virtual_clusters.items():
+        quotas[name] += sum(
+            config.leaf_count(s.cell_type) for s in _pinned_specs(config, vc.pinned)
+        )
+    return quotas, cells
+
+
+def _pinned_specs(config, pinned: tuple[str, ...]):
+    want = set(pinned)
+    stack = list(config.physical_cells)
+    while stack:
+        spec = stack.pop()
+        if spec.pinned in want:
+            yield spec
+        else:
+            stack.extend(spec.children)
+
+
+def finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
