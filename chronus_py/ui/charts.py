@@ -96,7 +96,8 @@ def sparkline(
         for t, v in points
     )
     return Markup(
-        f'<svg class="spark" width="{width}" height="{height}" role="img" aria-label="history">'
+        f'<svg class="spark" viewBox="0 0 {width} {height}" preserveAspectRatio="none" '
+        f'height="{height}" role="img" aria-label="history">'
         f'<polyline points="{coords}" fill="none" stroke="#2563eb" stroke-width="1.5"/></svg>'
     )
 

@@ -262,12 +262,14 @@ def _stack(stack: Stack, lane: tuple[float, float], x, start: float, end: float)
 
 
 def _relative(seconds: float) -> str:
-    if abs(seconds) < 1:
+    """A tick's offset from now: ``now``, ``+30m``, ``−1h30m``, ``+2d``."""
+    minutes = round(seconds / 60)
+    if minutes == 0:
         return "now"
-    sign = "+" if seconds > 0 else "−"
-    s = abs(seconds)
-    if s < 3600:
-        return f"{sign}{s / 60:.0f}m"
-    if s < 86400:
-        return f"{sign}{s / 3600:.0f}h"
-    return f"{sign}{s / 86400:.1f}d".replace(".0d", "d")
+    sign = "+" if minutes > 0 else "−"
+    days, rest = divmod(abs(minutes), 1440)
+    hours, mins = divmod(rest, 60)
+    text = (
+        (f"{days}d" if days else "") + (f"{hours}h" if hours else "") + (f"{mins}m" if mins else "")
+    )
+    return sign + text
