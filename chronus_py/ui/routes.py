@@ -41,7 +41,7 @@ HEADERS = {
     "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; "
     "base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "private, no-cache",
 }
 TEMPLATES = Environment(
