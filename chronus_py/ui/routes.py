@@ -15,11 +15,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, quote
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -29,11 +27,10 @@ from starlette.staticfiles import StaticFiles
 from chronus_py.service.core import ApiError, Caller
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
-from chronus_py.ui.format import FILTERS
+from chronus_py.ui.pages import HERE, TEMPLATES
 from chronus_py.ui.session import COOKIE, Session, check_csrf, csrf
 from chronus_py.ui.snapshot import Reader
 
-HERE = Path(__file__).parent
 POLL = 2
 MAX_FORM = 4096
 HEADERS = {
@@ -44,13 +41,6 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "private, no-cache",
 }
-TEMPLATES = Environment(
-    loader=FileSystemLoader(HERE / "templates"),
-    autoescape=select_autoescape(("html",)),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-TEMPLATES.filters.update(FILTERS)
 
 
 def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[[], None]) -> None:

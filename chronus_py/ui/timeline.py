@@ -47,6 +47,8 @@ class Lane:
     label: str
     group: str = ""
     capacity: int = 1
+    rows: int = 1
+    """Height in rows (a lane standing for a whole cluster gets more)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +86,12 @@ def draw(
     stacks: Iterable[Stack] = (),
     width: int = 1240,
     tick: Callable[[float], str] | None = None,
+    anchor: float | None = None,
     title: str = "timeline",
 ) -> Markup:
-    """The SVG of ``lanes`` from ``start`` to ``end`` (the backend's seconds)."""
+    """The SVG of ``lanes`` from ``start`` to ``end`` (the backend's seconds). Ticks fall on
+    whole steps from ``anchor`` (default: now) and are labelled by ``tick`` (default: the
+    offset from now)."""
     span = max(end - start, 1e-9)
     plot = width - LEFT - 8
     scale = plot / span
@@ -94,7 +99,7 @@ def draw(
     def x(t: float) -> float:
         return LEFT + (min(max(t, start), end) - start) * scale
 
-    ys: dict[str, tuple[float, float]] = {}
+    ys: dict[str, tuple[float, float, float]] = {}
     out: list[str] = []
     y = TOP
     group = None
@@ -107,19 +112,20 @@ def draw(
                 'stroke="#94a3b8" stroke-width="0.5"/>'
             )
             y += GROUP
-        ys[lane.key] = (y, float(lane.capacity))
+        ys[lane.key] = (y, float(lane.capacity), ROW * lane.rows)
         out.append(
-            f'<text x="{12 if lane.group else 4}" y="{y + 13}" class="lane">'
+            f'<text x="{12 if lane.group else 4}" y="{y + 15}" class="lane">'
             f"{escape(lane.label)}</text>"
         )
-        y += ROW
+        y += ROW * lane.rows
     height = y + 6
     grid = [
         f'<rect x="{LEFT}" y="{TOP}" width="{plot}" height="{y - TOP}" fill="#f8fafc"/>',
     ]
     step = next((s for s in STEPS if span / s <= 12), STEPS[-1] * math.ceil(span / STEPS[-1] / 12))
     label = tick or (lambda t: _relative(t - now) if now is not None else f"{t / 3600:g} h")
-    anchor = now if now is not None else 0.0
+    if anchor is None:
+        anchor = now if now is not None else 0.0
     t = anchor + math.ceil((start - anchor) / step) * step
     while t <= end:
         gx = x(t)
@@ -135,9 +141,9 @@ def draw(
     for bar in bars:
         if bar.lane not in ys or bar.end <= start or bar.start >= end:
             continue
-        top, capacity = ys[bar.lane]
-        by = top + 1 + (ROW - 2) * bar.offset / capacity
-        bh = max((ROW - 2) * bar.gpus / capacity, 1.5)
+        top, capacity, tall = ys[bar.lane]
+        by = top + 1 + (tall - 2) * bar.offset / capacity
+        bh = max((tall - 2) * bar.gpus / capacity, 1.5)
         x0, x1 = x(bar.start), x(bar.end)
         colour = COLOURS.get(bar.kind, COLOURS["other"])
         tip = escape(bar.label)
@@ -180,19 +186,26 @@ def draw(
     )
 
 
-def legend(kinds: Iterable[str] = ("guaranteed", "pool", "best_effort", "elastic")) -> Markup:
+def legend(
+    kinds: Iterable[str] = ("guaranteed", "pool", "best_effort", "elastic"),
+    *,
+    reserved: bool = True,
+) -> Markup:
     items = "".join(
         f'<span class="key"><svg width="12" height="12"><rect width="12" height="12" '
         f'fill="{COLOURS[k]}"/></svg>{escape(LABELS[k])}</span>'
         for k in kinds
     )
+    if reserved:
+        items += (
+            '<span class="key"><svg width="12" height="12"><rect width="11" height="11" '
+            'x="0.5" y="0.5" fill="#2563eb" fill-opacity="0.35" stroke="#2563eb" '
+            'stroke-dasharray="3 2"/></svg>reserved lease</span>'
+        )
     return Markup(
-        items
-        + '<span class="key"><svg width="12" height="12"><rect width="11" height="11" x="0.5" '
-        'y="0.5" fill="#2563eb" fill-opacity="0.35" stroke="#2563eb" stroke-dasharray="3 2"/>'
-        '</svg>reserved lease</span><span class="key"><svg width="12" height="12"><rect '
-        'width="12" height="12" fill="#16a34a" fill-opacity="0.3"/><path d="M11 0v12" '
-        'stroke="#b91c1c" stroke-width="2"/></svg>slack to deadline</span>'
+        items + '<span class="key"><svg width="12" height="12"><rect width="12" height="12" '
+        'fill="#16a34a" fill-opacity="0.3"/><path d="M11 0v12" stroke="#b91c1c" '
+        'stroke-width="2"/></svg>slack to deadline</span>'
     )
 
 
@@ -213,9 +226,9 @@ def pack(bars: Sequence[tuple[float, float]]) -> list[int]:
     return out
 
 
-def _stack(stack: Stack, lane: tuple[float, float], x, start: float, end: float) -> str:
+def _stack(stack: Stack, lane: tuple[float, float, float], x, start: float, end: float) -> str:
     """Stacked step areas, one polygon per kind, of the GPUs each kind holds in a lane."""
-    top, capacity = lane
+    top, capacity, tall = lane
     deltas: dict[float, dict[str, int]] = {}
     for s, e, gpus, kind in stack.spans:
         s, e = max(s, start), min(e, end)
@@ -240,8 +253,8 @@ def _stack(stack: Stack, lane: tuple[float, float], x, start: float, end: float)
             cuts.append((below, below + level[kind]))
             below += level[kind]
         rows.append(cuts)
-    base = top + ROW - 1
-    unit = (ROW - 2) / capacity
+    base = top + tall - 1
+    unit = (tall - 2) / capacity
     out = []
     for k, kind in enumerate(kinds):
         if not any(r[k][1] > r[k][0] for r in rows):
