@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, quote
 
@@ -125,19 +126,23 @@ def ui_app(
         snap, values, series = await read(gather)
         snap.now = views.quantize(snap.now, span)
         waiting = sum(1 for j in snap.jobs if j.state == "pending" and not j.leases)
-        context = {
-            **common(request, caller, token),
-            "snap": snap,
-            "span": span,
-            "spans": list(views.SPANS),
-            "timeline": views.draw_timeline(snap, span),
-            "legend": timeline.legend(),
-            "figures": [(f, values[f.key], charts.sparkline(series[f.key])) for f in FIGURES],
-            "waiting": waiting,
-            "live_url": f"/ui/?span={span}&part=live",
-        }
-        name = "overview_live.html" if part_of(request) else "overview.html"
-        return html(name, context, request=request)
+
+        def build() -> Response:  # drawing and rendering: off the event loop
+            context = {
+                **common(request, caller, token),
+                "snap": snap,
+                "span": span,
+                "spans": list(views.SPANS),
+                "timeline": views.draw_timeline(snap, span),
+                "legend": timeline.legend(),
+                "figures": [(f, values[f.key], charts.sparkline(series[f.key])) for f in FIGURES],
+                "waiting": waiting,
+                "live_url": f"/ui/?span={span}&part=live",
+            }
+            name = "overview_live.html" if part_of(request) else "overview.html"
+            return html(name, context, request=request)
+
+        return await asyncio.to_thread(build)
 
     async def jobs(request: Request, caller: Caller, token: str | None) -> Response:
         q = request.query_params
@@ -151,15 +156,20 @@ def ui_app(
         if kind not in ("", *timeline.LABELS):
             raise ApiError(422, "unknown kind", "kind")
         ended = 200 if state in ("", "finished", "cancelled", "failed") else 0
-        snap = await read(lambda: reader.snapshot(caller, ended=ended))
-        result = views.table(
-            snap.jobs,
-            sort=sort,
-            descending=q.get("desc") == "1",
-            state=state,
-            kind=kind,
-            text=q.get("q", "")[:100],
-        )
+
+        def gather():
+            snap = reader.snapshot(caller, ended=ended)
+            result = views.table(
+                snap.jobs,
+                sort=sort,
+                descending=q.get("desc") == "1",
+                state=state,
+                kind=kind,
+                text=q.get("q", "")[:100],
+            )
+            return snap, replace(result, rows=reader.describe(result.rows))
+
+        snap, result = await read(gather)
         filters = {
             "sort": sort,
             "desc": q.get("desc", ""),
@@ -167,18 +177,22 @@ def ui_app(
             "kind": kind,
             "q": q.get("q", ""),
         }
-        context = {
-            **common(request, caller, token),
-            "snap": snap,
-            "table": result,
-            "filters": filters,
-            "kinds": timeline.LABELS,
-            "live_url": "/ui/jobs?"
-            + "&".join(f"{k}={quote(v)}" for k, v in filters.items() if v)
-            + "&part=live",
-        }
-        name = "jobs_live.html" if part_of(request) else "jobs.html"
-        return html(name, context, request=request)
+
+        def build() -> Response:  # drawing and rendering: off the event loop
+            context = {
+                **common(request, caller, token),
+                "snap": snap,
+                "table": result,
+                "filters": filters,
+                "kinds": timeline.LABELS,
+                "live_url": "/ui/jobs?"
+                + "&".join(f"{k}={quote(v)}" for k, v in filters.items() if v)
+                + "&part=live",
+            }
+            name = "jobs_live.html" if part_of(request) else "jobs.html"
+            return html(name, context, request=request)
+
+        return await asyncio.to_thread(build)
 
     async def job(request: Request, caller: Caller, token: str | None) -> Response:
         job_id = request.path_params["job_id"]
@@ -188,22 +202,27 @@ def ui_app(
             return view, reader.one(job_id, caller), _history(service, job_id)
 
         view, row, events = await read(gather)
-        context = {
-            **common(request, caller, token),
-            "job": view,
-            "row": row,
-            "events": events,
-            "now": service.backend.now(),
-            "live_url": f"/ui/jobs/{quote(job_id)}?part=live",
-        }
-        name = "job_live.html" if part_of(request) else "job.html"
-        return html(name, context, request=request)
+
+        def build() -> Response:  # drawing and rendering: off the event loop
+            context = {
+                **common(request, caller, token),
+                "job": view,
+                "row": row,
+                "events": events,
+                "now": service.backend.now(),
+                "live_url": f"/ui/jobs/{quote(job_id)}?part=live",
+            }
+            name = "job_live.html" if part_of(request) else "job.html"
+            return html(name, context, request=request)
+
+        return await asyncio.to_thread(build)
 
     async def cancel(request: Request, caller: Caller, token: str | None) -> Response:
         job_id = request.path_params["job_id"]
         form = await _form(request)
         check_csrf(request, token, form.get("csrf", ""))
         await read(service.cancel, job_id, caller)
+        reader.forget()
         wake()
         return RedirectResponse(f"/ui/jobs/{quote(job_id)}", status_code=303)
 
@@ -216,27 +235,31 @@ def ui_app(
             ("free", counts["free"], "#e2e8f0"),
             ("unhealthy", counts["unhealthy"], charts.STATES["unhealthy"]),
         ]
-        context = {
-            **common(request, caller, token),
-            "snap": snap,
-            "counts": counts,
-            "share": charts.share_bar(parts, snap.total_gpus, width=480),
-            "heatmap": charts.heatmap(snap.nodes, titles=len(snap.nodes) <= 256),
-            "tenants": [
-                {
-                    **t,
-                    "bar": charts.share_bar(
-                        [("running", t["used"], "#2563eb")], t["quota"] or snap.total_gpus
-                    ),
-                }
-                for t in views.tenant_shares(snap)
-            ],
-            "unhealthy": [n for n in snap.nodes if not n.healthy],
-            "legend": [(s, c) for s, c in charts.STATES.items()],
-            "live_url": "/ui/cluster?part=live",
-        }
-        name = "cluster_live.html" if part_of(request) else "cluster.html"
-        return html(name, context, request=request)
+
+        def build() -> Response:  # drawing and rendering: off the event loop
+            context = {
+                **common(request, caller, token),
+                "snap": snap,
+                "counts": counts,
+                "share": charts.share_bar(parts, snap.total_gpus, width=480),
+                "heatmap": charts.heatmap(snap.nodes, titles=len(snap.nodes) <= 256),
+                "tenants": [
+                    {
+                        **t,
+                        "bar": charts.share_bar(
+                            [("running", t["used"], "#2563eb")], t["quota"] or snap.total_gpus
+                        ),
+                    }
+                    for t in views.tenant_shares(snap)
+                ],
+                "unhealthy": [n for n in snap.nodes if not n.healthy],
+                "legend": [(s, c) for s, c in charts.STATES.items()],
+                "live_url": "/ui/cluster?part=live",
+            }
+            name = "cluster_live.html" if part_of(request) else "cluster.html"
+            return html(name, context, request=request)
+
+        return await asyncio.to_thread(build)
 
     async def login_form(request: Request) -> Response:
         if tokens is None:

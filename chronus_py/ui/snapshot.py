@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from chronus_py.service import rounds
 from chronus_py.service.core import Caller
 
-KINDS = ("guaranteed", "pool", "best_effort", "elastic")
+FRESH = 1.0
+"""Seconds a read of the whole service serves every open page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +37,7 @@ class Fixed:
     elastic: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobRow:
     """One job as the jobs table and the timeline show it. Times are the backend's seconds;
     ``planned_start``/``planned_finish`` are None when the plan does not say (a pool job that
@@ -71,6 +73,8 @@ class NodeView:
     reason: str
     busy: Mapping[int, str]
     """GPU index -> the kind of the job on it, or "other" for another tenant's job."""
+    owners: Mapping[int, str] = field(default_factory=dict)
+    """GPU index -> the tenant of the job on it."""
 
 
 @dataclass
@@ -98,6 +102,8 @@ class Reader:
     def __init__(self, service):
         self.service = service
         self._fixed: dict[str, Fixed] = {}
+        self._cached: Snapshot | None = None
+        self._cached_at = 0.0
 
     def fixed(self, job_id: str) -> Fixed:
         got = self._fixed.get(job_id)
@@ -130,27 +136,51 @@ class Reader:
 
     def snapshot(self, caller: Caller, *, ended: int = 0) -> Snapshot:
         """The caller's view now: its active jobs (an admin: every job), plus its ``ended``
-        most recently ended ones."""
+        most recently ended ones; other tenants' GPUs show as "other", without names."""
+        full = self._full()
+        if caller.admin:
+            jobs = list(full.jobs)
+            nodes = full.nodes
+            usage, quotas = full.usage, full.quotas
+        else:
+            tenant = caller.tenant
+            jobs = [j for j in full.jobs if j.tenant == tenant]
+            nodes = [
+                replace(
+                    n,
+                    busy={g: k if n.owners[g] == tenant else "other" for g, k in n.busy.items()},
+                )
+                for n in full.nodes
+            ]
+            usage = {tenant: full.usage.get(tenant, 0)}
+            quotas = {t: q for t, q in full.quotas.items() if t == tenant}
+        if ended:
+            jobs += [self._ended_row(r) for r in self._ended(caller, ended)]
+        return replace(full, caller=caller, jobs=jobs, nodes=nodes, usage=usage, quotas=quotas)
+
+    def forget(self) -> None:
+        """Drop the cached view (after a change made through the view itself)."""
+        self._cached = None
+
+    def _full(self) -> Snapshot:
+        """Every active job and node, for an admin; kept ``FRESH`` seconds, so any number of
+        open pages cost at most one read of 5,000 jobs a second under the lock."""
+        if self._cached is not None and time.monotonic() - self._cached_at < FRESH:
+            return self._cached
         service = self.service
         scheduler = service.scheduler
         now = service.backend.now()
-        plan = service.plan
-        lease_plan = {} if plan is None else plan.lease_plan
+        report = scheduler.policy.lease_report()  # what /v1/plan's lease_plan is made of
+        lease_plan = {} if report is None else report.lease_plan
         lease = _lease_seconds(service)
-        tenants = service.tenants
-        mine = [
-            s
-            for i, s in scheduler.active.items()
-            if caller.admin or tenants.get(i) == caller.tenant
-        ]
-        self._preload([s.id for s in mine])
-        jobs = [self._active_row(s, now, lease_plan.get(s.id, ()), lease) for s in mine]
-        if ended:
-            jobs += [self._ended_row(r) for r in self._ended(caller, ended)]
-        view = service.cluster_view()
+        active = list(scheduler.active.values())
+        self._preload([s.id for s in active])
+        jobs = [self._active_row(s, now, lease_plan.get(s.id, ()), lease) for s in active]
         kinds = {j.id: j.kind for j in jobs}
-        nodes = []
+        tenants = service.tenants
+        view = service.cluster_view()
         busy: dict[str, dict[int, str]] = {}
+        owners: dict[str, dict[int, str]] = {}
         usage: dict[str, int] = {}
         for job_id, state in scheduler.running.items():
             tenant = tenants.get(job_id, "")
@@ -158,31 +188,33 @@ class Reader:
             kind = kinds.get(job_id, "other")
             for node, gpus in state.placement.items():
                 cells = busy.setdefault(node, {})
+                owner = owners.setdefault(node, {})
                 for g in gpus:
                     cells[g] = kind
-        for n in view["nodes"]:
-            nodes.append(
-                NodeView(
-                    n["name"], n["gpus"], n["healthy"], n["reason"] or "", busy.get(n["name"], {})
-                )
+                    owner[g] = tenant
+        nodes = [
+            NodeView(
+                n["name"],
+                n["gpus"],
+                n["healthy"],
+                n["reason"] or "",
+                busy.get(n["name"], {}),
+                owners.get(n["name"], {}),
             )
-        if not caller.admin:
-            usage = {caller.tenant: usage.get(caller.tenant, 0)}
+            for n in view["nodes"]
+        ]
         reserved = sum(
-            s.gpus
-            for i, s in scheduler.active.items()
-            if i not in scheduler.running
-            and any(t <= now < t + (lease or 0) for t in lease_plan.get(i, ()))
+            j.gpus
+            for j in jobs
+            if j.state == "pending" and any(t <= now < t + (lease or 0) for t in j.leases)
         )
         quotas, cells = _hived(scheduler)
-        if not caller.admin:
-            quotas = {t: q for t, q in quotas.items() if t == caller.tenant}
-        return Snapshot(
+        self._cached = Snapshot(
             now=now,
             backend=view["backend"],
-            caller=caller,
+            caller=Caller("admin", admin=True),
             lease=lease,
-            lease_end=None if plan is None else plan.lease_end,
+            lease_end=None if report is None else report.lease_end,
             jobs=jobs,
             nodes=nodes,
             total_gpus=view["gpus"],
@@ -191,6 +223,8 @@ class Reader:
             usage=usage,
             cells=cells,
         )
+        self._cached_at = time.monotonic()
+        return self._cached
 
     def one(self, job_id: str, caller: Caller) -> JobRow | None:
         """One job's row (None if the caller may not see it)."""
@@ -199,9 +233,10 @@ class Reader:
         if state is not None:
             if not caller.sees(service.tenants.get(job_id, "")):
                 return None
-            plan = service.plan
-            leases = () if plan is None else plan.lease_plan.get(job_id, ())
-            return self._active_row(state, service.backend.now(), leases, _lease_seconds(service))
+            report = service.scheduler.policy.lease_report()
+            leases = () if report is None else report.lease_plan.get(job_id, ())
+            row = self._active_row(state, service.backend.now(), leases, _lease_seconds(service))
+            return self.describe([row])[0]
         row = service.db.job(job_id)
         if row is None or not caller.sees(row["tenant"]):
             return None
@@ -210,8 +245,10 @@ class Reader:
     def _active_row(
         self, state, now: float, leases: tuple[float, ...], lease: float | None
     ) -> JobRow:
+        """An active job's row, from the scheduler's state of it (cheap: no estimate band,
+        which :meth:`describe` adds to the rows a page shows)."""
         fixed = self.fixed(state.id)
-        running = state.id in self.service.scheduler.running
+        running = rounds.is_running(state)
         remaining = state.remaining(now)
         start = finish = None
         if running:
@@ -220,34 +257,51 @@ class Reader:
         elif leases and lease:
             start = leases[0]
             finish = leases[-1] + min(max(remaining - lease * (len(leases) - 1), 0.0), lease)
-        deadline = state.guaranteed.at if state.guaranteed else fixed.first_deadline
+        guaranteed = state.guaranteed
+        deadline = guaranteed.at if guaranteed else fixed.first_deadline
         slack = None
         if deadline is not None:
             slack = deadline - (finish if finish is not None else now + remaining)
-        told = rounds.estimate_state(self.service.scheduler, state.id, now) or {}
-        kind = _kind(fixed, state.guaranteed is not None)
+        known = state.known
         return JobRow(
             id=state.id,
             tenant=fixed.tenant,
             state="running" if running else "pending",
-            kind=kind,
+            kind=_kind(fixed, guaranteed is not None),
             gpus=state.gpus,
             decision=fixed.decision,
             reason=fixed.reason,
-            guaranteed_at=None if state.guaranteed is None else state.guaranteed.at,
+            guaranteed_at=None if guaranteed is None else guaranteed.at,
             first_deadline=fixed.first_deadline,
             planned_start=start,
             planned_finish=finish,
             slack=slack,
-            estimate=told.get("seconds"),
-            low=told.get("low"),
-            high=told.get("high"),
-            phase=told.get("phase", ""),
+            estimate=state.estimate if known else None,
+            low=None,
+            high=None,
+            phase="estimated" if known else ("measuring" if running else "unknown"),
             preemptions=state.preemptions,
-            placement={n: tuple(g) for n, g in state.placement.items()} if running else {},
-            leases=tuple(leases),
+            placement=dict(state.placement) if running else {},
+            leases=leases,
             progress=min(state.service_at(now) / state.estimate, 1.0) if state.estimate else None,
         )
+
+    def describe(self, rows: list[JobRow]) -> list[JobRow]:
+        """``rows`` with the estimate band and phase of ``/v1/jobs`` (active jobs only)."""
+        scheduler, now = self.service.scheduler, self.service.backend.now()
+        out = []
+        for row in rows:
+            told = rounds.estimate_state(scheduler, row.id, now)
+            if told is not None:
+                row = replace(
+                    row,
+                    estimate=told["seconds"],
+                    low=told["low"],
+                    high=told["high"],
+                    phase=told["phase"],
+                )
+            out.append(row)
+        return out
 
     def _ended(self, caller: Caller, limit: int) -> list[dict[str, Any]]:
         where = "state IN ('finished', 'cancelled', 'failed')"

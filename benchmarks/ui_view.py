@@ -1,0 +1,204 @@
+"""The web view (``/ui``) at 8,192 GPUs and ~5,000 active jobs: page weight, server time, time
+to first render in Chromium, and the cost of a live update.
+
+    python benchmarks/ui_view.py [--out ui_view.json]
+
+Starts the real server (sim backend, 1,024 nodes x 8 GPUs, --speed 1) as a subprocess, fills
+it as benchmarks/serve_load.py does (1,024 jobs of 8 GPUs take every GPU, 70% with deadlines),
+then queues 4,000 more (1-8 GPUs, 2-16 h, 70% with deadlines 1.5-4x their work away; the
+guaranteed ones get leases reserved ahead), and measures, over loopback:
+- each page's bytes as sent (gzip) and uncompressed, and the server's answer time (median of 5);
+- a live update: the polled part's answer time and bytes, and a conditional poll (ETag) when
+  nothing changed (a 304);
+- time to first render: Debian's Chromium (Playwright) loading each page, first contentful paint
+  and the load event from the Navigation Timing API (median of 3).
+Writes benchmarks/results/ui_view.json (or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ("/ui/?span=6h", "/ui/?span=1d", "/ui/jobs", "/ui/cluster")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fill(http: httpx.Client, rng: random.Random) -> int:
+    now = http.get("/v1/cluster").json()["now"]
+    jobs = 0
+    for i in range(1024):
+        work = rng.uniform(4, 20) * 3600
+        body = {"id": f"run{i}", "gpus": 8, "estimate_seconds": work}
+        if rng.random() < 0.7:
+            body["deadlines"] = [{"at": now + work * rng.uniform(1.5, 4)}]
+        assert http.post("/v1/jobs", json=body).status_code == 201
+        jobs += 1
+    for i in range(4000):
+        work = rng.uniform(2, 16) * 3600
+        body = {"id": f"wait{i}", "gpus": rng.choice((1, 2, 4, 8)), "estimate_seconds": work}
+        if rng.random() < 0.7:
+            body["deadlines"] = [{"at": now + work * rng.uniform(1.5, 4)}]
+        assert http.post("/v1/jobs", json=body).status_code == 201
+        jobs += 1
+    return jobs
+
+
+def timed(http: httpx.Client, path: str, **kw) -> tuple[float, httpx.Response]:
+    began = time.perf_counter()
+    r = http.get(path, **kw)
+    return time.perf_counter() - began, r
+
+
+def server_side(http: httpx.Client, job: str) -> dict:
+    out = {}
+    for path in (*PAGES, f"/ui/jobs/{job}"):
+        times, r = [], None
+        for _ in range(5):
+            seconds, r = timed(http, path)
+            assert r.status_code == 200, (path, r.status_code)
+            times.append(seconds)
+        out[path] = {
+            "answer_ms_median": round(1000 * statistics.median(times), 1),
+            "answer_ms_max": round(1000 * max(times), 1),
+            "bytes_gzip": r.num_bytes_downloaded,
+            "bytes_html": len(r.content),
+        }
+    live = {}
+    for path in ("/ui/?span=6h&part=live", "/ui/jobs?part=live", "/ui/cluster?part=live"):
+        times, r = [], None
+        for _ in range(5):
+            seconds, r = timed(http, path)
+            times.append(seconds)
+        etag = r.headers["etag"]
+        cond = []
+        statuses = []
+        for _ in range(5):
+            seconds, c = timed(http, path, headers={"If-None-Match": etag})
+            cond.append(seconds)
+            statuses.append(c.status_code)
+            etag = c.headers["etag"]
+        live[path] = {
+            "poll_ms_median": round(1000 * statistics.median(times), 1),
+            "poll_bytes_gzip": r.num_bytes_downloaded,
+            "conditional_ms_median": round(1000 * statistics.median(cond), 1),
+            "conditional_statuses": statuses,
+        }
+    static = http.get("/ui/static/htmx.min.js")
+    return {
+        "pages": out,
+        "live": live,
+        "htmx_bytes_gzip": static.num_bytes_downloaded,
+        "htmx_bytes": len(static.content),
+    }
+
+
+def browser_side(url: str) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    out = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+        )
+        for path in (*PAGES,):
+            fcp, load, transfer = [], [], []
+            for _ in range(3):
+                context = browser.new_context()  # a cold cache each time
+                page = context.new_page()
+                page.goto(url + path, wait_until="load")
+                timing = page.evaluate(
+                    """() => new Promise(done => {
+                      const nav = performance.getEntriesByType('navigation')[0];
+                      const res = performance.getEntriesByType('resource');
+                      const bytes = nav.transferSize
+                        + res.reduce((a, r) => a + r.transferSize, 0);
+                      const finish = fcp => done({fcp, load: nav.loadEventEnd, bytes});
+                      new PerformanceObserver(list => {
+                        const paint = list.getEntriesByName('first-contentful-paint')[0];
+                        if (paint) finish(paint.startTime);
+                      }).observe({type: 'paint', buffered: true});
+                      setTimeout(() => finish(null), 3000);
+                    })"""
+                )
+                fcp.append(timing["fcp"])
+                load.append(timing["load"])
+                transfer.append(timing["bytes"])
+                context.close()
+            out[path] = {
+                "first_contentful_paint_ms": fcp,
+                "load_event_ms_median": round(statistics.median(load), 1),
+                "transfer_bytes_cold": transfer[-1],
+            }
+        browser.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="ui_view.json")
+    args = parser.parse_args()
+    port = free_port()
+    work = Path(tempfile.mkdtemp(prefix="ui_view-"))
+    log = open(work / "serve.log", "wb")
+    cmd = [sys.executable, "-m", "chronus_py", "serve", "--listen", f"127.0.0.1:{port}"]
+    cmd += ["--db", str(work / "c.db"), "--nodes", "1024", "--gpus-per-node", "8"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=work, env=env)
+    url = f"http://127.0.0.1:{port}"
+    http = httpx.Client(base_url=url, timeout=120)
+    try:
+        for _ in range(300):
+            try:
+                if http.get("/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        began = time.monotonic()
+        jobs = fill(http, random.Random(29))
+        filled = time.monotonic() - began
+        time.sleep(3)  # a few rounds, and the figures' first samples
+        cluster = http.get("/v1/cluster").json()
+        result = {
+            "gpus": cluster["gpus"],
+            "jobs_submitted": jobs,
+            "running": cluster["running"],
+            "pending": cluster["pending"],
+            "fill_seconds": round(filled, 1),
+            "server": server_side(http, "wait17"),
+            "browser": browser_side(url),
+            "load_average_at_end": os.getloadavg(),
+        }
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        http.close()
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / args.out
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
