@@ -229,9 +229,11 @@ def pack(bars: Sequence[tuple[float, float]]) -> list[int]:
 def _stack(stack: Stack, lane: tuple[float, float, float], x, start: float, end: float) -> str:
     """Stacked step areas, one polygon per kind, of the GPUs each kind holds in a lane."""
     top, capacity, tall = lane
+    # Changes within one pixel column are one change: a lane costs at most its width in
+    # points, however many jobs end in it.
     deltas: dict[float, dict[str, int]] = {}
     for s, e, gpus, kind in stack.spans:
-        s, e = max(s, start), min(e, end)
+        s, e = round(x(s)), round(x(e))
         if e <= s:
             continue
         deltas.setdefault(s, {}).setdefault(kind, 0)
@@ -260,15 +262,15 @@ def _stack(stack: Stack, lane: tuple[float, float, float], x, start: float, end:
         if not any(r[k][1] > r[k][0] for r in rows):
             continue
         upper = "".join(
-            f"V{base - min(r[k][1], capacity) * unit:.1f}H{x(times[i + 1]):.0f}"
+            f"V{base - min(r[k][1], capacity) * unit:.1f}H{times[i + 1]}"
             for i, r in enumerate(rows)
         )
         lower = "".join(
-            f"V{base - min(rows[i][k][0], capacity) * unit:.1f}H{x(times[i]):.0f}"
+            f"V{base - min(rows[i][k][0], capacity) * unit:.1f}H{times[i]}"
             for i in range(len(rows) - 1, -1, -1)
         )
         out.append(
-            f'<path d="M{x(times[0]):.0f} {base}{upper}{lower}Z" fill="{COLOURS[kind]}">'
+            f'<path d="M{times[0]} {base}{upper}{lower}Z" fill="{COLOURS[kind]}">'
             f"<title>{escape(LABELS[kind])}</title></path>"
         )
     return "".join(out)

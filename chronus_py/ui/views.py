@@ -128,9 +128,9 @@ def plan_lanes(
         else:
             lanes.append(timeline.Lane("reserved", f"{len(reserved)} jobs", group, snap.total_gpus))
             spans = tuple(
-                (t, min(t + snap.lease, job.planned_finish), job.gpus, job.kind)
+                (b.start, b.end, job.gpus, job.kind)
                 for job in reserved
-                for t in job.leases
+                for b in _lease_bars(job, "reserved", snap.lease)
             )
             stacks.append(timeline.Stack("reserved", spans))
     return lanes, bars, stacks
