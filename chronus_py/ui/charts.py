@@ -15,7 +15,7 @@ from markupsafe import Markup
 from chronus_py.ui.snapshot import NodeView
 from chronus_py.ui.timeline import COLOURS
 
-CELL = 7
+CELL = 9
 GAP = 1
 STATES = {
     **{f"busy:{k}": c for k, c in COLOURS.items()},
@@ -24,46 +24,50 @@ STATES = {
 }
 
 
-def heatmap(nodes: Sequence[NodeView], *, per_row: int = 64, titles: bool = True) -> Markup:
-    """Nodes left to right (``per_row`` a line), each a column of its GPUs top to bottom."""
+def heatmap(nodes: Sequence[NodeView], *, per_block: int = 64, titles: bool = True) -> Markup:
+    """A row per node, a cell per GPU; ``per_block`` nodes a block, blocks side by side. Node
+    names are written when there is one block, and are tooltips up to ``titles``."""
     if not nodes:
         return Markup("")
-    tall = max(n.gpus for n in nodes)
+    wide = max(n.gpus for n in nodes)
     pitch = CELL + GAP
-    band = tall * pitch + 6
+    label = 70 if len(nodes) <= per_block else 0
+    block_w = label + wide * pitch + 10
     paths: dict[str, list[str]] = {s: [] for s in STATES}
-    overlays: list[str] = []
+    extra: list[str] = []
     for i, node in enumerate(nodes):
-        x = (i % per_row) * (pitch + 1)
-        y0 = (i // per_row) * band
+        x0 = (i // per_block) * block_w + label
+        y = (i % per_block) * pitch
         run_state, run_from = None, 0
         for g in range(node.gpus + 1):
+            state = None
             if g < node.gpus:
-                state = (
-                    "unhealthy"
-                    if not node.healthy
-                    else f"busy:{node.busy[g]}"
-                    if g in node.busy
-                    else "free"
-                )
-            else:
-                state = None
+                if not node.healthy:
+                    state = "unhealthy"
+                elif g in node.busy:
+                    state = f"busy:{node.busy[g]}"
+                else:
+                    state = "free"
             if state != run_state:
                 if run_state is not None:
-                    h = (g - run_from) * pitch - GAP
-                    paths[run_state].append(f"M{x} {y0 + run_from * pitch}h{CELL}v{h}h-{CELL}z")
+                    w = (g - run_from) * pitch - GAP
+                    paths[run_state].append(f"M{x0 + run_from * pitch} {y}h{w}v{CELL}h-{w}z")
                 run_state, run_from = state, g
-        if titles or not node.healthy:
-            label = node.name if node.healthy else f"{node.name}: unhealthy ({node.reason})"
-            used = len(node.busy)
-            overlays.append(
-                f'<rect x="{x}" y="{y0}" width="{CELL}" height="{node.gpus * pitch - GAP}" '
-                f'fill-opacity="0" data-node="{escape(node.name)}"><title>{escape(label)}, '
-                f"{used}/{node.gpus} GPUs busy</title></rect>"
+        if label:
+            extra.append(
+                f'<text x="{x0 - 4}" y="{y + CELL}" class="node">{escape(node.name)}</text>'
             )
-    rows = (len(nodes) + per_row - 1) // per_row
-    width = min(len(nodes), per_row) * (pitch + 1)
-    height = rows * band
+        if titles or not node.healthy:
+            what = "unhealthy: " + (node.reason or "no reason given") if not node.healthy else ""
+            extra.append(
+                f'<rect x="{x0}" y="{y}" width="{node.gpus * pitch - GAP}" height="{CELL}" '
+                f'fill-opacity="0" data-node="{escape(node.name)}"><title>{escape(node.name)}: '
+                f"{what or f'{len(node.busy)}/{node.gpus} GPUs busy'}</title></rect>"
+            )
+    blocks = (len(nodes) + per_block - 1) // per_block
+    width = blocks * block_w
+    height = min(len(nodes), per_block) * pitch
+    scale = 2 if len(nodes) <= per_block else 1
     body = "".join(
         f'<path d="{"".join(p)}" fill="{STATES[s]}" data-state="{s}"/>'
         for s, p in paths.items()
@@ -71,8 +75,8 @@ def heatmap(nodes: Sequence[NodeView], *, per_row: int = 64, titles: bool = True
     )
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" role="img" '
-        f'aria-label="GPU heat map" viewBox="0 0 {width} {height}" width="{width * 2}" '
-        f'height="{height * 2}">{body}{"".join(overlays)}</svg>'
+        f'aria-label="GPU heat map" viewBox="0 0 {width} {height}" width="{width * scale}" '
+        f'height="{height * scale}">{body}{"".join(extra)}</svg>'
     )
 
 

@@ -38,6 +38,8 @@ LEFT = 150
 TOP = 24
 ROW = 22
 GROUP = 16
+CHAR = 6.6
+"""Width of a character of a bar's name (11 px sans-serif), to cut names that do not fit."""
 STEPS = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400)
 
 
@@ -66,6 +68,8 @@ class Bar:
     deadline: float | None = None
     reserved: bool = False
     href: str | None = None
+    name: str = ""
+    """Written on the bar where it fits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +160,13 @@ def draw(
             f'<rect x="{x0:.1f}" y="{by:.1f}" width="{max(x1 - x0, 1.0):.1f}" height="{bh:.1f}" '
             f"{style}><title>{tip}</title></rect>"
         )
+        fits = int((x1 - x0 - 6) / CHAR)
+        if bar.name and bh >= 10 and fits >= 4:
+            name = bar.name if len(bar.name) <= fits else bar.name[: fits - 1] + "…"
+            rect += (
+                f'<text x="{x0 + 3:.1f}" y="{by + bh / 2 + 4:.1f}" class="'
+                f'{"on-light" if bar.reserved else "on-dark"}">{escape(name)}</text>'
+            )
         if bar.href:
             rect = f'<a href="{escape(bar.href)}">{rect}</a>'
         out.append(rect)

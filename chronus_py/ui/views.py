@@ -126,14 +126,26 @@ def plan_lanes(
             for job, lane in zip(reserved, lane_of):
                 bars.extend(_lease_bars(job, f"reserved-{lane}", snap.lease))
         else:
-            lanes.append(timeline.Lane("reserved", f"{len(reserved)} jobs", group, snap.total_gpus))
             spans = tuple(
                 (b.start, b.end, job.gpus, job.kind)
                 for job in reserved
                 for b in _lease_bars(job, "reserved", snap.lease)
             )
+            peak = _peak(spans)
+            label = f"{len(reserved)} jobs, ≤{peak} GPUs"
+            lanes.append(timeline.Lane("reserved", label, group, max(peak, 1), rows=3))
             stacks.append(timeline.Stack("reserved", spans))
     return lanes, bars, stacks
+
+
+def _peak(spans) -> int:
+    """The most GPUs the spans hold at once."""
+    changes = sorted([(s, g) for s, _, g, _ in spans] + [(e, -g) for _, e, g, _ in spans])
+    level = peak = 0
+    for _, delta in changes:
+        level += delta
+        peak = max(peak, level)
+    return peak
 
 
 def _owners(snap: Snapshot) -> dict[str, str]:
@@ -172,6 +184,7 @@ def _node_bars(
                     gpus=count,
                     deadline=_deadline(job) if node.name == first_node[job.id] else None,
                     href=f"/ui/jobs/{job.id}",
+                    name=job.id,
                 )
             )
     others = sorted(g for g in node.busy if g not in mine)
@@ -201,6 +214,7 @@ def _lease_bars(job: JobRow, lane: str, lease: float) -> list[timeline.Bar]:
             deadline=_deadline(job) if i == len(spans) - 1 else None,
             reserved=True,
             href=f"/ui/jobs/{job.id}",
+            name=job.id,
         )
         for i, (s, e) in enumerate(spans)
     ]
