@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from conftest import TOKEN, bearer
 
@@ -168,3 +169,36 @@ def test_bearer_header_is_served_as_is_and_nothing_else_is(server):
     page = http.get("/ui/", headers=bearer("team-a"))
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert re.findall(r'(?:src|href)="(https?:)?//', page.text) == []
+
+
+def test_rows_are_grouped_by_tenant_cell_under_a_hived_config(tmp_path):
+    from conftest import TOKENS, Server
+
+    config = Path(__file__).parent.parent / "placement" / "configs" / "rack-2x2.yaml"
+    (tmp_path / "tokens.yaml").write_text(
+        TOKENS.replace("tenant: team-a", "tenant: vcA").replace("tenant: team-b", "tenant: vcB")
+    )
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--cluster", str(config), "--speed", "50")
+    server = Server(tmp_path, *args).start()
+    try:
+        r = server.http.post(
+            "/v1/jobs",
+            headers=bearer("team-a"),
+            json={"id": "x", "gpus": 8, "estimate_seconds": 9000},
+        )
+        assert r.status_code == 201, r.text
+        wait_for(
+            lambda: (
+                server.http.get("/v1/jobs/x", headers=bearer("team-a")).json()["state"] == "running"
+            )
+        )
+        page = server.http.get("/ui/", headers=bearer("admin")).text
+        assert "cells of vcA" in page and "unbound cells" in page
+        cluster = server.http.get("/ui/cluster", headers=bearer("team-a")).text
+        assert re.search(
+            r'data-tenant="vcA">.*?<td class="num">8</td><td class="num">16</td>', cluster
+        )
+        assert "vcB" not in cluster
+    finally:
+        server.stop()
+        server.http.close()
