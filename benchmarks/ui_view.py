@@ -112,6 +112,64 @@ def server_side(http: httpx.Client, job: str) -> dict:
     }
 
 
+def in_process() -> dict:
+    """The same fill on an in-process service: how long one read of it holds the service's
+    lock (every open page shares it for ``FRESH`` seconds), and the drawing, done outside."""
+    from chronus_py.model import Cluster
+    from chronus_py.service.core import Caller, Service
+    from chronus_py.service.db import Database
+    from chronus_py.service.rounds import SchedulerSettings
+    from chronus_py.service.sim import SimBackend
+    from chronus_py.ui import charts, views
+    from chronus_py.ui.figures import figures
+    from chronus_py.ui.snapshot import Reader
+
+    work = Path(tempfile.mkdtemp(prefix="ui_view-inproc-"))
+    nodes = [(n.name, n.gpus) for n in Cluster.uniform(1024, 8).nodes]
+    service = Service(
+        SimBackend(work / "w.sim", nodes, speed=1.0), Database(work / "c.db"), SchedulerSettings()
+    )
+    admin = Caller("admin", admin=True)
+
+    class Local:
+        def get(self, path):
+            return type("R", (), {"json": lambda _: {"now": service.backend.now()}})()
+
+        def post(self, path, json):
+            status, _ = service.submit(json, admin)
+            service.tick() if json["id"] == "run1023" else None
+            return type("R", (), {"status_code": status})()
+
+    fill(Local(), random.Random(29))
+    service.tick()
+    service.tick()
+    reader = Reader(service)
+    reader.read(admin)  # the fixed fields of every job, parsed once
+
+    def ms(fn, repeat=5):
+        times = []
+        for _ in range(repeat):
+            reader.forget()
+            began = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - began)
+        return round(1000 * statistics.median(times), 1)
+
+    reader.forget()
+    reading = reader.read(admin)
+    snap = reader.view(reading, admin)
+    return {
+        "read_under_lock_ms": ms(lambda: reader.read(admin)),
+        "rows_outside_lock_ms": ms(lambda: reader.view(reading, admin)),
+        "figures_under_lock_ms": ms(lambda: figures(service)),
+        "draw_timeline_6h_ms": ms(lambda: views.draw_timeline(snap, "6h")),
+        "draw_timeline_1d_ms": ms(lambda: views.draw_timeline(snap, "1d")),
+        "draw_heatmap_ms": ms(lambda: charts.heatmap(snap.nodes, titles=False)),
+        "jobs_table_ms": ms(lambda: views.table(snap.jobs)),
+        "active_jobs": len(snap.jobs),
+    }
+
+
 def browser_side(url: str) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -187,6 +245,7 @@ def main() -> int:
             "fill_seconds": round(filled, 1),
             "server": server_side(http, "wait17"),
             "browser": browser_side(url),
+            "in_process": in_process(),
             "load_average_at_end": os.getloadavg(),
         }
     finally:

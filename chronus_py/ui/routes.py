@@ -121,13 +121,14 @@ def ui_app(
             raise ApiError(422, f"unknown span (have: {', '.join(views.SPANS)})", "span")
 
         def gather():
-            return reader.snapshot(caller), figures(service), _series(history)
+            return reader.read(caller), figures(service), _series(history)
 
-        snap, values, series = await read(gather)
-        snap.now = views.quantize(snap.now, span)
-        waiting = sum(1 for j in snap.jobs if j.state == "pending" and not j.leases)
+        reading, values, series = await read(gather)
 
-        def build() -> Response:  # drawing and rendering: off the event loop
+        def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
+            snap = reader.view(reading, caller)
+            snap.now = views.quantize(snap.now, span)
+            waiting = sum(1 for j in snap.jobs if j.state == "pending" and not j.leases)
             context = {
                 **common(request, caller, token),
                 "snap": snap,
@@ -157,9 +158,11 @@ def ui_app(
             raise ApiError(422, "unknown kind", "kind")
         ended = 200 if state in ("", "finished", "cancelled", "failed") else 0
 
-        def gather():
-            snap = reader.snapshot(caller, ended=ended)
-            result = views.table(
+        reading = await read(lambda: reader.read(caller, ended=ended))
+
+        def choose():
+            snap = reader.view(reading, caller)
+            return snap, views.table(
                 snap.jobs,
                 sort=sort,
                 descending=q.get("desc") == "1",
@@ -167,9 +170,9 @@ def ui_app(
                 kind=kind,
                 text=q.get("q", "")[:100],
             )
-            return snap, replace(result, rows=reader.describe(result.rows))
 
-        snap, result = await read(gather)
+        snap, result = await asyncio.to_thread(choose)
+        result = replace(result, rows=await read(reader.describe, result.rows))
         filters = {
             "sort": sort,
             "desc": q.get("desc", ""),
@@ -227,16 +230,17 @@ def ui_app(
         return RedirectResponse(f"/ui/jobs/{quote(job_id)}", status_code=303)
 
     async def cluster(request: Request, caller: Caller, token: str | None) -> Response:
-        snap = await read(reader.snapshot, caller)
-        counts = views.gpu_counts(snap)
-        parts = [
-            ("busy", counts["busy"], "#334155"),
-            ("reserved for guaranteed jobs this lease", counts["reserved"], "#93c5fd"),
-            ("free", counts["free"], "#e2e8f0"),
-            ("unhealthy", counts["unhealthy"], charts.STATES["unhealthy"]),
-        ]
+        reading = await read(reader.read, caller)
 
-        def build() -> Response:  # drawing and rendering: off the event loop
+        def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
+            snap = reader.view(reading, caller)
+            counts = views.gpu_counts(snap)
+            parts = [
+                ("busy", counts["busy"], "#334155"),
+                ("reserved for guaranteed jobs this lease", counts["reserved"], "#93c5fd"),
+                ("free", counts["free"], "#e2e8f0"),
+                ("unhealthy", counts["unhealthy"], charts.STATES["unhealthy"]),
+            ]
             context = {
                 **common(request, caller, token),
                 "snap": snap,

@@ -96,14 +96,35 @@ class Snapshot:
     """node -> the tenant whose cell it is in (HiveD pinned cells), for grouping rows."""
 
 
+@dataclass
+class Reading:
+    """What one read under the service's lock copies, as plain values, so that building the
+    rows and drawing run without the lock. ``states`` is None when the last full read is still
+    fresh (``FRESH``): only the caller's ended jobs were read."""
+
+    now: float
+    states: list[tuple] | None = None
+    lease_plan: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    lease: float | None = None
+    lease_end: float | None = None
+    running: list[tuple[str, str, int, dict]] = field(default_factory=list)
+    cluster: dict = field(default_factory=dict)
+    quotas: dict[str, int] = field(default_factory=dict)
+    cells: dict[str, str] = field(default_factory=dict)
+    ended: list[dict[str, Any]] = field(default_factory=list)
+
+
 class Reader:
-    """Reads snapshots of one service; keeps the parsed fixed fields of every job it has seen."""
+    """Reads the service for the pages: :meth:`read` under the lock (copies), :meth:`view`
+    without it (rows, per caller). Keeps the parsed fixed fields of every job it has seen, and
+    the last full view for ``FRESH`` seconds, so any number of open pages cost at most one copy
+    of 5,000 jobs a second under the lock."""
 
     def __init__(self, service):
         self.service = service
         self._fixed: dict[str, Fixed] = {}
         self._cached: Snapshot | None = None
-        self._cached_at = 0.0
+        self._cached_at = -math.inf
 
     def fixed(self, job_id: str) -> Fixed:
         got = self._fixed.get(job_id)
@@ -134,10 +155,43 @@ class Reader:
                     }
                 )
 
-    def snapshot(self, caller: Caller, *, ended: int = 0) -> Snapshot:
-        """The caller's view now: its active jobs (an admin: every job), plus its ``ended``
-        most recently ended ones; other tenants' GPUs show as "other", without names."""
-        full = self._full()
+    def read(self, caller: Caller, *, ended: int = 0) -> Reading:
+        """Under the lock: a copy of every active job (unless the last is fresh), and the
+        caller's ``ended`` most recently ended jobs."""
+        service = self.service
+        now = service.backend.now()
+        rows = self._ended(caller, ended) if ended else []
+        if self._cached is not None and time.monotonic() - self._cached_at < FRESH:
+            return Reading(now=now, ended=rows)
+        scheduler = service.scheduler
+        report = scheduler.policy.lease_report()  # what /v1/plan's lease_plan is made of
+        active = list(scheduler.active.values())
+        self._preload([s.id for s in active])
+        tenants = service.tenants
+        quotas, cells = _hived(scheduler)
+        return Reading(
+            now=now,
+            states=[_copy(s, now) for s in active],
+            lease_plan={} if report is None else report.lease_plan,
+            lease=_lease_seconds(service),
+            lease_end=None if report is None else report.lease_end,
+            running=[
+                (i, tenants.get(i, ""), s.gpus, dict(s.placement))
+                for i, s in scheduler.running.items()
+            ],
+            cluster=service.cluster_view(),
+            quotas=quotas,
+            cells=cells,
+            ended=rows,
+        )
+
+    def view(self, reading: Reading, caller: Caller) -> Snapshot:
+        """Without the lock: the caller's view of a reading, its active jobs (an admin: every
+        job) and ended ones; other tenants' GPUs show as "other", without names."""
+        if reading.states is not None:
+            self._cached = self._full(reading)
+            self._cached_at = time.monotonic()
+        full = self._cached
         if caller.admin:
             jobs = list(full.jobs)
             nodes = full.nodes
@@ -154,42 +208,30 @@ class Reader:
             ]
             usage = {tenant: full.usage.get(tenant, 0)}
             quotas = {t: q for t, q in full.quotas.items() if t == tenant}
-        if ended:
-            jobs += [self._ended_row(r) for r in self._ended(caller, ended)]
+        jobs += [self._ended_row(r) for r in reading.ended]
         return replace(full, caller=caller, jobs=jobs, nodes=nodes, usage=usage, quotas=quotas)
 
     def forget(self) -> None:
-        """Drop the cached view (after a change made through the view itself)."""
-        self._cached = None
+        """The next read copies the service again (after a change made through the view)."""
+        self._cached_at = -math.inf
 
-    def _full(self) -> Snapshot:
-        """Every active job and node, for an admin; kept ``FRESH`` seconds, so any number of
-        open pages cost at most one read of 5,000 jobs a second under the lock."""
-        if self._cached is not None and time.monotonic() - self._cached_at < FRESH:
-            return self._cached
-        service = self.service
-        scheduler = service.scheduler
-        now = service.backend.now()
-        report = scheduler.policy.lease_report()  # what /v1/plan's lease_plan is made of
-        lease_plan = {} if report is None else report.lease_plan
-        lease = _lease_seconds(service)
-        active = list(scheduler.active.values())
-        self._preload([s.id for s in active])
-        jobs = [self._active_row(s, now, lease_plan.get(s.id, ()), lease) for s in active]
+    def _full(self, reading: Reading) -> Snapshot:
+        """Every active job and node, as an admin sees them."""
+        now, lease, plan = reading.now, reading.lease, reading.lease_plan
+        fixed = self._fixed
+        jobs = [_row(t, fixed[t[0]], plan.get(t[0], ()), lease, now) for t in reading.states]
         kinds = {j.id: j.kind for j in jobs}
-        tenants = service.tenants
-        view = service.cluster_view()
+        view = reading.cluster
         busy: dict[str, dict[int, str]] = {}
         owners: dict[str, dict[int, str]] = {}
         usage: dict[str, int] = {}
-        for job_id, state in scheduler.running.items():
-            tenant = tenants.get(job_id, "")
-            usage[tenant] = usage.get(tenant, 0) + state.gpus
+        for job_id, tenant, gpus, placement in reading.running:
+            usage[tenant] = usage.get(tenant, 0) + gpus
             kind = kinds.get(job_id, "other")
-            for node, gpus in state.placement.items():
+            for node, indices in placement.items():
                 cells = busy.setdefault(node, {})
                 owner = owners.setdefault(node, {})
-                for g in gpus:
+                for g in indices:
                     cells[g] = kind
                     owner[g] = tenant
         nodes = [
@@ -208,26 +250,23 @@ class Reader:
             for j in jobs
             if j.state == "pending" and any(t <= now < t + (lease or 0) for t in j.leases)
         )
-        quotas, cells = _hived(scheduler)
-        self._cached = Snapshot(
+        return Snapshot(
             now=now,
             backend=view["backend"],
             caller=Caller("admin", admin=True),
             lease=lease,
-            lease_end=None if report is None else report.lease_end,
+            lease_end=reading.lease_end,
             jobs=jobs,
             nodes=nodes,
             total_gpus=view["gpus"],
             reserved_now=reserved,
-            quotas=quotas,
+            quotas=reading.quotas,
             usage=usage,
-            cells=cells,
+            cells=reading.cells,
         )
-        self._cached_at = time.monotonic()
-        return self._cached
 
     def one(self, job_id: str, caller: Caller) -> JobRow | None:
-        """One job's row (None if the caller may not see it)."""
+        """Under the lock: one job's row (None if the caller may not see it)."""
         service = self.service
         state = service.scheduler.active.get(job_id)
         if state is not None:
@@ -235,59 +274,16 @@ class Reader:
                 return None
             report = service.scheduler.policy.lease_report()
             leases = () if report is None else report.lease_plan.get(job_id, ())
-            row = self._active_row(state, service.backend.now(), leases, _lease_seconds(service))
+            now = service.backend.now()
+            row = _row(_copy(state, now), self.fixed(job_id), leases, _lease_seconds(service), now)
             return self.describe([row])[0]
         row = service.db.job(job_id)
         if row is None or not caller.sees(row["tenant"]):
             return None
         return self._ended_row(row)
 
-    def _active_row(
-        self, state, now: float, leases: tuple[float, ...], lease: float | None
-    ) -> JobRow:
-        """An active job's row, from the scheduler's state of it (cheap: no estimate band,
-        which :meth:`describe` adds to the rows a page shows)."""
-        fixed = self.fixed(state.id)
-        running = rounds.is_running(state)
-        remaining = state.remaining(now)
-        start = finish = None
-        if running:
-            start = state.run_since if state.run_since is not None else now
-            finish = now + remaining
-        elif leases and lease:
-            start = leases[0]
-            finish = leases[-1] + min(max(remaining - lease * (len(leases) - 1), 0.0), lease)
-        guaranteed = state.guaranteed
-        deadline = guaranteed.at if guaranteed else fixed.first_deadline
-        slack = None
-        if deadline is not None:
-            slack = deadline - (finish if finish is not None else now + remaining)
-        known = state.known
-        return JobRow(
-            id=state.id,
-            tenant=fixed.tenant,
-            state="running" if running else "pending",
-            kind=_kind(fixed, guaranteed is not None),
-            gpus=state.gpus,
-            decision=fixed.decision,
-            reason=fixed.reason,
-            guaranteed_at=None if guaranteed is None else guaranteed.at,
-            first_deadline=fixed.first_deadline,
-            planned_start=start,
-            planned_finish=finish,
-            slack=slack,
-            estimate=state.estimate if known else None,
-            low=None,
-            high=None,
-            phase="estimated" if known else ("measuring" if running else "unknown"),
-            preemptions=state.preemptions,
-            placement=dict(state.placement) if running else {},
-            leases=leases,
-            progress=min(state.service_at(now) / state.estimate, 1.0) if state.estimate else None,
-        )
-
     def describe(self, rows: list[JobRow]) -> list[JobRow]:
-        """``rows`` with the estimate band and phase of ``/v1/jobs`` (active jobs only)."""
+        """Under the lock: ``rows`` with the estimate band and phase of ``/v1/jobs``."""
         scheduler, now = self.service.scheduler, self.service.backend.now()
         out = []
         for row in rows:
@@ -348,6 +344,79 @@ class Reader:
             preemptions=max(int(row["starts"] or 0) - 1, 0),
             placement={n: tuple(g) for n, g in (row["placement"] or {}).items()},
         )
+
+
+def _copy(state, now: float) -> tuple:
+    """What a row needs of a job's live state, copied under the lock."""
+    running = rounds.is_running(state)
+    guaranteed = state.guaranteed
+    return (
+        state.id,
+        running,
+        state.run_since,
+        state.remaining(now),
+        None if guaranteed is None else guaranteed.at,
+        state.estimate,
+        state.known,
+        state.preemptions,
+        state.gpus,
+        dict(state.placement) if running else {},
+        state.service_at(now),
+    )
+
+
+def _row(
+    copied: tuple, fixed: Fixed, leases: tuple[float, ...], lease: float | None, now: float
+) -> JobRow:
+    """An active job's row (without the estimate band: :meth:`Reader.describe` adds it to the
+    rows a page shows). A running job is planned to finish when its remaining work is done; a
+    pending one with leases reserved, in its last lease."""
+    (
+        job_id,
+        running,
+        since,
+        remaining,
+        guaranteed,
+        estimate,
+        known,
+        preempted,
+        gpus,
+        placement,
+        service,
+    ) = copied
+    start = finish = None
+    if running:
+        start = since if since is not None else now
+        finish = now + remaining
+    elif leases and lease:
+        start = leases[0]
+        finish = leases[-1] + min(max(remaining - lease * (len(leases) - 1), 0.0), lease)
+    deadline = guaranteed if guaranteed is not None else fixed.first_deadline
+    slack = None
+    if deadline is not None:
+        slack = deadline - (finish if finish is not None else now + remaining)
+    return JobRow(
+        id=job_id,
+        tenant=fixed.tenant,
+        state="running" if running else "pending",
+        kind=_kind(fixed, guaranteed is not None),
+        gpus=gpus,
+        decision=fixed.decision,
+        reason=fixed.reason,
+        guaranteed_at=guaranteed,
+        first_deadline=fixed.first_deadline,
+        planned_start=start,
+        planned_finish=finish,
+        slack=slack,
+        estimate=estimate if known else None,
+        low=None,
+        high=None,
+        phase="estimated" if known else ("measuring" if running else "unknown"),
+        preemptions=preempted,
+        placement=placement,
+        leases=leases,
+        progress=min(service / estimate, 1.0) if estimate else None,
+    )
 
 
 def _fixed(row: Mapping[str, Any]) -> Fixed:
