@@ -11,7 +11,10 @@ guaranteed ones get leases reserved ahead), and measures, over loopback:
 - a live update: the polled part's answer time and bytes, and a conditional poll (ETag) when
   nothing changed (a 304);
 - time to first render: Debian's Chromium (Playwright) loading each page, first contentful paint
-  and the load event from the Navigation Timing API (median of 3).
+  and the load event from the Navigation Timing API (median of 3);
+- what open pages cost the scheduler: dry-run admissions answered with no page open and with five
+  open timelines polling every 2 s, alternated;
+- in process: how long one read holds the service's lock, and the drawing done without it.
 Writes benchmarks/results/ui_view.json (or ``--out``).
 """
 
@@ -27,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -110,6 +114,56 @@ def server_side(http: httpx.Client, job: str) -> dict:
         "htmx_bytes_gzip": static.num_bytes_downloaded,
         "htmx_bytes": len(static.content),
     }
+
+
+def admission_beside_viewers(url: str, rounds: int = 2, each: int = 100) -> dict:
+    """Dry-run admissions answered with no page open, then with 5 open timelines polling
+    every 2 s (each poll a full render: no ETag sent), alternating ``rounds`` times."""
+    out: dict[str, list[float]] = {"no_viewer": [], "five_viewers": []}
+    rng = random.Random(7)
+    with httpx.Client(base_url=url, timeout=120) as http:
+        now = http.get("/v1/cluster").json()["now"]
+        for _ in range(rounds):
+            for phase in ("no_viewer", "five_viewers"):
+                stop = threading.Event()
+                viewers = []
+                if phase == "five_viewers":
+                    for _ in range(5):
+                        viewer = threading.Thread(target=_poll, args=(url, stop), daemon=True)
+                        viewer.start()
+                        viewers.append(viewer)
+                    time.sleep(2)
+                for _ in range(each):
+                    work = rng.uniform(1, 8) * 3600
+                    body = {"gpus": 4, "estimate_seconds": work}
+                    body["deadlines"] = [{"at": now + 3 * work}]
+                    seconds, _ = _post(http, "/v1/jobs?dry_run=true", body)
+                    out[phase].append(seconds)
+                    time.sleep(0.02)
+                stop.set()
+                for viewer in viewers:
+                    viewer.join()
+    return {
+        phase: {
+            "n": len(values),
+            "p50_ms": round(1000 * statistics.median(values), 1),
+            "p99_ms": round(1000 * sorted(values)[int(0.99 * len(values))], 1),
+        }
+        for phase, values in out.items()
+    }
+
+
+def _poll(url: str, stop: threading.Event) -> None:
+    with httpx.Client(base_url=url, timeout=120) as http:
+        while not stop.is_set():
+            http.get("/ui/?span=6h&part=live")
+            stop.wait(2.0)
+
+
+def _post(http: httpx.Client, path: str, body: dict) -> tuple[float, httpx.Response]:
+    began = time.perf_counter()
+    r = http.post(path, json=body)
+    return time.perf_counter() - began, r
 
 
 def in_process() -> dict:
@@ -245,6 +299,7 @@ def main() -> int:
             "fill_seconds": round(filled, 1),
             "server": server_side(http, "wait17"),
             "browser": browser_side(url),
+            "admission": admission_beside_viewers(url),
             "in_process": in_process(),
             "load_average_at_end": os.getloadavg(),
         }

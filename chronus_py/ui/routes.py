@@ -33,6 +33,7 @@ from chronus_py.ui.session import COOKIE, Session, check_csrf, csrf
 from chronus_py.ui.snapshot import Reader
 
 POLL = 2
+MEMO = 64
 MAX_FORM = 4096
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
@@ -88,10 +89,27 @@ def ui_app(
 
         return endpoint
 
+    drawn: dict[tuple, bytes] = {}
+
+    def memo(key: tuple, name: str, context: Callable[[], dict], request: Request) -> Response:
+        """A page drawn once per read of the service for everyone who asks the same of it
+        (open pages poll together: the drawing, not the read, is what they would repeat)."""
+        body = drawn.get(key)
+        if body is None:
+            if len(drawn) >= MEMO:
+                drawn.clear()
+            body = drawn[key] = TEMPLATES.get_template(name).render(**context()).encode()
+        return html(name, {}, request=request, body=body)
+
     def html(
-        name: str, context: dict, status: int = 200, request: Request | None = None
+        name: str,
+        context: dict,
+        status: int = 200,
+        request: Request | None = None,
+        body: bytes | None = None,
     ) -> Response:
-        body = TEMPLATES.get_template(name).render(**context).encode()
+        if body is None:
+            body = TEMPLATES.get_template(name).render(**context).encode()
         etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
         headers = {**HEADERS, "ETag": etag}
         if request is not None and status == 200:
@@ -128,20 +146,26 @@ def ui_app(
         def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
             snap = reader.view(reading, caller)
             snap.now = views.quantize(snap.now, span)
-            waiting = sum(1 for j in snap.jobs if j.state == "pending" and not j.leases)
-            context = {
-                **common(request, caller, token),
-                "snap": snap,
-                "span": span,
-                "spans": list(views.SPANS),
-                "timeline": views.draw_timeline(snap, span),
-                "legend": timeline.legend(),
-                "figures": [(f, values[f.key], charts.sparkline(series[f.key])) for f in FIGURES],
-                "waiting": waiting,
-                "live_url": f"/ui/?span={span}&part=live",
-            }
             name = "overview_live.html" if part_of(request) else "overview.html"
-            return html(name, context, request=request)
+            key = (snap.generation, name, caller.tenant, caller.admin, csrf(token), span)
+            key += (tuple(values.items()), len(history.samples))
+
+            def context() -> dict:
+                return {
+                    **common(request, caller, token),
+                    "snap": snap,
+                    "span": span,
+                    "spans": list(views.SPANS),
+                    "timeline": views.draw_timeline(snap, span),
+                    "legend": timeline.legend(),
+                    "figures": [
+                        (f, values[f.key], charts.sparkline(series[f.key])) for f in FIGURES
+                    ],
+                    "waiting": sum(1 for j in snap.jobs if j.state == "pending" and not j.leases),
+                    "live_url": f"/ui/?span={span}&part=live",
+                }
+
+            return memo(key, name, context, request)
 
         return await asyncio.to_thread(build)
 
@@ -234,34 +258,39 @@ def ui_app(
 
         def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
             snap = reader.view(reading, caller)
-            counts = views.gpu_counts(snap)
-            parts = [
-                ("busy", counts["busy"], "#334155"),
-                ("reserved for guaranteed jobs this lease", counts["reserved"], "#93c5fd"),
-                ("free", counts["free"], "#e2e8f0"),
-                ("unhealthy", counts["unhealthy"], charts.STATES["unhealthy"]),
-            ]
-            context = {
-                **common(request, caller, token),
-                "snap": snap,
-                "counts": counts,
-                "share": charts.share_bar(parts, snap.total_gpus, width=480),
-                "heatmap": charts.heatmap(snap.nodes, titles=len(snap.nodes) <= 256),
-                "tenants": [
-                    {
-                        **t,
-                        "bar": charts.share_bar(
-                            [("running", t["used"], "#2563eb")], t["quota"] or snap.total_gpus
-                        ),
-                    }
-                    for t in views.tenant_shares(snap)
-                ],
-                "unhealthy": [n for n in snap.nodes if not n.healthy],
-                "legend": [(s, c) for s, c in charts.STATES.items()],
-                "live_url": "/ui/cluster?part=live",
-            }
             name = "cluster_live.html" if part_of(request) else "cluster.html"
-            return html(name, context, request=request)
+
+            def context() -> dict:
+                counts = views.gpu_counts(snap)
+                parts = [
+                    ("busy", counts["busy"], "#334155"),
+                    ("reserved for guaranteed jobs this lease", counts["reserved"], "#93c5fd"),
+                    ("free", counts["free"], "#e2e8f0"),
+                    ("unhealthy", counts["unhealthy"], charts.STATES["unhealthy"]),
+                ]
+                return {
+                    **common(request, caller, token),
+                    "snap": snap,
+                    "counts": counts,
+                    "share": charts.share_bar(parts, snap.total_gpus, width=480),
+                    "heatmap": charts.heatmap(snap.nodes, titles=len(snap.nodes) <= 256),
+                    "tenants": [
+                        {
+                            **t,
+                            "bar": charts.share_bar(
+                                [("running", t["used"], "#2563eb")],
+                                t["quota"] or snap.total_gpus,
+                            ),
+                        }
+                        for t in views.tenant_shares(snap)
+                    ],
+                    "unhealthy": [n for n in snap.nodes if not n.healthy],
+                    "legend": [(s, c) for s, c in charts.STATES.items()],
+                    "live_url": "/ui/cluster?part=live",
+                }
+
+            key = (snap.generation, name, caller.tenant, caller.admin, csrf(token))
+            return memo(key, name, context, request)
 
         return await asyncio.to_thread(build)
 

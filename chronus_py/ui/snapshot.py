@@ -94,6 +94,8 @@ class Snapshot:
     usage: dict[str, int]
     cells: dict[str, str] = field(default_factory=dict)
     """node -> the tenant whose cell it is in (HiveD pinned cells), for grouping rows."""
+    generation: int = 0
+    """Which full read this is: a page drawn from one is the same until the next."""
 
 
 @dataclass
@@ -125,6 +127,7 @@ class Reader:
         self._fixed: dict[str, Fixed] = {}
         self._cached: Snapshot | None = None
         self._cached_at = -math.inf
+        self.generation = 0
 
     def fixed(self, job_id: str) -> Fixed:
         got = self._fixed.get(job_id)
@@ -189,7 +192,8 @@ class Reader:
         """Without the lock: the caller's view of a reading, its active jobs (an admin: every
         job) and ended ones; other tenants' GPUs show as "other", without names."""
         if reading.states is not None:
-            self._cached = self._full(reading)
+            self.generation += 1
+            self._cached = replace(self._full(reading), generation=self.generation)
             self._cached_at = time.monotonic()
         full = self._cached
         if caller.admin:
