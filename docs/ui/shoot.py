@@ -149,7 +149,17 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ui-shots-"))
     (work / "tokens.yaml").write_text(TOKENS)
-    proc, url = start(work, "--tokens", str(work / "tokens.yaml"), "--nodes", "12", "--speed", "30", "--headroom", "0.5")
+    proc, url = start(
+        work,
+        "--tokens",
+        str(work / "tokens.yaml"),
+        "--nodes",
+        "12",
+        "--speed",
+        "30",
+        "--headroom",
+        "0.5",
+    )
     try:
         with httpx.Client(base_url=url, timeout=60) as http:
             small_scenario(http)
