@@ -217,7 +217,16 @@ def write_comparison(out: Path, grid, *, hours: float = HOURS) -> Path:
 
     configs = [c for c in grid.runs() if not c.elastic]
     if not configs:
-        raise InputError(out, "no replay run in the grid to draw (elastic runs only)")
+        return write(
+            out,
+            runs=[],
+            gpus=0,
+            title="comparison",
+            metrics=[],
+            hours=hours,
+            note="No timeline: the grid has elastic runs only (their schedule is not a replay's); "
+            "results.csv and report.md have every run.",
+        )
     config = configs[0]
     result, trace = run_setup(config.setup())
     folder = out / "timeline"
