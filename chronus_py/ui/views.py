@@ -111,7 +111,7 @@ def plan_lanes(
                 mine = {g for _, gs in by_node.get(node.name, []) for g in gs}
                 others = sum(1 for g in node.busy if g not in mine)
                 if others:
-                    spans.append((start, snap.now, others, "other"))
+                    spans.append((_held_now(snap, start), snap.now, others, "other"))
             stacks.append(timeline.Stack(key, tuple(spans)))
     reserved = sorted(
         (j for j in snap.jobs if j.state == "pending" and j.leases and snap.lease),
@@ -190,7 +190,15 @@ def _node_bars(
     others = sorted(g for g in node.busy if g not in mine)
     for lo, count in _runs(others):
         out.append(
-            timeline.Bar(node.name, start, snap.now, "other", "another tenant's job", lo, count)
+            timeline.Bar(
+                node.name,
+                _held_now(snap, start),
+                snap.now,
+                "other",
+                "held now by another tenant's job (its times are not yours to see)",
+                lo,
+                count,
+            )
         )
     return out
 
@@ -218,6 +226,12 @@ def _lease_bars(job: JobRow, lane: str, lease: float) -> list[timeline.Bar]:
         )
         for i, (s, e) in enumerate(spans)
     ]
+
+
+def _held_now(snap: Snapshot, start: float) -> float:
+    """Where a mark of GPUs another tenant holds now begins: a short block ending at now (the
+    view knows they are busy, not since when nor until when)."""
+    return snap.now - (snap.now - start) / 40
 
 
 def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:
