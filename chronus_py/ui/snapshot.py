@@ -496,7 +496,3 @@ def _pinned_specs(config, pinned: tuple[str, ...]):
             yield spec
         else:
             stack.extend(spec.children)
-
-
-def finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None

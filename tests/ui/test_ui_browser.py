@@ -154,6 +154,10 @@ def test_bearer_header_is_served_as_is_and_nothing_else_is(server):
         http.get("/ui/jobs", headers={"Authorization": "Bearer wrong-token-0123456789"}).status_code
         == 401
     )
+    # Read-only: the one change is POST .../cancel; nothing else takes a write.
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        assert http.request(method, "/ui/jobs/a0", headers=bearer("admin")).status_code == 405
+    assert http.post("/ui/", headers=bearer("admin")).status_code == 405
     login = http.get("/ui/jobs", follow_redirects=False)
     assert login.status_code == 303 and login.headers["location"] == "/ui/login"
     assert (
