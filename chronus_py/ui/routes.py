@@ -157,7 +157,10 @@ def ui_app(
                     "span": span,
                     "spans": list(views.SPANS),
                     "timeline": views.draw_timeline(snap, span),
-                    "legend": timeline.legend(),
+                    "legend": timeline.legend(
+                        ("guaranteed", "pool", "best_effort", "elastic")
+                        + (() if caller.admin else ("other",))
+                    ),
                     "figures": [
                         (f, values[f.key], charts.sparkline(series[f.key])) for f in FIGURES
                     ],

@@ -78,6 +78,8 @@ class Stack:
 
     lane: str
     spans: tuple[tuple[float, float, int, str], ...]
+    reserved: bool = False
+    """Leases booked ahead (drawn light, as reserved bars are)."""
 
 
 def draw(
@@ -268,6 +270,7 @@ def _stack(stack: Stack, lane: tuple[float, float, float], x, start: float, end:
         rows.append(cuts)
     base = top + tall - 1
     unit = (tall - 2) / capacity
+    light = ' fill-opacity="0.4"' if stack.reserved else ""
     out = []
     for k, kind in enumerate(kinds):
         if not any(r[k][1] > r[k][0] for r in rows):
@@ -281,7 +284,7 @@ def _stack(stack: Stack, lane: tuple[float, float, float], x, start: float, end:
             for i in range(len(rows) - 1, -1, -1)
         )
         out.append(
-            f'<path d="M{times[0]} {base}{upper}{lower}Z" fill="{COLOURS[kind]}">'
+            f'<path d="M{times[0]} {base}{upper}{lower}Z" fill="{COLOURS[kind]}"{light}>'
             f"<title>{escape(LABELS[kind])}</title></path>"
         )
     return "".join(out)

@@ -134,7 +134,7 @@ def plan_lanes(
             peak = _peak(spans)
             label = f"{len(reserved)} jobs, ≤{peak} GPUs"
             lanes.append(timeline.Lane("reserved", label, group, max(peak, 1), rows=3))
-            stacks.append(timeline.Stack("reserved", spans))
+            stacks.append(timeline.Stack("reserved", spans, reserved=True))
     return lanes, bars, stacks
 
 
