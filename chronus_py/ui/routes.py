@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
+from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.core import ApiError, Caller
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
@@ -86,6 +87,9 @@ def ui_app(
                 return html(
                     "error.html", {"status": exc.status, "message": exc.message}, exc.status
                 )
+            except BackendUnavailable as exc:
+                message = f"the backend is unavailable: {exc}"
+                return html("error.html", {"status": 503, "message": message}, 503)
 
         return endpoint
 
