@@ -17,7 +17,7 @@ import hashlib
 import json
 from dataclasses import replace
 from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlencode
 
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
@@ -212,6 +212,8 @@ def ui_app(
             "q": q.get("q", ""),
         }
 
+        address = "/ui/jobs?" + urlencode({k: v for k, v in filters.items() if v})
+
         def build() -> Response:  # drawing and rendering: off the event loop
             context = {
                 **common(request, caller, token),
@@ -219,12 +221,13 @@ def ui_app(
                 "table": result,
                 "filters": filters,
                 "kinds": timeline.LABELS,
-                "live_url": "/ui/jobs?"
-                + "&".join(f"{k}={quote(v)}" for k, v in filters.items() if v)
-                + "&part=live",
+                "live_url": address + "&part=live",
             }
             name = "jobs_live.html" if part_of(request) else "jobs.html"
-            return html(name, context, request=request)
+            response = html(name, context, request=request)
+            if request.headers.get("hx-request") and not part_of(request):
+                response.headers["HX-Push-Url"] = address  # the filter form's choice, kept
+            return response
 
         return await asyncio.to_thread(build)
 

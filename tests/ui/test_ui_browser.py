@@ -206,3 +206,26 @@ def test_rows_are_grouped_by_tenant_cell_under_a_hived_config(tmp_path):
     finally:
         server.stop()
         server.http.close()
+
+
+def test_jobs_table_filters_and_sorts(server, open_as):
+    for i, gpus in enumerate((1, 3, 2)):
+        submit(server, "team-b", {"id": f"sort{i}", "gpus": gpus, "estimate_seconds": 70000})
+    submit(server, "team-a", {"id": "other-order", "gpus": 1, "estimate_seconds": 70000})
+    page, _ = open_as("admin")
+    page.goto(page.url + "jobs")
+    page.fill("input[name=q]", "sort")
+    # (Playwright's expect polls from its own world: the page's CSP forbids evaluating strings.)
+    from playwright.sync_api import expect
+
+    expect(page.locator("tr[data-job]")).to_have_count(3)
+    expect(page.locator('tr[data-job="other-order"]')).to_have_count(0)
+    expect(page).to_have_url(re.compile("q=sort"))  # kept in the address: survives a reload
+    page.click('th a:text-is("GPUs")')
+    page.wait_for_url(re.compile("sort=gpus"))
+    jobs = page.locator("tr[data-job]").evaluate_all("rs => rs.map(r => r.dataset.job)")
+    assert jobs == ["sort0", "sort2", "sort1"]
+    page.click('th a:has-text("GPUs")')
+    page.wait_for_url(re.compile("desc=1"))
+    jobs = page.locator("tr[data-job]").evaluate_all("rs => rs.map(r => r.dataset.job)")
+    assert jobs == ["sort1", "sort2", "sort0"]
