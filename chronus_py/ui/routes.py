@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
+import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, quote, urlencode
@@ -31,7 +33,7 @@ from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.pages import HERE, TEMPLATES
 from chronus_py.ui.session import COOKIE, Session, check_csrf, csrf
-from chronus_py.ui.snapshot import Reader
+from chronus_py.ui.snapshot import FRESH, Reader
 
 POLL = 2
 MEMO = 64
@@ -69,6 +71,15 @@ def ui_app(
 ) -> Router:
     session = Session(tokens)
     reader = Reader(service)
+
+    shown: list = [-math.inf, {}]
+
+    def latest() -> dict:
+        """The headline figures, computed at most once per ``FRESH`` seconds (their queries
+        scan the audit log, which grows with every decision)."""
+        if time.monotonic() - shown[0] >= FRESH:
+            shown[:] = [time.monotonic(), figures(service)]
+        return shown[1]
 
     async def read(fn: Callable[..., Any], *args: Any) -> Any:
         async with lock:
@@ -143,7 +154,7 @@ def ui_app(
             raise ApiError(422, f"unknown span (have: {', '.join(views.SPANS)})", "span")
 
         def gather():
-            return reader.read(caller), figures(service), _series(history)
+            return reader.read(caller), latest(), _series(history)
 
         reading, values, series = await read(gather)
 

@@ -169,6 +169,8 @@ class Reader:
         scheduler = service.scheduler
         report = scheduler.policy.lease_report()  # what /v1/plan's lease_plan is made of
         active = list(scheduler.active.values())
+        if len(self._fixed) > 2 * len(active) + 1000:  # ended jobs: read from their own rows
+            self._fixed = {s.id: self._fixed[s.id] for s in active if s.id in self._fixed}
         self._preload([s.id for s in active])
         tenants = service.tenants
         quotas, cells = _hived(scheduler)
