@@ -109,7 +109,6 @@ class Reading:
     lease_plan: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     lease: float | None = None
     lease_end: float | None = None
-    running: list[tuple[str, str, int, dict]] = field(default_factory=list)
     cluster: dict = field(default_factory=dict)
     quotas: dict[str, int] = field(default_factory=dict)
     cells: dict[str, str] = field(default_factory=dict)
@@ -172,7 +171,6 @@ class Reader:
         if len(self._fixed) > 2 * len(active) + 1000:  # ended jobs: read from their own rows
             self._fixed = {s.id: self._fixed[s.id] for s in active if s.id in self._fixed}
         self._preload([s.id for s in active])
-        tenants = service.tenants
         quotas, cells = _hived(scheduler)
         return Reading(
             now=now,
@@ -180,10 +178,6 @@ class Reader:
             lease_plan={} if report is None else report.lease_plan,
             lease=_lease_seconds(service),
             lease_end=None if report is None else report.lease_end,
-            running=[
-                (i, tenants.get(i, ""), s.gpus, dict(s.placement))
-                for i, s in scheduler.running.items()
-            ],
             cluster=service.cluster_view(),
             quotas=quotas,
             cells=cells,
@@ -226,14 +220,16 @@ class Reader:
         now, lease, plan = reading.now, reading.lease, reading.lease_plan
         fixed = self._fixed
         jobs = [_row(t, fixed[t[0]], plan.get(t[0], ()), lease, now) for t in reading.states]
-        kinds = {j.id: j.kind for j in jobs}
         view = reading.cluster
         busy: dict[str, dict[int, str]] = {}
         owners: dict[str, dict[int, str]] = {}
         usage: dict[str, int] = {}
-        for job_id, tenant, gpus, placement in reading.running:
-            usage[tenant] = usage.get(tenant, 0) + gpus
-            kind = kinds.get(job_id, "other")
+        for job in jobs:
+            if job.state != "running":
+                continue
+            tenant, placement = job.tenant, job.placement
+            usage[tenant] = usage.get(tenant, 0) + job.gpus
+            kind = job.kind
             for node, indices in placement.items():
                 cells = busy.setdefault(node, {})
                 owner = owners.setdefault(node, {})
