@@ -158,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
         command=command,
     )
+    if not outcome.failed:
+        from chronus_py.ui.report import write_comparison
+
+        write_comparison(args.out, grid)  # report.html: a run's schedule drawn, and the plots
     print(
         f"{outcome.ran} run(s) made, {outcome.skipped} already in {outcome.out / 'results.csv'}, "
         f"{outcome.failed} failed; report: {outcome.report}"

@@ -186,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         write_jobs_csv(result.jobs, args.out / "jobs.csv")
         (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        from chronus_py.ui.report import write_replay
+
+        write_replay(args.out)  # report.html: the schedule drawn, next to the metrics
     if args.json:
         print(json.dumps(metrics))
     else:

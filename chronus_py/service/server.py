@@ -303,6 +303,10 @@ def serve(options: Options) -> int:
     app = build_app(
         service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock
     )
+    # The web view (/ui): its own package; it reads the service under the same lock.
+    from chronus_py.ui.routes import attach as attach_ui
+
+    attach_ui(app, service, tokens=tokens, metrics=metrics, lock=lock, wake=wake.set)
 
     server: list = []
 

@@ -1,0 +1,411 @@
+"""The web view's routes under ``/ui``, for ``chronus serve`` on any backend.
+
+Pages are server-rendered (Jinja2, inline SVG) and follow the scheduler by polling their live
+part (htmx, every ``POLL`` seconds) with ETags: an unchanged part costs a hash and a 304. Every
+read takes the service's lock for as long as it copies what it shows (a
+:class:`~chronus_py.ui.snapshot.Snapshot`); rendering happens after, outside the lock.
+
+Read-only, except ``POST /ui/jobs/{id}/cancel``, which calls the same ``Service.cancel`` as
+``DELETE /v1/jobs/{id}`` (so a tenant cancels only its own jobs) and, for a cookie caller,
+needs the page's CSRF token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import time
+from dataclasses import replace
+from typing import Any, Awaitable, Callable
+from urllib.parse import parse_qs, quote, urlencode
+
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route, Router
+from starlette.staticfiles import StaticFiles
+
+from chronus_py.service.backend import BackendUnavailable
+from chronus_py.service.core import ApiError, Caller
+from chronus_py.ui import charts, timeline, views
+from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
+from chronus_py.ui.pages import HERE, TEMPLATES
+from chronus_py.ui.session import COOKIE, Session, check_csrf, csrf
+from chronus_py.ui.snapshot import FRESH, Reader
+
+POLL = 2
+MEMO = 64
+MAX_FORM = 4096
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; "
+    "base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "private, no-cache",
+}
+
+
+def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[[], None]) -> None:
+    """Serve the view under ``/ui`` of ``app``; export the headline figures on ``/metrics``
+    and sample their history after each round."""
+    history = History(service)
+    before = service.on_round
+
+    def on_round(seconds: float) -> None:
+        before(seconds)
+        history.after_round()
+
+    service.on_round = on_round
+    if metrics is not None:
+        metrics.registry.register(FiguresCollector(service))
+    app.router.routes.append(
+        Mount("/ui", app=GZipMiddleware(ui_app(service, tokens, lock, wake, history)))
+    )
+
+
+def ui_app(
+    service, tokens, lock: asyncio.Lock, wake: Callable[[], None], history: History
+) -> Router:
+    session = Session(tokens)
+    reader = Reader(service)
+
+    shown: list = [-math.inf, {}]
+
+    def latest() -> dict:
+        """The headline figures, computed at most once per ``FRESH`` seconds (their queries
+        scan the audit log, which grows with every decision)."""
+        if time.monotonic() - shown[0] >= FRESH:
+            shown[:] = [time.monotonic(), figures(service)]
+        return shown[1]
+
+    async def read(fn: Callable[..., Any], *args: Any) -> Any:
+        async with lock:
+            return await asyncio.to_thread(fn, *args)
+
+    def page(fn: Callable[[Request, Caller, str | None], Awaitable[Response]]):
+        async def endpoint(request: Request) -> Response:
+            try:
+                caller, token = session.caller(request)
+                if caller is None:
+                    if request.query_params.get("part"):
+                        return Response(status_code=401, headers={"HX-Redirect": "/ui/login"})
+                    return RedirectResponse("/ui/login", status_code=303)
+                return await fn(request, caller, token)
+            except ApiError as exc:
+                return html(
+                    "error.html", {"status": exc.status, "message": exc.message}, exc.status
+                )
+            except BackendUnavailable as exc:
+                message = f"the backend is unavailable: {exc}"
+                return html("error.html", {"status": 503, "message": message}, 503)
+
+        return endpoint
+
+    drawn: dict[tuple, bytes] = {}
+
+    def memo(key: tuple, name: str, context: Callable[[], dict], request: Request) -> Response:
+        """A page drawn once per read of the service for everyone who asks the same of it
+        (open pages poll together: the drawing, not the read, is what they would repeat)."""
+        body = drawn.get(key)
+        if body is None:
+            if len(drawn) >= MEMO:
+                drawn.clear()
+            body = drawn[key] = TEMPLATES.get_template(name).render(**context()).encode()
+        return html(name, {}, request=request, body=body)
+
+    def html(
+        name: str,
+        context: dict,
+        status: int = 200,
+        request: Request | None = None,
+        body: bytes | None = None,
+    ) -> Response:
+        if body is None:
+            body = TEMPLATES.get_template(name).render(**context).encode()
+        etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+        headers = {**HEADERS, "ETag": etag}
+        if request is not None and status == 200:
+            if request.headers.get("if-none-match") == etag:
+                return Response(status_code=304, headers=headers)
+        return HTMLResponse(body, status_code=status, headers=headers)
+
+    def common(request: Request, caller: Caller, token: str | None) -> dict:
+        return {
+            "caller": caller,
+            "csrf": csrf(token),
+            "auth": tokens is not None,
+            "path": request.url.path,
+            "poll": POLL,
+            "query": str(request.url.query),
+        }
+
+    def part_of(request: Request) -> str | None:
+        part = request.query_params.get("part")
+        if part not in (None, "live"):
+            raise ApiError(422, "unknown part (have: live)", "part")
+        return part
+
+    async def overview(request: Request, caller: Caller, token: str | None) -> Response:
+        span = request.query_params.get("span", views.DEFAULT_SPAN)
+        if span not in views.SPANS:
+            raise ApiError(422, f"unknown span (have: {', '.join(views.SPANS)})", "span")
+
+        def gather():
+            return reader.read(caller), latest(), _series(history)
+
+        reading, values, series = await read(gather)
+
+        def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
+            snap = reader.view(reading, caller)
+            snap.now = views.quantize(snap.now, span)
+            name = "overview_live.html" if part_of(request) else "overview.html"
+            key = (snap.generation, name, caller.tenant, caller.admin, csrf(token), span)
+            key += (tuple(values.items()), len(history.samples))
+
+            def context() -> dict:
+                return {
+                    **common(request, caller, token),
+                    "snap": snap,
+                    "span": span,
+                    "spans": list(views.SPANS),
+                    "timeline": views.draw_timeline(snap, span),
+                    "legend": timeline.legend(
+                        ("guaranteed", "pool", "best_effort", "elastic")
+                        + (() if caller.admin else ("other",))
+                    ),
+                    "figures": [
+                        (f, values[f.key], charts.sparkline(series[f.key])) for f in FIGURES
+                    ],
+                    "waiting": sum(1 for j in snap.jobs if j.state == "pending" and not j.leases),
+                    "live_url": f"/ui/?span={span}&part=live",
+                }
+
+            return memo(key, name, context, request)
+
+        return await asyncio.to_thread(build)
+
+    async def jobs(request: Request, caller: Caller, token: str | None) -> Response:
+        q = request.query_params
+        sort = q.get("sort", "slack")
+        if sort not in views.SORTS:
+            raise ApiError(422, f"unknown sort (have: {', '.join(views.SORTS)})", "sort")
+        state = q.get("state", "")
+        if state not in ("", "pending", "running", "finished", "cancelled", "failed"):
+            raise ApiError(422, "unknown state", "state")
+        kind = q.get("kind", "")
+        if kind not in ("", *timeline.LABELS):
+            raise ApiError(422, "unknown kind", "kind")
+        ended = 200 if state in ("", "finished", "cancelled", "failed") else 0
+
+        reading = await read(lambda: reader.read(caller, ended=ended))
+
+        def choose():
+            snap = reader.view(reading, caller)
+            return snap, views.table(
+                snap.jobs,
+                sort=sort,
+                descending=q.get("desc") == "1",
+                state=state,
+                kind=kind,
+                text=q.get("q", "")[:100],
+            )
+
+        snap, result = await asyncio.to_thread(choose)
+        result = replace(result, rows=await read(reader.describe, result.rows))
+        filters = {
+            "sort": sort,
+            "desc": q.get("desc", ""),
+            "state": state,
+            "kind": kind,
+            "q": q.get("q", ""),
+        }
+
+        address = "/ui/jobs?" + urlencode({k: v for k, v in filters.items() if v})
+
+        def build() -> Response:  # drawing and rendering: off the event loop
+            context = {
+                **common(request, caller, token),
+                "snap": snap,
+                "table": result,
+                "filters": filters,
+                "kinds": timeline.LABELS,
+                "live_url": address + "&part=live",
+            }
+            name = "jobs_live.html" if part_of(request) else "jobs.html"
+            response = html(name, context, request=request)
+            if request.headers.get("hx-request") and not part_of(request):
+                response.headers["HX-Push-Url"] = address  # the filter form's choice, kept
+            return response
+
+        return await asyncio.to_thread(build)
+
+    async def job(request: Request, caller: Caller, token: str | None) -> Response:
+        job_id = request.path_params["job_id"]
+
+        def gather():
+            view = service.get_job(job_id, caller)  # 404 for another tenant's job
+            return view, reader.one(job_id, caller), _history(service, job_id)
+
+        view, row, events = await read(gather)
+
+        def build() -> Response:  # drawing and rendering: off the event loop
+            context = {
+                **common(request, caller, token),
+                "job": view,
+                "row": row,
+                "events": events,
+                "now": service.backend.now(),
+                "live_url": f"/ui/jobs/{quote(job_id)}?part=live",
+            }
+            name = "job_live.html" if part_of(request) else "job.html"
+            return html(name, context, request=request)
+
+        return await asyncio.to_thread(build)
+
+    async def cancel(request: Request, caller: Caller, token: str | None) -> Response:
+        job_id = request.path_params["job_id"]
+        form = await _form(request)
+        check_csrf(request, token, form.get("csrf", ""))
+        await read(service.cancel, job_id, caller)
+        reader.forget()
+        wake()
+        return RedirectResponse(f"/ui/jobs/{quote(job_id)}", status_code=303)
+
+    async def cluster(request: Request, caller: Caller, token: str | None) -> Response:
+        reading = await read(reader.read, caller)
+
+        def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
+            snap = reader.view(reading, caller)
+            name = "cluster_live.html" if part_of(request) else "cluster.html"
+
+            def context() -> dict:
+                counts = views.gpu_counts(snap)
+                parts = [
+                    ("busy", counts["busy"], "#334155"),
+                    ("reserved for guaranteed jobs this lease", counts["reserved"], "#93c5fd"),
+                    ("free", counts["free"], "#e2e8f0"),
+                    ("unhealthy", counts["unhealthy"], charts.STATES["unhealthy"]),
+                ]
+                return {
+                    **common(request, caller, token),
+                    "snap": snap,
+                    "counts": counts,
+                    "share": charts.share_bar(parts, snap.total_gpus, width=480),
+                    "heatmap": charts.heatmap(snap.nodes, titles=len(snap.nodes) <= 256),
+                    "tenants": [
+                        {
+                            **t,
+                            "bar": charts.share_bar(
+                                [("running", t["used"], "#2563eb")],
+                                t["quota"] or snap.total_gpus,
+                            ),
+                        }
+                        for t in views.tenant_shares(snap)
+                    ],
+                    "unhealthy": [n for n in snap.nodes if not n.healthy],
+                    "legend": [(s, c) for s, c in charts.STATES.items()],
+                    "live_url": "/ui/cluster?part=live",
+                }
+
+            key = (snap.generation, name, caller.tenant, caller.admin, csrf(token))
+            return memo(key, name, context, request)
+
+        return await asyncio.to_thread(build)
+
+    async def login_form(request: Request) -> Response:
+        if tokens is None:
+            return RedirectResponse("/ui/", status_code=303)
+        return html(
+            "login.html", {"error": None, "auth": True, "caller": None, "path": "/ui/login"}
+        )
+
+    async def login(request: Request) -> Response:
+        try:
+            form = await _form(request)
+        except ApiError as exc:
+            return html(
+                "login.html", {"error": exc.message, "auth": True, "caller": None}, exc.status
+            )
+        token = form.get("token", "").strip()
+        if session.login(token) is None:
+            return html(
+                "login.html",
+                {"error": "unknown token", "auth": True, "caller": None, "path": "/ui/login"},
+                401,
+            )
+        response = RedirectResponse("/ui/", status_code=303)
+        response.set_cookie(
+            COOKIE, token, path="/ui", secure=True, httponly=True, samesite="strict"
+        )
+        return response
+
+    async def logout(request: Request) -> Response:
+        response = RedirectResponse("/ui/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/ui", secure=True, httponly=True, samesite="strict")
+        return response
+
+    return Router(
+        routes=[
+            Route("/", page(overview), methods=["GET"]),
+            Route("/jobs", page(jobs), methods=["GET"]),
+            Route("/jobs/{job_id}", page(job), methods=["GET"]),
+            Route("/jobs/{job_id}/cancel", page(cancel), methods=["POST"]),
+            Route("/cluster", page(cluster), methods=["GET"]),
+            Route("/login", login_form, methods=["GET"]),
+            Route("/login", login, methods=["POST"]),
+            Route("/logout", logout, methods=["POST"]),
+            Mount("/static", app=StaticFiles(directory=HERE / "static")),
+        ]
+    )
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """A small urlencoded form (the login and cancel forms), without a multipart parser."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip()
+    if kind != "application/x-www-form-urlencoded":
+        raise ApiError(415, "expected a form (application/x-www-form-urlencoded)", "Content-Type")
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_FORM:
+            raise ApiError(413, f"form larger than {MAX_FORM} bytes", "body")
+    try:
+        parsed = parse_qs(raw.decode(), max_num_fields=8)
+    except (UnicodeDecodeError, ValueError):
+        raise ApiError(400, "not a form", "body") from None
+    return {k: v[0] for k, v in parsed.items()}
+
+
+def _series(history: History) -> dict[str, list[tuple[float, float]]]:
+    return {f.key: history.series(f.key) for f in FIGURES}
+
+
+def _history(service, job_id: str) -> list[dict]:
+    """Every decision about one job, in time order: admission, promises, starts, preemptions,
+    estimates, the end (the audit log)."""
+    events = [
+        {"at": d["at"], "what": d["action"], "detail": d["reason"], "placement": d["placement"]}
+        for d in service.db.decisions(job_id)
+    ]
+    for p in service.db.promises(job_id):
+        detail = "" if p["deadline"] is None else f"deadline {p['deadline']:.0f}"
+        events.append({"at": p["at"], "what": p["event"], "detail": detail, "placement": None})
+    cur = service.db.conn.execute(
+        "SELECT at, old, new FROM estimate WHERE job=? ORDER BY seq", (job_id,)
+    )
+    for at, old, new in cur.fetchall():
+        events.append(
+            {
+                "at": at,
+                "what": "estimate",
+                "detail": f"{old:.0f} s → {new:.0f} s",
+                "placement": None,
+            }
+        )
+    events.sort(key=lambda e: e["at"])
+    return [
+        {**e, "placement": json.dumps(e["placement"]) if e["placement"] else ""} for e in events
+    ]
