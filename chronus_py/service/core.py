@@ -268,37 +268,52 @@ class Service:
             )
         except FieldError as exc:
             raise ApiError(422, exc.why, exc.field) from None
+        if not caller.admin:
+            spec = spec.renamed(self.scoped(spec.job.id, caller))
         job = spec.job
+        shown = self.shown(job.id, caller)
         if job.id in self.scheduler.jobs or job.id in self.known:
-            raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
+            raise ApiError(409, f"you have a job with id {shown!r} already", "id")
+        # One rule for refusals: a job that can never run here is a 422 naming the field, for
+        # a dry run too (it predicts the real answer); a 200 or 201 always carries an admission.
         if spec.needs_size:
             sized = rounds.size_elastic(self.scheduler, spec, now)
             if isinstance(sized, str):
-                admission = rounds.Admission(rounds.REJECTED, reason=sized)
-                self._count(admission.decision)
-                return 200, {"id": job.id, "submitted": False, "admission": admission.to_dict()}
+                self._count(rounds.REJECTED)
+                raise ApiError(422, sized, "elastic.min_gpus")
             spec, job = sized, sized.job
-        refused = self.backend.refuse(job, spec.fields)
+        refused = self.backend.refuse(job, spec.fields) or rounds.reject_reason(
+            self.scheduler, job, spec.estimate, now
+        )
         if refused is not None:
+            self._count(rounds.REJECTED)
             field, why = refused
             raise ApiError(422, why, field)
-        why = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
-        if why is not None:
-            admission = rounds.Admission(rounds.REJECTED, reason=why)
-            self._count(admission.decision)
-            return 200, {"id": job.id, "submitted": False, "admission": admission.to_dict()}
         if dry_run:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
             return 200, {
-                "id": job.id,
+                "id": shown,
                 "submitted": False,
                 "dry_run": True,
                 "admission": admission.to_dict(),
             }
         admission = self.accept(spec, now)
         self.on_admission(time.perf_counter() - started)
-        return 201, {"id": job.id, "submitted": True, "now": now, "admission": admission.to_dict()}
+        return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
+
+    @staticmethod
+    def scoped(job_id: str, caller: Caller) -> str:
+        """The id a tenant's job has in the service: ``TENANT:ID``. Ids are scoped per tenant,
+        so choosing an id that another tenant uses neither fails nor tells that it exists; an
+        admin names every job by its full id."""
+        return job_id if caller.admin else f"{caller.tenant}:{job_id}"
+
+    @staticmethod
+    def shown(job_id: str, caller: Caller) -> str:
+        """A job's id as ``caller`` names it (``scoped`` undone)."""
+        prefix = f"{caller.tenant}:"
+        return job_id[len(prefix) :] if not caller.admin and job_id.startswith(prefix) else job_id
 
     def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
         """Admit a checked job: commit it and its promise, then tell the backend."""
@@ -349,8 +364,9 @@ class Service:
 
     def cancel(self, job_id: str, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
+        job_id = row["id"]
         if row["state"] in TERMINAL:
-            return self.job_view(row)
+            return self.job_view(row, caller)
         now = self.backend.now()
         try:
             self.backend.cancel(job_id)
@@ -365,10 +381,11 @@ class Service:
             self.db.set_state(job_id, "cancelled", finished=now)
             self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
         decision_log("cancel", job=job_id, by=caller.tenant, now=now)
-        return self.job_view(self.db.job(job_id))
+        return self.job_view(self.db.job(job_id), caller)
 
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
+        job_id = row["id"]
         if not isinstance(body, dict) or set(body) != {"iterations_done"}:
             raise ApiError(422, 'expected {"iterations_done": N}', "iterations_done")
         done = body["iterations_done"]
@@ -393,16 +410,20 @@ class Service:
                     self._record_promise_changes(now, in_transaction=True)
             event = "estimate" if first else "reestimate"
             decision_log(event, job=job_id, old=old, new=new, now=now)
-        return {**self.job_view(self.db.job(job_id)), "reestimated": new is not None}
+        return {**self.job_view(self.db.job(job_id), caller), "reestimated": new is not None}
 
     def _visible(self, job_id: str, caller: Caller) -> dict:
-        row = self.db.job(job_id)
-        if row is None or not caller.sees(row["tenant"]):
-            raise ApiError(404, f"no job {job_id!r}", "id")
-        return row
+        """The job ``caller`` names ``job_id``: its own scoped id first, then the id as given
+        (a job an admin submitted for the tenant, or one that came from the backend)."""
+        names = (job_id,) if caller.admin else (self.scoped(job_id, caller), job_id)
+        for name in names:
+            row = self.db.job(name)
+            if row is not None and caller.sees(row["tenant"]):
+                return row
+        raise ApiError(404, f"no job {job_id!r}", "id")
 
     def get_job(self, job_id: str, caller: Caller) -> dict:
-        return self.job_view(self._visible(job_id, caller))
+        return self.job_view(self._visible(job_id, caller), caller)
 
     def list_jobs(
         self,
@@ -417,12 +438,19 @@ class Service:
             if tenant is not None and tenant != caller.tenant:
                 return []
             tenant = caller.tenant
+        if after is not None:
+            try:
+                after = self._visible(after, caller)["id"]
+            except ApiError:
+                # Not "nothing after it": the answer would tell another tenant's ids apart.
+                raise ApiError(422, f"no job {after!r} of yours to list after", "after") from None
         return [
-            self.job_view(r)
+            self.job_view(r, caller)
             for r in self.db.jobs(tenant=tenant, state=state, limit=limit, after=after)
         ]
 
-    def job_view(self, row: Mapping[str, Any]) -> dict:
+    def job_view(self, row: Mapping[str, Any], caller: Caller | None = None) -> dict:
+        """A job as ``caller`` sees it (its id as the caller names it; None: in full)."""
         spec = row["spec"]
         estimate = (
             rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
@@ -430,7 +458,7 @@ class Service:
             else None
         )
         out = {
-            "id": row["id"],
+            "id": row["id"] if caller is None else self.shown(row["id"], caller),
             "tenant": row["tenant"],
             "state": row["state"],
             "gpus": spec["gpus"],
@@ -549,14 +577,11 @@ class Service:
                     self.backend.cancel(spec.job.id)
                     continue
                 spec = sized
-            refused = self.backend.refuse(spec.job, spec.fields)
-            why = (
-                rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
-                if refused is None
-                else f"{refused[0]}: {refused[1]}"
+            refused = self.backend.refuse(spec.job, spec.fields) or rounds.reject_reason(
+                self.scheduler, spec.job, spec.estimate, now
             )
-            if why is not None:
-                decision_log("refuse", job=spec.job.id, reason=why)
+            if refused is not None:
+                decision_log("refuse", job=spec.job.id, reason=f"{refused[0]}: {refused[1]}")
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)

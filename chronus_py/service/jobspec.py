@@ -77,6 +77,10 @@ class JobSpec:
         """An elastic job not sized yet: admission picks its size (``sized``)."""
         return self.elastic is not None and "gpus" not in self.fields
 
+    def renamed(self, job_id: str) -> JobSpec:
+        """This job under ``job_id`` (a tenant's job gets its tenant-scoped id)."""
+        return replace(self, job=replace(self.job, id=job_id), fields={**self.fields, "id": job_id})
+
     def sized(self, gpus: int) -> JobSpec:
         """This elastic job at ``gpus`` GPUs: its work and (sim) true work at that size, and the
         size in its fields, so a restarted service reads it back as decided."""
@@ -113,12 +117,15 @@ def parse_job(
         or not isinstance(job_id, (str, int))
         or not _ID.fullmatch(str(job_id))
     ):
-        raise FieldError("id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {job_id!r}")
+        raise FieldError(
+            "id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {_shown(job_id)}"
+        )
     elastic = None if body.get("elastic") is None else _elastic(body, throughputs)
     gpus = body.get("gpus", elastic.sizes[-1] if elastic is not None else None)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise FieldError(
-            "gpus", f"expected an integer >= 1, got {gpus!r}" if "gpus" in body else "required"
+            "gpus",
+            f"expected an integer >= 1, got {_shown(gpus)}" if "gpus" in body else "required",
         )
     if elastic is not None and gpus not in elastic.sizes:
         raise FieldError(
@@ -132,7 +139,7 @@ def parse_job(
     if iterations is not None and (
         isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
     ):
-        raise FieldError("iterations", f"expected an integer >= 1, got {iterations!r}")
+        raise FieldError("iterations", f"expected an integer >= 1, got {_shown(iterations)}")
     if estimate is None and iterations is None:
         raise FieldError(
             "estimate_seconds",
@@ -153,7 +160,7 @@ def parse_job(
         tenant = body["tenant"]
         if not isinstance(tenant, str) or not _ID.fullmatch(tenant):
             raise FieldError(
-                "tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {tenant!r}"
+                "tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {_shown(tenant)}"
             )
     deadlines = _deadlines(body.get("deadlines", []))
     kind = (
@@ -202,7 +209,7 @@ def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise FieldError(
                 f"elastic.{name}",
-                "required" if value is None else f"expected an integer >= 1, got {value!r}",
+                "required" if value is None else f"expected an integer >= 1, got {_shown(value)}",
             )
         values[name] = value
     if values["min_gpus"] > values["max_gpus"]:
@@ -212,9 +219,23 @@ def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
         raise FieldError("elastic.iterations", "required")
     if throughputs is None:
         raise FieldError("elastic", "this service has no throughput tables")
+    table = throughputs()
+    if table.curve(model, values["batch"]) is None:
+        # Named by what the client can change, never by where the tables live on the server.
+        models = sorted({m for m, _ in table.rates})
+        if model not in models:
+            raise FieldError(
+                "model", f"no throughput curve for {_shown(model)} (have: {', '.join(models)})"
+            )
+        batches = sorted(b for m, b in table.rates if m == model)
+        raise FieldError(
+            "elastic.batch",
+            f"no {model} curve at global batch {values['batch']} (have: "
+            f"{', '.join(map(str, batches))})",
+        )
     try:
         return elastic_spec(
-            throughputs(),
+            table,
             model,
             values["batch"],
             values["min_gpus"],
@@ -230,14 +251,28 @@ def _number(body: Mapping[str, Any], name: str) -> float | None:
     value = body.get(name)
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise FieldError(name, f"expected a number > 0, got {value!r}")
-    return float(value)
+    number = finite(value)
+    if number is None or number <= 0:
+        raise FieldError(name, f"expected a number > 0, got {_shown(value)}")
+    return number
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float if it is a finite JSON number, else None: an integer too large for
+    a float (10**400 is valid JSON) is refused like an infinite one, not an OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _shown(value: Any) -> str:
+    """A refused value as an error shows it: a huge number or string is cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
@@ -253,20 +288,20 @@ def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
         for name in item:
             if name not in ("at", "value"):
                 raise FieldError(f"{where}.{name}", "unknown field (expected at, value)")
-        at = item.get("at")
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        at = finite(item.get("at"))
+        if at is None:
             raise FieldError(
-                f"{where}.at", f"expected a number, got {at!r}" if "at" in item else "required"
+                f"{where}.at",
+                f"expected a finite number, got {_shown(item['at'])}"
+                if "at" in item
+                else "required",
             )
-        value = item.get("value", 1)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value < 0
-        ):
-            raise FieldError(f"{where}.value", f"expected a number >= 0, got {value!r}")
+        value = finite(item.get("value", 1))
+        if value is None or value < 0:
+            raise FieldError(
+                f"{where}.value", f"expected a number >= 0, got {_shown(item.get('value'))}"
+            )
         if out and at <= out[-1].at:
             raise FieldError(f"{where}.at", "deadlines must be in increasing order")
-        out.append(DeadlineOption(float(at), float(value)))
+        out.append(DeadlineOption(at, value))
     return tuple(out)

@@ -1,8 +1,17 @@
-"""The OpenAPI 3.1 description of the API, served at ``GET /openapi.json``."""
+"""The OpenAPI 3.1 description of the API, served at ``GET /openapi.json``: ``OPENAPI`` as any
+server has it, and ``for_server`` with what one server enforces beyond it (its cluster's size,
+its elastic models). Every enum and range here is one the server checks: schemathesis runs the
+whole API against it (tests/service/test_schemathesis.py).
+"""
 
 from __future__ import annotations
 
+import copy
+
 from chronus_py.service.jobspec import MAX_DEADLINES
+
+STATES = ("pending", "running", "finished", "cancelled", "failed")
+MAX_LIMIT = 10_000
 
 _ERROR = {
     "type": "object",
@@ -51,8 +60,18 @@ _JOB_IN = {
             "minimum": 1,
             "description": "total iterations: progress reports re-estimate the job from them",
         },
-        "model": {"type": "string"},
-        "tenant": {"type": "string", "description": "admin tokens only"},
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128,
+            "description": "informative; for an elastic job, one of the throughput tables' models",
+        },
+        "tenant": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+            "description": "admin tokens only",
+        },
+        "cgroup": {"type": "string", "minLength": 1, "maxLength": 512},
         "elastic": {
             "type": "object",
             "additionalProperties": False,
@@ -72,7 +91,7 @@ _ADMISSION = {
     "type": "object",
     "required": ["decision", "reason"],
     "properties": {
-        "decision": {"enum": ["guaranteed", "not_guaranteed", "rejected", "tentative"]},
+        "decision": {"enum": ["guaranteed", "not_guaranteed", "tentative"]},
         "reason": {"type": "string"},
         "deadline": _DEADLINE,
     },
@@ -94,6 +113,7 @@ _ESTIMATE = {
 }
 _JOB = {
     "type": "object",
+    "required": ["id", "tenant", "state", "gpus", "submit", "estimate_seconds", "admission"],
     "properties": {
         "id": {"type": "string"},
         "tenant": {"type": "string"},
@@ -102,7 +122,11 @@ _JOB = {
         "elastic": {"type": ["object", "null"]},
         "submit": {"type": "number"},
         "deadlines": {"type": "array", "items": _DEADLINE},
-        "estimate_seconds": {"type": "number"},
+        "estimate_seconds": {
+            "type": ["number", "null"],
+            "description": "the work it is planned with; null while a job without an estimate "
+            "is being measured",
+        },
         "admission": _ADMISSION,
         "guaranteed": {"oneOf": [_DEADLINE, {"type": "null"}]},
         "placement": {
@@ -125,16 +149,43 @@ def _json(schema: dict, description: str = "OK") -> dict:
 _ERRORS = {
     code: _json(_ERROR, why)
     for code, why in (
-        ("400", "body is not JSON"),
+        ("400", "body is not JSON, or not HTTP"),
         ("401", "missing or unknown token"),
         ("404", "no such job (or another tenant's)"),
-        ("409", "conflict"),
+        ("405", "method not allowed: the Allow header lists those the path has"),
+        ("408", "the request did not arrive in time"),
+        ("409", "conflict: an id you used already, or a job no longer active"),
         ("413", "body too large"),
-        ("422", "a field is wrong: `field` names it"),
-        ("503", "backend unavailable"),
+        ("415", "body is not application/json"),
+        ("422", "a field is wrong, or the job can never run here: `field` names it"),
+        ("503", "backend unavailable, too many connections, or an internal error"),
     )
 }
 _ID = [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+_SUBMITTED = {
+    "type": "object",
+    "required": ["id", "submitted", "now", "admission"],
+    "properties": {
+        "id": {"type": "string"},
+        "submitted": {"const": True},
+        "now": {"type": "number"},
+        "admission": _ADMISSION,
+    },
+}
+_DRY_RUN = {
+    "type": "object",
+    "required": ["id", "submitted", "dry_run", "admission"],
+    "properties": {
+        "id": {"type": "string", "description": "the id it would have; no job has it yet"},
+        "submitted": {"const": False},
+        "dry_run": {"const": True},
+        "admission": _ADMISSION,
+    },
+}
+_JOB_LINKS = {
+    "GetJob": {"operationId": "getJob", "parameters": {"job_id": "$response.body#/id"}},
+    "CancelJob": {"operationId": "cancelJob", "parameters": {"job_id": "$response.body#/id"}},
+}
 
 OPENAPI = {
     "openapi": "3.1.0",
@@ -150,37 +201,51 @@ OPENAPI = {
         "/v1/jobs": {
             "post": {
                 "summary": "Submit a job; the answer carries its admission",
-                "parameters": [{"name": "dry_run", "in": "query", "schema": {"type": "boolean"}}],
+                "parameters": [
+                    {
+                        "name": "dry_run",
+                        "in": "query",
+                        "description": "answer what admission would say, submitting nothing",
+                        "schema": {"type": "boolean"},
+                    }
+                ],
                 "requestBody": {
                     "required": True,
                     "content": {"application/json": {"schema": _JOB_IN}},
                 },
+                "operationId": "submitJob",
                 "responses": {
-                    "201": _json(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "id": {"type": "string"},
-                                "submitted": {"type": "boolean"},
-                                "admission": _ADMISSION,
-                            },
-                        },
-                        "accepted",
-                    ),
-                    "200": _json({"type": "object"}, "rejected, or a dry run"),
+                    "201": {**_json(_SUBMITTED, "submitted"), "links": _JOB_LINKS},
+                    "200": _json(_DRY_RUN, "a dry run: what admission would answer"),
                     **_ERRORS,
                 },
             },
             "get": {
                 "summary": "List jobs (a tenant sees its own)",
+                "operationId": "listJobs",
                 "parameters": [
-                    {"name": n, "in": "query", "schema": {"type": t}}
-                    for n, t in (
-                        ("tenant", "string"),
-                        ("state", "string"),
-                        ("limit", "integer"),
-                        ("after", "string"),
-                    )
+                    {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "state",
+                        "in": "query",
+                        "schema": {"enum": list(STATES)},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_LIMIT,
+                            "default": 1000,
+                        },
+                    },
+                    {
+                        "name": "after",
+                        "in": "query",
+                        "description": "the last id of the previous page (one of yours)",
+                        "schema": {"type": "string"},
+                    },
                 ],
                 "responses": {
                     "200": _json(
@@ -199,11 +264,13 @@ OPENAPI = {
         "/v1/jobs/{job_id}": {
             "get": {
                 "summary": "One job",
+                "operationId": "getJob",
                 "parameters": _ID,
                 "responses": {"200": _json(_JOB), **_ERRORS},
             },
             "delete": {
                 "summary": "Cancel a job",
+                "operationId": "cancelJob",
                 "parameters": _ID,
                 "responses": {"200": _json(_JOB), **_ERRORS},
             },
@@ -211,6 +278,7 @@ OPENAPI = {
         "/v1/jobs/{job_id}/progress": {
             "post": {
                 "summary": "Report iterations done; re-estimates the job",
+                "operationId": "reportProgress",
                 "parameters": _ID,
                 "requestBody": {
                     "required": True,
@@ -219,7 +287,10 @@ OPENAPI = {
                             "schema": {
                                 "type": "object",
                                 "required": ["iterations_done"],
-                                "properties": {"iterations_done": {"type": "integer"}},
+                                "additionalProperties": False,
+                                "properties": {
+                                    "iterations_done": {"type": "integer", "minimum": 0}
+                                },
                             }
                         }
                     },
@@ -283,3 +354,15 @@ OPENAPI = {
         },
     },
 }
+
+
+def for_server(gpus: int, models: list[str]) -> dict:
+    """``OPENAPI`` with what this server enforces on top: at most ``gpus`` GPUs per job, and an
+    elastic job's model one of ``models`` (the throughput tables it sizes them by)."""
+    out = copy.deepcopy(OPENAPI)
+    job = out["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    job["properties"]["gpus"]["maximum"] = gpus
+    elastic = job["properties"]["elastic"]["properties"]
+    elastic["min_gpus"]["maximum"] = gpus
+    job["anyOf"][2]["properties"] = {"model": {"enum": models}}
+    return out

@@ -52,7 +52,8 @@ class SchedulerSettings:
 
 @dataclass(frozen=True)
 class Admission:
-    """The answer to a submission: ``decision`` is guaranteed / not_guaranteed / rejected;
+    """The answer to a submission: ``decision`` is guaranteed / not_guaranteed / tentative
+    (``rejected`` is only counted: a job that can never run here is refused with a 422);
     ``deadline`` the option guaranteed; ``reason`` why not (or what the guarantee means)."""
 
     decision: str
@@ -89,12 +90,15 @@ def selector_stats(scheduler: Scheduler) -> SelectorStats | None:
     return policy.selector.stats if isinstance(policy, Chronus) and policy.selector else None
 
 
-def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
-    """Why a job can never be scheduled here, or None."""
+def reject_reason(
+    scheduler: Scheduler, job: Job, estimate: float, now: float
+) -> tuple[str, str] | None:
+    """Why a job can never be scheduled here, as (the field at fault, why), or None."""
     if job.gpus > scheduler.total_gpus:
-        return f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
+        return "gpus", f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
     if job.deadlines and job.deadlines[-1].at <= now:
-        return f"its last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+        last = f"deadlines[{len(job.deadlines) - 1}].at"
+        return last, f"the last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
     return None
 
 

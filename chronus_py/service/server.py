@@ -50,6 +50,8 @@ DEFAULTS: dict[str, Any] = {
     "layers_dir": None,
     "hosts": None,
     "throughputs": None,
+    "read_timeout": 10.0,
+    "max_connections": 1000,
 }
 
 
@@ -103,6 +105,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--round-interval", type=float, help="least wall seconds between rounds (default 0.05)"
     )
     p.add_argument(
+        "--read-timeout",
+        type=float,
+        help="seconds a request (headers and body) may take to arrive from its first byte, and a "
+        "new connection to send its first byte; slower clients get 408 (default 10)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        help="open connections at most; one more gets 503 and is closed (default 1000)",
+    )
+    p.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         help="default info: one line per decision",
@@ -127,6 +140,8 @@ class Options:
     cluster: Path | None
     round_interval: float
     log_level: str
+    read_timeout: float
+    max_connections: int
     layers_dir: Path | None
     hosts: Path | None
     throughputs: Path | None
@@ -160,6 +175,12 @@ def resolve(args: argparse.Namespace) -> Options:
         or value < 0
     ):
         raise InputError("--round-interval", f"must be a number >= 0, got {value!r}")
+    value = args.read_timeout
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
+        raise InputError("--read-timeout", f"must be a number of seconds > 0, got {value!r}")
+    value = args.max_connections
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError("--max-connections", f"must be an integer >= 1, got {value!r}")
     backend_module(args.backend)
     settings = SchedulerSettings(policy=args.policy, options=settings_given(args, args.policy))
     make_policy(settings.policy, settings.options, source=str(args.config or "policy settings"))
@@ -184,6 +205,8 @@ def resolve(args: argparse.Namespace) -> Options:
         cluster=None if args.cluster is None else Path(args.cluster),
         round_interval=float(args.round_interval),
         log_level=args.log_level,
+        read_timeout=float(args.read_timeout),
+        max_connections=args.max_connections,
         layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
         hosts=None if args.hosts is None else Path(args.hosts),
         throughputs=None if args.throughputs is None else Path(args.throughputs),
@@ -249,6 +272,7 @@ def serve(options: Options) -> int:
     import uvicorn
 
     from chronus_py.service.api import build_app
+    from chronus_py.service.connections import guarded_protocol
     from chronus_py.service.core import Service
     from chronus_py.service.db import Database
     from chronus_py.service.metrics import ServiceMetrics
@@ -339,7 +363,11 @@ def serve(options: Options) -> int:
         options.db,
     )
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", http="httptools"
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=guarded_protocol(options.read_timeout, options.max_connections),
     )
     server.append(uvicorn.Server(config))
     with contextlib.suppress(ImportError):

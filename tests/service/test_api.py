@@ -84,15 +84,19 @@ def test_dry_run_answers_without_submitting(server):
     )
 
 
-def test_rejected_and_not_guaranteed_say_why(server):
+def test_refused_and_not_guaranteed_say_why(server):
+    """A job that can never run here is refused with a 422 naming the field, for a dry run too;
+    a 200 or 201 always carries an admission decision."""
     http = server.http
     now = http.get("/v1/cluster", headers=A).json()["now"]
-    r = http.post("/v1/jobs", headers=A, json={"gpus": 64, "estimate_seconds": 60})
-    assert r.status_code == 200
-    assert r.json()["admission"] == {
-        "decision": "rejected",
-        "reason": "needs 64 GPUs, the cluster has 32",
-    }
+    for query in ("", "?dry_run=true"):
+        r = http.post(f"/v1/jobs{query}", headers=A, json={"gpus": 64, "estimate_seconds": 60})
+        assert r.status_code == 422
+        assert r.json() == {"error": "needs 64 GPUs, the cluster has 32", "field": "gpus"}
+        late = {"gpus": 1, "estimate_seconds": 60, "deadlines": [{"at": 1}, {"at": 2}]}
+        r = http.post(f"/v1/jobs{query}", headers=A, json=late)
+        assert r.status_code == 422 and r.json()["field"] == "deadlines[1].at"
+    assert http.get("/v1/jobs", headers=A).json()["jobs"] == []
     r = http.post("/v1/jobs", headers=A, json={"gpus": 1, "estimate_seconds": 60})
     assert r.json()["admission"]["decision"] == "not_guaranteed"
     assert "best-effort" in r.json()["admission"]["reason"]
@@ -133,11 +137,12 @@ def test_bad_bodies_name_the_field(shared, body, status, field):
 
 def test_malformed_and_oversized_requests(shared):
     http = shared.http
-    r = http.post("/v1/jobs", headers=A, content=b"{not json")
+    JSON = {**A, "Content-Type": "application/json"}
+    r = http.post("/v1/jobs", headers=JSON, content=b"{not json")
     assert r.status_code == 400 and r.json()["field"] == "body"
-    r = http.post("/v1/jobs", headers=A, content=b'{"gpus": 1, "estimate_seconds": NaN}')
-    assert r.status_code == 400
-    r = http.post("/v1/jobs", headers=A, content=b"[" + b"1," * 40000 + b"1]")
+    r = http.post("/v1/jobs", headers=JSON, content=b'{"gpus": 1, "estimate_seconds": NaN}')
+    assert r.status_code == 422 and r.json()["field"] == "estimate_seconds"
+    r = http.post("/v1/jobs", headers=JSON, content=b"[" + b"1," * 40000 + b"1]")
     assert r.status_code == 413
     assert http.post("/v1/jobs?dry_run=maybe", headers=A, json={}).json()["field"] == "dry_run"
     assert http.get("/v1/jobs?state=lost", headers=A).json()["field"] == "state"
@@ -172,7 +177,9 @@ def test_auth_tenants_and_admin(server):
     )
     assert r.status_code == 201
     assert http.get("/v1/jobs/b1", headers=B).json()["tenant"] == "team-b"
-    assert {j["id"] for j in http.get("/v1/jobs", headers=ADMIN).json()["jobs"]} == {"a1", "b1"}
+    # A tenant's ids are its own: an admin sees them in full, TENANT:ID.
+    all_ids = {j["id"] for j in http.get("/v1/jobs", headers=ADMIN).json()["jobs"]}
+    assert all_ids == {"team-a:a1", "b1"}
     assert (
         http.post(
             "/v1/jobs", headers=A, json={"id": "a1", "gpus": 1, "estimate_seconds": 1}

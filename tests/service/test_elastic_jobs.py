@@ -55,7 +55,7 @@ def test_elastic_jobs_are_sized_answered_run_and_kept(serve, args):
     [
         ({"model": "resnet50", "elastic": {"iterations": 10}}, "elastic.batch"),
         ({"elastic": {"batch": 256, "iterations": 10}}, "model"),
-        ({"model": "alexnet", "elastic": {"batch": 256, "iterations": 10}}, "elastic"),
+        ({"model": "alexnet", "elastic": {"batch": 256, "iterations": 10}}, "model"),
         (
             {"model": "resnet50", "elastic": {"batch": 256, "iterations": 10, "size": 2}},
             "elastic.size",
