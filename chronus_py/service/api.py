@@ -8,9 +8,11 @@ used already, job not active), 413 (body too large), 415 (a body that is not
 body nests too deeply, or the job can never run here), 503 (the backend is unreachable, too many
 connections, or an unexpected error, which is logged once with its traceback and never shown).
 
-One rule for refusals: whatever the service will not do is a 4xx naming the field at fault; a
-200 or 201 answer to a submission always carries an admission decision (201: submitted; 200:
-a dry run, ``submitted: false``, which gets the same 4xx a real submission would).
+One rule for refusals: a request that breaks the published schema (``openapi.py``, which
+includes the cluster's size and the elastic models) is a 4xx naming the field at fault; a
+well-formed job the service cannot run (its last deadline not after now, no measured size in
+its elastic range) is a 200 with ``submitted: false`` and admission ``rejected`` saying why.
+A dry run gets the answer a submission would, as a 200 with ``submitted: false``.
 
 Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
 holds for a round, and calls the service on the event loop itself: a request is a millisecond of
@@ -152,7 +154,7 @@ def build_app(
         )
 
     async def get_job(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(service.get_job, request.path_params["job_id"], caller))
+        return JSONResponse(await call(service.live_job, request.path_params["job_id"], caller))
 
     async def cancel(request: Request, caller: Caller) -> Response:
         out = await call(service.cancel, request.path_params["job_id"], caller)
@@ -161,7 +163,7 @@ def build_app(
 
     async def progress(request: Request, caller: Caller) -> Response:
         job_id = request.path_params["job_id"]
-        await call(service.get_job, job_id, caller)
+        await call(service.live_job, job_id, caller)
         out = await call(service.progress, job_id, await body_of(request), caller)
         wake()
         return JSONResponse(out)
@@ -231,7 +233,9 @@ def build_app(
 
     async def openapi(request: Request, caller: Caller) -> Response:
         if not document:
-            models = sorted({m for m, _ in service.throughputs().rates})
+            models: dict[str, list[int]] = {}
+            for model, batch in sorted(service.throughputs().rates):
+                models.setdefault(model, []).append(batch)
             document.append(for_server(service.cluster.gpus, models))
         return JSONResponse(document[0])
 
@@ -269,10 +273,10 @@ def _route(path: str, **by_method: Callable[[Request], Awaitable[Response]]) -> 
 
 
 def _flag(request: Request, name: str) -> bool:
-    value = request.query_params.get(name, "false").lower()
-    if value not in ("true", "false", "1", "0"):
+    value = request.query_params.get(name, "false")
+    if value not in ("true", "false"):
         raise ApiError(422, "expected true or false", name)
-    return value in ("true", "1")
+    return value == "true"
 
 
 class _NotANumber:

@@ -30,7 +30,14 @@ from chronus_py.model import Cluster, DeadlineOption, Node
 from chronus_py.service import rounds
 from chronus_py.service.backend import Backend, BackendUnavailable, RunState
 from chronus_py.service.db import TERMINAL, Database
-from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
+from chronus_py.service.jobspec import (
+    FieldError,
+    Forbidden,
+    JobSpec,
+    Unrunnable,
+    integer,
+    parse_job,
+)
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
@@ -258,6 +265,11 @@ class Service:
             )
         started = time.perf_counter()
         now = self.backend.now()
+        # One rule for refusals: a request that breaks the published schema (openapi.py: types,
+        # ranges, the cluster's size, the elastic models) is a 4xx naming the field; a
+        # well-formed job this service cannot run (its last deadline not after now, no
+        # measured size in its elastic range) is answered 200, submitted false, admission
+        # rejected with the reason. A dry run gets the answer a submission would.
         try:
             spec = parse_job(
                 body,
@@ -266,6 +278,10 @@ class Service:
                 may_set_tenant=caller.admin,
                 throughputs=self.throughputs,
             )
+        except Unrunnable as exc:
+            return self._rejected(f"{exc.field}: {exc.why}")
+        except Forbidden as exc:
+            raise ApiError(403, exc.why, exc.field) from None
         except FieldError as exc:
             raise ApiError(422, exc.why, exc.field) from None
         if not caller.admin:
@@ -274,33 +290,32 @@ class Service:
         shown = self.shown(job.id, caller)
         if job.id in self.scheduler.jobs or job.id in self.known:
             raise ApiError(409, f"you have a job with id {shown!r} already", "id")
-        # One rule for refusals: a job that can never run here is a 422 naming the field, for
-        # a dry run too (it predicts the real answer); a 200 or 201 always carries an admission.
-        if spec.needs_size:
+        if not spec.needs_size and job.gpus > self.scheduler.total_gpus:
+            raise ApiError(422, f"expected at most the cluster's {self.cluster.gpus}", "gpus")
+        refused = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
+        if refused is None and spec.needs_size:
             sized = rounds.size_elastic(self.scheduler, spec, now)
             if isinstance(sized, str):
-                self._count(rounds.REJECTED)
-                raise ApiError(422, sized, "elastic.min_gpus")
+                return self._rejected(sized)
             spec, job = sized, sized.job
-        refused = self.backend.refuse(job, spec.fields) or rounds.reject_reason(
-            self.scheduler, job, spec.estimate, now
-        )
+            refused = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
+        refused = refused or self.backend.refuse(job, spec.fields)
         if refused is not None:
-            self._count(rounds.REJECTED)
-            field, why = refused
-            raise ApiError(422, why, field)
+            return self._rejected(f"{refused[0]}: {refused[1]}")
         if dry_run:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
-            return 200, {
-                "id": shown,
-                "submitted": False,
-                "dry_run": True,
-                "admission": admission.to_dict(),
-            }
+            # No id: no job has it, nor is it kept for one (a link to it would lead nowhere).
+            return 200, {"submitted": False, "dry_run": True, "admission": admission.to_dict()}
         admission = self.accept(spec, now)
         self.on_admission(time.perf_counter() - started)
         return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
+
+    def _rejected(self, why: str) -> tuple[int, dict]:
+        """The answer to a well-formed job this service cannot run: no job, so no id."""
+        admission = rounds.Admission(rounds.REJECTED, reason=why)
+        self._count(admission.decision)
+        return 200, {"submitted": False, "admission": admission.to_dict()}
 
     @staticmethod
     def scoped(job_id: str, caller: Caller) -> str:
@@ -365,8 +380,14 @@ class Service:
     def cancel(self, job_id: str, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
         job_id = row["id"]
+        if row["state"] == "cancelled":
+            return self.job_view(row, caller)  # DELETE is idempotent
         if row["state"] in TERMINAL:
-            return self.job_view(row, caller)
+            raise ApiError(
+                409,
+                f"job {self.shown(job_id, caller)!r} is {row['state']}: nothing to cancel",
+                "id",
+            )
         now = self.backend.now()
         try:
             self.backend.cancel(job_id)
@@ -385,17 +406,20 @@ class Service:
 
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
+        if row["state"] == "cancelled":
+            raise ApiError(404, f"job {job_id!r} was cancelled", "id")
         job_id = row["id"]
         if not isinstance(body, dict) or set(body) != {"iterations_done"}:
             raise ApiError(422, 'expected {"iterations_done": N}', "iterations_done")
-        done = body["iterations_done"]
+        done = integer(body["iterations_done"])
+        if done is None or done < 0:
+            raise ApiError(422, "expected an integer >= 0", "iterations_done")
+        # What the job's own record forbids is a conflict with it (409), not a malformed field.
         total = row["spec"].get("iterations")
         if total is None:
-            raise ApiError(422, "the job was submitted without iterations", "iterations_done")
-        if isinstance(done, bool) or not isinstance(done, int) or not 0 <= done <= total:
-            raise ApiError(
-                422, f"expected an integer in [0, {total}], got {done!r}", "iterations_done"
-            )
+            raise ApiError(409, "the job was submitted without iterations", "iterations_done")
+        if done > total:
+            raise ApiError(409, f"the job has {total} iterations in all", "iterations_done")
         if job_id not in self.scheduler.active:
             raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
         now = self.backend.now()
@@ -425,6 +449,16 @@ class Service:
     def get_job(self, job_id: str, caller: Caller) -> dict:
         return self.job_view(self._visible(job_id, caller), caller)
 
+    def live_job(self, job_id: str, caller: Caller) -> dict:
+        """``GET /v1/jobs/{id}``: a cancelled job is gone from there (``DELETE`` removed it; a
+        read after it is a 404), and stays in the listing with state cancelled."""
+        row = self._visible(job_id, caller)
+        if row["state"] == "cancelled":
+            raise ApiError(
+                404, f"job {job_id!r} was cancelled (GET /v1/jobs?state=cancelled lists it)", "id"
+            )
+        return self.job_view(row, caller)
+
     def list_jobs(
         self,
         caller: Caller,
@@ -443,7 +477,7 @@ class Service:
                 after = self._visible(after, caller)["id"]
             except ApiError:
                 # Not "nothing after it": the answer would tell another tenant's ids apart.
-                raise ApiError(422, f"no job {after!r} of yours to list after", "after") from None
+                raise ApiError(404, f"no job {after!r} of yours to list after", "after") from None
         return [
             self.job_view(r, caller)
             for r in self.db.jobs(tenant=tenant, state=state, limit=limit, after=after)

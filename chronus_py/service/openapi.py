@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from chronus_py.service.jobspec import MAX_DEADLINES
+from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES
 
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 MAX_LIMIT = 10_000
@@ -27,16 +27,24 @@ _DEADLINE = {
         "value": {"type": "number", "minimum": 0, "default": 1},
     },
 }
+_NOT_ELASTIC = {"not": {"required": ["elastic"]}}
 _JOB_IN = {
     "type": "object",
     "anyOf": [
-        {"required": ["gpus", "estimate_seconds"]},
-        {"required": ["gpus", "iterations"]},
-        {"required": ["elastic", "model"]},
+        {"required": ["gpus", "estimate_seconds"], **_NOT_ELASTIC},
+        {"required": ["gpus", "iterations"], **_NOT_ELASTIC},
+        {
+            "required": ["elastic", "model"],
+            "not": {"anyOf": [{"required": ["gpus"]}, {"required": ["estimate_seconds"]}]},
+        },
     ],
     "additionalProperties": False,
     "properties": {
-        "id": {"type": ["string", "integer"], "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+        "id": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+            "description": "yours alone: another tenant may use the same id",
+        },
         "gpus": {"type": "integer", "minimum": 1},
         "estimate_seconds": {
             "type": "number",
@@ -48,7 +56,7 @@ _JOB_IN = {
             "type": "array",
             "items": _DEADLINE,
             "maxItems": MAX_DEADLINES,
-            "description": "tightest first; none: best-effort",
+            "description": "in any order (kept tightest first); none: best-effort",
         },
         "duration_seconds": {
             "type": "number",
@@ -69,9 +77,9 @@ _JOB_IN = {
         "tenant": {
             "type": "string",
             "pattern": "^[A-Za-z0-9._:-]{1,128}$",
-            "description": "admin tokens only",
+            "description": "your token's tenant; only an admin token names another (else 403)",
         },
-        "cgroup": {"type": "string", "minLength": 1, "maxLength": 512},
+        "cgroup": {"type": "string", "maxLength": 512, "pattern": f"^{CGROUP.pattern}$"},
         "elastic": {
             "type": "object",
             "additionalProperties": False,
@@ -151,6 +159,7 @@ _ERRORS = {
     for code, why in (
         ("400", "body is not JSON, or not HTTP"),
         ("401", "missing or unknown token"),
+        ("403", "the token may not do this (a tenant token naming another tenant)"),
         ("404", "no such job (or another tenant's)"),
         ("405", "method not allowed: the Allow header lists those the path has"),
         ("408", "the request did not arrive in time"),
@@ -172,14 +181,21 @@ _SUBMITTED = {
         "admission": _ADMISSION,
     },
 }
-_DRY_RUN = {
+_NOT_SUBMITTED = {
     "type": "object",
-    "required": ["id", "submitted", "dry_run", "admission"],
+    "required": ["submitted", "admission"],
+    "additionalProperties": False,
+    "description": "no job exists, so the answer has no id",
     "properties": {
-        "id": {"type": "string", "description": "the id it would have; no job has it yet"},
         "submitted": {"const": False},
         "dry_run": {"const": True},
-        "admission": _ADMISSION,
+        "admission": {
+            **_ADMISSION,
+            "properties": {
+                **_ADMISSION["properties"],
+                "decision": {"enum": ["guaranteed", "not_guaranteed", "tentative", "rejected"]},
+            },
+        },
     },
 }
 _JOB_LINKS = {
@@ -216,7 +232,11 @@ OPENAPI = {
                 "operationId": "submitJob",
                 "responses": {
                     "201": {**_json(_SUBMITTED, "submitted"), "links": _JOB_LINKS},
-                    "200": _json(_DRY_RUN, "a dry run: what admission would answer"),
+                    "200": _json(
+                        _NOT_SUBMITTED,
+                        "not submitted: a dry run (what admission would answer), or a "
+                        "well-formed job this service cannot run (decision rejected)",
+                    ),
                     **_ERRORS,
                 },
             },
@@ -356,13 +376,22 @@ OPENAPI = {
 }
 
 
-def for_server(gpus: int, models: list[str]) -> dict:
+def for_server(gpus: int, models: dict[str, list[int]]) -> dict:
     """``OPENAPI`` with what this server enforces on top: at most ``gpus`` GPUs per job, and an
-    elastic job's model one of ``models`` (the throughput tables it sizes them by)."""
+    elastic job's model and batch one of ``models`` (model -> the global batch sizes of its
+    throughput curves, which elastic jobs are sized by)."""
     out = copy.deepcopy(OPENAPI)
     job = out["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     job["properties"]["gpus"]["maximum"] = gpus
     elastic = job["properties"]["elastic"]["properties"]
     elastic["min_gpus"]["maximum"] = gpus
-    job["anyOf"][2]["properties"] = {"model": {"enum": models}}
+    job["anyOf"][2]["oneOf"] = [
+        {
+            "properties": {
+                "model": {"const": model},
+                "elastic": {"properties": {"batch": {"enum": batches}}},
+            }
+        }
+        for model, batches in sorted(models.items())
+    ]
     return out

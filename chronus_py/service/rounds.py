@@ -90,15 +90,26 @@ def selector_stats(scheduler: Scheduler) -> SelectorStats | None:
     return policy.selector.stats if isinstance(policy, Chronus) and policy.selector else None
 
 
+HORIZON = 366 * 86400.0
+"""How far ahead the service plans: a deadline or a job's work beyond it is refused (the lease
+plan's arrays grow with the leases up to a deadline; 10**16 s would take terabytes)."""
+
+
 def reject_reason(
-    scheduler: Scheduler, job: Job, estimate: float, now: float
+    scheduler: Scheduler, job: Job, estimate: float | None, now: float
 ) -> tuple[str, str] | None:
-    """Why a job can never be scheduled here, as (the field at fault, why), or None."""
+    """Why a job can never be scheduled here, as (the field at fault, why), or None.
+    ``estimate`` None: not known yet (unknown runtime, or an elastic job not sized yet)."""
     if job.gpus > scheduler.total_gpus:
         return "gpus", f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
     if job.deadlines and job.deadlines[-1].at <= now:
         last = f"deadlines[{len(job.deadlines) - 1}].at"
         return last, f"the last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+    for i, option in enumerate(job.deadlines):
+        if option.at > now + HORIZON:
+            return f"deadlines[{i}].at", f"more than {HORIZON:g} s ahead (the planning horizon)"
+    if estimate is not None and estimate > HORIZON:
+        return "estimate_seconds", f"more than {HORIZON:g} s of work (the planning horizon)"
     return None
 
 

@@ -171,7 +171,8 @@ def test_job_ids_are_scoped_per_tenant(server):
     job = {"id": "shared-id", "gpus": 1, "estimate_seconds": 600}
     assert server.http.post("/v1/jobs", headers=A, json=job).status_code == 201
     dry = server.http.post("/v1/jobs?dry_run=true", headers=B, json=job)
-    assert dry.status_code == 200 and dry.json()["id"] == "shared-id"
+    assert dry.status_code == 200 and dry.json()["admission"]["decision"] == "not_guaranteed"
+    assert "id" not in dry.json()  # no job has it: the answer offers nothing to link to
     r = server.http.post("/v1/jobs", headers=B, json=job)
     assert r.status_code == 201 and r.json()["id"] == "shared-id"
     assert server.http.get("/v1/jobs/shared-id", headers=A).json()["tenant"] == "team-a"
