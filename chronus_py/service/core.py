@@ -292,7 +292,9 @@ class Service:
             raise ApiError(409, f"you have a job with id {shown!r} already", "id")
         if not spec.needs_size and job.gpus > self.scheduler.total_gpus:
             raise ApiError(422, f"expected at most the cluster's {self.cluster.gpus}", "gpus")
-        refused = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
+        refused = rounds.reject_reason(
+            self.scheduler, job, spec.estimate, now, sized=not spec.needs_size
+        )
         if refused is None and spec.needs_size:
             sized = rounds.size_elastic(self.scheduler, spec, now)
             if isinstance(sized, str):

@@ -96,11 +96,12 @@ plan's arrays grow with the leases up to a deadline; 10**16 s would take terabyt
 
 
 def reject_reason(
-    scheduler: Scheduler, job: Job, estimate: float | None, now: float
+    scheduler: Scheduler, job: Job, estimate: float | None, now: float, *, sized: bool = True
 ) -> tuple[str, str] | None:
     """Why a job can never be scheduled here, as (the field at fault, why), or None.
-    ``estimate`` None: not known yet (unknown runtime, or an elastic job not sized yet)."""
-    if job.gpus > scheduler.total_gpus:
+    ``estimate`` None: not known yet (an unknown runtime); ``sized`` False: an elastic job
+    before admission sized it (its GPUs are not decided, its estimate is its least work)."""
+    if sized and job.gpus > scheduler.total_gpus:
         return "gpus", f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
     if job.deadlines and job.deadlines[-1].at <= now:
         last = f"deadlines[{len(job.deadlines) - 1}].at"
