@@ -100,8 +100,13 @@ class Service:
         on_admission: Callable[[float], None] | None = None,
         layers=None,
         throughputs: Path | None = None,
+        replan_in_child: bool = False,
+        on_replan: Callable[[], None] | None = None,
     ):
         self.backend = backend
+        self.replan_in_child = replan_in_child
+        self.on_replan = on_replan or (lambda: None)
+        self.replan: rounds.Replan | None = None
         self._throughputs_dir = throughputs
         self._table: ThroughputTable | None = None
         self.db = db
@@ -206,6 +211,7 @@ class Service:
                 )
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
+        self.replan = None  # a re-plan in flight planned the old scheduler: its result is dropped
         self.bad_nodes: set[str] = set()
         self._follow_health()
         self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
@@ -265,6 +271,7 @@ class Service:
             )
         started = time.perf_counter()
         now = self.backend.now()
+        self._replan_if_due(now)
         # One rule for refusals: a request that breaks the published schema (openapi.py: types,
         # ranges, the cluster's size, the elastic models) is a 4xx naming the field; a
         # well-formed job this service cannot run (its last deadline not after now, no
@@ -425,6 +432,7 @@ class Service:
         if job_id not in self.scheduler.active:
             raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
         now = self.backend.now()
+        self._replan_if_due(now)
         old = self.estimates[job_id]
         first = not self.scheduler.active[job_id].known
         new = rounds.progress(self.scheduler, job_id, done / total, now)
@@ -559,6 +567,7 @@ class Service:
         try:
             if self.needs_resync:
                 self.rebuild()
+            self._replan_if_due(self.backend.now(), notify=False)
             self._arrivals()
             self._observe()
             if time.monotonic() >= self._health_at:
@@ -702,6 +711,34 @@ class Service:
                     decision_log(_ENDED[obs.state], job=obs.id, at=at)
         if self.needs_resync:
             self.rebuild()
+
+    # -- the lease re-plan, in a child process --------------------------------------------------
+    def _replan_if_due(self, now: float, *, notify: bool = True) -> None:
+        """Start the lease re-plan in a child process when it is due, before anything selects:
+        a re-plan of thousands of guarantees takes seconds, which no request should wait for.
+        ``notify``: tell the loop (from a request; a round's loop sees it when the round ends)."""
+        if self.replan_in_child and self.replan is None and rounds.replan_due(self.scheduler, now):
+            self.replan = rounds.start_replan(self.scheduler, now)
+            if self.replan is not None:
+                decision_log("replan_started", now=now, jobs=len(self.replan.known))
+                if notify:
+                    self.on_replan()
+
+    def replan_result(self, replan: rounds.Replan):
+        """The child's result (blocks: call it off the event loop, without the lock)."""
+        return rounds.replan_result(replan)
+
+    def commit_replan(self, replan: rounds.Replan, result) -> None:
+        """Make the child's plan the committed one (under the lock); the next round records the
+        promises it changed and the lease plan."""
+        now = self.backend.now()
+        if replan is not self.replan or self.needs_resync:
+            return  # the scheduler was rebuilt meanwhile: its own select re-plans it
+        self.replan = None
+        rounds.commit_replan(self.scheduler, replan, result, now)
+        self._fresh = True
+        self._plan = None  # assembled again, from the committed plan, when next asked
+        decision_log("replan_committed", now=now, began=replan.now, ok=result is not None)
 
     def _round(self) -> None:
         now = self.backend.now()

@@ -1,8 +1,12 @@
 """The daemon: options (flags over a config file), the scheduling loop, and the HTTP server.
 
 The loop and the request handlers share one lock, so a round and a request never interleave;
-both run the service in a worker thread, so the event loop still answers ``/healthz`` during a
-long round. The loop sleeps until the earliest of: a submission or cancellation (woken at
+a round runs in a worker thread, so the event loop still answers ``/healthz`` during a long
+round, and requests run on the event loop (``api.py``). The lease re-plan, seconds long with
+thousands of guarantees, runs in a child process on a fork of the scheduler and is committed
+under the lock when it is done (``rounds.start_replan``): no request waits for it.
+
+The loop sleeps until the earliest of: a submission or cancellation (woken at
 once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
 scheduler's next decision point (lease boundary, laxity trigger), the backend's next known event
 (a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM
@@ -301,6 +305,7 @@ def serve(options: Options) -> int:
         node_gpus = {n.name: len(n.gpus) for n in backend.nodes()}
         layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
+    wake = asyncio.Event()
     try:
         service = Service(
             backend,
@@ -311,6 +316,8 @@ def serve(options: Options) -> int:
             on_admission=metrics.admission_seconds.observe,
             layers=layers,
             throughputs=options.throughputs,
+            replan_in_child=True,
+            on_replan=wake.set,
         )
     except BackendUnavailable as exc:
         error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
@@ -322,7 +329,6 @@ def serve(options: Options) -> int:
     # and young collections run less often.
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
-    wake = asyncio.Event()
     lock = asyncio.Lock()
     app = build_app(
         service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock
@@ -383,7 +389,10 @@ async def _loop(
 ) -> None:
     last, spent = -math.inf, 0.0
     wake.set()  # the first round at once: after a restart, work is waiting
+    collecting: asyncio.Task | None = None
     while not stop.is_set():
+        if service.replan is not None and (collecting is None or collecting.done()):
+            collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
         due = service.next_wakeup()
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
@@ -407,6 +416,17 @@ async def _loop(
             service.needs_resync = True
         last = time.monotonic()
         spent = last - began
+    if collecting is not None:
+        await collecting
+
+
+async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Event) -> None:
+    """Wait (in a worker thread, without the lock) for the child computing the lease re-plan,
+    then commit its plan under the lock: requests wait only for the commit, not the re-plan."""
+    result = await asyncio.to_thread(service.replan_result, replan)
+    async with lock:
+        service.commit_replan(replan, result)
+    wake.set()
 
 
 def _bind(host: str, port: int) -> socket.socket:
