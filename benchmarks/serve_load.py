@@ -186,12 +186,13 @@ def main() -> None:
     p.add_argument("--all-deadlines", action="store_true", help="every fill job has a deadline")
     p.add_argument("--lease", type=float, help="the server's --lease (seconds)")
     p.add_argument("--checkout", type=Path, help="run the server from this checkout")
+    p.add_argument("--serve-args", default="", help="more server flags, e.g. '--headroom 0'")
     args = p.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="serve-load-"))
     port = free_port()
     log = open(workdir / "serve.log", "wb")
     checkout = (args.checkout or Path(__file__).resolve().parent.parent).resolve()
-    extra = [] if args.lease is None else ["--lease", str(args.lease)]
+    extra = ([] if args.lease is None else ["--lease", str(args.lease)]) + args.serve_args.split()
     proc = subprocess.Popen(
         [
             sys.executable,
