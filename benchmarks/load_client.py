@@ -8,7 +8,8 @@ Three request streams, each on its own fixed schedule (open loop: every request'
 from the instant it was due, so a slow server cannot hide by slowing the client down):
 submissions of new jobs, cancellations (first of the ids in ``--cancel-ids``, then of this run's
 own submissions, so pending stays level when the two rates are equal), and status reads of a
-random job this run knows. Writes per stream: count, statuses, p50/p95/p99/max latency (ms).
+random job this run knows. Writes per stream: count, statuses (0: the connection failed),
+p50/p95/p99/max latency (ms).
 """
 
 from __future__ import annotations
@@ -74,9 +75,12 @@ async def run(args: argparse.Namespace) -> dict:
                 request = http.delete(f"/v1/jobs/{cancellable.popleft()}")
             else:
                 request = http.get(f"/v1/jobs/{rng.choice(known)}")
-            async with request as resp:
-                await resp.read()
-                status = resp.status
+            try:
+                async with request as resp:
+                    await resp.read()
+                    status = resp.status
+            except aiohttp.ClientError:
+                status = 0  # the connection failed (counted under status 0, not dropped)
             results[kind].append(time.perf_counter() - due)
             statuses[kind][status] = statuses[kind].get(status, 0) + 1
             if kind == "submit" and status == 201:
