@@ -15,12 +15,11 @@ its elastic range) is a 200 with ``submitted: false`` and admission ``rejected``
 A dry run gets the answer a submission would, as a 200 with ``submitted: false``.
 
 Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
-holds for a round, and calls the service on the event loop itself: a request is a millisecond of
-work, and handing it to a worker thread cost more than the work (two thread wake-ups per
-request, each a scheduler latency on a loaded machine: issue 27 measured cancellations waiting
-700 ms at p99 that way). The scheduler is still never used by two threads at once, since the
-round, which runs in a worker thread, holds the lock. ``/healthz`` takes no lock, so it answers
-at once even while a round runs, and says so.
+holds for a round, and calls the service in a worker thread: the scheduler is never used by two
+threads at once, and the event loop stays free meanwhile. (Running requests on the event loop
+itself saves 15-20% CPU per request, but on a loaded machine it made latency 10-20x worse at
+p50 and p99: benchmarks/RESULTS.md, issue 27.) ``/healthz`` takes no lock, so it answers at once
+even while a round runs, and says so.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def build_app(
 
     async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         async with lock:
-            return fn(*args, **kwargs)
+            return await asyncio.to_thread(fn, *args, **kwargs)
 
     def caller_of(request: Request) -> Caller:
         if tokens is None:

@@ -1,8 +1,8 @@
 """The daemon: options (flags over a config file), the scheduling loop, and the HTTP server.
 
 The loop and the request handlers share one lock, so a round and a request never interleave;
-a round runs in a worker thread, so the event loop still answers ``/healthz`` during a long
-round, and requests run on the event loop (``api.py``). The lease re-plan, seconds long with
+both run the service in a worker thread, so the event loop still answers ``/healthz`` during a
+long round. The lease re-plan, seconds long with
 thousands of guarantees, runs in a child process on a fork of the scheduler and is committed
 under the lock when it is done (``rounds.start_replan``): no request waits for it.
 
