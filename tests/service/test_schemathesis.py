@@ -57,6 +57,7 @@ def test_schemathesis_finds_nothing(server, token, tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=tmp_path,  # its example database and reports stay out of the checkout
     )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "Traceback" not in server.log.read_text()
