@@ -250,9 +250,9 @@ def main() -> None:
             churn = run_churn(port, workdir, [b["id"] for b in fill_jobs], args)
             served = sum(churn[k]["count"] for k in ("submit", "cancel", "read"))
             churn["server_cpu_ms_per_request"] = 1000 * (cpu_seconds(proc.pid) - cpu) / served
-            churn["round_p99_ms"] = 1000 * Conn(port).call("GET", "/healthz")[1][
-                "round_seconds_p99"
-            ]
+            churn["round_p99_ms"] = (
+                1000 * Conn(port).call("GET", "/healthz")[1]["round_seconds_p99"]
+            )
             churn["pending_after"] = Conn(port).call("GET", "/v1/cluster")[1]["pending"]
             churn["rss_mb"] = rss_mb(proc.pid)
             print("churn:", json.dumps(churn), flush=True)
