@@ -13,6 +13,15 @@ file) as a subprocess. Phases:
    by slowing the client down), over 16 keep-alive connections;
 3. memory: keeps submitting until ``--total`` jobs exist, then reads the server's VmRSS.
 Writes benchmarks/results/serve_load.json (or ``--out``).
+
+``--churn`` replaces phases 2 and 3 by churn (issue 27): after the fill, ``load_client.py`` (a
+separate process, aiohttp, open loop) sends ``--rate`` submissions, ``--cancels`` cancellations
+and ``--reads`` status reads per second for ``--seconds``, cancelling the pending fill jobs
+first and then its own, so pending stays near 5,000; every fill job has a deadline with
+``--all-deadlines`` (about 5,000 guarantees), and ``--lease`` shortens the lease so re-plans fall
+inside the measurement. ``--checkout DIR`` runs the server from another checkout (e.g. the
+pristine tree), so two versions are compared by the same command; the machine's load
+(``uptime``) is recorded with every figure.
 """
 
 from __future__ import annotations
@@ -63,11 +72,16 @@ class Conn:
 
 
 def job(
-    i: int, rng: random.Random, now: float, gpus: int | None = None, estimate: float | None = None
+    i: int,
+    rng: random.Random,
+    now: float,
+    gpus: int | None = None,
+    estimate: float | None = None,
+    deadline_share: float = 0.7,
 ) -> dict:
     est = estimate or rng.choice((7200.0, 14400.0, 28800.0, 57600.0))
     body = {"id": f"b{i}", "gpus": gpus or rng.choice((1, 1, 1, 2, 4, 8)), "estimate_seconds": est}
-    if rng.random() < 0.7:
+    if rng.random() < deadline_share:
         body["deadlines"] = [{"at": now + est * rng.uniform(1.5, 4.0)}]
     return body
 
@@ -166,10 +180,19 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--total", type=int, default=100_000)
     p.add_argument("--out", default="serve_load.json", help="file name under benchmarks/results")
+    p.add_argument("--churn", action="store_true", help="submissions + cancellations + reads")
+    p.add_argument("--cancels", type=float, default=500.0, help="--churn: cancellations per s")
+    p.add_argument("--reads", type=float, default=100.0, help="--churn: status reads per s")
+    p.add_argument("--all-deadlines", action="store_true", help="every fill job has a deadline")
+    p.add_argument("--lease", type=float, help="the server's --lease (seconds)")
+    p.add_argument("--checkout", type=Path, help="run the server from this checkout")
+    p.add_argument("--serve-args", default="", help="more server flags, e.g. '--headroom 0'")
     args = p.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="serve-load-"))
     port = free_port()
     log = open(workdir / "serve.log", "wb")
+    checkout = (args.checkout or Path(__file__).resolve().parent.parent).resolve()
+    extra = ([] if args.lease is None else ["--lease", str(args.lease)]) + args.serve_args.split()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -186,9 +209,12 @@ def main() -> None:
             "8",
             "--speed",
             "1",
+            *extra,
         ],
         stdout=log,
         stderr=log,
+        cwd=checkout,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
     )
     try:
         for _ in range(600):
@@ -202,7 +228,9 @@ def main() -> None:
         submit_many(port, [job(i, rng, now, gpus=8, estimate=800.0) for i in range(1024)])
         while Conn(port).call("GET", "/v1/cluster")[1]["free_gpus"]:
             time.sleep(0.2)
-        submit_many(port, [job(1024 + i, rng, now) for i in range(5000)])
+        share = 1.0 if args.all_deadlines else 0.7
+        fill_jobs = [job(1024 + i, rng, now, deadline_share=share) for i in range(5000)]
+        submit_many(port, fill_jobs)
         time.sleep(1.0)
         cluster = Conn(port).call("GET", "/v1/cluster")[1]
         fill = {
@@ -211,7 +239,24 @@ def main() -> None:
             "pending": cluster["pending"],
             "free_gpus": cluster["free_gpus"],
         }
-        print("fill:", fill, flush=True)
+        fill["guaranteed"] = sum(
+            1
+            for j in Conn(port).call("GET", "/v1/jobs?state=pending&limit=10000")[1]["jobs"]
+            if j["guaranteed"] is not None
+        )
+        print("fill:", fill, "uptime:", uptime(), flush=True)
+        if args.churn:
+            cpu = cpu_seconds(proc.pid)
+            churn = run_churn(port, workdir, [b["id"] for b in fill_jobs], args)
+            served = sum(churn[k]["count"] for k in ("submit", "cancel", "read"))
+            churn["server_cpu_ms_per_request"] = 1000 * (cpu_seconds(proc.pid) - cpu) / served
+            churn["round_p99_ms"] = (
+                1000 * Conn(port).call("GET", "/healthz")[1]["round_seconds_p99"]
+            )
+            churn["pending_after"] = Conn(port).call("GET", "/v1/cluster")[1]["pending"]
+            churn["rss_mb"] = rss_mb(proc.pid)
+            print("churn:", json.dumps(churn), flush=True)
+            return write(args, checkout, {"fill": fill, "churn": churn})
         n = int(args.rate * args.seconds)
         load = open_loop(port, [job(10_000 + i, rng, now) for i in range(n)], args.rate)
         health = Conn(port).call("GET", "/healthz")[1]
@@ -232,13 +277,57 @@ def main() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+    write(args, checkout, {"fill": fill, "load": load, "memory": memory})
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU seconds so far: its work per request does not depend
+    on how busy the machine is, where its latency does."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def run_churn(port: int, workdir: Path, fill_ids: list[str], args) -> dict:
+    """The churn phase, by ``load_client.py`` in its own process."""
+    ids = workdir / "cancel_ids.txt"
+    ids.write_text("\n".join(random.Random(3).sample(fill_ids, len(fill_ids))))
+    out = workdir / "churn.json"
+    load_before = uptime()
+    subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parent / "load_client.py"),
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--seconds",
+            str(args.seconds),
+            "--submits",
+            str(args.rate),
+            "--cancels",
+            str(args.cancels),
+            "--reads",
+            str(args.reads),
+            "--cancel-ids",
+            str(ids),
+            "--out",
+            str(out),
+        ],
+        check=True,
+    )
+    return {**json.loads(out.read_text()), "uptime_before": load_before, "uptime_after": uptime()}
+
+
+def write(args, checkout: Path, parts: dict) -> None:
     out = {
         "command": " ".join(["python", *sys.argv]),
+        "checkout": str(checkout),
         "cpus": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
-        "fill": fill,
-        "load": load,
-        "memory": memory,
+        **parts,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")

@@ -1,14 +1,25 @@
 """The HTTP API (JSON, under ``/v1``), as a Starlette app over a :class:`~.core.Service`.
 
-Every error is a JSON object ``{"error": message, "field": name-or-null}``: 400 (body not JSON),
-401 (no or unknown token), 404 (no such job, or another tenant's), 409 (duplicate id, job not
-active), 413 (body too large), 422 (a field is wrong), 503 (the backend is unreachable, or an
-unexpected error, which is logged with its traceback and never shown).
+Every error is a JSON object ``{"error": message, "field": name-or-null}``: 400 (body not JSON,
+or not HTTP), 401 (no or unknown token), 404 (no such job, or another tenant's), 405 (with an
+``Allow`` header), 408 (the request did not arrive in time, ``connections.py``), 409 (an id you
+used already, job not active), 413 (body too large), 415 (a body that is not
+``application/json``), 422 (a field is wrong, a number is NaN, Infinity or beyond a float, the
+body nests too deeply, or the job can never run here), 503 (the backend is unreachable, too many
+connections, or an unexpected error, which is logged once with its traceback and never shown).
+
+One rule for refusals: a request that breaks the published schema (``openapi.py``, which
+includes the cluster's size and the elastic models) is a 4xx naming the field at fault; a
+well-formed job the service cannot run (its last deadline not after now, no measured size in
+its elastic range) is a 200 with ``submitted: false`` and admission ``rejected`` saying why.
+A dry run gets the answer a submission would, as a 200 with ``submitted: false``.
 
 Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
 holds for a round, and calls the service in a worker thread: the scheduler is never used by two
-threads at once, and the event loop stays free meanwhile. ``/healthz`` takes no lock, so it
-answers at once even while a long lease re-plan or admission runs, and says so.
+threads at once, and the event loop stays free meanwhile. (Running requests on the event loop
+itself saves 15-20% CPU per request, but on a loaded machine it made them wait several times
+longer, p50 35-97 against 6-9 ms: benchmarks/RESULTS.md, issue 27.) ``/healthz`` takes no
+lock, so it answers at once even while a round runs, and says so.
 """
 
 from __future__ import annotations
@@ -21,22 +32,24 @@ from typing import Any, Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.core import ApiError, Caller, Service
-from chronus_py.service.openapi import OPENAPI
+from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 
 log = logging.getLogger("chronus.serve")
 MAX_BODY = 64 * 1024
-MAX_LIMIT = 10_000
-STATES = ("pending", "running", "finished", "cancelled", "failed")
+MAX_DEPTH = 32
+"""JSON nesting a body may have: a job's fields are at most three levels deep."""
 
 
-def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": message, "field": field}, status_code=status)
+def _error(
+    status: int, message: str, field: str | None = None, headers: dict | None = None
+) -> JSONResponse:
+    return JSONResponse({"error": message, "field": field}, status_code=status, headers=headers)
 
 
 def build_app(
@@ -65,18 +78,22 @@ def build_app(
         return caller
 
     async def body_of(request: Request) -> Any:
+        kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind != "application/json":
+            given = kind or "none"
+            raise ApiError(415, f"expected application/json, got {given}", "Content-Type")
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
             raise ApiError(413, f"body larger than {MAX_BODY} bytes", "body")
         raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                raise ApiError(413, f"body larger than {MAX_BODY} bytes", "body")
         try:
-            return json.loads(raw, parse_constant=_no_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ApiError(400, f"body is not valid JSON: {exc}", "body") from None
+            async for chunk in request.stream():
+                raw += chunk
+                if len(raw) > MAX_BODY:
+                    raise ApiError(413, f"body larger than {MAX_BODY} bytes", "body")
+        except ClientDisconnect:
+            raise ApiError(400, "the client went away before its body arrived", "body") from None
+        return parse_json(raw)
 
     def handler(fn: Callable[[Request, Caller], Awaitable[Response]], *, auth: bool = True):
         async def endpoint(request: Request) -> Response:
@@ -92,6 +109,13 @@ def build_app(
                     )
                 )
                 return _error(503, f"the backend is unavailable: {exc}")
+            except Exception:  # noqa: BLE001 - answered here, so logged once, not again upstream
+                log.exception("unexpected error on %s %s", request.method, request.url.path)
+                return _error(
+                    503,
+                    "internal error (logged by the server); nothing was changed that "
+                    "the next round will not reconcile, retry later",
+                )
 
         return endpoint
 
@@ -129,7 +153,7 @@ def build_app(
         )
 
     async def get_job(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(service.get_job, request.path_params["job_id"], caller))
+        return JSONResponse(await call(service.live_job, request.path_params["job_id"], caller))
 
     async def cancel(request: Request, caller: Caller) -> Response:
         out = await call(service.cancel, request.path_params["job_id"], caller)
@@ -138,7 +162,7 @@ def build_app(
 
     async def progress(request: Request, caller: Caller) -> Response:
         job_id = request.path_params["job_id"]
-        await call(service.get_job, job_id, caller)
+        await call(service.live_job, job_id, caller)
         out = await call(service.progress, job_id, await body_of(request), caller)
         wake()
         return JSONResponse(out)
@@ -157,8 +181,14 @@ def build_app(
         out = current.to_dict()
         if not caller.admin:
             mine = {j for j, t in service.tenants.items() if t == caller.tenant}
-            out["decisions"] = [d for d in out["decisions"] if d["job"] in mine]
-            out["lease_plan"] = {j: s for j, s in out["lease_plan"].items() if j in mine}
+            out["decisions"] = [
+                {**d, "job": service.shown(d["job"], caller)}
+                for d in out["decisions"]
+                if d["job"] in mine
+            ]
+            out["lease_plan"] = {
+                service.shown(j, caller): s for j, s in out["lease_plan"].items() if j in mine
+            }
         return out
 
     async def plan(request: Request, caller: Caller) -> Response:
@@ -198,27 +228,28 @@ def build_app(
     async def metrics_endpoint(request: Request, caller: Caller) -> Response:
         return Response(await call(metrics.render), media_type="text/plain; version=0.0.4")
 
+    document: list[dict] = []
+
     async def openapi(request: Request, caller: Caller) -> Response:
-        return JSONResponse(OPENAPI)
+        if not document:
+            models: dict[str, list[int]] = {}
+            for model, batch in sorted(service.throughputs().rates):
+                models.setdefault(model, []).append(batch)
+            document.append(for_server(service.cluster.gpus, models))
+        return JSONResponse(document[0])
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
+        """404 and 405 (with its ``Allow`` header) from routing, as JSON errors."""
         return _error(
-            exc.status_code, exc.detail if isinstance(exc.detail, str) else "not found", None
-        )
-
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return _error(
-            503,
-            "internal error (logged by the server); nothing was changed that "
-            "the next round will not reconcile, retry later",
+            exc.status_code,
+            exc.detail if isinstance(exc.detail, str) else "not found",
+            None,
+            headers=exc.headers,
         )
 
     routes = [
-        Route("/v1/jobs", handler(submit), methods=["POST"]),
-        Route("/v1/jobs", handler(list_jobs), methods=["GET"]),
-        Route("/v1/jobs/{job_id}", handler(get_job), methods=["GET"]),
-        Route("/v1/jobs/{job_id}", handler(cancel), methods=["DELETE"]),
+        _route("/v1/jobs", POST=handler(submit), GET=handler(list_jobs)),
+        _route("/v1/jobs/{job_id}", GET=handler(get_job), DELETE=handler(cancel)),
         Route("/v1/jobs/{job_id}/progress", handler(progress), methods=["POST"]),
         Route("/v1/plan", handler(plan), methods=["GET"]),
         Route("/v1/cluster", handler(cluster), methods=["GET"]),
@@ -227,21 +258,63 @@ def build_app(
         Route("/metrics", handler(metrics_endpoint, auth=False), methods=["GET"]),
         Route("/openapi.json", handler(openapi, auth=False), methods=["GET"]),
     ]
-    return Starlette(
-        routes=routes, exception_handlers={HTTPException: not_found, Exception: unexpected}
-    )
+    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+
+
+def _route(path: str, **by_method: Callable[[Request], Awaitable[Response]]) -> Route:
+    """One route for a path with several methods, so that a 405 lists all of them in its
+    ``Allow`` header (two routes for one path would each name only their own)."""
+
+    async def endpoint(request: Request) -> Response:
+        return await by_method["GET" if request.method == "HEAD" else request.method](request)
+
+    return Route(path, endpoint, methods=list(by_method))
 
 
 def _flag(request: Request, name: str) -> bool:
-    value = request.query_params.get(name, "false").lower()
-    if value not in ("true", "false", "1", "0"):
+    value = request.query_params.get(name, "false")
+    if value not in ("true", "false"):
         raise ApiError(422, "expected true or false", name)
-    return value in ("true", "1")
+    return value == "true"
 
 
-def _no_constant(name: str) -> Any:
-    """JSON has no NaN or Infinity; Python's parser would accept them."""
-    raise ValueError(f"{name} is not a JSON number")
+class _NotANumber:
+    """What Python's parser makes of NaN, Infinity or -Infinity (JSON has none of them): kept as
+    a marker so the error can name the field it stands in."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def parse_json(raw: bytes) -> Any:
+    """A request body as JSON, or an ApiError naming the field at fault."""
+    try:
+        value = json.loads(raw, parse_constant=_NotANumber)
+    except RecursionError:
+        raise ApiError(422, f"body nests deeper than {MAX_DEPTH} levels", "body") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"body is not valid JSON: {exc}", "body") from None
+    _check_tree(value)
+    return value
+
+
+def _check_tree(value: Any) -> None:
+    """No NaN or Infinity, and no nesting deeper than ``MAX_DEPTH`` anywhere in ``value``;
+    fields are named as ``jobspec`` names them (``deadlines[0].at``)."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, _NotANumber):
+            raise ApiError(422, f"{item.name} is not a JSON number", path or "body")
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth >= MAX_DEPTH:
+            top = path.partition(".")[0].partition("[")[0]
+            raise ApiError(422, f"nests deeper than {MAX_DEPTH} levels", top or "body")
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k), depth + 1) for k, v in item.items())
+        else:
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
 def _quantile(ordered: list[float], q: float) -> float | None:

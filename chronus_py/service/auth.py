@@ -27,9 +27,10 @@ class Tokens:
     def caller(self, header: str | None) -> Caller | None:
         """The caller an ``Authorization`` header names, or None. Every token is compared, so
         the time taken does not tell how close a guess was, nor which entry matched."""
-        if not header or not header.startswith("Bearer "):
+        scheme, _, credentials = (header or "").strip().partition(" ")
+        if scheme.lower() != "bearer":  # auth schemes are case-insensitive (RFC 9110 11.1)
             return None
-        given = header[len("Bearer ") :].strip().encode()
+        given = credentials.strip().encode()
         found = None
         for token, caller in self.entries:
             if hmac.compare_digest(token, given) and found is None:

@@ -30,7 +30,14 @@ from chronus_py.model import Cluster, DeadlineOption, Node
 from chronus_py.service import rounds
 from chronus_py.service.backend import Backend, BackendUnavailable, RunState
 from chronus_py.service.db import TERMINAL, Database
-from chronus_py.service.jobspec import FieldError, JobSpec, parse_job
+from chronus_py.service.jobspec import (
+    FieldError,
+    Forbidden,
+    JobSpec,
+    Unrunnable,
+    integer,
+    parse_job,
+)
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
@@ -93,8 +100,13 @@ class Service:
         on_admission: Callable[[float], None] | None = None,
         layers=None,
         throughputs: Path | None = None,
+        replan_in_child: bool = False,
+        on_replan: Callable[[], None] | None = None,
     ):
         self.backend = backend
+        self.replan_in_child = replan_in_child
+        self.on_replan = on_replan or (lambda: None)
+        self.replan: rounds.Replan | None = None
         self._throughputs_dir = throughputs
         self._table: ThroughputTable | None = None
         self.db = db
@@ -199,6 +211,7 @@ class Service:
                 )
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
+        self.replan = None  # a re-plan in flight planned the old scheduler: its result is dropped
         self.bad_nodes: set[str] = set()
         self._follow_health()
         self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
@@ -258,6 +271,12 @@ class Service:
             )
         started = time.perf_counter()
         now = self.backend.now()
+        self._replan_if_due(now)
+        # One rule for refusals: a request that breaks the published schema (openapi.py: types,
+        # ranges, the cluster's size, the elastic models) is a 4xx naming the field; a
+        # well-formed job this service cannot run (its last deadline not after now, no
+        # measured size in its elastic range) is answered 200, submitted false, admission
+        # rejected with the reason. A dry run gets the answer a submission would.
         try:
             spec = parse_job(
                 body,
@@ -266,39 +285,59 @@ class Service:
                 may_set_tenant=caller.admin,
                 throughputs=self.throughputs,
             )
+        except Unrunnable as exc:
+            return self._rejected(f"{exc.field}: {exc.why}")
+        except Forbidden as exc:
+            raise ApiError(403, exc.why, exc.field) from None
         except FieldError as exc:
             raise ApiError(422, exc.why, exc.field) from None
+        if not caller.admin:
+            spec = spec.renamed(self.scoped(spec.job.id, caller))
         job = spec.job
+        shown = self.shown(job.id, caller)
         if job.id in self.scheduler.jobs or job.id in self.known:
-            raise ApiError(409, f"a job with id {job.id!r} exists already", "id")
-        if spec.needs_size:
+            raise ApiError(409, f"you have a job with id {shown!r} already", "id")
+        if not spec.needs_size and job.gpus > self.scheduler.total_gpus:
+            raise ApiError(422, f"expected at most the cluster's {self.cluster.gpus}", "gpus")
+        refused = rounds.reject_reason(
+            self.scheduler, job, spec.estimate, now, sized=not spec.needs_size
+        )
+        if refused is None and spec.needs_size:
             sized = rounds.size_elastic(self.scheduler, spec, now)
             if isinstance(sized, str):
-                admission = rounds.Admission(rounds.REJECTED, reason=sized)
-                self._count(admission.decision)
-                return 200, {"id": job.id, "submitted": False, "admission": admission.to_dict()}
+                return self._rejected(sized)
             spec, job = sized, sized.job
-        refused = self.backend.refuse(job, spec.fields)
+            refused = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
+        refused = refused or self.backend.refuse(job, spec.fields)
         if refused is not None:
-            field, why = refused
-            raise ApiError(422, why, field)
-        why = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
-        if why is not None:
-            admission = rounds.Admission(rounds.REJECTED, reason=why)
-            self._count(admission.decision)
-            return 200, {"id": job.id, "submitted": False, "admission": admission.to_dict()}
+            return self._rejected(f"{refused[0]}: {refused[1]}")
         if dry_run:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
-            return 200, {
-                "id": job.id,
-                "submitted": False,
-                "dry_run": True,
-                "admission": admission.to_dict(),
-            }
+            # No id: no job has it, nor is it kept for one (a link to it would lead nowhere).
+            return 200, {"submitted": False, "dry_run": True, "admission": admission.to_dict()}
         admission = self.accept(spec, now)
         self.on_admission(time.perf_counter() - started)
-        return 201, {"id": job.id, "submitted": True, "now": now, "admission": admission.to_dict()}
+        return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
+
+    def _rejected(self, why: str) -> tuple[int, dict]:
+        """The answer to a well-formed job this service cannot run: no job, so no id."""
+        admission = rounds.Admission(rounds.REJECTED, reason=why)
+        self._count(admission.decision)
+        return 200, {"submitted": False, "admission": admission.to_dict()}
+
+    @staticmethod
+    def scoped(job_id: str, caller: Caller) -> str:
+        """The id a tenant's job has in the service: ``TENANT:ID``. Ids are scoped per tenant,
+        so choosing an id that another tenant uses neither fails nor tells that it exists; an
+        admin names every job by its full id."""
+        return job_id if caller.admin else f"{caller.tenant}:{job_id}"
+
+    @staticmethod
+    def shown(job_id: str, caller: Caller) -> str:
+        """A job's id as ``caller`` names it (``scoped`` undone)."""
+        prefix = f"{caller.tenant}:"
+        return job_id[len(prefix) :] if not caller.admin and job_id.startswith(prefix) else job_id
 
     def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
         """Admit a checked job: commit it and its promise, then tell the backend."""
@@ -349,8 +388,15 @@ class Service:
 
     def cancel(self, job_id: str, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
+        job_id = row["id"]
+        if row["state"] == "cancelled":
+            return self.job_view(row, caller)  # DELETE is idempotent
         if row["state"] in TERMINAL:
-            return self.job_view(row)
+            raise ApiError(
+                409,
+                f"job {self.shown(job_id, caller)!r} is {row['state']}: nothing to cancel",
+                "id",
+            )
         now = self.backend.now()
         try:
             self.backend.cancel(job_id)
@@ -365,23 +411,28 @@ class Service:
             self.db.set_state(job_id, "cancelled", finished=now)
             self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
         decision_log("cancel", job=job_id, by=caller.tenant, now=now)
-        return self.job_view(self.db.job(job_id))
+        return self.job_view(self.db.job(job_id), caller)
 
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
+        if row["state"] == "cancelled":
+            raise ApiError(404, f"job {job_id!r} was cancelled", "id")
+        job_id = row["id"]
         if not isinstance(body, dict) or set(body) != {"iterations_done"}:
             raise ApiError(422, 'expected {"iterations_done": N}', "iterations_done")
-        done = body["iterations_done"]
+        done = integer(body["iterations_done"])
+        if done is None or done < 0:
+            raise ApiError(422, "expected an integer >= 0", "iterations_done")
+        # What the job's own record forbids is a conflict with it (409), not a malformed field.
         total = row["spec"].get("iterations")
         if total is None:
-            raise ApiError(422, "the job was submitted without iterations", "iterations_done")
-        if isinstance(done, bool) or not isinstance(done, int) or not 0 <= done <= total:
-            raise ApiError(
-                422, f"expected an integer in [0, {total}], got {done!r}", "iterations_done"
-            )
+            raise ApiError(409, "the job was submitted without iterations", "iterations_done")
+        if done > total:
+            raise ApiError(409, f"the job has {total} iterations in all", "iterations_done")
         if job_id not in self.scheduler.active:
             raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
         now = self.backend.now()
+        self._replan_if_due(now)
         old = self.estimates[job_id]
         first = not self.scheduler.active[job_id].known
         new = rounds.progress(self.scheduler, job_id, done / total, now)
@@ -393,16 +444,30 @@ class Service:
                     self._record_promise_changes(now, in_transaction=True)
             event = "estimate" if first else "reestimate"
             decision_log(event, job=job_id, old=old, new=new, now=now)
-        return {**self.job_view(self.db.job(job_id)), "reestimated": new is not None}
+        return {**self.job_view(self.db.job(job_id), caller), "reestimated": new is not None}
 
     def _visible(self, job_id: str, caller: Caller) -> dict:
-        row = self.db.job(job_id)
-        if row is None or not caller.sees(row["tenant"]):
-            raise ApiError(404, f"no job {job_id!r}", "id")
-        return row
+        """The job ``caller`` names ``job_id``: its own scoped id first, then the id as given
+        (a job an admin submitted for the tenant, or one that came from the backend)."""
+        names = (job_id,) if caller.admin else (self.scoped(job_id, caller), job_id)
+        for name in names:
+            row = self.db.job(name)
+            if row is not None and caller.sees(row["tenant"]):
+                return row
+        raise ApiError(404, f"no job {job_id!r}", "id")
 
     def get_job(self, job_id: str, caller: Caller) -> dict:
-        return self.job_view(self._visible(job_id, caller))
+        return self.job_view(self._visible(job_id, caller), caller)
+
+    def live_job(self, job_id: str, caller: Caller) -> dict:
+        """``GET /v1/jobs/{id}``: a cancelled job is gone from there (``DELETE`` removed it; a
+        read after it is a 404), and stays in the listing with state cancelled."""
+        row = self._visible(job_id, caller)
+        if row["state"] == "cancelled":
+            raise ApiError(
+                404, f"job {job_id!r} was cancelled (GET /v1/jobs?state=cancelled lists it)", "id"
+            )
+        return self.job_view(row, caller)
 
     def list_jobs(
         self,
@@ -417,12 +482,19 @@ class Service:
             if tenant is not None and tenant != caller.tenant:
                 return []
             tenant = caller.tenant
+        if after is not None:
+            try:
+                after = self._visible(after, caller)["id"]
+            except ApiError:
+                # Not "nothing after it": the answer would tell another tenant's ids apart.
+                raise ApiError(404, f"no job {after!r} of yours to list after", "after") from None
         return [
-            self.job_view(r)
+            self.job_view(r, caller)
             for r in self.db.jobs(tenant=tenant, state=state, limit=limit, after=after)
         ]
 
-    def job_view(self, row: Mapping[str, Any]) -> dict:
+    def job_view(self, row: Mapping[str, Any], caller: Caller | None = None) -> dict:
+        """A job as ``caller`` sees it (its id as the caller names it; None: in full)."""
         spec = row["spec"]
         estimate = (
             rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
@@ -430,7 +502,7 @@ class Service:
             else None
         )
         out = {
-            "id": row["id"],
+            "id": row["id"] if caller is None else self.shown(row["id"], caller),
             "tenant": row["tenant"],
             "state": row["state"],
             "gpus": spec["gpus"],
@@ -495,6 +567,7 @@ class Service:
         try:
             if self.needs_resync:
                 self.rebuild()
+            self._replan_if_due(self.backend.now(), notify=False)
             self._arrivals()
             self._observe()
             if time.monotonic() >= self._health_at:
@@ -549,14 +622,11 @@ class Service:
                     self.backend.cancel(spec.job.id)
                     continue
                 spec = sized
-            refused = self.backend.refuse(spec.job, spec.fields)
-            why = (
-                rounds.reject_reason(self.scheduler, spec.job, spec.estimate, now)
-                if refused is None
-                else f"{refused[0]}: {refused[1]}"
+            refused = self.backend.refuse(spec.job, spec.fields) or rounds.reject_reason(
+                self.scheduler, spec.job, spec.estimate, now
             )
-            if why is not None:
-                decision_log("refuse", job=spec.job.id, reason=why)
+            if refused is not None:
+                decision_log("refuse", job=spec.job.id, reason=f"{refused[0]}: {refused[1]}")
                 self.backend.cancel(spec.job.id)
                 continue
             self.accept(spec, now)
@@ -641,6 +711,34 @@ class Service:
                     decision_log(_ENDED[obs.state], job=obs.id, at=at)
         if self.needs_resync:
             self.rebuild()
+
+    # -- the lease re-plan, in a child process --------------------------------------------------
+    def _replan_if_due(self, now: float, *, notify: bool = True) -> None:
+        """Start the lease re-plan in a child process when it is due, before anything selects:
+        a re-plan of thousands of guarantees takes seconds, which no request should wait for.
+        ``notify``: tell the loop (from a request; a round's loop sees it when the round ends)."""
+        if self.replan_in_child and self.replan is None and rounds.replan_due(self.scheduler, now):
+            self.replan = rounds.start_replan(self.scheduler, now)
+            if self.replan is not None:
+                decision_log("replan_started", now=now, jobs=len(self.replan.known))
+                if notify:
+                    self.on_replan()
+
+    def replan_result(self, replan: rounds.Replan):
+        """The child's result (blocks: call it off the event loop, without the lock)."""
+        return rounds.replan_result(replan)
+
+    def commit_replan(self, replan: rounds.Replan, result) -> None:
+        """Make the child's plan the committed one (under the lock); the next round records the
+        promises it changed and the lease plan."""
+        now = self.backend.now()
+        if replan is not self.replan or self.needs_resync:
+            return  # the scheduler was rebuilt meanwhile: its own select re-plans it
+        self.replan = None
+        rounds.commit_replan(self.scheduler, replan, result, now)
+        self._fresh = True
+        self._plan = None  # assembled again, from the committed plan, when next asked
+        decision_log("replan_committed", now=now, began=replan.now, ok=result is not None)
 
     def _round(self) -> None:
         now = self.backend.now()

@@ -9,8 +9,10 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
     estimate_seconds: 7200      # > 0: the work the scheduler plans with; leave it out when
                                 #   nobody knows (iterations then required): the job is measured
                                 #   in place from its progress reports (chronus_py/estimates)
-    deadlines: [{at: 9000, value: 1}]   # absolute seconds on the backend's clock, tightest first;
-                                #   value defaults to 1; none = best-effort, several = soft SLO
+    deadlines: [{at: 9000, value: 1}]   # absolute seconds on the backend's clock, in any order
+                                #   (kept tightest first; one instant given twice keeps its
+                                #   best value); value defaults to 1; none = best-effort,
+                                #   several = soft SLO
     duration_seconds: 7000      # sim backend only: the true work (default: the estimate)
     iterations: 40000           # optional: lets POST /v1/jobs/{id}/progress re-estimate
     model: resnet50             # optional, informative
@@ -49,6 +51,9 @@ FIELDS = (
 )
 ELASTIC_FIELDS = ("min_gpus", "max_gpus", "batch", "iterations")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_CGROUP_PART = r"[A-Za-z0-9_@:+=,\\-][A-Za-z0-9._@:+=,\\-]*"
+CGROUP = re.compile(f"/?{_CGROUP_PART}(/{_CGROUP_PART})*")
+"""A cgroup path: no component starts with a dot, so none is '..' (nor hidden)."""
 MAX_DEADLINES = 16
 
 
@@ -59,6 +64,15 @@ class FieldError(ValueError):
         super().__init__(f"{field}: {why}")
         self.field = field
         self.why = why
+
+
+class Forbidden(FieldError):
+    """A field the caller's token may not set as given (403)."""
+
+
+class Unrunnable(FieldError):
+    """A well-formed job this service cannot run (no size of an elastic range is measured):
+    answered like an admission that rejects it, not as a malformed request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,10 @@ class JobSpec:
     def needs_size(self) -> bool:
         """An elastic job not sized yet: admission picks its size (``sized``)."""
         return self.elastic is not None and "gpus" not in self.fields
+
+    def renamed(self, job_id: str) -> JobSpec:
+        """This job under ``job_id`` (a tenant's job gets its tenant-scoped id)."""
+        return replace(self, job=replace(self.job, id=job_id), fields={**self.fields, "id": job_id})
 
     def sized(self, gpus: int) -> JobSpec:
         """This elastic job at ``gpus`` GPUs: its work and (sim) true work at that size, and the
@@ -105,20 +123,33 @@ def parse_job(
     for name in body:
         if name not in allowed:
             raise FieldError(str(name), f"unknown field (expected one of: {', '.join(FIELDS)})")
+        if body[name] is None and submit is None:
+            # Over the API a field is given or left out (as its schema says); null is neither.
+            raise FieldError(str(name), "expected a value, not null (leave the field out)")
     job_id = body.get("id")
     if job_id is None:
         job_id = uuid.uuid4().hex[:16]
     elif (
         isinstance(job_id, bool)
         or not isinstance(job_id, (str, int))
+        or (submit is None and not isinstance(job_id, str))  # a trace's ids may be numbers
         or not _ID.fullmatch(str(job_id))
     ):
-        raise FieldError("id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {job_id!r}")
-    elastic = None if body.get("elastic") is None else _elastic(body, throughputs)
-    gpus = body.get("gpus", elastic.sizes[-1] if elastic is not None else None)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise FieldError(
-            "gpus", f"expected an integer >= 1, got {gpus!r}" if "gpus" in body else "required"
+            "id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {_shown(job_id)}"
+        )
+    if body.get("elastic") is not None and submit is None:
+        for name in ("gpus", "estimate_seconds"):
+            if name in body:
+                raise FieldError(name, "an elastic job's size and work are chosen by admission")
+    elastic = None if body.get("elastic") is None else _elastic(body, throughputs)
+    gpus = integer(body.get("gpus", elastic.sizes[-1] if elastic is not None else None))
+    if gpus is None or gpus < 1:
+        raise FieldError(
+            "gpus",
+            f"expected an integer >= 1, got {_shown(body['gpus'])}"
+            if "gpus" in body
+            else "required",
         )
     if elastic is not None and gpus not in elastic.sizes:
         raise FieldError(
@@ -129,10 +160,12 @@ def parse_job(
         estimate = elastic.seconds(gpus)
     duration = _number(body, "duration_seconds")
     iterations = body.get("iterations")
-    if iterations is not None and (
-        isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
-    ):
-        raise FieldError("iterations", f"expected an integer >= 1, got {iterations!r}")
+    if iterations is not None:
+        iterations = integer(iterations)
+        if iterations is None or iterations < 1:
+            raise FieldError(
+                "iterations", f"expected an integer >= 1, got {_shown(body['iterations'])}"
+            )
     if estimate is None and iterations is None:
         raise FieldError(
             "estimate_seconds",
@@ -144,17 +177,20 @@ def parse_job(
         raise FieldError("model", "expected a string of 1-128 characters")
     cgroup = body.get("cgroup")
     if cgroup is not None and (
-        not isinstance(cgroup, str) or not 0 < len(cgroup) <= 512 or ".." in cgroup.split("/")
+        not isinstance(cgroup, str) or len(cgroup) > 512 or not CGROUP.fullmatch(cgroup)
     ):
-        raise FieldError("cgroup", "expected a cgroup path of 1-512 characters without '..'")
+        raise FieldError(
+            "cgroup", "expected a cgroup path of 1-512 characters, no component starting with '.'"
+        )
     if "tenant" in body:
-        if not may_set_tenant:
-            raise FieldError("tenant", "set by your token; only an admin token may name a tenant")
-        tenant = body["tenant"]
-        if not isinstance(tenant, str) or not _ID.fullmatch(tenant):
+        given = body["tenant"]
+        if not isinstance(given, str) or not _ID.fullmatch(given):
             raise FieldError(
-                "tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {tenant!r}"
+                "tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {_shown(given)}"
             )
+        if not may_set_tenant and given != tenant:
+            raise Forbidden("tenant", "set by your token; only an admin token names another")
+        tenant = given
     deadlines = _deadlines(body.get("deadlines", []))
     kind = (
         JobKind.BEST_EFFORT
@@ -198,23 +234,38 @@ def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
         raise FieldError("model", "required for an elastic job: its throughput curve's model")
     values = {}
     for name, default in (("min_gpus", 1), ("max_gpus", 64), ("batch", None)):
-        value = raw.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        given = raw.get(name, default)
+        value = integer(given)
+        if value is None or value < 1:
             raise FieldError(
                 f"elastic.{name}",
-                "required" if value is None else f"expected an integer >= 1, got {value!r}",
+                "required" if given is None else f"expected an integer >= 1, got {_shown(given)}",
             )
         values[name] = value
     if values["min_gpus"] > values["max_gpus"]:
-        raise FieldError("elastic.min_gpus", f"must be <= max_gpus ({values['max_gpus']})")
+        raise Unrunnable("elastic.min_gpus", f"must be <= max_gpus ({values['max_gpus']})")
     iterations = _number(raw, "iterations")
     if iterations is None:
         raise FieldError("elastic.iterations", "required")
     if throughputs is None:
         raise FieldError("elastic", "this service has no throughput tables")
+    table = throughputs()
+    if table.curve(model, values["batch"]) is None:
+        # Named by what the client can change, never by where the tables live on the server.
+        models = sorted({m for m, _ in table.rates})
+        if model not in models:
+            raise FieldError(
+                "model", f"no throughput curve for {_shown(model)} (have: {', '.join(models)})"
+            )
+        batches = sorted(b for m, b in table.rates if m == model)
+        raise FieldError(
+            "elastic.batch",
+            f"no {model} curve at global batch {values['batch']} (have: "
+            f"{', '.join(map(str, batches))})",
+        )
     try:
-        return elastic_spec(
-            throughputs(),
+        spec = elastic_spec(
+            table,
             model,
             values["batch"],
             values["min_gpus"],
@@ -222,7 +273,8 @@ def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
             iterations,
         )
     except ValueError as exc:
-        raise FieldError("elastic", str(exc)) from None
+        raise Unrunnable("elastic", str(exc)) from None
+    return spec
 
 
 def _number(body: Mapping[str, Any], name: str) -> float | None:
@@ -230,14 +282,38 @@ def _number(body: Mapping[str, Any], name: str) -> float | None:
     value = body.get(name)
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise FieldError(name, f"expected a number > 0, got {value!r}")
-    return float(value)
+    number = finite(value)
+    if number is None or number <= 0:
+        raise FieldError(name, f"expected a number > 0, got {_shown(value)}")
+    return number
+
+
+def integer(value: Any) -> int | None:
+    """``value`` as an int if it is a JSON integer, else None. JSON has one number type: 8.0
+    is the integer 8 (as JSON Schema counts it), 8.5 and true are not integers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float if it is a finite JSON number, else None: an integer too large for
+    a float (10**400 is valid JSON) is refused like an infinite one, not an OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _shown(value: Any) -> str:
+    """A refused value as an error shows it: a huge number or string is cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
@@ -253,20 +329,22 @@ def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
         for name in item:
             if name not in ("at", "value"):
                 raise FieldError(f"{where}.{name}", "unknown field (expected at, value)")
-        at = item.get("at")
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        at = finite(item.get("at"))
+        if at is None:
             raise FieldError(
-                f"{where}.at", f"expected a number, got {at!r}" if "at" in item else "required"
+                f"{where}.at",
+                f"expected a finite number, got {_shown(item['at'])}"
+                if "at" in item
+                else "required",
             )
-        value = item.get("value", 1)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value < 0
-        ):
-            raise FieldError(f"{where}.value", f"expected a number >= 0, got {value!r}")
-        if out and at <= out[-1].at:
-            raise FieldError(f"{where}.at", "deadlines must be in increasing order")
-        out.append(DeadlineOption(float(at), float(value)))
-    return tuple(out)
+        value = finite(item.get("value", 1))
+        if value is None or value < 0:
+            raise FieldError(
+                f"{where}.value", f"expected a number >= 0, got {_shown(item.get('value'))}"
+            )
+        out.append(DeadlineOption(at, value))
+    # Tightest first, one option per instant (the best value given for it).
+    best: dict[float, float] = {}
+    for option in out:
+        best[option.at] = max(best.get(option.at, option.value), option.value)
+    return tuple(DeadlineOption(at, value) for at, value in sorted(best.items()))

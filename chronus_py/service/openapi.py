@@ -1,8 +1,17 @@
-"""The OpenAPI 3.1 description of the API, served at ``GET /openapi.json``."""
+"""The OpenAPI 3.1 description of the API, served at ``GET /openapi.json``: ``OPENAPI`` as any
+server has it, and ``for_server`` with what one server enforces beyond it (its cluster's size,
+its elastic models). Every enum and range here is one the server checks: schemathesis runs the
+whole API against it (tests/service/test_schemathesis.py).
+"""
 
 from __future__ import annotations
 
-from chronus_py.service.jobspec import MAX_DEADLINES
+import copy
+
+from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES
+
+STATES = ("pending", "running", "finished", "cancelled", "failed")
+MAX_LIMIT = 10_000
 
 _ERROR = {
     "type": "object",
@@ -18,16 +27,24 @@ _DEADLINE = {
         "value": {"type": "number", "minimum": 0, "default": 1},
     },
 }
+_NOT_ELASTIC = {"not": {"required": ["elastic"]}}
 _JOB_IN = {
     "type": "object",
     "anyOf": [
-        {"required": ["gpus", "estimate_seconds"]},
-        {"required": ["gpus", "iterations"]},
-        {"required": ["elastic", "model"]},
+        {"required": ["gpus", "estimate_seconds"], **_NOT_ELASTIC},
+        {"required": ["gpus", "iterations"], **_NOT_ELASTIC},
+        {
+            "required": ["elastic", "model"],
+            "not": {"anyOf": [{"required": ["gpus"]}, {"required": ["estimate_seconds"]}]},
+        },
     ],
     "additionalProperties": False,
     "properties": {
-        "id": {"type": ["string", "integer"], "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+        "id": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+            "description": "yours alone: another tenant may use the same id",
+        },
         "gpus": {"type": "integer", "minimum": 1},
         "estimate_seconds": {
             "type": "number",
@@ -39,7 +56,7 @@ _JOB_IN = {
             "type": "array",
             "items": _DEADLINE,
             "maxItems": MAX_DEADLINES,
-            "description": "tightest first; none: best-effort",
+            "description": "in any order (kept tightest first); none: best-effort",
         },
         "duration_seconds": {
             "type": "number",
@@ -51,8 +68,18 @@ _JOB_IN = {
             "minimum": 1,
             "description": "total iterations: progress reports re-estimate the job from them",
         },
-        "model": {"type": "string"},
-        "tenant": {"type": "string", "description": "admin tokens only"},
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128,
+            "description": "informative; for an elastic job, one of the throughput tables' models",
+        },
+        "tenant": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+            "description": "your token's tenant; only an admin token names another (else 403)",
+        },
+        "cgroup": {"type": "string", "maxLength": 512, "pattern": f"^{CGROUP.pattern}$"},
         "elastic": {
             "type": "object",
             "additionalProperties": False,
@@ -72,7 +99,7 @@ _ADMISSION = {
     "type": "object",
     "required": ["decision", "reason"],
     "properties": {
-        "decision": {"enum": ["guaranteed", "not_guaranteed", "rejected", "tentative"]},
+        "decision": {"enum": ["guaranteed", "not_guaranteed", "tentative"]},
         "reason": {"type": "string"},
         "deadline": _DEADLINE,
     },
@@ -94,6 +121,7 @@ _ESTIMATE = {
 }
 _JOB = {
     "type": "object",
+    "required": ["id", "tenant", "state", "gpus", "submit", "estimate_seconds", "admission"],
     "properties": {
         "id": {"type": "string"},
         "tenant": {"type": "string"},
@@ -102,7 +130,11 @@ _JOB = {
         "elastic": {"type": ["object", "null"]},
         "submit": {"type": "number"},
         "deadlines": {"type": "array", "items": _DEADLINE},
-        "estimate_seconds": {"type": "number"},
+        "estimate_seconds": {
+            "type": ["number", "null"],
+            "description": "the work it is planned with; null while a job without an estimate "
+            "is being measured",
+        },
         "admission": _ADMISSION,
         "guaranteed": {"oneOf": [_DEADLINE, {"type": "null"}]},
         "placement": {
@@ -125,16 +157,51 @@ def _json(schema: dict, description: str = "OK") -> dict:
 _ERRORS = {
     code: _json(_ERROR, why)
     for code, why in (
-        ("400", "body is not JSON"),
+        ("400", "body is not JSON, or not HTTP"),
         ("401", "missing or unknown token"),
+        ("403", "the token may not do this (a tenant token naming another tenant)"),
         ("404", "no such job (or another tenant's)"),
-        ("409", "conflict"),
+        ("405", "method not allowed: the Allow header lists those the path has"),
+        ("408", "the request did not arrive in time"),
+        ("409", "conflict: an id you used already, or a job no longer active"),
         ("413", "body too large"),
-        ("422", "a field is wrong: `field` names it"),
-        ("503", "backend unavailable"),
+        ("415", "body is not application/json"),
+        ("422", "a field is wrong, or the job can never run here: `field` names it"),
+        ("503", "backend unavailable, too many connections, or an internal error"),
     )
 }
 _ID = [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+_SUBMITTED = {
+    "type": "object",
+    "required": ["id", "submitted", "now", "admission"],
+    "properties": {
+        "id": {"type": "string"},
+        "submitted": {"const": True},
+        "now": {"type": "number"},
+        "admission": _ADMISSION,
+    },
+}
+_NOT_SUBMITTED = {
+    "type": "object",
+    "required": ["submitted", "admission"],
+    "additionalProperties": False,
+    "description": "no job exists, so the answer has no id",
+    "properties": {
+        "submitted": {"const": False},
+        "dry_run": {"const": True},
+        "admission": {
+            **_ADMISSION,
+            "properties": {
+                **_ADMISSION["properties"],
+                "decision": {"enum": ["guaranteed", "not_guaranteed", "tentative", "rejected"]},
+            },
+        },
+    },
+}
+_JOB_LINKS = {
+    "GetJob": {"operationId": "getJob", "parameters": {"job_id": "$response.body#/id"}},
+    "CancelJob": {"operationId": "cancelJob", "parameters": {"job_id": "$response.body#/id"}},
+}
 
 OPENAPI = {
     "openapi": "3.1.0",
@@ -150,37 +217,55 @@ OPENAPI = {
         "/v1/jobs": {
             "post": {
                 "summary": "Submit a job; the answer carries its admission",
-                "parameters": [{"name": "dry_run", "in": "query", "schema": {"type": "boolean"}}],
+                "parameters": [
+                    {
+                        "name": "dry_run",
+                        "in": "query",
+                        "description": "answer what admission would say, submitting nothing",
+                        "schema": {"type": "boolean"},
+                    }
+                ],
                 "requestBody": {
                     "required": True,
                     "content": {"application/json": {"schema": _JOB_IN}},
                 },
+                "operationId": "submitJob",
                 "responses": {
-                    "201": _json(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "id": {"type": "string"},
-                                "submitted": {"type": "boolean"},
-                                "admission": _ADMISSION,
-                            },
-                        },
-                        "accepted",
+                    "201": {**_json(_SUBMITTED, "submitted"), "links": _JOB_LINKS},
+                    "200": _json(
+                        _NOT_SUBMITTED,
+                        "not submitted: a dry run (what admission would answer), or a "
+                        "well-formed job this service cannot run (decision rejected)",
                     ),
-                    "200": _json({"type": "object"}, "rejected, or a dry run"),
                     **_ERRORS,
                 },
             },
             "get": {
                 "summary": "List jobs (a tenant sees its own)",
+                "operationId": "listJobs",
                 "parameters": [
-                    {"name": n, "in": "query", "schema": {"type": t}}
-                    for n, t in (
-                        ("tenant", "string"),
-                        ("state", "string"),
-                        ("limit", "integer"),
-                        ("after", "string"),
-                    )
+                    {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "state",
+                        "in": "query",
+                        "schema": {"enum": list(STATES)},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_LIMIT,
+                            "default": 1000,
+                        },
+                    },
+                    {
+                        "name": "after",
+                        "in": "query",
+                        "description": "the last id of the previous page (one of yours)",
+                        "schema": {"type": "string"},
+                    },
                 ],
                 "responses": {
                     "200": _json(
@@ -199,11 +284,13 @@ OPENAPI = {
         "/v1/jobs/{job_id}": {
             "get": {
                 "summary": "One job",
+                "operationId": "getJob",
                 "parameters": _ID,
                 "responses": {"200": _json(_JOB), **_ERRORS},
             },
             "delete": {
                 "summary": "Cancel a job",
+                "operationId": "cancelJob",
                 "parameters": _ID,
                 "responses": {"200": _json(_JOB), **_ERRORS},
             },
@@ -211,6 +298,7 @@ OPENAPI = {
         "/v1/jobs/{job_id}/progress": {
             "post": {
                 "summary": "Report iterations done; re-estimates the job",
+                "operationId": "reportProgress",
                 "parameters": _ID,
                 "requestBody": {
                     "required": True,
@@ -219,7 +307,10 @@ OPENAPI = {
                             "schema": {
                                 "type": "object",
                                 "required": ["iterations_done"],
-                                "properties": {"iterations_done": {"type": "integer"}},
+                                "additionalProperties": False,
+                                "properties": {
+                                    "iterations_done": {"type": "integer", "minimum": 0}
+                                },
                             }
                         }
                     },
@@ -283,3 +374,24 @@ OPENAPI = {
         },
     },
 }
+
+
+def for_server(gpus: int, models: dict[str, list[int]]) -> dict:
+    """``OPENAPI`` with what this server enforces on top: at most ``gpus`` GPUs per job, and an
+    elastic job's model and batch one of ``models`` (model -> the global batch sizes of its
+    throughput curves, which elastic jobs are sized by)."""
+    out = copy.deepcopy(OPENAPI)
+    job = out["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    job["properties"]["gpus"]["maximum"] = gpus
+    elastic = job["properties"]["elastic"]["properties"]
+    elastic["min_gpus"]["maximum"] = gpus
+    job["anyOf"][2]["oneOf"] = [
+        {
+            "properties": {
+                "model": {"const": model},
+                "elastic": {"properties": {"batch": {"enum": batches}}},
+            }
+        }
+        for model, batches in sorted(models.items())
+    ]
+    return out

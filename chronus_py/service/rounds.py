@@ -9,6 +9,8 @@ and the :class:`~chronus_py.plan.Plan`.
 
 from __future__ import annotations
 
+import os
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -23,6 +25,7 @@ from chronus_py.policies import Chronus, make_policy
 from chronus_py.round import advance, assemble, guarantee_probe, reason, would_guarantee
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
+from chronus_py.selector.leases import lease_of
 from chronus_py.service.jobspec import JobSpec
 from chronus_py.state import JobState, Status
 
@@ -52,7 +55,8 @@ class SchedulerSettings:
 
 @dataclass(frozen=True)
 class Admission:
-    """The answer to a submission: ``decision`` is guaranteed / not_guaranteed / rejected;
+    """The answer to a submission: ``decision`` is guaranteed / not_guaranteed / tentative
+    (``rejected`` is only counted: a job that can never run here is refused with a 422);
     ``deadline`` the option guaranteed; ``reason`` why not (or what the guarantee means)."""
 
     decision: str
@@ -89,12 +93,27 @@ def selector_stats(scheduler: Scheduler) -> SelectorStats | None:
     return policy.selector.stats if isinstance(policy, Chronus) and policy.selector else None
 
 
-def reject_reason(scheduler: Scheduler, job: Job, estimate: float, now: float) -> str | None:
-    """Why a job can never be scheduled here, or None."""
-    if job.gpus > scheduler.total_gpus:
-        return f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
+HORIZON = 366 * 86400.0
+"""How far ahead the service plans: a deadline or a job's work beyond it is refused (the lease
+plan's arrays grow with the leases up to a deadline; 10**16 s would take terabytes)."""
+
+
+def reject_reason(
+    scheduler: Scheduler, job: Job, estimate: float | None, now: float, *, sized: bool = True
+) -> tuple[str, str] | None:
+    """Why a job can never be scheduled here, as (the field at fault, why), or None.
+    ``estimate`` None: not known yet (an unknown runtime); ``sized`` False: an elastic job
+    before admission sized it (its GPUs are not decided, its estimate is its least work)."""
+    if sized and job.gpus > scheduler.total_gpus:
+        return "gpus", f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
     if job.deadlines and job.deadlines[-1].at <= now:
-        return f"its last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+        last = f"deadlines[{len(job.deadlines) - 1}].at"
+        return last, f"the last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+    for i, option in enumerate(job.deadlines):
+        if option.at > now + HORIZON:
+            return f"deadlines[{i}].at", f"more than {HORIZON:g} s ahead (the planning horizon)"
+    if estimate is not None and estimate > HORIZON:
+        return "estimate_seconds", f"more than {HORIZON:g} s of work (the planning horizon)"
     return None
 
 
@@ -268,3 +287,76 @@ def set_health(scheduler: Scheduler, node: str, *, healthy: bool) -> None:
 
 def free_gpus(scheduler: Scheduler) -> int:
     return scheduler.allocator.free_gpus()
+
+
+# -- the lease re-plan, off the request path -------------------------------------------------------
+@dataclass
+class Replan:
+    """A lease re-plan computing in a child process, on the fork of the scheduler as it was at
+    ``now``; ``known`` the jobs active then."""
+
+    pid: int
+    fd: int
+    now: float
+    known: frozenset[str]
+
+
+def replan_due(scheduler: Scheduler, now: float) -> bool:
+    """Whether the next select would re-plan the lease (the lease selector's lease ended)."""
+    policy = scheduler.policy
+    selector = policy.selector if isinstance(policy, Chronus) else None
+    return selector is not None and selector.lease_index >= 0 and now >= selector.lease_end() - 1e-9
+
+
+def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
+    """Fork: the child re-plans the lease on its copy of the scheduler (copy-on-write, so the
+    snapshot costs a fork, not a copy of every job) and sends back the lease selector. The
+    parent's selector is told the lease began, so nothing re-plans it meanwhile: admissions go
+    on against the committed plan until ``commit_replan``. None where there is no fork."""
+    if not hasattr(os, "fork"):
+        return None
+    selector = scheduler.policy.selector
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send, and leave without running any parent's cleanup
+        status = 1
+        try:
+            os.close(read)
+            changed = selector.new_lease(scheduler.active, now)
+            with os.fdopen(write, "wb") as out:
+                pickle.dump((selector, changed), out, protocol=pickle.HIGHEST_PROTOCOL)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    selector.lease_index = lease_of(now, selector.settings.lease)
+    return Replan(pid, read, now, frozenset(scheduler.active))
+
+
+def replan_result(replan: Replan) -> tuple[Any, set[str]] | None:
+    """The child's (selector, changed jobs), or None if it failed; blocks until it ends (call
+    it from a worker thread)."""
+    with os.fdopen(replan.fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(replan.pid, 0)
+    return pickle.loads(data) if data and status == 0 else None
+
+
+def commit_replan(
+    scheduler: Scheduler, replan: Replan, result: tuple[Any, set[str]] | None, now: float
+) -> None:
+    """Make the child's plan the scheduler's, atomically (the caller holds the scheduler): jobs
+    admitted while it computed keep their promises (adopted, then booked into the new plan
+    where they fit; one that does not is re-planned at the next lease like a restored one), and
+    every job whose tier changed is re-sorted. A failed child: the re-plan runs here."""
+    policy = scheduler.policy
+    if result is None:
+        policy.selector.lease_index -= 1  # the lease is due again: re-plan in place
+        scheduler.select(now)
+        return
+    selector, changed = result
+    arrived = [s for i, s in scheduler.active.items() if i not in replan.known]
+    selector.adopt(arrived)
+    policy.selector = selector
+    changed = set(changed) | selector.admit_arrivals(arrived, now)
+    scheduler._rekey(changed, now)

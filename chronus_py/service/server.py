@@ -2,7 +2,11 @@
 
 The loop and the request handlers share one lock, so a round and a request never interleave;
 both run the service in a worker thread, so the event loop still answers ``/healthz`` during a
-long round. The loop sleeps until the earliest of: a submission or cancellation (woken at
+long round. The lease re-plan, seconds long with
+thousands of guarantees, runs in a child process on a fork of the scheduler and is committed
+under the lock when it is done (``rounds.start_replan``): no request waits for it.
+
+The loop sleeps until the earliest of: a submission or cancellation (woken at
 once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
 scheduler's next decision point (lease boundary, laxity trigger), the backend's next known event
 (a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM
@@ -50,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "layers_dir": None,
     "hosts": None,
     "throughputs": None,
+    "read_timeout": 10.0,
+    "max_connections": 1000,
 }
 
 
@@ -103,6 +109,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--round-interval", type=float, help="least wall seconds between rounds (default 0.05)"
     )
     p.add_argument(
+        "--read-timeout",
+        type=float,
+        help="seconds a request (headers and body) may take to arrive from its first byte, and a "
+        "new connection to send its first byte; slower clients get 408 (default 10)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        help="open connections at most; one more gets 503 and is closed (default 1000)",
+    )
+    p.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         help="default info: one line per decision",
@@ -127,6 +144,8 @@ class Options:
     cluster: Path | None
     round_interval: float
     log_level: str
+    read_timeout: float
+    max_connections: int
     layers_dir: Path | None
     hosts: Path | None
     throughputs: Path | None
@@ -160,6 +179,12 @@ def resolve(args: argparse.Namespace) -> Options:
         or value < 0
     ):
         raise InputError("--round-interval", f"must be a number >= 0, got {value!r}")
+    value = args.read_timeout
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
+        raise InputError("--read-timeout", f"must be a number of seconds > 0, got {value!r}")
+    value = args.max_connections
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError("--max-connections", f"must be an integer >= 1, got {value!r}")
     backend_module(args.backend)
     settings = SchedulerSettings(policy=args.policy, options=settings_given(args, args.policy))
     make_policy(settings.policy, settings.options, source=str(args.config or "policy settings"))
@@ -184,6 +209,8 @@ def resolve(args: argparse.Namespace) -> Options:
         cluster=None if args.cluster is None else Path(args.cluster),
         round_interval=float(args.round_interval),
         log_level=args.log_level,
+        read_timeout=float(args.read_timeout),
+        max_connections=args.max_connections,
         layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
         hosts=None if args.hosts is None else Path(args.hosts),
         throughputs=None if args.throughputs is None else Path(args.throughputs),
@@ -249,6 +276,7 @@ def serve(options: Options) -> int:
     import uvicorn
 
     from chronus_py.service.api import build_app
+    from chronus_py.service.connections import guarded_protocol
     from chronus_py.service.core import Service
     from chronus_py.service.db import Database
     from chronus_py.service.metrics import ServiceMetrics
@@ -277,6 +305,7 @@ def serve(options: Options) -> int:
         node_gpus = {n.name: len(n.gpus) for n in backend.nodes()}
         layers = LayersWriter(options.layers_dir, load_hosts(options.hosts, node_gpus))
     metrics = ServiceMetrics()
+    wake = asyncio.Event()
     try:
         service = Service(
             backend,
@@ -287,6 +316,8 @@ def serve(options: Options) -> int:
             on_admission=metrics.admission_seconds.observe,
             layers=layers,
             throughputs=options.throughputs,
+            replan_in_child=True,
+            on_replan=wake.set,
         )
     except BackendUnavailable as exc:
         error = ChronusError(f"--backend {options.backend}: cannot read the cluster: {exc}")
@@ -298,7 +329,6 @@ def serve(options: Options) -> int:
     # and young collections run less often.
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
-    wake = asyncio.Event()
     lock = asyncio.Lock()
     app = build_app(
         service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock
@@ -343,7 +373,11 @@ def serve(options: Options) -> int:
         options.db,
     )
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", http="httptools"
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=guarded_protocol(options.read_timeout, options.max_connections),
     )
     server.append(uvicorn.Server(config))
     with contextlib.suppress(ImportError):
@@ -359,7 +393,10 @@ async def _loop(
 ) -> None:
     last, spent = -math.inf, 0.0
     wake.set()  # the first round at once: after a restart, work is waiting
+    collecting: asyncio.Task | None = None
     while not stop.is_set():
+        if service.replan is not None and (collecting is None or collecting.done()):
+            collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
         due = service.next_wakeup()
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
@@ -383,6 +420,17 @@ async def _loop(
             service.needs_resync = True
         last = time.monotonic()
         spent = last - began
+    if collecting is not None:
+        await collecting
+
+
+async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Event) -> None:
+    """Wait (in a worker thread, without the lock) for the child computing the lease re-plan,
+    then commit its plan under the lock: requests wait only for the commit, not the re-plan."""
+    result = await asyncio.to_thread(service.replan_result, replan)
+    async with lock:
+        service.commit_replan(replan, result)
+    wake.set()
 
 
 def _bind(host: str, port: int) -> socket.socket:
