@@ -456,6 +456,10 @@ class Service:
                 return row
         raise ApiError(404, f"no job {job_id!r}", "id")
 
+    def resolve(self, job_id: str, caller: Caller) -> str:
+        """The service's own id of the job ``caller`` names ``job_id`` (404 if not theirs)."""
+        return self._visible(job_id, caller)["id"]
+
     def get_job(self, job_id: str, caller: Caller) -> dict:
         return self.job_view(self._visible(job_id, caller), caller)
 

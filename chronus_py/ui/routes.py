@@ -246,8 +246,11 @@ def ui_app(
         job_id = request.path_params["job_id"]
 
         def gather():
-            view = service.get_job(job_id, caller)  # 404 for another tenant's job
-            return view, reader.one(job_id, caller), _history(service, job_id)
+            own = service.resolve(job_id, caller)  # 404 for another tenant's job
+            view = service.get_job(job_id, caller)
+            row = reader.one(own, caller)
+            shown = None if row is None else replace(row, id=view["id"])
+            return view, shown, _history(service, own)
 
         view, row, events = await read(gather)
 

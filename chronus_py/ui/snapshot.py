@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from chronus_py.service import rounds
-from chronus_py.service.core import Caller
+from chronus_py.service.core import Caller, Service
 
 FRESH = 1.0
 """Seconds a read of the whole service serves every open page."""
@@ -209,6 +209,8 @@ class Reader:
             usage = {tenant: full.usage.get(tenant, 0)}
             quotas = {t: q for t, q in full.quotas.items() if t == tenant}
         jobs += [self._ended_row(r) for r in reading.ended]
+        if not caller.admin:  # a tenant names its jobs without the service's tenant scope
+            jobs = [replace(j, id=Service.shown(j.id, caller)) for j in jobs]
         return replace(full, caller=caller, jobs=jobs, nodes=nodes, usage=usage, quotas=quotas)
 
     def forget(self) -> None:

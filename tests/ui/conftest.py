@@ -17,32 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "service"))
 from serving import Server  # noqa: E402
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TOKENS = """tokens:
-  - {token: "team-a-token-0123456789", tenant: team-a}
-  - {token: "team-b-token-0123456789", tenant: team-b}
-  - {token: "admin-token-0123456789", admin: true}
-"""
-TOKEN = {
-    "team-a": "team-a-token-0123456789",
-    "team-b": "team-b-token-0123456789",
-    "admin": "admin-token-0123456789",
-}
-
-
-def bearer(who: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKEN[who]}"}
+from ui_helpers import ARGS, CHROMIUM, TOKEN, TOKENS  # noqa: E402
 
 
 def _why_not() -> str | None:
