@@ -46,7 +46,8 @@ from chronus_py.errors import InputError
 from chronus_py.model import Job
 from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.service.slurm import marker
-from chronus_py.service.slurm.rest import SlurmError, SlurmJob, SlurmRest, SlurmUnreachable
+from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob
+from chronus_py.service.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
 
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
 _ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
@@ -271,7 +272,7 @@ class SlurmBackend:
     def _hold(self, j: SlurmJob) -> None:
         self._released.pop(j.id, None)
         try:
-            self.rest.update(j.id, {"hold": True})
+            self.rest.update(j.id, JobChange(hold=True))
         except SlurmError:
             pass  # it started meanwhile: the next observation shows it running
         except SlurmUnreachable as exc:
@@ -281,7 +282,7 @@ class SlurmBackend:
         """A marked job chronus will not run: say why in its comment, and cancel it."""
         comment = f"{marker.REFUSED} {why} [{j.comment.strip()}]"
         log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
-        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, {"comment": comment})
+        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, JobChange(comment=comment))
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
 
     def _cancel_slurm(self, slurm_id: int) -> None:
@@ -302,7 +303,9 @@ class SlurmBackend:
             j, m = found
             if not m.accepted and j.state == "PENDING":
                 comment = marker.render(m.user, accepted=True)
-                self._slurm(f"accept job {j.id}", self.rest.update, j.id, {"comment": comment})
+                self._slurm(
+                    f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
+                )
             return
         if job.id.startswith("slurm-"):
             # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
@@ -321,23 +324,21 @@ class SlurmBackend:
         comment = marker.render(marker.for_api_job(fields), accepted=True)
         duration = float(fields.get("duration_seconds") or fields.get("estimate_seconds") or 60)
         duration /= self.scale
-        desc = {
-            "name": job.id,
-            "comment": comment,
-            "hold": True,
-            "requeue": True,
-            "gres": f"gpu:{job.gpus}",
-            "current_working_directory": self.workdir,
-            "standard_output": f"{self.workdir}/chronus-{job.id}-%j.out",
-            "environment": {
+        new = NewJob(
+            name=job.id,
+            comment=comment,
+            script=self.script,
+            gpus_per_node=job.gpus,
+            workdir=self.workdir,
+            output=f"{self.workdir}/chronus-{job.id}-%j.out",
+            environment={
                 "PATH": "/usr/bin:/bin",
                 "CHRONUS_JOB_ID": job.id,
                 "CHRONUS_DURATION_SECONDS": f"{duration:g}",
             },
-        }
-        if self.partition is not None:
-            desc["partition"] = self.partition
-        self._slurm(f"submit job {job.id}", self.rest.submit, self.script, desc)
+            partition=self.partition,
+        )
+        self._slurm(f"submit job {job.id}", self.rest.submit, new)
 
     def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker]:
         found = self._find(job_id)
@@ -357,15 +358,17 @@ class SlurmBackend:
                 f"same GPU count; the plan split it as {dict(placement)}"
             )
         per_node = counts.pop()
-        update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False}
-        if per_node != j.gpus_per_node:  # left alone otherwise: a typed request stays typed
-            update["gres"] = f"gpu:{per_node}"
-        if len(placement) != j.node_count:  # v0.0.38 takes the count as "min-max"
-            update["nodes"] = f"{len(placement)}-{len(placement)}"
+        change = JobChange(
+            hold=False,
+            nodes=tuple(placement),
+            # left alone when equal: a typed request stays typed
+            gpus_per_node=per_node if per_node != j.gpus_per_node else None,
+            node_count=len(placement) if len(placement) != j.node_count else None,
+            begin_now=j.restart_cnt > 0,
+        )
         if j.restart_cnt > 0:
-            update["begin_time"] = "now"
             self._after_requeue_second(j.id)
-        self._slurm(f"release job {j.id}", self.rest.update, j.id, update)
+        self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
         self._released[j.id] = time.monotonic() + self.start_timeout
 
     def _settle(self) -> None:
@@ -453,7 +456,9 @@ class SlurmBackend:
         if m.done_run != j.start_time:
             done = m.done + max(self.now() - self._v(j.start_time), 0.0)
             comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
-            self._slurm(f"record work of job {j.id}", self.rest.update, j.id, {"comment": comment})
+            self._slurm(
+                f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
+            )
         self._requeuehold(j.id)
 
     def _requeuehold(self, slurm_id: int) -> None:
