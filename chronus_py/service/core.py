@@ -132,6 +132,7 @@ class Service:
             allocator=self.allocator_factory(),
             estimates=self.estimates,
             even_gangs=self.backend.even_gangs,
+            start_latency=getattr(self.backend, "start_latency", None),
         )
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}

@@ -39,6 +39,7 @@ import math
 import os
 import subprocess
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -66,9 +67,24 @@ _UNHEALTHY_FLAGS = {
 
 log = logging.getLogger("chronus.slurm")
 
+LATENCY_SAMPLES = 20
+"""Starts the start latency is the longest of: recent enough to follow the cluster's load."""
+
 DEFAULT_SCRIPT = """#!/bin/sh
-# chronus API job: a stand-in workload that runs for the job's duration_seconds.
-sleep "${CHRONUS_DURATION_SECONDS:-60}"
+# chronus API job: a stand-in workload of CHRONUS_DURATION_SECONDS seconds of work, done in
+# 1-second steps, each checkpointed in the working directory. It does what a job script under
+# chronus must do: trap the checkpoint signal (USR1) rather than die of it, keep its progress
+# where a requeued run finds it, and resume from there ($SLURM_RESTART_COUNT > 0).
+ckpt="$PWD/chronus-ckpt-$SLURM_JOB_ID"
+trap 'echo "checkpoint signal: $(cat "$ckpt" 2>/dev/null || echo 0) s done"' USR1
+done=$(cat "$ckpt" 2>/dev/null || echo 0)
+echo "run ${SLURM_RESTART_COUNT:-0} of $CHRONUS_JOB_ID from $done s"
+while [ "$done" -lt "${CHRONUS_DURATION_SECONDS:-60}" ]; do
+    sleep 1
+    done=$((done + 1))
+    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+done
+rm -f "$ckpt"
 """
 
 
@@ -111,9 +127,11 @@ class SlurmBackend:
         self.script = script
         self.workdir = workdir
         self._env = dict(os.environ if env is None else env)
-        self._released: dict[int, float] = {}  # Slurm id -> monotonic deadline to be running
-        # Slurm id -> (monotonic end of its grace, its marker when signalled)
-        self._stopping: dict[int, tuple[float, marker.Marker]] = {}
+        # Slurm id -> (monotonic deadline to be running, wall time its start was decided)
+        self._released: dict[int, tuple[float, float]] = {}
+        # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
+        self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
@@ -135,6 +153,14 @@ class SlurmBackend:
 
     def close(self) -> None:
         """Nothing to release: every request opens its own connection."""
+
+    def start_latency(self) -> float:
+        """Chronus seconds from a start decision to the job running, the longest of the last
+        :data:`LATENCY_SAMPLES` starts (wall seconds times the time scale): release, Slurm's
+        scheduling pass and launch, and the grace of the jobs a start displaced, which it waits
+        out. Before the first start, one grace plus one poll."""
+        wall = max(self._latencies, default=self.grace + self.poll)
+        return wall * self.scale
 
     # -- reading Slurm -----------------------------------------------------------------------------
     def _slurm(self, what: str, call, *args):
@@ -334,7 +360,7 @@ class SlurmBackend:
             environment={
                 "PATH": "/usr/bin:/bin",
                 "CHRONUS_JOB_ID": job.id,
-                "CHRONUS_DURATION_SECONDS": f"{duration:g}",
+                "CHRONUS_DURATION_SECONDS": str(max(math.ceil(duration), 1)),
             },
             partition=self.partition,
         )
@@ -347,6 +373,8 @@ class SlurmBackend:
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        # decided when its round signalled the first job it displaces, if any, else now
+        decided = min([t for _, _, t in self._stopping.values()], default=time.time())
         self._stop()  # the GPUs of the jobs preempted for this one must be free first
         j, m = self._require(job_id)
         if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
@@ -369,21 +397,24 @@ class SlurmBackend:
         if j.restart_cnt > 0:
             self._after_requeue_second(j.id)
         self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
-        self._released[j.id] = time.monotonic() + self.start_timeout
+        self._released[j.id] = (time.monotonic() + self.start_timeout, decided)
 
     def _settle(self) -> None:
         """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
         runs, so observations never show a started job as pending; one that Slurm did not start
         in time is held again and shows as pending, which the service then re-plans. Starts of
         one round are released together and settle together, in about one Slurm scheduling
-        pass rather than one per job."""
+        pass rather than one per job. Each start seen running is one sample of the start
+        latency (up to one poll late, so it errs long)."""
         delay = 0.05
         while self._released:
             now = time.monotonic()
-            for slurm_id, until in list(self._released.items()):
+            for slurm_id, (until, decided) in list(self._released.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
                 if j is None or j.state != "PENDING":
                     del self._released[slurm_id]
+                    if j is not None and j.state in _RUNNING:
+                        self._latencies.append(max(time.time() - decided, 0.0))
                 elif now >= until:
                     del self._released[slurm_id]
                     log.warning(
@@ -411,19 +442,22 @@ class SlurmBackend:
                 pass  # it ended meanwhile; _stop finds out
             except SlurmUnreachable as exc:
                 raise _fail(f"signal job {j.id}", exc) from None
-        self._stopping[j.id] = (time.monotonic() + self.grace, m)
+        self._stopping[j.id] = (time.monotonic() + self.grace, m, time.time())
 
     def _stop(self) -> None:
-        """Requeue and hold every job ``preempt`` signalled once its grace is over (a job that
-        ends within its grace needs nothing), then wait until all have left their GPUs."""
+        """Requeue and hold every job ``preempt`` signalled once its grace is over, then wait
+        until all have left their GPUs. A job that completes (or is cancelled) within its grace
+        needs nothing; one that died of the checkpoint signal (FAILED: a script that does not
+        trap it) is requeued at once, like one that ran through its grace: it was stopped, not
+        broken, and resumes from its last checkpoint."""
         requeued = []
         delay = 0.05
         while self._stopping:
-            for slurm_id, (until, m) in list(self._stopping.items()):
+            for slurm_id, (until, m, _) in list(self._stopping.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
-                if j is None or j.state not in _RUNNING:
+                if j is None or j.state not in _RUNNING and j.state != "FAILED":
                     del self._stopping[slurm_id]  # it finished during the grace
-                elif time.monotonic() >= until:
+                elif j.state == "FAILED" or time.monotonic() >= until:
                     del self._stopping[slurm_id]
                     self._requeue(j, m)
                     requeued.append(slurm_id)
@@ -452,14 +486,21 @@ class SlurmBackend:
             time.sleep(max(math.floor(requeued) + 1.05 - time.time(), 0.0))
 
     def _requeue(self, j: SlurmJob, m: marker.Marker) -> None:
-        """Record the work of the run being stopped in the comment, then requeue-and-hold."""
+        """Record the work of the run being stopped in the comment, then requeue-and-hold (a
+        job that has ended takes no update: requeued first, then recorded)."""
+        self._released.pop(j.id, None)  # stopped before it was seen running
+        running = j.state in _RUNNING
+        if not running:
+            self._requeuehold(j.id)
         if m.done_run != j.start_time:
-            done = m.done + max(self.now() - self._v(j.start_time), 0.0)
+            ran = self.now() if running else self._v(j.end_time)
+            done = m.done + max(ran - self._v(j.start_time), 0.0)
             comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
             self._slurm(
                 f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
             )
-        self._requeuehold(j.id)
+        if running:
+            self._requeuehold(j.id)
 
     def _requeuehold(self, slurm_id: int) -> None:
         try:
@@ -547,8 +588,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--slurm-script",
         default=None,
-        help="batch script for jobs submitted through the API (default: sleep for "
-        "the job's duration_seconds)",
+        help="batch script for jobs submitted through the API (default: a checkpointed "
+        "stand-in that works for the job's duration_seconds)",
     )
     g.add_argument(
         "--slurm-time-scale",
