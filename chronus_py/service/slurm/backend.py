@@ -613,10 +613,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def from_args(
-    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
+    args: argparse.Namespace,
+    *,
+    db_path: Path | None,
+    nodes: Sequence[tuple[str, int]] | None = None,
 ) -> SlurmBackend:
-    """A Slurm backend from the serve options. ``nodes`` (a HiveD config) is not used: the nodes
-    are Slurm's."""
+    """A Slurm backend from the serve options, once slurmrestd has answered and its API version
+    is chosen. ``nodes`` (a HiveD config's, ``--cluster``) must be the partition's Slurm nodes
+    with their GPU counts: the cell tree then places jobs on Slurm's nodes by name."""
     if not args.slurmrestd:
         raise InputError(
             "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
@@ -668,7 +672,7 @@ def from_args(
         rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
     except SlurmUnreachable as exc:
         raise InputError("--slurmrestd", str(exc)) from None
-    return SlurmBackend(
+    backend = SlurmBackend(
         rest,
         partition=args.slurm_partition,
         grace=grace,
@@ -680,3 +684,45 @@ def from_args(
         time_scale=scale,
         time_origin=float(args.slurm_time_origin or 0.0),
     )
+    if nodes is not None:
+        try:
+            slurm = {n.name: len(n.gpus) for n in backend.nodes()}
+        except BackendUnavailable as exc:
+            raise InputError("--slurmrestd", str(exc)) from None
+        why = topology_mismatch(dict(nodes), slurm)
+        if why is not None:
+            raise InputError("--cluster", why)
+    return backend
+
+
+def topology_mismatch(cells: Mapping[str, int], slurm: Mapping[str, int]) -> str | None:
+    """Why a HiveD config's nodes (name -> GPUs) are not the Slurm partition's, or None."""
+    extra = sorted(set(cells) - set(slurm))
+    if extra:
+        return f"nodes {', '.join(extra)} are not in Slurm (it has {', '.join(sorted(slurm))})"
+    missing = sorted(set(slurm) - set(cells))
+    if missing:
+        return f"Slurm nodes {', '.join(missing)} are in no cell: add them to the config"
+    for name in sorted(cells):
+        if cells[name] != slurm[name]:
+            return f"node {name} has {cells[name]} GPUs here but {slurm[name]} in Slurm"
+    return None
+
+
+def check(
+    args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """What ``chronus serve --check`` reports for Slurm: slurmrestd reached, the Slurm release
+    behind it, the API versions it offers and the one chronus will use, and the nodes chronus
+    would schedule. Raises :class:`InputError` (one line) where ``serve`` would fail."""
+    backend = from_args(args, db_path=None, nodes=nodes)
+    try:
+        return {
+            "slurmrestd": args.slurmrestd,
+            "slurm": backend.rest.release(),
+            "offered": backend.rest.offered(),
+            "api": backend.rest.version,
+            "nodes": len(backend.nodes()),
+        }
+    except (SlurmUnreachable, SlurmError, BackendUnavailable) as exc:
+        raise InputError("--slurmrestd", str(exc)) from None

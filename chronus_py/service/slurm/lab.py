@@ -297,7 +297,7 @@ class SlurmLab:
             ["slurmrestd", "-a", "rest_auth/local", "-s", self.rest_plugin, f"unix:{self.socket}"],
             env,
         )
-        self._wait("slurmrestd", self._rest_up)
+        self._wait("slurmrestd", lambda: self._rest_up())
         if self.jwt and "slurmrestd-jwt" not in self.procs:
             jenv = {**env, "SLURM_JWT": "daemon"}
             self._spawn(
@@ -317,13 +317,29 @@ class SlurmLab:
     def stop_slurmrestd(self) -> None:
         self._terminate("slurmrestd")
 
-    def _rest_up(self) -> bool:
-        if not self.socket.exists():
+    def start_other_slurmrestd(self, name: str, *args: str) -> Path:
+        """Another slurmrestd on its own unix socket, started with ``args`` (e.g. ``-s
+        openapi/v0.0.37``), as a misconfigured site would run it; its socket. Stop it with
+        :meth:`stop_process`."""
+        sock = self.root / "run" / f"{name}.sock"
+        if sock.exists():
+            sock.unlink()
+        env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
+        self._spawn(name, ["slurmrestd", "-a", "rest_auth/local", *args, f"unix:{sock}"], env)
+        self._wait(name, lambda: self._rest_up(sock))
+        return sock
+
+    def stop_process(self, name: str) -> None:
+        self._terminate(name)
+
+    def _rest_up(self, sock: Path | None = None) -> bool:
+        sock = sock or self.socket
+        if not sock.exists():
             return False
         try:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(2)
-                s.connect(str(self.socket))
+                s.connect(str(sock))
                 s.sendall(b"GET /openapi/v3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 return s.recv(64).startswith(b"HTTP/1.1 200")
         except OSError:
