@@ -7,9 +7,10 @@
 #    (default $HOME/.cache/chronus-slurm/<version>), reused when its binaries are there.
 #    --enable-multiple-slurmd lets several slurmd daemons share one host name.
 #
-# Prints the 24.11 prefix as its last line, so `.ci/run` can hand it to CHRONUS_TEST_SLURM.
-# Idempotent: a second run installs and builds nothing.
+# Prints the 24.11 prefix, and only that, on stdout (everything else goes to stderr), so `.ci/run`
+# can hand it to CHRONUS_TEST_SLURM. Idempotent: a second run installs and builds nothing.
 set -euo pipefail
+exec 3>&1 1>&2  # stdout is for the prefix alone
 
 CACHE_ROOT="${CHRONUS_SLURM_CACHE:-$HOME/.cache/chronus-slurm}"
 DEBIAN_SET=(slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin)
@@ -36,10 +37,10 @@ install_missing() {
 
 install_missing "${DEBIAN_SET[@]}"
 
-# Reuse any cached 24.11 build.
+# Reuse any cached 24.11 build (complete: its install finished and left the stamp).
 for prefix in "$CACHE_ROOT"/24.11.*; do
-    if [ -x "$prefix/sbin/slurmctld" ] && [ -x "$prefix/sbin/slurmrestd" ]; then
-        echo "$prefix"
+    if [ -f "$prefix/.chronus-built" ] && [ -x "$prefix/sbin/slurmctld" ]; then
+        echo "$prefix" >&3
         exit 0
     fi
 done
@@ -76,5 +77,6 @@ cd "$srcdir"
     --with-jwt --with-http-parser --with-yaml --with-json >configure.log
 nice -n 10 make -j"$(nproc)" >make.log 2>&1 || { tail -40 make.log >&2; exit 1; }
 nice -n 10 make install >install.log 2>&1 || { tail -40 install.log >&2; exit 1; }
+touch "$prefix/.chronus-built"
 cd "$work" && rm -rf build
-echo "$prefix"
+echo "$prefix" >&3

@@ -60,19 +60,21 @@ def search_path(prefix: Path | None) -> str:
 
 def missing_binaries(prefix: Path | None = None) -> list[str]:
     """The Slurm/munge programs this machine lacks (empty: a lab can run here)."""
-    paths = search_path(prefix)
+    paths = search_path(prefix or default_prefix())
     return [b for b in BINARIES if shutil.which(b, path=paths) is None]
 
 
 def release(prefix: Path | None = None) -> str:
     """The Slurm release a lab would run, e.g. ``22.05.8`` (``slurmctld -V``)."""
-    exe = shutil.which("slurmctld", path=search_path(prefix))
+    exe = shutil.which("slurmctld", path=search_path(prefix or default_prefix()))
     out = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=30).stdout
     return out.split()[-1] if out.split() else "unknown"
 
 
 def why_not_here(prefix: Path | None = None) -> str | None:
-    """Why a lab cannot run on this machine, or None if it can."""
+    """Why a lab cannot run on this machine (with the Slurm under ``prefix``, default
+    ``$CHRONUS_TEST_SLURM`` or the system's), or None if it can."""
+    prefix = prefix or default_prefix()
     missing = missing_binaries(prefix)
     if missing:
         if prefix is not None:
@@ -122,7 +124,7 @@ class SlurmLab:
     gpus_per_node: int = 4
     partition: str = "gpu"
     jwt: bool = False
-    prefix: Path | None = None
+    prefix: Path | None = field(default_factory=default_prefix)  # None: the system's Slurm
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
