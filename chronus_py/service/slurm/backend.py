@@ -47,7 +47,7 @@ from chronus_py.errors import InputError
 from chronus_py.model import Job
 from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.service.slurm import marker
-from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob
+from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
 from chronus_py.service.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
 
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
@@ -86,6 +86,13 @@ while [ "$done" -lt "${CHRONUS_DURATION_SECONDS:-60}" ]; do
 done
 rm -f "$ckpt"
 """
+
+
+def trouble(n: SlurmNode) -> str:
+    """Why placement must not use a node (empty: it may): down, drained, draining, failing,
+    unresponsive, ..., with Slurm's reason."""
+    bad = sorted({n.state} & _UNHEALTHY_STATES | set(n.flags) & _UNHEALTHY_FLAGS)
+    return "" if not bad else "/".join(bad) + (f": {n.reason}" if n.reason else "")
 
 
 def _fail(what: str, exc: Exception) -> BackendUnavailable:
@@ -174,9 +181,8 @@ class SlurmBackend:
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
                 continue
-            bad = sorted({n.state} & _UNHEALTHY_STATES | set(n.flags) & _UNHEALTHY_FLAGS)
-            why = "" if not bad else f"{'/'.join(bad)}" + (f": {n.reason}" if n.reason else "")
-            out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not bad, reason=why))
+            why = trouble(n)
+            out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
         return out
 
     def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, str | None]]:
