@@ -122,6 +122,7 @@ def test_start_preempt_resume_and_finish(lab):
     o = observed(b, jid)
     assert o.state is RunState.RUNNING and o.starts == 1
     assert list(o.placement) == ["n2"] and len(o.placement["n2"]) == 2
+    assert len(b._latencies) == 1 and b.start_latency() == b._latencies[0] < 15  # measured
     b.start(jid, {"n2": (0, 1)})  # idempotent: already running
     assert b.rest.job(sid).restart_cnt == 0
     time.sleep(1.5)

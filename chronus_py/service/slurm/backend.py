@@ -139,7 +139,7 @@ class SlurmBackend:
         # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
         self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
-        self._observed = 0.0  # wall time of the last observation (``jobs``) a round planned on
+        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
@@ -163,11 +163,11 @@ class SlurmBackend:
         """Nothing to release: every request opens its own connection."""
 
     def start_latency(self) -> float:
-        """Chronus seconds from the observation a start was planned on to the job running, the
-        longest of the last :data:`LATENCY_SAMPLES` starts (wall seconds times the time scale):
-        the round's solve, the release, Slurm's scheduling pass and launch, and the grace of the
-        jobs a start displaced, which it waits out. Before the first start, one grace plus one
-        poll."""
+        """Chronus seconds from the moment the plan had a job start to it running, the longest of
+        the last :data:`LATENCY_SAMPLES` starts (wall seconds times the time scale): noticing
+        the freed GPUs or the arrival (up to one observation period), the round's solve, the
+        release, Slurm's scheduling pass and launch, and the grace of the jobs a start
+        displaced, which it waits out. Before the first start, one grace plus one poll."""
         wall = max(self._latencies, default=self.grace + self.poll)
         return wall * self.scale
 
@@ -226,7 +226,7 @@ class SlurmBackend:
                 self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
-        self._observed = time.time()
+        self._observed.append(time.time())
         return out
 
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
@@ -382,9 +382,11 @@ class SlurmBackend:
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
-        # planned as of the observation its round began with (or, if earlier, when the round
-        # signalled the first job it displaces): solving and releasing count as latency too
-        decided = min([t for _, _, t in self._stopping.values()] + [self._observed or time.time()])
+        # the plan had it start when its GPUs came free or it arrived, which the round saw one
+        # observation later at most: count from the observation before the round's own (or from
+        # the signal to the first job it displaces, if earlier)
+        planned = self._observed[0] if self._observed else time.time()
+        decided = min([t for _, _, t in self._stopping.values()] + [planned])
         self._stop()  # the GPUs of the jobs preempted for this one must be free first
         j, m = self._require(job_id)
         if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
