@@ -4,7 +4,7 @@
 # 1. Debian 12's Slurm 22.05 with slurmrestd, munge and the JWT plugin: the whole set is installed
 #    when ANY part is missing (a host with slurmctld but no JWT plugin cannot run the suite).
 # 2. Slurm 24.11 built from Debian 13's source release into a prefix cached outside the checkout
-#    (default $HOME/.cache/chronus-slurm/<version>), reused when its binaries are there.
+#    (default $HOME/.cache/chronus-slurm/<version>), reused once an install there has completed.
 #    --enable-multiple-slurmd lets several slurmd daemons share one host name.
 #
 # Prints the 24.11 prefix, and only that, on stdout (everything else goes to stderr), so `.ci/run`
@@ -68,7 +68,7 @@ if [ -z "$tarball" ]; then
 fi
 version=$(basename "$tarball" | sed -E 's/^slurm-wlm_([0-9.]+)\.orig.*/\1/')
 prefix="$CACHE_ROOT/$version"
-rm -rf "slurm-$version" build
+rm -rf build
 mkdir build
 tar -xf "$tarball" -C build
 srcdir=$(find build -maxdepth 1 -mindepth 1 -type d | head -1)
