@@ -143,6 +143,7 @@ class SlurmBackend:
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
+        self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
 
     # -- clock -------------------------------------------------------------------------------------
     def _v(self, t: float) -> float:
@@ -196,9 +197,13 @@ class SlurmBackend:
             if self.partition is not None and j.partition != self.partition:
                 continue
             try:
-                out.append((j, marker.parse(j.comment), None))
+                m = marker.parse(j.comment)
             except marker.MarkerError as exc:
                 out.append((j, None, str(exc)))
+                continue
+            out.append((j, m, None))
+            job_id = self._chronus_id(j, m)
+            self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
         return out
 
     @staticmethod
@@ -206,7 +211,19 @@ class SlurmBackend:
         return m.user.get("id", f"slurm-{j.id}")
 
     def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
-        """The Slurm job behind a chronus id (the newest, if a user reused an id)."""
+        """The Slurm job behind a chronus id (the newest, if a user reused an id): read alone
+        when an earlier listing named it (a round's starts would each list every job, which
+        takes a second with a few hundred v0.0.42 jobs), else found in a listing."""
+        known = self._ids.get(job_id)
+        if known is not None:
+            j = self._slurm(f"job {known}", self.rest.job, known)
+            if j is not None and marker.is_marked(j.comment):
+                try:
+                    m = marker.parse(j.comment)
+                except marker.MarkerError:
+                    m = None
+                if m is not None and self._chronus_id(j, m) == job_id:
+                    return j, m
         found = [
             (j, m)
             for j, m, _ in self._marked()
