@@ -99,10 +99,11 @@ class Backend(Protocol):
         every round and calls ``jobs`` only now and then; without it, ``jobs`` every round."""
 
     def start_latency(self) -> float:
-        """Optional (a backend may leave it out: 0): backend seconds from a start decision to the
-        job's work beginning, as measured so far on this cluster (Slurm: release, scheduling
-        pass, launch, and the grace of the jobs the start displaces). The plan charges it on
-        every start, so a guarantee includes it."""
+        """Optional (a backend may leave it out: 0): backend seconds from when the plan had a job
+        start to its work beginning, as measured so far on this cluster (Slurm: noticing freed
+        GPUs or the arrival, the round's solve, the release, Slurm's scheduling pass and launch,
+        and the grace of the jobs the start displaces). The plan charges it on every start, so
+        a guarantee includes it."""
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         """Jobs that entered through the backend itself since the last call (Slurm: held jobs that
