@@ -628,7 +628,7 @@ class Service:
                 and obs.run_since > state.run_since
             ):
                 late = obs.run_since - state.run_since
-                self.scheduler.run_began(obs.id, obs.run_since, now)
+                rounds.run_began(self.scheduler, obs.id, obs.run_since, now)
                 decision_log("late_start", job=obs.id, seconds=round(late, 3))
         if ended:
             self._placements_changed = True

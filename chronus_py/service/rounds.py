@@ -200,6 +200,18 @@ def restore(
     return state
 
 
+def run_began(scheduler: Scheduler, job_id: str, at: float, now: float) -> JobState:
+    """A run the backend began at ``at``, later than the round that started it: progress counts
+    from then, and the start latency the plan charged for this start (the part of the job's
+    overhead beyond the restart overhead, see :func:`build_scheduler`) is paid, up to how late
+    the run began, since it elapsed before the run; else it would be owed twice."""
+    state = scheduler.active[job_id]
+    if is_running(state) and state.run_since is not None and at > state.run_since:
+        latency = max(state.overhead - restart_overhead(state.gpus), 0.0)
+        state.service += min(min(at, now) - state.run_since, latency)
+    return scheduler.run_began(job_id, at, now)
+
+
 def finish(scheduler: Scheduler, job_id: str, at: float) -> JobState:
     """A job the backend saw complete (``at`` its true end)."""
     if job_id in scheduler.running:

@@ -31,3 +31,24 @@ def test_before_any_start_one_grace_and_one_poll_in_chronus_time():
     assert b.start_latency() == pytest.approx(150.0)
     b._latencies.extend([1.0, 3.0, 2.0])
     assert b.start_latency() == pytest.approx(180.0)  # the longest recent start
+
+
+def test_a_late_run_owes_its_start_latency_once():
+    """The plan charged 240 s of latency on this start; Slurm began the run 100 s after the
+    round, so progress counts from then and 100 s of that charge are paid: the remaining work
+    is the estimate, the restart overhead and the unpaid 140 s, less the 50 s run so far."""
+    from chronus_py.model import Job, JobKind
+
+    scheduler = rounds.build_scheduler(
+        rounds.SchedulerSettings(),
+        Cluster.uniform(1, 4),
+        estimates={"j": 1000.0},
+        start_latency=lambda: 240.0,
+    )
+    scheduler.submit(Job("j", "t", 2, 0.0, JobKind.BEST_EFFORT, duration=1000.0))
+    rounds.run_round(scheduler, 0.0)
+    state = scheduler.active["j"]
+    assert rounds.is_running(state) and state.run_since == 0.0
+    rounds.run_began(scheduler, "j", 100.0, 150.0)
+    assert state.run_since == 100.0
+    assert state.remaining(150.0) == pytest.approx(1000.0 + restart_overhead(2) + 140.0 - 50.0)
