@@ -13,12 +13,17 @@ first line the job's script prints (``date +%s.%N``), so it includes Slurm's own
   admission, the round, the release).
 
     sudo PYTHONPATH=. python benchmarks/slurm_latency.py [--samples 40]
+    sudo CHRONUS_TEST_SLURM=PREFIX PYTHONPATH=. python benchmarks/slurm_latency.py
+
+The Slurm is the system's, or the one under ``$CHRONUS_TEST_SLURM``; results go to
+``results/slurm_latency_<release>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -30,7 +35,7 @@ from chronus_py.service.slurm.harness import ServeProcess
 from chronus_py.service.slurm.lab import SlurmLab, why_not_here, workload
 from chronus_py.service.slurm.rest import SlurmRest
 
-RESULTS = Path(__file__).resolve().parent / "results" / "slurm_latency.json"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def started(lab: SlurmLab, slurm_id: int, timeout: float = 60.0) -> float:
@@ -77,9 +82,11 @@ def main() -> int:
     if why:
         print(why, file=sys.stderr)
         return 2
-    out: dict = {"samples": args.samples, "poll_s": 0.5}
+    out: dict = {"samples": args.samples, "poll_s": 0.5, "load_before": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="slurm-latency-") as tmp:
         with SlurmLab(Path(tmp) / "lab", nodes=2, gpus_per_node=4) as lab:
+            out["slurm"] = lab.release
+            out["api"] = SlurmRest(f"unix:{lab.socket}").version
             plain = []
             for _ in range(args.samples):
                 t0 = time.time()
@@ -106,9 +113,10 @@ def main() -> int:
         - out["plain_slurm_submit_to_running"]["median_s"],
         3,
     )
+    out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=2))
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"slurm_latency_{out['slurm']}.json").write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

@@ -10,19 +10,23 @@ steps; outcomes are read from Slurm's own records (submit, end, requeues).
 
     sudo PYTHONPATH=. python benchmarks/slurm_trace.py [--jobs 200] [--scale 120]
         [--deadline-hours 2 4]
+
+The Slurm is the system's, or the one under ``$CHRONUS_TEST_SLURM`` (its release ends the
+results file's name).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from chronus_py.service.slurm.lab import SlurmLab, why_not_here
+from chronus_py.service.slurm.lab import SlurmLab, release, why_not_here
 from chronus_py.service.slurm.replay import run, summary, synthetic_trace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "slurm_trace.json"
@@ -71,6 +75,8 @@ def main() -> int:
         results = results.with_name(
             f"{results.stem}_{'_'.join(args.modes)}{'_exact' if args.exact else ''}.json"
         )
+    slurm = release()
+    results = results.with_name(f"{results.stem}_{slurm}.json")
     out: dict = {
         "jobs": args.jobs,
         "scale": args.scale,
@@ -81,6 +87,8 @@ def main() -> int:
         "exact": args.exact,
         "deadline_hours": list(args.deadline_hours),
         "machine": platform.node(),
+        "slurm": slurm,
+        "load_before": os.getloadavg(),
         "runs": {},
     }
     for mode in args.modes:
@@ -100,6 +108,7 @@ def main() -> int:
                 s["wall_s"] = round(time.monotonic() - t0, 1)
         out["runs"][mode] = s
         print(mode, json.dumps(s), flush=True)
+    out["load_after"] = os.getloadavg()
     results.parent.mkdir(exist_ok=True)
     results.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {results}")

@@ -98,6 +98,13 @@ class Backend(Protocol):
         chronus), as ``jobs`` reports them. A service with thousands of jobs observes through it
         every round and calls ``jobs`` only now and then; without it, ``jobs`` every round."""
 
+    def start_latency(self) -> float:
+        """Optional (a backend may leave it out: 0): backend seconds from when the plan had a job
+        start to its work beginning, as measured so far on this cluster (Slurm: noticing freed
+        GPUs or the arrival, the round's solve, the release, Slurm's scheduling pass and launch,
+        and the grace of the jobs the start displaces). The plan charges it on every start, so
+        a guarantee includes it."""
+
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         """Jobs that entered through the backend itself since the last call (Slurm: held jobs that
         carry the chronus marker; sim: trace arrivals up to ``now()``), each as the job fields of

@@ -4,7 +4,10 @@ A backend module provides ``add_arguments(parser)`` (its own flags, in an argume
 names must not clash with other backends', so prefix them, e.g. ``--slurm-partition``) and
 ``from_args(args, *, db_path, nodes=None) -> Backend`` (``db_path`` is the service database, for
 a backend that keeps a file next to it; ``nodes`` is the node list of a HiveD config when the
-service was given one). To add a backend, write such a module and register it below: one line.
+service was given one), and optionally ``check(args, *, nodes=None) -> dict`` (what
+``chronus serve --check`` reports after asking the cluster manager; it raises ``InputError``
+where ``serve`` would fail). To add a backend, write such a module and register it below: one
+line.
 Modules are imported only when used, so ``chronus --help`` stays fast and a backend's client
 library is needed only by those who run it.
 """

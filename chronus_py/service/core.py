@@ -144,6 +144,7 @@ class Service:
             allocator=self.allocator_factory(),
             estimates=self.estimates,
             even_gangs=self.backend.even_gangs,
+            start_latency=getattr(self.backend, "start_latency", None),
         )
         self.specs: dict[str, JobSpec] = {}
         self.tenants: dict[str, str] = {}
@@ -701,7 +702,7 @@ class Service:
                 and obs.run_since > state.run_since
             ):
                 late = obs.run_since - state.run_since
-                self.scheduler.run_began(obs.id, obs.run_since, now)
+                rounds.run_began(self.scheduler, obs.id, obs.run_since, now)
                 decision_log("late_start", job=obs.id, seconds=round(late, 3))
         if ended:
             self._placements_changed = True

@@ -13,13 +13,14 @@ import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from chronus_py.elastic.sizing import choose_size
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW, measured
 from chronus_py.estimates.report import describe
 from chronus_py.model import Cluster, DeadlineOption, Job
+from chronus_py.overhead import restart_overhead
 from chronus_py.plan import Action, Plan
 from chronus_py.policies import Chronus, make_policy
 from chronus_py.round import advance, assemble, guarantee_probe, reason, would_guarantee
@@ -77,13 +78,28 @@ def build_scheduler(
     allocator=None,
     estimates: dict[str, float],
     even_gangs: bool = False,
+    start_latency: Callable[[], float] | None = None,
 ) -> Scheduler:
     """A scheduler whose estimator reads ``estimates`` (the service fills it before submitting),
     so a job's estimate is what its owner said, never its true work; ``even_gangs`` as the
-    backend needs (see :class:`~chronus_py.scheduler.Scheduler`)."""
+    backend needs (see :class:`~chronus_py.scheduler.Scheduler`). ``start_latency`` is the
+    backend's measured time from a start decision to the job's work beginning (the optional
+    ``Backend.start_latency``): every start the plan charges then costs it on top of the
+    restart overhead, so a guarantee includes it."""
     policy = make_policy(settings.policy, settings.options)
+    overhead = restart_overhead
+    if start_latency is not None:
+
+        def overhead(gpus: int) -> float:
+            return restart_overhead(gpus) + start_latency()
+
     return Scheduler(
-        cluster, policy, allocator=allocator, estimator=Fixed(estimates), even_gangs=even_gangs
+        cluster,
+        policy,
+        allocator=allocator,
+        estimator=Fixed(estimates),
+        even_gangs=even_gangs,
+        overhead=overhead,
     )
 
 
@@ -201,6 +217,18 @@ def restore(
         state.starts = starts
     state.preemptions = max(starts - 1, 0)
     return state
+
+
+def run_began(scheduler: Scheduler, job_id: str, at: float, now: float) -> JobState:
+    """A run the backend began at ``at``, later than the round that started it: progress counts
+    from then, and the start latency the plan charged for this start (the part of the job's
+    overhead beyond the restart overhead, see :func:`build_scheduler`) is paid, up to how late
+    the run began, since it elapsed before the run; else it would be owed twice."""
+    state = scheduler.active[job_id]
+    if is_running(state) and state.run_since is not None and at > state.run_since:
+        latency = max(state.overhead - restart_overhead(state.gpus), 0.0)
+        state.service += min(min(at, now) - state.run_since, latency)
+    return scheduler.run_began(job_id, at, now)
 
 
 def finish(scheduler: Scheduler, job_id: str, at: float) -> JobState:

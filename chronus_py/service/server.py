@@ -249,7 +249,8 @@ def _loopback(host: str) -> bool:
 
 
 def check(options: Options) -> str:
-    """What ``--check`` prints: the options as they would run."""
+    """What ``--check`` prints: the options as they would run, and what the backend answered
+    where it can be asked (Slurm: the slurmrestd API version chronus will use)."""
     out = {
         "listen": f"{options.host}:{options.port}",
         "db": str(options.db),
@@ -259,6 +260,9 @@ def check(options: Options) -> str:
         **_settings(options.settings),
         "cluster": None if options.cluster is None else str(options.cluster),
     }
+    probe = getattr(backend_module(options.backend), "check", None)
+    if probe is not None:  # a backend that can be asked: what it answered (InputError if not)
+        out["backend_check"] = probe(options.args, nodes=_hived(options.cluster)[0])
     return "config OK\n" + yaml.safe_dump(out, sort_keys=False)
 
 
@@ -294,10 +298,10 @@ def serve(options: Options) -> int:
         tokens = load_tokens(options.tokens)
     nodes, allocator_factory = _hived(options.cluster)
     options.db.parent.mkdir(parents=True, exist_ok=True)
-    db = Database(options.db, sync=options.db_sync)
     backend = backend_module(options.backend).from_args(
         options.args, db_path=options.db, nodes=nodes
     )
+    db = Database(options.db, sync=options.db_sync)  # only once the backend has answered
     layers = None
     if options.layers_dir is not None:
         from chronus_py.service.layers import LayersWriter, load_hosts

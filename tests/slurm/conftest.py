@@ -1,7 +1,9 @@
 """A private Slurm cluster for the Slurm backend's tests (``chronus_py/service/slurm/lab.py``).
 
-Without Slurm (or without root) the tests skip and say why; in CI (``CI=true``) that is a
-failure instead, since CI installs Slurm first (``.ci/run``).
+The Slurm installation is the system's, or the one under ``$CHRONUS_TEST_SLURM`` (a prefix, e.g.
+the Slurm 24.11 that ``.ci/slurm.sh`` builds); ``.ci/run`` runs the suite against both. Without
+Slurm (or without root) the tests skip and say why; in CI (``CI=true``) that is a failure
+instead, since CI installs Slurm first (``.ci/slurm.sh``).
 """
 
 from __future__ import annotations
@@ -10,17 +12,20 @@ import os
 
 import pytest
 
-from chronus_py.service.slurm.lab import SlurmLab, why_not_here
+from chronus_py.service.slurm.lab import SlurmLab, default_prefix, why_not_here
 
 
 @pytest.fixture(scope="session")
 def slurm_lab(tmp_path_factory):
-    why = why_not_here()
+    prefix = default_prefix()
+    why = why_not_here(prefix)
     if why is not None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true but the Slurm tests cannot run: {why}")
         pytest.skip(why)
-    lab = SlurmLab(tmp_path_factory.mktemp("slurm"), nodes=2, gpus_per_node=4, jwt=True)
+    lab = SlurmLab(
+        tmp_path_factory.mktemp("slurm"), nodes=2, gpus_per_node=4, jwt=True, prefix=prefix
+    )
     try:
         lab.start()
         yield lab

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from chronus_py.service.slurm import marker
-from chronus_py.service.slurm.rest import _placement, expand_hostlist
+from chronus_py.service.slurm.model import expand_hostlist, gpu_count, placement
 
 
 def fields(comment: str, submit: float = 1000.0, gpus: int = 2) -> dict:
@@ -84,7 +84,23 @@ def test_api_job_marker_is_absolute():
 
 def test_slurm_lists():
     assert expand_hostlist("n[1-3,05],gpu7") == ["n1", "n2", "n3", "n05", "gpu7"]
-    assert _placement("n[1-2]", ["gpu:2(IDX:0-1)", "gpu:a:1(IDX:3),gpu:b:1(IDX:5)"]) == {
+    assert placement("n[1-2]", ["gpu:2(IDX:0-1)", "gpu:a:1(IDX:3),gpu:b:1(IDX:5)"]) == {
         "n1": (0, 1),
         "n2": (3, 5),
     }
+
+
+@pytest.mark.parametrize(
+    "text, gpus",
+    [
+        ("gpu:8", 8),
+        ("gpu:a100:4(S:0-1)", 4),
+        ("gpu:a:2,gpu:b:2", 4),
+        ("gres:gpu:2", 2),  # v0.0.38's tres_per_node
+        ("gres/gpu:2", 2),  # v0.0.40 and later
+        ("gres/gpu:a100:3,gres/shard:2", 3),
+        ("", 0),
+    ],
+)
+def test_gpu_counts_of_every_api_version(text, gpus):
+    assert gpu_count(text) == gpus

@@ -210,3 +210,37 @@ def test_the_trace_harness_reads_back_what_happened(lab, tmp_path):
     s = summary(outcomes)
     assert (s["jobs"], s["completed"], s["slo_jobs"], s["guaranteed"]) == (3, 3, 2, 2)
     assert s["deadline_ratio"] == 1.0 and s["guarantees_kept"] == 2 and s["broken"] == []
+
+
+HIVED = """physicalCluster:
+  cellTypes:
+    PAIR: {childCellType: GPU, childCellNumber: 2}
+    NODE: {childCellType: PAIR, childCellNumber: 2, isNodeLevel: true}
+    ROW: {childCellType: NODE, childCellNumber: 2}
+  physicalCells:
+  - cellType: ROW
+    cellAddress: row0
+    cellChildren: [{cellAddress: n1}, {cellAddress: n2}]
+virtualClusters:
+  root:
+    virtualCells: [{cellType: ROW, cellNumber: 1}]
+"""
+
+
+def test_a_hived_cell_tree_places_jobs_on_slurms_nodes(lab, tmp_path):
+    """``--cluster hived.yaml`` naming Slurm's nodes: the cell allocator places every gang in a
+    cell (a 2-GPU job in a GPU pair, a 4-GPU job in a whole node), and Slurm runs each where
+    chronus placed it. The tenant of a Slurm job is its account or user (root here), so the
+    virtual cluster is named after it."""
+    config = tmp_path / "hived.yaml"
+    config.write_text(HIVED)
+    with ServeProcess(lab, tmp_path / "chronus.db", "--cluster", str(config)) as serve:
+        ids = [submit(lab, 4, 3), submit(lab, 2, 3), submit(lab, 2, 3), submit(lab, 2, 3)]
+        watch(lab, serve, ids, 90)
+        check_runs_match_decisions(lab, serve, ids)
+        starts = [d for d in decisions(serve) if d["event"] == "start"]
+        assert len(starts) == 4
+        for d in starts:
+            ((node, gpus),) = d["placement"].items()
+            assert node in ("n1", "n2")
+            assert tuple(gpus) in ((0, 1), (2, 3), (0, 1, 2, 3)), d  # whole cells

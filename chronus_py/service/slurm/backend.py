@@ -39,6 +39,7 @@ import math
 import os
 import subprocess
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -46,7 +47,8 @@ from chronus_py.errors import InputError
 from chronus_py.model import Job
 from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.service.slurm import marker
-from chronus_py.service.slurm.rest import SlurmError, SlurmJob, SlurmRest, SlurmUnreachable
+from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
+from chronus_py.service.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
 
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
 _ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
@@ -65,10 +67,32 @@ _UNHEALTHY_FLAGS = {
 
 log = logging.getLogger("chronus.slurm")
 
+LATENCY_SAMPLES = 20
+"""Starts the start latency is the longest of: recent enough to follow the cluster's load."""
+
 DEFAULT_SCRIPT = """#!/bin/sh
-# chronus API job: a stand-in workload that runs for the job's duration_seconds.
-sleep "${CHRONUS_DURATION_SECONDS:-60}"
+# chronus API job: a stand-in workload of CHRONUS_DURATION_SECONDS seconds of work, done in
+# 1-second steps, each checkpointed in the working directory. It does what a job script under
+# chronus must do: trap the checkpoint signal (USR1) rather than die of it, keep its progress
+# where a requeued run finds it, and resume from there ($SLURM_RESTART_COUNT > 0).
+ckpt="$PWD/chronus-ckpt-$SLURM_JOB_ID"
+trap 'echo "checkpoint signal: $(cat "$ckpt" 2>/dev/null || echo 0) s done"' USR1
+done=$(cat "$ckpt" 2>/dev/null || echo 0)
+echo "run ${SLURM_RESTART_COUNT:-0} of $CHRONUS_JOB_ID from $done s"
+while [ "$done" -lt "${CHRONUS_DURATION_SECONDS:-60}" ]; do
+    sleep 1
+    done=$((done + 1))
+    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+done
+rm -f "$ckpt"
 """
+
+
+def trouble(n: SlurmNode) -> str:
+    """Why placement must not use a node (empty: it may): down, drained, draining, failing,
+    unresponsive, ..., with Slurm's reason."""
+    bad = sorted({n.state} & _UNHEALTHY_STATES | set(n.flags) & _UNHEALTHY_FLAGS)
+    return "" if not bad else "/".join(bad) + (f": {n.reason}" if n.reason else "")
 
 
 def _fail(what: str, exc: Exception) -> BackendUnavailable:
@@ -110,12 +134,16 @@ class SlurmBackend:
         self.script = script
         self.workdir = workdir
         self._env = dict(os.environ if env is None else env)
-        self._released: dict[int, float] = {}  # Slurm id -> monotonic deadline to be running
-        # Slurm id -> (monotonic end of its grace, its marker when signalled)
-        self._stopping: dict[int, tuple[float, marker.Marker]] = {}
+        # Slurm id -> (monotonic deadline to be running, wall time its start was decided)
+        self._released: dict[int, tuple[float, float]] = {}
+        # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
+        self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
+        self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
 
     # -- clock -------------------------------------------------------------------------------------
     def _v(self, t: float) -> float:
@@ -135,6 +163,15 @@ class SlurmBackend:
     def close(self) -> None:
         """Nothing to release: every request opens its own connection."""
 
+    def start_latency(self) -> float:
+        """Chronus seconds from the moment the plan had a job start to it running, the longest of
+        the last :data:`LATENCY_SAMPLES` starts (wall seconds times the time scale): noticing
+        the freed GPUs or the arrival (up to one observation period), the round's solve, the
+        release, Slurm's scheduling pass and launch, and the grace of the jobs a start
+        displaced, which it waits out. Before the first start, one grace plus one poll."""
+        wall = max(self._latencies, default=self.grace + self.poll)
+        return wall * self.scale
+
     # -- reading Slurm -----------------------------------------------------------------------------
     def _slurm(self, what: str, call, *args):
         try:
@@ -147,9 +184,8 @@ class SlurmBackend:
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
                 continue
-            bad = sorted({n.state} & _UNHEALTHY_STATES | set(n.flags) & _UNHEALTHY_FLAGS)
-            why = "" if not bad else f"{'/'.join(bad)}" + (f": {n.reason}" if n.reason else "")
-            out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not bad, reason=why))
+            why = trouble(n)
+            out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
         return out
 
     def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, str | None]]:
@@ -161,9 +197,13 @@ class SlurmBackend:
             if self.partition is not None and j.partition != self.partition:
                 continue
             try:
-                out.append((j, marker.parse(j.comment), None))
+                m = marker.parse(j.comment)
             except marker.MarkerError as exc:
                 out.append((j, None, str(exc)))
+                continue
+            out.append((j, m, None))
+            job_id = self._chronus_id(j, m)
+            self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
         return out
 
     @staticmethod
@@ -171,7 +211,19 @@ class SlurmBackend:
         return m.user.get("id", f"slurm-{j.id}")
 
     def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
-        """The Slurm job behind a chronus id (the newest, if a user reused an id)."""
+        """The Slurm job behind a chronus id (the newest, if a user reused an id): read alone
+        when an earlier listing named it (a round's starts would each list every job, which
+        takes a second with a few hundred v0.0.42 jobs), else found in a listing."""
+        known = self._ids.get(job_id)
+        if known is not None:
+            j = self._slurm(f"job {known}", self.rest.job, known)
+            if j is not None and marker.is_marked(j.comment):
+                try:
+                    m = marker.parse(j.comment)
+                except marker.MarkerError:
+                    m = None
+                if m is not None and self._chronus_id(j, m) == job_id:
+                    return j, m
         found = [
             (j, m)
             for j, m, _ in self._marked()
@@ -191,6 +243,7 @@ class SlurmBackend:
                 self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
+        self._observed.append(time.time())
         return out
 
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
@@ -271,7 +324,7 @@ class SlurmBackend:
     def _hold(self, j: SlurmJob) -> None:
         self._released.pop(j.id, None)
         try:
-            self.rest.update(j.id, {"hold": True})
+            self.rest.update(j.id, JobChange(hold=True))
         except SlurmError:
             pass  # it started meanwhile: the next observation shows it running
         except SlurmUnreachable as exc:
@@ -281,7 +334,7 @@ class SlurmBackend:
         """A marked job chronus will not run: say why in its comment, and cancel it."""
         comment = f"{marker.REFUSED} {why} [{j.comment.strip()}]"
         log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
-        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, {"comment": comment})
+        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, JobChange(comment=comment))
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
 
     def _cancel_slurm(self, slurm_id: int) -> None:
@@ -302,7 +355,9 @@ class SlurmBackend:
             j, m = found
             if not m.accepted and j.state == "PENDING":
                 comment = marker.render(m.user, accepted=True)
-                self._slurm(f"accept job {j.id}", self.rest.update, j.id, {"comment": comment})
+                self._slurm(
+                    f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
+                )
             return
         if job.id.startswith("slurm-"):
             # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
@@ -321,23 +376,21 @@ class SlurmBackend:
         comment = marker.render(marker.for_api_job(fields), accepted=True)
         duration = float(fields.get("duration_seconds") or fields.get("estimate_seconds") or 60)
         duration /= self.scale
-        desc = {
-            "name": job.id,
-            "comment": comment,
-            "hold": True,
-            "requeue": True,
-            "gres": f"gpu:{job.gpus}",
-            "current_working_directory": self.workdir,
-            "standard_output": f"{self.workdir}/chronus-{job.id}-%j.out",
-            "environment": {
+        new = NewJob(
+            name=job.id,
+            comment=comment,
+            script=self.script,
+            gpus_per_node=job.gpus,
+            workdir=self.workdir,
+            output=f"{self.workdir}/chronus-{job.id}-%j.out",
+            environment={
                 "PATH": "/usr/bin:/bin",
                 "CHRONUS_JOB_ID": job.id,
-                "CHRONUS_DURATION_SECONDS": f"{duration:g}",
+                "CHRONUS_DURATION_SECONDS": str(max(math.ceil(duration), 1)),
             },
-        }
-        if self.partition is not None:
-            desc["partition"] = self.partition
-        self._slurm(f"submit job {job.id}", self.rest.submit, self.script, desc)
+            partition=self.partition,
+        )
+        self._slurm(f"submit job {job.id}", self.rest.submit, new)
 
     def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker]:
         found = self._find(job_id)
@@ -346,6 +399,11 @@ class SlurmBackend:
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        # the plan had it start when its GPUs came free or it arrived, which the round saw one
+        # observation later at most: count from the observation before the round's own (or from
+        # the signal to the first job it displaces, if earlier)
+        planned = self._observed[0] if self._observed else time.time()
+        decided = min([t for _, _, t in self._stopping.values()] + [planned])
         self._stop()  # the GPUs of the jobs preempted for this one must be free first
         j, m = self._require(job_id)
         if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
@@ -357,30 +415,35 @@ class SlurmBackend:
                 f"same GPU count; the plan split it as {dict(placement)}"
             )
         per_node = counts.pop()
-        update: dict[str, Any] = {"nodelist": ",".join(placement), "hold": False}
-        if per_node != j.gpus_per_node:  # left alone otherwise: a typed request stays typed
-            update["gres"] = f"gpu:{per_node}"
-        if len(placement) != j.node_count:  # v0.0.38 takes the count as "min-max"
-            update["nodes"] = f"{len(placement)}-{len(placement)}"
+        change = JobChange(
+            hold=False,
+            nodes=tuple(placement),
+            # left alone when equal: a typed request stays typed
+            gpus_per_node=per_node if per_node != j.gpus_per_node else None,
+            node_count=len(placement) if len(placement) != j.node_count else None,
+            begin_now=j.restart_cnt > 0,
+        )
         if j.restart_cnt > 0:
-            update["begin_time"] = "now"
             self._after_requeue_second(j.id)
-        self._slurm(f"release job {j.id}", self.rest.update, j.id, update)
-        self._released[j.id] = time.monotonic() + self.start_timeout
+        self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
+        self._released[j.id] = (time.monotonic() + self.start_timeout, decided)
 
     def _settle(self) -> None:
         """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
         runs, so observations never show a started job as pending; one that Slurm did not start
         in time is held again and shows as pending, which the service then re-plans. Starts of
         one round are released together and settle together, in about one Slurm scheduling
-        pass rather than one per job."""
+        pass rather than one per job. Each start seen running is one sample of the start
+        latency (up to one poll late, so it errs long)."""
         delay = 0.05
         while self._released:
             now = time.monotonic()
-            for slurm_id, until in list(self._released.items()):
+            for slurm_id, (until, decided) in list(self._released.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
                 if j is None or j.state != "PENDING":
                     del self._released[slurm_id]
+                    if j is not None and j.state in _RUNNING:
+                        self._latencies.append(max(time.time() - decided, 0.0))
                 elif now >= until:
                     del self._released[slurm_id]
                     log.warning(
@@ -408,19 +471,22 @@ class SlurmBackend:
                 pass  # it ended meanwhile; _stop finds out
             except SlurmUnreachable as exc:
                 raise _fail(f"signal job {j.id}", exc) from None
-        self._stopping[j.id] = (time.monotonic() + self.grace, m)
+        self._stopping[j.id] = (time.monotonic() + self.grace, m, time.time())
 
     def _stop(self) -> None:
-        """Requeue and hold every job ``preempt`` signalled once its grace is over (a job that
-        ends within its grace needs nothing), then wait until all have left their GPUs."""
+        """Requeue and hold every job ``preempt`` signalled once its grace is over, then wait
+        until all have left their GPUs. A job that completes (or is cancelled) within its grace
+        needs nothing; one that died of the checkpoint signal (FAILED: a script that does not
+        trap it) is requeued at once, like one that ran through its grace: it was stopped, not
+        broken, and resumes from its last checkpoint."""
         requeued = []
         delay = 0.05
         while self._stopping:
-            for slurm_id, (until, m) in list(self._stopping.items()):
+            for slurm_id, (until, m, _) in list(self._stopping.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
-                if j is None or j.state not in _RUNNING:
+                if j is None or j.state not in _RUNNING and j.state != "FAILED":
                     del self._stopping[slurm_id]  # it finished during the grace
-                elif time.monotonic() >= until:
+                elif j.state == "FAILED" or time.monotonic() >= until:
                     del self._stopping[slurm_id]
                     self._requeue(j, m)
                     requeued.append(slurm_id)
@@ -449,12 +515,21 @@ class SlurmBackend:
             time.sleep(max(math.floor(requeued) + 1.05 - time.time(), 0.0))
 
     def _requeue(self, j: SlurmJob, m: marker.Marker) -> None:
-        """Record the work of the run being stopped in the comment, then requeue-and-hold."""
+        """Record the work of the run being stopped in the comment, then requeue-and-hold (a
+        job that has ended takes no update: requeued first, then recorded)."""
+        self._released.pop(j.id, None)  # stopped before it was seen running
+        running = j.state in _RUNNING
+        if not running:
+            self._requeuehold(j.id)
         if m.done_run != j.start_time:
-            done = m.done + max(self.now() - self._v(j.start_time), 0.0)
+            ran = self.now() if running else self._v(j.end_time)
+            done = m.done + max(ran - self._v(j.start_time), 0.0)
             comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
-            self._slurm(f"record work of job {j.id}", self.rest.update, j.id, {"comment": comment})
-        self._requeuehold(j.id)
+            self._slurm(
+                f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
+            )
+        if running:
+            self._requeuehold(j.id)
 
     def _requeuehold(self, slurm_id: int) -> None:
         try:
@@ -542,8 +617,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--slurm-script",
         default=None,
-        help="batch script for jobs submitted through the API (default: sleep for "
-        "the job's duration_seconds)",
+        help="batch script for jobs submitted through the API (default: a checkpointed "
+        "stand-in that works for the job's duration_seconds)",
     )
     g.add_argument(
         "--slurm-time-scale",
@@ -567,10 +642,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def from_args(
-    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
+    args: argparse.Namespace,
+    *,
+    db_path: Path | None,
+    nodes: Sequence[tuple[str, int]] | None = None,
 ) -> SlurmBackend:
-    """A Slurm backend from the serve options. ``nodes`` (a HiveD config) is not used: the nodes
-    are Slurm's."""
+    """A Slurm backend from the serve options, once slurmrestd has answered and its API version
+    is chosen. ``nodes`` (a HiveD config's, ``--cluster``) must be the partition's Slurm nodes
+    with their GPU counts: the cell tree then places jobs on Slurm's nodes by name."""
     if not args.slurmrestd:
         raise InputError(
             "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
@@ -622,7 +701,7 @@ def from_args(
         rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
     except SlurmUnreachable as exc:
         raise InputError("--slurmrestd", str(exc)) from None
-    return SlurmBackend(
+    backend = SlurmBackend(
         rest,
         partition=args.slurm_partition,
         grace=grace,
@@ -634,3 +713,45 @@ def from_args(
         time_scale=scale,
         time_origin=float(args.slurm_time_origin or 0.0),
     )
+    if nodes is not None:
+        try:
+            slurm = {n.name: len(n.gpus) for n in backend.nodes()}
+        except BackendUnavailable as exc:
+            raise InputError("--slurmrestd", str(exc)) from None
+        why = topology_mismatch(dict(nodes), slurm)
+        if why is not None:
+            raise InputError("--cluster", why)
+    return backend
+
+
+def topology_mismatch(cells: Mapping[str, int], slurm: Mapping[str, int]) -> str | None:
+    """Why a HiveD config's nodes (name -> GPUs) are not the Slurm partition's, or None."""
+    extra = sorted(set(cells) - set(slurm))
+    if extra:
+        return f"nodes {', '.join(extra)} are not in Slurm (it has {', '.join(sorted(slurm))})"
+    missing = sorted(set(slurm) - set(cells))
+    if missing:
+        return f"Slurm nodes {', '.join(missing)} are in no cell: add them to the config"
+    for name in sorted(cells):
+        if cells[name] != slurm[name]:
+            return f"node {name} has {cells[name]} GPUs here but {slurm[name]} in Slurm"
+    return None
+
+
+def check(
+    args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """What ``chronus serve --check`` reports for Slurm: slurmrestd reached, the Slurm release
+    behind it, the API versions it offers and the one chronus will use, and the nodes chronus
+    would schedule. Raises :class:`InputError` (one line) where ``serve`` would fail."""
+    backend = from_args(args, db_path=None, nodes=nodes)
+    try:
+        return {
+            "slurmrestd": args.slurmrestd,
+            "slurm": backend.rest.release(),
+            "offered": backend.rest.offered(),
+            "api": backend.rest.version,
+            "nodes": len(backend.nodes()),
+        }
+    except (SlurmUnreachable, SlurmError, BackendUnavailable) as exc:
+        raise InputError("--slurmrestd", str(exc)) from None

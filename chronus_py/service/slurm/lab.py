@@ -2,8 +2,12 @@
 nodes with fake GPUs, and slurmrestd on a unix socket (plus, on request, a second slurmrestd
 with JWT auth over TCP).
 
-It exists so the Slurm backend is tested, demonstrated and benchmarked against the real daemons
-(Debian's ``slurm-wlm``, ``slurmrestd``, ``munge``), never against an imitation. Every daemon runs
+It exists so the Slurm backend is tested, demonstrated and benchmarked against the real daemons,
+never against an imitation: Debian's ``slurm-wlm``, ``slurmrestd``, ``munge`` (Slurm 22.05), or
+the Slurm installed under a prefix (``CHRONUS_TEST_SLURM``, e.g. the 24.11 that ``.ci/slurm.sh``
+builds; munge stays the system's). What differs between releases is kept here: slurmrestd serves
+``openapi/v0.0.38`` up to 23.11 and ``openapi/slurmctld`` from 23.11 on, and ``SwitchType`` is
+left out (``switch/none``, the old default, no longer exists in 24.11). Every daemon runs
 in the foreground as a child of this process, so :meth:`SlurmLab.stop` can end exactly the
 processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would; the GPUs are
 character devices cloned from ``/dev/null`` (Slurm sets ``CUDA_VISIBLE_DEVICES`` only for
@@ -38,16 +42,43 @@ BINARIES = (
 )
 
 
-def missing_binaries() -> list[str]:
+PREFIX_VARIABLE = "CHRONUS_TEST_SLURM"
+"""A Slurm installation prefix (``PREFIX/sbin/slurmctld``, ...) to use instead of the system's."""
+
+
+def default_prefix() -> Path | None:
+    """The Slurm prefix from ``$CHRONUS_TEST_SLURM``, or None: the system's Slurm."""
+    value = os.environ.get(PREFIX_VARIABLE)
+    return Path(value) if value else None
+
+
+def search_path(prefix: Path | None) -> str:
+    """PATH with the prefix's programs first and the system's sbin last."""
+    head = f"{prefix}/sbin:{prefix}/bin:" if prefix is not None else ""
+    return head + os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+
+
+def missing_binaries(prefix: Path | None = None) -> list[str]:
     """The Slurm/munge programs this machine lacks (empty: a lab can run here)."""
-    paths = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    paths = search_path(prefix or default_prefix())
     return [b for b in BINARIES if shutil.which(b, path=paths) is None]
 
 
-def why_not_here() -> str | None:
-    """Why a lab cannot run on this machine, or None if it can."""
-    missing = missing_binaries()
+def release(prefix: Path | None = None) -> str:
+    """The Slurm release a lab would run, e.g. ``22.05.8`` (``slurmctld -V``)."""
+    exe = shutil.which("slurmctld", path=search_path(prefix or default_prefix()))
+    out = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=30).stdout
+    return out.split()[-1] if out.split() else "unknown"
+
+
+def why_not_here(prefix: Path | None = None) -> str | None:
+    """Why a lab cannot run on this machine (with the Slurm under ``prefix``, default
+    ``$CHRONUS_TEST_SLURM`` or the system's), or None if it can."""
+    prefix = prefix or default_prefix()
+    missing = missing_binaries(prefix)
     if missing:
+        if prefix is not None:
+            return f"{PREFIX_VARIABLE}={prefix} lacks {', '.join(missing)} (see .ci/slurm.sh)"
         return (
             f"Slurm is not installed (missing {', '.join(missing)}; on Debian: apt-get install "
             f"slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin)"
@@ -61,7 +92,8 @@ def workload(seconds: int) -> str:
     """A batch script that works for ``seconds`` in 1-second steps and checkpoints after each
     one (in ``ckpt-$SLURM_JOB_ID``), so a requeued run resumes where the last
     one stopped (in the working directory); the checkpoint signal (USR1) is caught and logged,
-    as a training job would."""
+    as a training job would. The checkpoint is replaced by a rename, so a run killed while
+    writing it leaves the last whole one."""
     return f"""#!/bin/sh
 ckpt="$PWD/ckpt-$SLURM_JOB_ID"
 trap 'echo "checkpoint at $(cat "$ckpt" 2>/dev/null || echo 0)"' USR1
@@ -71,7 +103,7 @@ echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME gpus $CUDA_VISIBLE_DEVICES fr
 while [ "$done" -lt {int(seconds)} ]; do
     sleep 1
     done=$((done + 1))
-    echo "$done" > "$ckpt"
+    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
 done
 """
 
@@ -92,10 +124,14 @@ class SlurmLab:
     gpus_per_node: int = 4
     partition: str = "gpu"
     jwt: bool = False
+    prefix: Path | None = field(default_factory=default_prefix)  # None: the system's Slurm
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
+        self.release = release(self.prefix)
+        major_minor = tuple(int(x) for x in self.release.split(".")[:2] if x.isdigit())
+        self.rest_plugin = "openapi/slurmctld" if major_minor >= (23, 11) else "openapi/v0.0.38"
         self.node_names = [f"n{i + 1}" for i in range(self.nodes)]
         self.ctld_port = _free_port()
         self.node_ports = {n: _free_port() for n in self.node_names}
@@ -107,7 +143,7 @@ class SlurmLab:
         self.env = {
             **os.environ,
             "SLURM_CONF": str(self.conf),
-            "PATH": os.environ.get("PATH", "") + ":/usr/sbin:/sbin",
+            "PATH": search_path(self.prefix),
         }
 
     # -- files -------------------------------------------------------------------------------------
@@ -140,7 +176,6 @@ class SlurmLab:
             f"SlurmdLogFile={lab}/log/slurmd-%n.log",
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
-            "SwitchType=switch/none",
             "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none",
             "SelectType=select/cons_tres",
@@ -261,10 +296,10 @@ class SlurmLab:
         env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
         self._spawn(
             "slurmrestd",
-            ["slurmrestd", "-a", "rest_auth/local", "-s", "openapi/v0.0.38", f"unix:{self.socket}"],
+            ["slurmrestd", "-a", "rest_auth/local", "-s", self.rest_plugin, f"unix:{self.socket}"],
             env,
         )
-        self._wait("slurmrestd", self._rest_up)
+        self._wait("slurmrestd", lambda: self._rest_up())
         if self.jwt and "slurmrestd-jwt" not in self.procs:
             jenv = {**env, "SLURM_JWT": "daemon"}
             self._spawn(
@@ -274,7 +309,7 @@ class SlurmLab:
                     "-a",
                     "rest_auth/jwt",
                     "-s",
-                    "openapi/v0.0.38",
+                    self.rest_plugin,
                     f"127.0.0.1:{self.rest_port}",
                 ],
                 jenv,
@@ -284,16 +319,30 @@ class SlurmLab:
     def stop_slurmrestd(self) -> None:
         self._terminate("slurmrestd")
 
-    def _rest_up(self) -> bool:
-        if not self.socket.exists():
+    def start_other_slurmrestd(self, name: str, *args: str) -> Path:
+        """Another slurmrestd on its own unix socket, started with ``args`` (e.g. ``-s
+        openapi/v0.0.37``), as a misconfigured site would run it; its socket. Stop it with
+        :meth:`stop_process`."""
+        sock = self.root / "run" / f"{name}.sock"
+        if sock.exists():
+            sock.unlink()
+        env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
+        self._spawn(name, ["slurmrestd", "-a", "rest_auth/local", *args, f"unix:{sock}"], env)
+        self._wait(name, lambda: self._rest_up(sock))
+        return sock
+
+    def stop_process(self, name: str) -> None:
+        self._terminate(name)
+
+    def _rest_up(self, sock: Path | None = None) -> bool:
+        sock = sock or self.socket
+        if not sock.exists():
             return False
         try:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(2)
-                s.connect(str(self.socket))
-                s.sendall(
-                    b"GET /slurm/v0.0.38/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                )
+                s.connect(str(sock))
+                s.sendall(b"GET /openapi/v3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 return s.recv(64).startswith(b"HTTP/1.1 200")
         except OSError:
             return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,6 +168,7 @@ def summary(outcomes: list[Outcome]) -> dict:
     return {
         "jobs": len(outcomes),
         "completed": len(done),
+        "states": dict(Counter(o.state for o in outcomes)),
         "slo_jobs": len(slo),
         "deadline_ratio": sum(bool(o.met) for o in slo) / len(slo) if slo else None,
         "guaranteed": len(guaranteed),

@@ -1,17 +1,20 @@
-"""A small client for slurmrestd, and the one place that knows the REST API's versions.
+"""A small client for slurmrestd: transport, retries, and the choice of the REST layer.
 
-Everything above this module sees :class:`SlurmJob` and :class:`SlurmNode`, never slurmrestd's
-JSON: when a newer Slurm renames a field (v0.0.39+ wrap numbers in ``{"set", "number"}`` and
-turn ``job_state`` into a list), only :data:`API_VERSIONS` and the ``_job``/``_node`` readers
-change. Tested: ``v0.0.38`` (Slurm 22.05, Debian 12).
+Everything above this module sees :class:`~chronus_py.service.slurm.model.SlurmJob` and
+:class:`~chronus_py.service.slurm.model.SlurmNode`, never slurmrestd's JSON. Each API version has
+its layer (``api_v0038.py``: v0.0.38 of Slurm 22.05-23.11; ``api_v0040.py``: v0.0.40-45 of Slurm
+23.11-26.05), chosen at start-up from what the server's ``/openapi/v3`` offers (:data:`LAYERS`,
+preferred first). A server that offers none of them is one error naming both sides and the
+``slurmrestd`` option that fixes it on that Slurm release.
 
 Transport: ``unix:/path/to/slurmrestd.sock`` (local auth: slurmrestd trusts the socket's peer) or
 ``http://host:port`` with a JWT (``X-SLURM-USER-TOKEN``) read from a file or the environment; the
 token is sent, never logged or shown in an error. Slurm often reports an error as HTTP 200 with a
-non-empty ``errors`` list; :meth:`SlurmRest.call` turns those into :class:`SlurmError`. Transport
-failures and 5xx answers are retried with exponential backoff, a bounded number of times, then
-raise :class:`SlurmUnreachable`; requests that are not safe to repeat (a submission) are retried
-only if the connection was refused before anything was sent.
+non-empty ``errors`` list, and from v0.0.40 on an ignored field or a refused update as a warning;
+:meth:`SlurmRest.call` turns both into :class:`SlurmError`. Transport failures and 5xx answers are
+retried with exponential backoff, a bounded number of times, then raise :class:`SlurmUnreachable`;
+requests that are not safe to repeat (a submission) are retried only if the connection was
+refused before anything was sent.
 """
 
 from __future__ import annotations
@@ -21,15 +24,44 @@ import json
 import re
 import socket
 import time
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 from urllib.parse import urlsplit
 
-API_VERSIONS = ("v0.0.38",)
-"""Versions this client speaks, preferred first. A version is added here with its readers."""
+from chronus_py.service.slurm.api_v0038 import RestV0038
+from chronus_py.service.slurm.api_v0040 import RestV0040
+from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
+
+
+class RestLayer(Protocol):
+    """One API version: slurmrestd's JSON to and from the model (``api_v00xx.py``)."""
+
+    version: str
+    plugin: str  # the slurmrestd -s plugin that serves it
+
+    def job(self, raw: Mapping[str, Any]) -> SlurmJob: ...
+    def node(self, raw: Mapping[str, Any]) -> SlurmNode: ...
+    def submission(self, new: NewJob) -> dict: ...
+    def change(self, change: JobChange) -> dict: ...
+    def refusals(self, reply: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
+
 
 HELD_OK = 2042
-"""``Job is in held state``: Slurm's 'error' for a successful held submission."""
+"""``Job is in held state``: v0.0.38's 'error' for a successful held submission."""
+
+LAYERS: dict[str, RestLayer] = {
+    layer.version: layer
+    for layer in (
+        RestV0040("v0.0.42"),
+        RestV0040("v0.0.41"),
+        RestV0040("v0.0.40"),
+        RestV0038(),
+        RestV0040("v0.0.43"),
+        RestV0040("v0.0.44"),
+        RestV0040("v0.0.45"),
+    )
+}
+"""The API versions chronus speaks, preferred first: those tested on a real Slurm (v0.0.40-42 on
+24.11, v0.0.38 on 22.05), then those read from Slurm's published parsers only."""
 
 
 class SlurmUnreachable(RuntimeError):
@@ -47,122 +79,52 @@ class SlurmError(RuntimeError):
 
 
 def _number(error: Mapping[str, Any]) -> int:
-    """Slurm's number for an error entry (v0.0.38 says ``error_number`` or ``error_code``)."""
-    return int(error.get("error_number") or error.get("error_code") or 0)
+    """Slurm's number for an error entry (``error_number``, v0.0.38 also ``error_code``)."""
+    try:
+        return int(error.get("error_number") or error.get("error_code") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
-@dataclass(frozen=True, slots=True)
-class SlurmNode:
-    name: str
-    gpus: int
-    state: str  # e.g. "idle", "mixed", "allocated", "down"
-    flags: tuple[str, ...]  # e.g. ("DRAIN",), ("NOT_RESPONDING",)
-    reason: str
-    partitions: tuple[str, ...]
+def _key(version: str) -> tuple[int, ...]:
+    """``v0.0.42`` -> (0, 0, 42), to order versions."""
+    return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-@dataclass(frozen=True, slots=True)
-class SlurmJob:
-    """One Slurm job as the backend needs it. Times are Unix seconds (0: not set)."""
-
-    id: int
-    name: str
-    state: str  # PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, ...
-    reason: str  # e.g. JobHeldUser, JobHeldAdmin, None
-    comment: str
-    user: str
-    account: str
-    partition: str
-    submit_time: float
-    start_time: float
-    end_time: float
-    restart_cnt: int
-    node_count: int
-    gpus_per_node: int
-    nodes: tuple[str, ...]  # where it runs or ran
-    placement: Mapping[str, tuple[int, ...]]  # node -> GPU indices, from gres_detail
-
-    @property
-    def held(self) -> bool:
-        return self.state == "PENDING" and self.reason in ("JobHeldUser", "JobHeldAdmin")
+def release_of(meta: Any) -> str | None:
+    """The Slurm release (``24.11.5``) in a reply's ``meta`` (v0.0.38 says ``Slurm``)."""
+    if not isinstance(meta, Mapping):
+        return None
+    slurm = meta.get("slurm") or meta.get("Slurm") or {}
+    release = slurm.get("release") if isinstance(slurm, Mapping) else None
+    return str(release) if release else None
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """``n[1-3,5],gpu7`` -> ``['n1', 'n2', 'n3', 'n5', 'gpu7']`` (Slurm's compact node lists)."""
-    out: list[str] = []
-    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]*)\])?", text):
-        prefix, ranges = m.group(1), m.group(2)
-        if ranges is None:
-            out.append(prefix)
-            continue
-        for part in ranges.split(","):
-            lo, _, hi = part.partition("-")
-            for i in range(int(lo), int(hi or lo) + 1):
-                out.append(f"{prefix}{i:0{len(lo)}d}")
-    return out
-
-
-def _indices(text: str) -> tuple[int, ...]:
-    """``0-1,3`` -> (0, 1, 3)."""
-    out: list[int] = []
-    for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return tuple(out)
-
-
-def _gpu_count(gres: str) -> int:
-    """GPUs in a GRES string: ``gpu:8``, ``gpu:a100:4(S:0-1)``, ``gpu:a:2,gpu:b:2``."""
-    total = 0
-    for item in gres.split(","):
-        parts = item.split("(")[0].split(":")
-        if "gpu" in parts and parts[-1].isdigit():
-            total += int(parts[-1])
-    return total
-
-
-def _placement(nodes: str, gres_detail: list[str]) -> dict[str, tuple[int, ...]]:
-    """Node -> GPU indices of a running job: ``gres_detail`` has one entry per node of ``nodes``,
-    e.g. ``gpu:2(IDX:0-1)`` or, with typed GRES, ``gpu:a:1(IDX:0),gpu:b:1(IDX:3)``."""
-    out: dict[str, tuple[int, ...]] = {}
-    for node, detail in zip(expand_hostlist(nodes) if nodes else [], gres_detail):
-        idx: list[int] = []
-        for m in re.finditer(r"gpu[^(,]*\(IDX:([0-9,\-]*)\)", detail):
-            idx.extend(_indices(m.group(1)))
-        out[node] = tuple(sorted(idx))
-    return out
-
-
-def _job_v38(j: Mapping[str, Any]) -> SlurmJob:
-    tres = str(j.get("tres_per_node") or "")
-    return SlurmJob(
-        id=int(j["job_id"]),
-        name=str(j.get("name") or ""),
-        state=str(j.get("job_state") or ""),
-        reason=str(j.get("state_reason") or ""),
-        comment=str(j.get("comment") or ""),
-        user=str(j.get("user_name") or ""),
-        account=str(j.get("account") or ""),
-        partition=str(j.get("partition") or ""),
-        submit_time=float(j.get("submit_time") or 0),
-        start_time=float(j.get("start_time") or 0),
-        end_time=float(j.get("end_time") or 0),
-        restart_cnt=int(j.get("restart_cnt") or 0),
-        node_count=int(j.get("node_count") or 1),
-        gpus_per_node=_gpu_count(tres.replace("gres:", "")),
-        nodes=tuple(expand_hostlist(str(j.get("nodes") or ""))),
-        placement=_placement(str(j.get("nodes") or ""), list(j.get("gres_detail") or [])),
-    )
-
-
-def _node_v38(n: Mapping[str, Any]) -> SlurmNode:
-    return SlurmNode(
-        name=str(n["name"]),
-        gpus=_gpu_count(str(n.get("gres") or "")),
-        state=str(n.get("state") or "").lower(),
-        flags=tuple(str(f).upper() for f in n.get("state_flags") or ()),
-        reason=str(n.get("reason") or ""),
-        partitions=tuple(n.get("partitions") or ()),
+def mismatch(endpoint: str, offered: list[str], release: str | None) -> str:
+    """The one line for a server that offers no version chronus speaks: both sides, and the
+    fix for that Slurm release."""
+    spoken = sorted(LAYERS, key=_key)
+    newest = max(spoken, key=_key)
+    where = f"slurmrestd at {endpoint}" + (f" (Slurm {release})" if release else "")
+    if offered and min(_key(v) for v in offered) > _key(newest):
+        fix = "this Slurm's API is newer than chronus-py knows: upgrade chronus-py"
+    else:
+        major_minor = tuple(int(x) for x in re.findall(r"\d+", release or "")[:2])
+        if major_minor and major_minor < (23, 11):
+            fix = "start slurmrestd with -s openapi/v0.0.38"
+        elif major_minor:
+            fix = (
+                "start slurmrestd with -s openapi/slurmctld, without -d (or with -d v0.0.40 "
+                "or later)"
+            )
+        else:
+            fix = (
+                "start slurmrestd with -s openapi/v0.0.38 (Slurm up to 23.11) or "
+                "-s openapi/slurmctld (Slurm 23.11 and later)"
+            )
+    return (
+        f"{where} offers {', '.join(sorted(offered, key=_key)) or 'no Slurm API'}; chronus "
+        f"speaks {', '.join(spoken)}: {fix}"
     )
 
 
@@ -200,10 +162,11 @@ class SlurmRest:
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._version = version
+        self._layer: RestLayer | None = None if version is None else LAYERS[version]
 
     def __repr__(self) -> str:  # never shows the token
-        return f"SlurmRest({self.endpoint!r}, version={self._version!r})"
+        version = None if self._layer is None else self._layer.version
+        return f"SlurmRest({self.endpoint!r}, version={version!r})"
 
     # -- transport ---------------------------------------------------------------------------------
     def _connection(self) -> http.client.HTTPConnection:
@@ -277,15 +240,17 @@ class SlurmRest:
         idempotent: bool = True,
         ok_errors: tuple[int, ...] = (),
     ) -> dict:
-        """The JSON of a versioned call (``path`` after ``/slurm/vX/``), its ``errors`` checked."""
+        """The JSON of a versioned call (``path`` after ``/slurm/vX/``), its errors and its
+        warnings of an ignored field or a refused update checked."""
+        layer = self.layer
         status, parsed = self.request(
-            method, f"/slurm/{self.version}/{path}", body, idempotent=idempotent
+            method, f"/slurm/{layer.version}/{path}", body, idempotent=idempotent
         )
         if not isinstance(parsed, dict):
             raise SlurmUnreachable(
                 f"slurmrestd at {self.endpoint}: {what}: HTTP {status} without a JSON answer"
             )
-        errors = [e for e in parsed.get("errors") or [] if _number(e) not in ok_errors]
+        errors = [e for e in layer.refusals(parsed) if _number(e) not in ok_errors]
         if errors or status >= 400:
             if status in (401, 403):
                 raise SlurmUnreachable(
@@ -296,34 +261,55 @@ class SlurmRest:
         return parsed
 
     # -- version -----------------------------------------------------------------------------------
+    def offered(self) -> list[str]:
+        """The Slurm API versions the server offers (from ``/openapi/v3``)."""
+        status, spec = self.request("GET", "/openapi/v3")
+        paths = spec.get("paths", {}) if isinstance(spec, dict) else {}
+        return sorted(
+            {p.split("/")[2] for p in paths if re.match(r"/slurm/v[0-9.]+/", p)}, key=_key
+        )
+
     @property
-    def version(self) -> str:
-        """The API version to use: the first of :data:`API_VERSIONS` that ``/openapi`` lists."""
-        if self._version is None:
-            status, spec = self.request("GET", "/openapi")
-            paths = spec.get("paths", {}) if isinstance(spec, dict) else {}
-            offered = {p.split("/")[2] for p in paths if p.startswith("/slurm/v")}
-            for v in API_VERSIONS:
-                if v in offered:
-                    self._version = v
+    def layer(self) -> RestLayer:
+        """The REST layer in use: the first of :data:`LAYERS` that the server offers."""
+        if self._layer is None:
+            offered = self.offered()
+            for version, layer in LAYERS.items():
+                if version in offered:
+                    self._layer = layer
                     break
             else:
-                raise SlurmUnreachable(
-                    f"slurmrestd at {self.endpoint} offers {sorted(offered) or 'no'} API "
-                    f"(HTTP {status}); chronus speaks {', '.join(API_VERSIONS)} (start slurmrestd "
-                    "with -s openapi/v0.0.38)"
-                )
-        return self._version
+                raise SlurmUnreachable(mismatch(self.endpoint, offered, self._release(offered)))
+        return self._layer
+
+    @property
+    def version(self) -> str:
+        return self.layer.version
+
+    def _release(self, offered: list[str]) -> str | None:
+        """The Slurm release, from a ping in the newest offered version (None if unknown)."""
+        if not offered:
+            return None
+        try:
+            status, reply = self.request("GET", f"/slurm/{offered[-1]}/ping")
+        except SlurmUnreachable:
+            return None
+        return release_of(reply.get("meta")) if isinstance(reply, dict) else None
+
+    def release(self) -> str | None:
+        """The Slurm release behind slurmrestd, e.g. ``24.11.5`` (None if it does not say)."""
+        return release_of(self.ping().get("meta"))
 
     # -- operations --------------------------------------------------------------------------------
     def ping(self) -> dict:
         return self.call("GET", "ping", "ping")
 
     def nodes(self) -> list[SlurmNode]:
-        return [_node_v38(n) for n in self.call("GET", "list nodes", "nodes").get("nodes", [])]
+        raw = self.call("GET", "list nodes", "nodes").get("nodes", [])
+        return [self.layer.node(n) for n in raw]
 
     def jobs(self) -> list[SlurmJob]:
-        return [_job_v38(j) for j in self.call("GET", "list jobs", "jobs").get("jobs", [])]
+        return [self.layer.job(j) for j in self.call("GET", "list jobs", "jobs").get("jobs", [])]
 
     def job(self, job_id: int) -> SlurmJob | None:
         try:
@@ -332,10 +318,10 @@ class SlurmRest:
             if "Invalid job id" in str(exc) or exc.number == 2017:
                 return None
             raise
-        return _job_v38(found[0]) if found else None
+        return self.layer.job(found[0]) if found else None
 
-    def update(self, job_id: int, fields: Mapping[str, Any]) -> None:
-        self.call("POST", f"update job {job_id}", f"job/{job_id}", dict(fields))
+    def update(self, job_id: int, change: JobChange) -> None:
+        self.call("POST", f"update job {job_id}", f"job/{job_id}", self.layer.change(change))
 
     def signal(self, job_id: int, sig: str) -> None:
         self.call("DELETE", f"signal job {job_id}", f"job/{job_id}?signal={sig}")
@@ -343,13 +329,13 @@ class SlurmRest:
     def cancel(self, job_id: int) -> None:
         self.call("DELETE", f"cancel job {job_id}", f"job/{job_id}")
 
-    def submit(self, script: str, job: Mapping[str, Any]) -> int:
-        """Submit a job (held if ``job['hold']``); its Slurm id. Never retried once sent."""
+    def submit(self, new: NewJob) -> int:
+        """Submit a held job; its Slurm id. Never retried once sent."""
         out = self.call(
             "POST",
             "submit job",
             "job/submit",
-            {"script": script, "job": dict(job)},
+            self.layer.submission(new),
             idempotent=False,
             ok_errors=(HELD_OK,),
         )
