@@ -207,7 +207,10 @@ class KueueBackend:
             if fields is None:
                 continue
             seen.add(job_id)
-            out.append(self._observe(job_id, wl, fields, now))
+            obs = self._observe(job_id, wl, fields, now)
+            if obs.state not in (RunState.RUNNING, RunState.PENDING):
+                self._unpin_gang(job_id, wl, obs)
+            out.append(obs)
         for job_id in self._tracked - seen:
             self._gone.setdefault(job_id, now)
         self._tracked = seen
@@ -217,6 +220,17 @@ class KueueBackend:
         ]
         self._gone.clear()  # reported once: the service ends them now
         return out
+
+    def _unpin_gang(self, job_id: str, wl: dict, obs: ObservedJob) -> None:
+        """Take a multi-node run's label off its nodes once the run is over, and close the run
+        in the records (so this happens once)."""
+        nodes, _ = wls.placement(wl)
+        if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
+            return
+        for node in nodes:
+            self.kube.label_node(node, self._gang_label(job_id), on=False)
+        done = {"seconds": round(obs.work_done or 0.0, 3), "runs": obs.starts}
+        self._record(wl, work_done=done, placement=None)
 
     def _observe(self, job_id: str, wl: dict, fields: dict, now: float) -> ObservedJob:
         done, runs = wls.work_done(wl)

@@ -171,6 +171,7 @@ class Kube:
                 field_manager=f"{self.manager}-{label.rpartition('-')[2]}",
                 force=True,
             ),
+            missing_ok=True,  # a node deleted meanwhile carries no label to take off
         )
 
     # -- leases (leader election) ------------------------------------------------------------------
