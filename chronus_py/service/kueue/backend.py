@@ -56,6 +56,7 @@ CONTROLLER = "chronus.io/deadline"
 FIELD_MANAGER = "chronus"
 GPU = "nvidia.com/gpu"
 ACTIVE_EVERY = 30.0
+RESERVE_WAIT = 3.0
 _BAD_TAINTS = {"NoSchedule", "NoExecute"}
 
 
@@ -374,6 +375,8 @@ class KueueBackend:
         if entry.get("state") == "Ready":
             return  # started already: never twice
         if not wls.reserved(wl):
+            wl = self._await_reservation(job_id) or wl
+        if not wls.reserved(wl):
             raise BackendUnavailable(
                 f"kueue: job {job_id}: Kueue holds no quota for it now (requeued after an "
                 "eviction?); chronus starts only Workloads with QuotaReserved"
@@ -404,6 +407,18 @@ class KueueBackend:
             wls.pin(sets, selector),
         )
 
+    def _await_reservation(self, job_id: str) -> dict | None:
+        """Wait up to ``RESERVE_WAIT`` wall seconds for Kueue to reserve quota again: a
+        Workload chronus preempted is requeued at once, but its new reservation takes Kueue a
+        moment, often until the GPUs the round just freed are released in its books too."""
+        end = time.monotonic() + RESERVE_WAIT
+        while time.monotonic() < end:
+            time.sleep(0.1)
+            wl = self._fresh(job_id)
+            if wl is None or wls.reserved(wl):
+                return wl
+        return None
+
     def _gang_label(self, job_id: str) -> str:
         return notes.PREFIX + "gang-" + hashlib.sha256(job_id.encode()).hexdigest()[:16]
 
@@ -420,13 +435,15 @@ class KueueBackend:
         if since is not None:
             done += max(self.now() - since, 0.0)
             runs += 1
-        wl = self._record(wl, work_done={"seconds": round(done, 3), "runs": runs}, placement=None)
-        self._check(
+        # The check first: a crash between the two leaves a stopped run uncounted (less work
+        # credited, never more), while a Ready check without its placement would look pending.
+        wl = self._check(
             wl,
             "Retry",
             f"chronus preempted it at {wls.rfc3339(self.now())} (lease boundary): Kueue suspends "
             f"the Job and requeues it; it resumes when chronus's plan says",
         )
+        self._record(wl, work_done={"seconds": round(done, 3), "runs": runs}, placement=None)
         if len(nodes) > 1:
             for node in nodes:
                 self.kube.label_node(node, self._gang_label(job_id), on=False)

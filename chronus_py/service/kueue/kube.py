@@ -68,7 +68,10 @@ class Kube:
 
     # -- reads -------------------------------------------------------------------------------------
     def workloads(self) -> list[dict]:
-        return self.call("list workloads", lambda: [dict(w) for w in self.client.list(Workload)])
+        return self.call(
+            "list workloads",
+            lambda: [dict(w) for w in self.client.list(Workload, namespace="*", chunk_size=500)],
+        )
 
     def workload(self, namespace: str, name: str) -> dict | None:
         got = self.call(
