@@ -592,6 +592,8 @@ def from_args(
     """A Kueue backend from the serve options; with ``--kueue-lease`` this blocks until this
     replica leads. ``nodes`` (a HiveD config) is not used: the nodes are the cluster's."""
     cfg = config(args.kubeconfig)
+    for name in ("httpx", "httpx2", "httpcore", "httpcore2"):  # a line per request otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
     poll = 1.0 if args.kueue_poll is None else float(args.kueue_poll)
     scale = 1.0 if args.kueue_time_scale is None else float(args.kueue_time_scale)
     for flag, value in (("--kueue-poll", poll), ("--kueue-time-scale", scale)):
