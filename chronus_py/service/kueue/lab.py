@@ -35,6 +35,7 @@ What runs, and how it is wired:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -42,6 +43,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -66,6 +68,7 @@ KEY_FILES = ("go.mod", "go.sum", "kwok/go.mod", "kwok/go.sum")
 KUEUE_NS = "kueue-system"
 KUEUE_SA = "kueue-controller-manager"
 WEBHOOK_SERVICE = "kueue-webhook-service"
+WEBHOOK_SECRET = "kueue-webhook-server-cert"
 #: The annotation kwok manages nodes by, and the label every lab node carries.
 KWOK_NODE = "kwok.x-k8s.io/node"
 GPU = "nvidia.com/gpu"
@@ -173,74 +176,58 @@ def job(
     }
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+def _openssl(args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args.split()], cwd=cwd, check=True, capture_output=True)
+
+
+def _flags(**flags: object) -> list[str]:
+    """Command-line flags from keywords: ``etcd_servers=u`` is ``--etcd-servers=u``."""
+    return [
+        f"--{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
+        for k, v in flags.items()
+    ]
 
 
 def _make_certs(pki: Path) -> None:
     """A CA, the API server's serving certificate (loopback names and the service IP) and the
     service-account signing key pair."""
     pki.mkdir(parents=True, exist_ok=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl(
-        "req",
-        "-x509",
-        *ec,
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "7",
-        "-subj",
-        "/CN=chronus-lab-ca",
-        cwd=pki,
-    )
+    ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    _openssl(f"req -x509 {ec} -keyout ca.key -out ca.crt -days 7 -subj /CN=chronus-lab-ca", pki)
     (pki / "san.cnf").write_text(
         "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,"
         "DNS:kubernetes.default,DNS:kubernetes.default.svc\n"
         "extendedKeyUsage=serverAuth\n"
     )
+    _openssl(f"req {ec} -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver", pki)
     _openssl(
-        "req",
-        *ec,
-        "-keyout",
-        "apiserver.key",
-        "-out",
-        "apiserver.csr",
-        "-subj",
-        "/CN=kube-apiserver",
-        cwd=pki,
+        "x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial"
+        " -out apiserver.crt -days 7 -extfile san.cnf",
+        pki,
     )
+    _openssl("genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key", pki)
+    _openssl("pkey -in sa.key -pubout -out sa.pub", pki)
+    # Kueue's webhook certificate, in the shape its certificate rotator accepts as valid (so it
+    # keeps it): a CA named kueue-ca, a serving certificate for the webhook Service's name,
+    # both valid beyond its 90-day look-ahead; 127.0.0.1 too, since the API server calls the
+    # webhooks by URL on loopback (a Service's endpoints may not be loopback addresses).
+    # (an RSA CA key in PKCS#1, the only form the rotator parses)
     _openssl(
-        "x509",
-        "-req",
-        "-in",
-        "apiserver.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "apiserver.crt",
-        "-days",
-        "7",
-        "-extfile",
-        "san.cnf",
-        cwd=pki,
+        "req -x509 -newkey rsa:2048 -nodes -keyout webhook-ca.key -out webhook-ca.crt -days 365"
+        " -subj /CN=kueue-ca -addext subjectAltName=DNS:kueue-ca",
+        pki,
     )
+    _openssl("rsa -in webhook-ca.key -traditional -out webhook-ca.key", pki)
+    (pki / "webhook-san.cnf").write_text(
+        f"subjectAltName=IP:127.0.0.1,DNS:{WEBHOOK_SERVICE}.{KUEUE_NS}.svc\n"
+        "extendedKeyUsage=serverAuth\n"
+    )
+    _openssl(f"req {ec} -keyout webhook.key -out webhook.csr -subj /CN={WEBHOOK_SERVICE}", pki)
     _openssl(
-        "genpkey",
-        "-algorithm",
-        "RSA",
-        "-pkeyopt",
-        "rsa_keygen_bits:2048",
-        "-out",
-        "sa.key",
-        cwd=pki,
+        "x509 -req -in webhook.csr -CA webhook-ca.crt -CAkey webhook-ca.key -CAcreateserial"
+        " -out webhook.crt -days 365 -extfile webhook-san.cnf",
+        pki,
     )
-    _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
 
 def _docs(paths: Iterable[Path]) -> list[dict]:
@@ -268,18 +255,16 @@ def _kueue_rbac(docs: list[dict]) -> list[dict]:
     return docs
 
 
-def _kueue_webhooks(docs: list[dict]) -> list[dict]:
+def _kueue_webhooks(docs: list[dict], url: str) -> list[dict]:
     """Kueue's webhook configurations, kept to Kueue's own objects and ``batch/v1`` Jobs (the
-    only integration the lab enables), pointed at the lab's webhook Service."""
+    only integration the lab enables), called at ``url`` + their path."""
     for doc in docs:
         doc["metadata"]["name"] = "kueue-" + doc["metadata"]["name"]
         kept = []
         for hook in doc["webhooks"]:
             path = hook["clientConfig"]["service"]["path"]
             if "kueue-x-k8s-io" in path or path.endswith("-batch-v1-job"):
-                hook["clientConfig"]["service"].update(
-                    name=WEBHOOK_SERVICE, namespace=KUEUE_NS, port=443
-                )
+                hook["clientConfig"] = {"url": url + path}
                 kept.append(hook)
         doc["webhooks"] = kept
     return docs
@@ -401,41 +386,25 @@ class ControlPlane:
         p = self.pki
         self._spawn(
             "kube-apiserver",
-            [
-                "--etcd-servers",
-                f"http://127.0.0.1:{self.ports['etcd']}",
-                "--bind-address",
-                "127.0.0.1",
-                "--advertise-address",
-                "127.0.0.1",
-                "--secure-port",
-                str(self.ports["apiserver"]),
-                "--cert-dir",
-                str(self.root / "apiserver"),
-                "--tls-cert-file",
-                str(p / "apiserver.crt"),
-                "--tls-private-key-file",
-                str(p / "apiserver.key"),
-                "--client-ca-file",
-                str(self.ca),
-                "--token-auth-file",
-                str(self.root / "tokens.csv"),
-                "--authorization-mode",
-                "RBAC",
-                "--service-account-issuer",
-                "https://kubernetes.default.svc.cluster.local",
-                "--service-account-key-file",
-                str(p / "sa.pub"),
-                "--service-account-signing-key-file",
-                str(p / "sa.key"),
-                "--service-cluster-ip-range",
-                "10.0.0.0/24",
-                "--endpoint-reconciler-type",
-                "none",
-                "--enable-aggregator-routing=true",
-                "--profiling=false",
-                "--v=1",
-            ],
+            _flags(
+                etcd_servers=f"http://127.0.0.1:{self.ports['etcd']}",
+                bind_address="127.0.0.1",
+                advertise_address="127.0.0.1",
+                secure_port=self.ports["apiserver"],
+                cert_dir=self.root / "apiserver",
+                tls_cert_file=p / "apiserver.crt",
+                tls_private_key_file=p / "apiserver.key",
+                client_ca_file=self.ca,
+                token_auth_file=self.root / "tokens.csv",
+                authorization_mode="RBAC",
+                service_account_issuer="https://kubernetes.default.svc.cluster.local",
+                service_account_key_file=p / "sa.pub",
+                service_account_signing_key_file=p / "sa.key",
+                service_cluster_ip_range="10.0.0.0/24",
+                endpoint_reconciler_type="none",
+                profiling=False,
+                v=1,
+            ),
         )
         self._wait("kube-apiserver", lambda: self._get_ok(f"{self.server}/readyz"), 90)
 
@@ -459,7 +428,7 @@ class ControlPlane:
         if self._http is None:
             self._http = httpx.Client(
                 base_url=self.server,
-                verify=str(self.ca),
+                verify=ssl.create_default_context(cafile=self.ca),
                 headers={"Authorization": f"Bearer {self.admin_token}"},
                 timeout=30.0,
             )
@@ -491,7 +460,7 @@ class ControlPlane:
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
         """Run the lab's kubectl as the admin; its stdout. A failure raises
-        :class:`subprocess.CalledProcessError` (its stderr says why) when ``check``."""
+        :class:`ControlPlaneError` with kubectl's message when ``check``."""
         proc = subprocess.run(
             [str(self.bin / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
             input=input,
@@ -500,9 +469,7 @@ class ControlPlane:
             timeout=120,
         )
         if check and proc.returncode != 0:
-            raise subprocess.CalledProcessError(
-                proc.returncode, proc.args, proc.stdout, proc.stderr
-            )
+            raise ControlPlaneError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
         return proc.stdout
 
     def service_account_kubeconfig(
@@ -678,47 +645,33 @@ class ControlPlane:
         peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
         self._spawn(
             "etcd",
-            [
-                "--name",
-                "lab",
-                "--data-dir",
-                str(self.root / "etcd"),
-                "--listen-client-urls",
-                client,
-                "--advertise-client-urls",
-                client,
-                "--listen-peer-urls",
-                peer,
-                "--initial-advertise-peer-urls",
-                peer,
-                "--initial-cluster",
-                f"lab={peer}",
-                "--unsafe-no-fsync",
-                "--log-level",
-                "warn",
-            ],
+            _flags(
+                name="lab",
+                data_dir=self.root / "etcd",
+                listen_client_urls=client,
+                advertise_client_urls=client,
+                listen_peer_urls=peer,
+                initial_advertise_peer_urls=peer,
+                initial_cluster=f"lab={peer}",
+                unsafe_no_fsync=True,
+                log_level="warn",
+            ),
         )
         self._wait("etcd", lambda: self._get_ok(f"{client}/health"), 30)
 
     def _install_kueue_objects(self) -> None:
-        """Kueue's namespace, CRDs (v1beta1 converted by its webhook), RBAC, webhook Service
-        and configurations, before Kueue starts (its certificate bootstrap injects its CA into
-        them)."""
+        """Kueue's namespace, CRDs (v1beta1 converted by its webhook), RBAC, webhook
+        configurations and webhook certificate Secret, before Kueue starts (its certificate
+        bootstrap injects its CA into the webhook configurations and CRDs)."""
         kueue = self.cache / "kueue"
+        url = f"https://127.0.0.1:{self.ports['kueue-webhook']}"
         crds = _docs(sorted((kueue / "crd" / "bases").glob("*.yaml")))
         for crd in crds:
             if crd["metadata"]["name"].split(".")[0] in CONVERTED_CRDS:
                 crd["spec"]["conversion"] = {
                     "strategy": "Webhook",
                     "webhook": {
-                        "clientConfig": {
-                            "service": {
-                                "name": WEBHOOK_SERVICE,
-                                "namespace": KUEUE_NS,
-                                "path": "/convert",
-                                "port": 443,
-                            }
-                        },
+                        "clientConfig": {"url": f"{url}/convert"},
                         "conversionReviewVersions": ["v1"],
                     },
                 }
@@ -727,64 +680,53 @@ class ControlPlane:
                 p for p in sorted((kueue / "rbac").glob("*.yaml")) if p.name != "kustomization.yaml"
             )
         )
-        webhooks = _kueue_webhooks(_docs([kueue / "webhook" / "manifests.yaml"]))
-        port = self.ports["kueue-webhook"]
-        service = {
+        webhooks = _kueue_webhooks(_docs([kueue / "webhook" / "manifests.yaml"]), url)
+        pem = {
+            name: base64.b64encode((self.pki / f).read_bytes()).decode()
+            for name, f in (
+                ("ca.crt", "webhook-ca.crt"),
+                ("ca.key", "webhook-ca.key"),
+                ("tls.crt", "webhook.crt"),
+                ("tls.key", "webhook.key"),
+            )
+        }
+        secret = {
             "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": WEBHOOK_SERVICE, "namespace": KUEUE_NS},
-            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]},
+            "kind": "Secret",
+            "metadata": {"name": WEBHOOK_SECRET, "namespace": KUEUE_NS},
+            "data": pem,
         }
-        endpoints = {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": WEBHOOK_SERVICE,
-                "namespace": KUEUE_NS,
-                "labels": {
-                    "kubernetes.io/service-name": WEBHOOK_SERVICE,
-                    "endpointslice.kubernetes.io/managed-by": "chronus-lab",
-                },
-            },
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
-            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
-        }
+        # Where a kubelet would mount that Secret for Kueue's webhook server.
+        certs = self.root / "kueue" / "certs"
+        shutil.copyfile(self.pki / "webhook.crt", certs / "tls.crt")
+        shutil.copyfile(self.pki / "webhook.key", certs / "tls.key")
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NS}}
-        self.apply(namespace, *crds, *rbac, service, endpoints, *webhooks)
+        self.apply(namespace, *crds, *rbac, secret, *webhooks)
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
     def _start_controllers(self) -> None:
         self._spawn(
             "kube-controller-manager",
-            [
-                "--kubeconfig",
-                str(self.root / "controller-manager.kubeconfig"),
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                str(self.ports["controller-manager"]),
-                "--leader-elect=false",
-                "--use-service-account-credentials=true",
-                "--service-account-private-key-file",
-                str(self.pki / "sa.key"),
-                "--root-ca-file",
-                str(self.ca),
-                "--v=1",
-            ],
+            _flags(
+                kubeconfig=self.root / "controller-manager.kubeconfig",
+                bind_address="127.0.0.1",
+                secure_port=self.ports["controller-manager"],
+                leader_elect=False,
+                use_service_account_credentials=True,
+                service_account_private_key_file=self.pki / "sa.key",
+                root_ca_file=self.ca,
+                v=1,
+            ),
         )
         self._spawn(
             "kube-scheduler",
-            [
-                "--kubeconfig",
-                str(self.root / "scheduler.kubeconfig"),
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                str(self.ports["scheduler"]),
-                "--leader-elect=false",
-                "--v=1",
-            ],
+            _flags(
+                kubeconfig=self.root / "scheduler.kubeconfig",
+                bind_address="127.0.0.1",
+                secure_port=self.ports["scheduler"],
+                leader_elect=False,
+                v=1,
+            ),
         )
         for name in ("kube-controller-manager", "kube-scheduler"):
             port = self.ports[name.removeprefix("kube-")]
@@ -803,22 +745,16 @@ class ControlPlane:
         config.write_text(yaml.safe_dump_all(_docs(stage_files)))
         self._spawn(
             "kwok",
-            [
-                "--config",
-                str(config),
-                "--kubeconfig",
-                str(self.kubeconfig),
-                "--manage-all-nodes=false",
-                f"--manage-nodes-with-annotation-selector={KWOK_NODE}=fake",
-                "--server-address",
-                f"127.0.0.1:{self.ports['kwok']}",
-                "--node-lease-duration-seconds",
-                "40",
-                "--cidr",
-                "10.244.0.0/16",
-                "--node-ip",
-                "10.1.0.1",
-            ],
+            _flags(
+                config=config,
+                kubeconfig=self.kubeconfig,
+                manage_all_nodes=False,
+                manage_nodes_with_annotation_selector=f"{KWOK_NODE}=fake",
+                server_address=f"127.0.0.1:{self.ports['kwok']}",
+                node_lease_duration_seconds=40,
+                cidr="10.244.0.0/16",
+                node_ip="10.1.0.1",
+            ),
         )
         self._wait(
             "kwok", lambda: self._get_ok(f"http://127.0.0.1:{self.ports['kwok']}/healthz"), 30
@@ -844,7 +780,7 @@ class ControlPlane:
                     "internalCertManagement": {
                         "enable": True,
                         "webhookServiceName": WEBHOOK_SERVICE,
-                        "webhookSecretName": "kueue-webhook-server-cert",
+                        "webhookSecretName": WEBHOOK_SECRET,
                     },
                     "manageJobsWithoutQueueName": False,
                     "integrations": {"frameworks": ["batch/job"]},
@@ -854,14 +790,12 @@ class ControlPlane:
         )
         self._spawn(
             "kueue",
-            [
-                "--config",
-                str(config),
-                "--kubeconfig",
-                str(kubeconfig),
-                f"--visibility-server-port={self.ports['kueue-visibility']}",
-                "--zap-log-level=2",
-            ],
+            _flags(
+                config=config,
+                kubeconfig=kubeconfig,
+                visibility_server_port=self.ports["kueue-visibility"],
+                zap_log_level=2,
+            ),
         )
         health = f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"
         self._wait("kueue", lambda: self._get_ok(health), 120)
@@ -902,7 +836,7 @@ class ControlPlane:
         try:
             resp = httpx.get(
                 url,
-                verify=str(self.ca) if verify and url.startswith("https") else False,
+                verify=ssl.create_default_context(cafile=self.ca) if verify else False,
                 headers=headers,
                 timeout=5.0,
             )
@@ -936,3 +870,45 @@ class ControlPlane:
             return ""
         tail = path.read_text(errors="replace").splitlines()[-lines:]
         return f"; last lines of {path}:\n" + "\n".join(tail)
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m chronus_py.service.kueue.lab``: a control plane with kwok GPU nodes and one
+    queue, up until Ctrl-C, for trying things by hand (``KUBECONFIG`` is printed)."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m chronus_py.service.kueue.lab")
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--queue", default="gpu", help="ResourceFlavor/ClusterQueue/LocalQueue")
+    parser.add_argument("--check", action="append", default=[], help="an admission check name")
+    args = parser.parse_args(argv)
+    why = why_not_here()
+    if why is not None:
+        print(f"cannot start a control plane: {why}")
+        return 1
+    signal.signal(signal.SIGTERM, _interrupt)
+    with tempfile.TemporaryDirectory(prefix="chronus-kube-") as tmp:
+        cp = ControlPlane(Path(tmp))
+        try:
+            cp.start()
+            for i in range(args.nodes):
+                cp.add_node(f"gpu-{i + 1}", args.gpus_per_node)
+            cp.make_queues(args.queue, args.nodes * args.gpus_per_node, admission_checks=args.check)
+            print(f"export KUBECONFIG={cp.kubeconfig}")
+            print(f"kubectl: {cp.bin / 'kubectl'}; logs: {cp.log_dir}; Ctrl-C stops everything")
+            signal.pause()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            cp.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
