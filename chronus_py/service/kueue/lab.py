@@ -20,17 +20,18 @@ What runs, and how it is wired:
   in a real cluster; **kube-scheduler** with its default profile.
 - **kwok** manages every node with the ``kwok.x-k8s.io/node: fake`` annotation
   (:meth:`ControlPlane.add_node`): it keeps their Lease fresh so the node lifecycle controller
-  sees them Ready, and plays kwok's "general" pod stages: a bound pod goes Running after about a
-  second, a pod owned by a Job completes (``Succeeded``) after the time in its
-  ``pod-complete.stage.kwok.x-k8s.io/delay`` annotation (1-5 s without it), and a deleted pod
-  goes away. :func:`job` writes such Jobs.
+  sees them Ready, and plays kwok's "general" pod stages: a bound pod goes Running, a pod owned
+  by a Job completes (``Succeeded``), a deleted pod goes away, each after the delay in the
+  pod's ``<stage>.stage.kwok.x-k8s.io/delay`` annotations (a random 1-5 s without them).
+  :func:`job` writes such Jobs.
 - **Kueue** with its CRDs and its own RBAC (it runs as its service account
   ``kueue-system/kueue-controller-manager``), the ``batch/job`` integration, no leader election,
-  internal certificate management, and its **webhooks registered**: the API server reaches them
-  through the Service ``kueue-webhook-service`` whose EndpointSlice points at Kueue's loopback
-  port (``--enable-aggregator-routing``), so Jobs with a ``kueue.x-k8s.io/queue-name`` label are
-  suspended by Kueue's mutating webhook, Kueue's objects are validated, and ``v1beta1`` reads
-  are converted. Left out: Kueue's metrics endpoint and its visibility API server.
+  internal certificate management, and its **webhooks registered**: the API server calls them
+  (and the CRD conversion) by URL on loopback, with a certificate the lab makes in the shape
+  Kueue's rotator keeps. So a Job with a ``kueue.x-k8s.io/queue-name`` label is suspended by
+  Kueue's mutating webhook, Kueue's objects are validated, and ``v1beta1`` reads are converted.
+  Left out: Kueue's metrics endpoint and its visibility API server; kubelets (kwok stands in),
+  kube-proxy and cluster DNS, so Services carry no traffic.
 """
 
 from __future__ import annotations
@@ -127,15 +128,22 @@ def job(
     gpus: int = 1,
     pods: int = 1,
     run_seconds: float = 2.0,
+    start_seconds: float = 0.0,
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     suspend: bool = True,
 ) -> dict[str, Any]:
     """A ``batch/v1`` Job for Kueue's LocalQueue ``queue``: ``pods`` pods (parallelism and
-    completions) of ``gpus`` GPUs each, that kwok runs for ``run_seconds`` once they are bound.
+    completions) of ``gpus`` GPUs each, that kwok starts ``start_seconds`` after they are bound
+    (kwok's own default is a random 1-5 s per stage) and runs for ``run_seconds``.
     ``annotations`` go on the Job (where chronus reads its own), ``labels`` on the Job besides
     the queue name. Created suspended, as Kueue expects (its webhook would suspend it anyway)."""
-    delay = f"{run_seconds:g}s"
+    stages = {"pod-create": start_seconds, "pod-ready": 0.0, "pod-complete": run_seconds}
+    delays = {
+        f"{stage}.stage.kwok.x-k8s.io/{key}": f"{seconds:g}s"
+        for stage, seconds in stages.items()
+        for key in ("delay", "jitter-delay")
+    }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -151,12 +159,7 @@ def job(
             "completions": pods,
             "backoffLimit": 0,
             "template": {
-                "metadata": {
-                    "annotations": {
-                        "pod-complete.stage.kwok.x-k8s.io/delay": delay,
-                        "pod-complete.stage.kwok.x-k8s.io/jitter-delay": delay,
-                    }
-                },
+                "metadata": {"annotations": delays},
                 "spec": {
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 5,
@@ -358,8 +361,9 @@ class ControlPlane:
             raise
 
     def stop(self) -> None:
-        """End every daemon this lab started (SIGTERM to its process group, SIGKILL after 10 s),
-        newest first."""
+        """End every daemon this lab started, newest first: SIGTERM to its process group, SIGKILL
+        after 5 s (here kube-apiserver drained its requests at once after SIGTERM but had not
+        exited 10 s later)."""
         for name in reversed(list(self.procs)):
             self._stop_proc(name)
         if self._http is not None:
@@ -818,7 +822,7 @@ class ControlPlane:
         proc = self.procs.pop(name, None)
         if proc is None or proc.poll() is not None:
             return
-        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
