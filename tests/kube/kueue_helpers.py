@@ -113,7 +113,9 @@ class Setup:
         )
 
 
-def make_setup(cp, ns, kube_queues, kubeconfig, *, quota: int = 8) -> Setup:
+def make_setup(cp, ns, kube_queues, kubeconfig, *, quota: int = 16) -> Setup:
+    """Quota 16 for tests with 8 GPUs of nodes: chronus can only decide between Workloads
+    Kueue reserved for, so the quota is a cap per queue, above the GPUs (README)."""
     check = f"chronus-{ns}"
     harness.admission_check(cp, check)
     queue = kube_queues(quota, admission_checks=[check])

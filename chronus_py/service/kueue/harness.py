@@ -44,7 +44,8 @@ def admission_check(cp: ControlPlane, name: str) -> None:
 
 class ServeProcess:
     """One ``chronus serve --backend kueue`` process on ``db``, in compressed time (``scale``
-    chronus seconds per wall second from ``origin``, kept across restarts)."""
+    chronus seconds per wall second from ``origin``, kept across restarts). ``headroom`` 0: the
+    default 0.9 keeps most of a cluster this small for the pool, too little for a guarantee."""
 
     def __init__(
         self,
@@ -55,7 +56,7 @@ class ServeProcess:
         scale: float = 60.0,
         origin: float | None = None,
         lease: float = 300.0,
-        headroom: float = 0.5,
+        headroom: float = 0.0,
         guard: float = 0.0,
         poll: float = 0.3,
     ):
