@@ -70,10 +70,12 @@ KUEUE_NS = "kueue-system"
 KUEUE_SA = "kueue-controller-manager"
 WEBHOOK_SERVICE = "kueue-webhook-service"
 WEBHOOK_SECRET = "kueue-webhook-server-cert"
-#: The annotation kwok manages nodes by, and the label every lab node carries.
+#: The annotation kwok manages nodes by (every lab node also has the label ``type: kwok``).
 KWOK_NODE = "kwok.x-k8s.io/node"
 GPU = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: libyaml's loader where PyYAML has it: Kueue's CRDs are megabytes of YAML.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Kueue's CRDs that have a v1beta1 version converted by its webhook.
 CONVERTED_CRDS = ("localqueues", "clusterqueues", "workloads", "cohorts", "multikueueclusters")
 
@@ -237,7 +239,7 @@ def _docs(paths: Iterable[Path]) -> list[dict]:
     """Every YAML document in ``paths``, in order, without empty ones."""
     out: list[dict] = []
     for path in paths:
-        out.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+        out.extend(d for d in yaml.load_all(path.read_text(), Loader=_YAML_LOADER) if d)
     return out
 
 
@@ -340,6 +342,7 @@ class ControlPlane:
             "scheduler": (secrets.token_hex(16), "system:kube-scheduler", ""),
         }
         self._http: httpx.Client | None = None
+        self._kinds: dict[str, dict[str, tuple[str, bool]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -450,17 +453,38 @@ class ControlPlane:
         return resp.json() if resp.content else {}
 
     def apply(self, *objects: dict[str, Any], manager: str = "chronus-lab") -> None:
-        """Server-side apply ``objects`` as the admin (field manager ``manager``)."""
-        if objects:
-            self.kubectl(
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                f"--field-manager={manager}",
-                "-f",
-                "-",
-                input=yaml.safe_dump_all(objects),
+        """Server-side apply ``objects``, in order, as the admin (field manager ``manager``,
+        conflicts forced), as ``kubectl apply --server-side`` would, without its start-up and
+        discovery per call. A namespaced object without a namespace goes to ``default``."""
+        for obj in objects:
+            path = self.path_of(obj)
+            self.api(
+                "PATCH",
+                path,
+                obj,
+                content_type="application/apply-patch+yaml",
+                params={"fieldManager": manager, "force": "true"},
             )
+
+    def path_of(self, obj: dict[str, Any]) -> str:
+        """The API path of ``obj`` (by its ``apiVersion``, ``kind``, name and namespace), from
+        the API server's discovery; a kind not found is looked up again (a CRD may be new)."""
+        version = obj["apiVersion"]
+        kind = obj["kind"]
+        if kind not in self._kinds.get(version, {}):
+            base = "/api/v1" if version == "v1" else f"/apis/{version}"
+            found = self.api("GET", base)["resources"]
+            self._kinds[version] = {
+                r["kind"]: (r["name"], r["namespaced"]) for r in found if "/" not in r["name"]
+            }
+            if kind not in self._kinds[version]:
+                raise ControlPlaneError(f"the API server has no kind {kind} in {version}")
+        plural, namespaced = self._kinds[version][kind]
+        base = "/api/v1" if version == "v1" else f"/apis/{version}"
+        meta = obj["metadata"]
+        if namespaced:
+            base += f"/namespaces/{meta.get('namespace', 'default')}"
+        return f"{base}/{plural}/{meta['name']}"
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
         """Run the lab's kubectl as the admin; its stdout. A failure raises
@@ -706,7 +730,15 @@ class ControlPlane:
         shutil.copyfile(self.pki / "webhook.key", certs / "tls.key")
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NS}}
         self.apply(namespace, *crds, *rbac, secret, *webhooks)
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        for crd in crds:
+            self._wait(f"CRD {crd['metadata']['name']}", lambda c=crd: self._established(c), 60)
+
+    def _established(self, crd: dict[str, Any]) -> bool:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        return any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in self.api("GET", path).get("status", {}).get("conditions", [])
+        )
 
     def _start_controllers(self) -> None:
         self._spawn(
