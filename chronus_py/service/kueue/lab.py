@@ -386,6 +386,9 @@ class ControlPlane:
         """Stop the API server (SIGTERM, as an operator's restart would); every client sees
         connection errors until :meth:`start_apiserver`."""
         self._stop_proc("kube-apiserver")
+        if self._http is not None:  # its kept-alive connections died with the server
+            self._http.close()
+            self._http = None
 
     def start_apiserver(self) -> None:
         """Start the API server on its port (again, after :meth:`stop_apiserver`) and wait
