@@ -77,6 +77,11 @@ class Setup:
         wl = wait(lambda: self.workload(job_name), 30, f"the Workload of {job_name}")
         return f"{self.ns}.{wl['metadata']['name']}"
 
+    def promise(self, job_name: str) -> str | None:
+        """The guarantee chronus recorded on the Job's Workload (its annotation), or None."""
+        wl = self.workload(job_name) or {"metadata": {}}
+        return (wl["metadata"].get("annotations") or {}).get("chronus.io/guarantee")
+
     def entry(self, job_name: str) -> dict:
         wl = self.workload(job_name) or {}
         for e in (wl.get("status") or {}).get("admissionChecks") or []:

@@ -170,15 +170,18 @@ def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
             "g1", run_seconds=8, notes={"chronus.io/estimate": "8m", "chronus.io/deadline": "+60m"}
         )
         s.submit(
-            "g2", run_seconds=2, notes={"chronus.io/estimate": "2m", "chronus.io/deadline": "+90m"}
+            "g2", run_seconds=6, notes={"chronus.io/estimate": "6m", "chronus.io/deadline": "+90m"}
         )
         wait(lambda: s.running_nodes("g1") or s.running_nodes("g2"), 60, "a job to run")
         runner = "g1" if s.running_nodes("g1") else "g2"
         uid = s.pods(runner)[0]["metadata"]["uid"]
-        promised = {
-            n: s.workload(n)["metadata"]["annotations"]["chronus.io/guarantee"]
-            for n in ("g1", "g2")
-        }
+        promised = wait(
+            lambda: (
+                all(s.promise(n) for n in ("g1", "g2")) and {n: s.promise(n) for n in ("g1", "g2")}
+            ),
+            30,
+            "both promises recorded on the Workloads",
+        )
         first.kill9()
     finally:
         first.stop()
@@ -188,10 +191,7 @@ def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
         jobs = second.jobs()
         for name, job_id in ids.items():
             assert jobs[job_id]["guaranteed"] is not None, jobs[job_id]
-            assert (
-                s.workload(name)["metadata"]["annotations"]["chronus.io/guarantee"]
-                == promised[name]
-            )
+            assert s.promise(name) == promised[name]
         assert jobs[ids[runner]]["state"] == "running"
         assert not any(e["job"] == ids[runner] for e in second.events("start"))
         for name in ("g1", "g2"):
