@@ -38,6 +38,7 @@ class Setup:
             self.kubeconfig,
             tmp / f"{name}.db",
             f"--kueue-node-selector=chronus-test={self.node_label}",
+            f"--kueue-controller-name=chronus.io/{self.ns}",
             *extra,
             **kw,
         )
@@ -122,7 +123,7 @@ def make_setup(cp, ns, kube_queues, kubeconfig, *, quota: int = 16) -> Setup:
     """Quota 16 for tests with 8 GPUs of nodes: chronus can only decide between Workloads
     Kueue reserved for, so the quota is a cap per queue, above the GPUs (README)."""
     check = f"chronus-{ns}"
-    harness.admission_check(cp, check)
+    harness.admission_check(cp, check, f"chronus.io/{ns}")
     queue = kube_queues(quota, admission_checks=[check])
     return Setup(cp, ns, check, queue, ns, kubeconfig)
 

@@ -228,10 +228,13 @@ class KueueBackend:
         nodes, _ = wls.placement(wl)
         if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
             return
-        for node in nodes:
-            self.kube.label_node(node, self._gang_label(job_id), on=False)
-        done = {"seconds": round(obs.work_done or 0.0, 3), "runs": obs.starts}
-        self._record(wl, work_done=done, placement=None)
+        try:
+            for node in nodes:
+                self.kube.label_node(node, self._gang_label(job_id), on=False)
+            done = {"seconds": round(obs.work_done or 0.0, 3), "runs": obs.starts}
+            self._record(wl, work_done=done, placement=None)
+        except BackendUnavailable as exc:  # housekeeping: tried again at the next look
+            log.warning(json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)}))
 
     def _observe(self, job_id: str, wl: dict, fields: dict, now: float) -> ObservedJob:
         done, runs = wls.work_done(wl)

@@ -31,13 +31,15 @@ def install_rbac(cp: ControlPlane) -> Path:
     return cp.service_account_kubeconfig(NAMESPACE, ACCOUNT)
 
 
-def admission_check(cp: ControlPlane, name: str) -> None:
+def admission_check(cp: ControlPlane, name: str, controller: str = CONTROLLER) -> None:
+    """An AdmissionCheck served by ``controller`` (tests give each chronus its own, so one
+    test's controller never sees another's Workloads)."""
     cp.apply(
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "AdmissionCheck",
             "metadata": {"name": name},
-            "spec": {"controllerName": CONTROLLER},
+            "spec": {"controllerName": controller},
         }
     )
 

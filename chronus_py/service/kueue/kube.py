@@ -158,23 +158,33 @@ class Kube:
         )
 
     def label_node(self, node: str, label: str, *, on: bool) -> None:
-        """Put ``label=true`` on a node, or take it off, as a field manager of the label's own:
-        chronus's gang labels (a multi-node placement's nodeSelector) never touch the node's
-        other labels."""
-        body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
+        """Put ``label=true`` on a node (a server-side apply by a field manager of the label's
+        own, so chronus's gang labels never touch the node's other labels), or take it off (a
+        merge patch: a node deleted meanwhile has no label to take off)."""
         if on:
-            body["metadata"]["labels"] = {label: "true"}
+            body = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node, "labels": {label: "true"}},
+            }
+            self.call(
+                f"label node {node}",
+                lambda: self.client.patch(
+                    Node,
+                    node,
+                    body,
+                    patch_type=PatchType.APPLY,
+                    field_manager=f"{self.manager}-{label.rpartition('-')[2]}",
+                    force=True,
+                ),
+            )
+            return
         self.call(
-            f"label node {node}",
+            f"unlabel node {node}",
             lambda: self.client.patch(
-                Node,
-                node,
-                body,
-                patch_type=PatchType.APPLY,
-                field_manager=f"{self.manager}-{label.rpartition('-')[2]}",
-                force=True,
+                Node, node, {"metadata": {"labels": {label: None}}}, patch_type=PatchType.MERGE
             ),
-            missing_ok=True,  # a node deleted meanwhile carries no label to take off
+            missing_ok=True,
         )
 
     # -- leases (leader election) ------------------------------------------------------------------
