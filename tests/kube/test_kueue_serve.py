@@ -84,6 +84,18 @@ def test_admission_guarantee_pool_placement_and_bad_annotation(setup, tmp_path, 
             assert bound == {node}, (name, bound, starts[job_id])
         assert not any(e["job"].endswith(("bad",)) for e in serve.events("start"))
 
+        # Kueue resets every check to Pending when it evicts the deactivated Workload; chronus
+        # says again why, and the Job stays suspended
+        wait(
+            lambda: (
+                s.entry("bad").get("state") == "Rejected"
+                and "chronus.io/deadline:" in s.entry("bad")["message"]
+            ),
+            30,
+            "the refusal shown again after Kueue's reset",
+        )
+        assert s.job_obj("bad")["spec"]["suspend"] is True
+
         plain = s.workload("plain")
         assert "chronus" not in managers(plain)
         assert not any(

@@ -278,9 +278,17 @@ class KueueBackend:
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         for job_id, wl in self._ours().items():
-            if wls.accepted(wl) is not None or wls.REFUSED in wls.annotations(wl):
+            if wls.accepted(wl) is not None:
                 continue
             entry = wls.check_entry(wl, self.checks)
+            why = wls.annotations(wl).get(wls.REFUSED)
+            if why is not None:
+                if entry is not None and entry.get("state") == "Pending" and not wls.active(wl):
+                    # Kueue resets every check to Pending when it evicts the Workload it
+                    # deactivated: say again why, where the user looks (it stays inactive)
+                    self._require_leader()
+                    self._check(wl, "Rejected", f"chronus refused it: {why}")
+                continue
             if entry is None or entry.get("state") != "Pending" or not wls.reserved(wl):
                 continue
             if not wls.active(wl) or wls.meta(wl).get("deletionTimestamp"):
