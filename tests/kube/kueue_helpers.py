@@ -104,6 +104,15 @@ class Setup:
             if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
         )
 
+    def bound_nodes(self, job_name: str) -> list[str]:
+        """Nodes the Job's live pods are bound to, running or not yet (a gang's pods need not
+        start together: one may wait for GPUs a preempted pod still holds in its grace)."""
+        return sorted(
+            p["spec"].get("nodeName", "")
+            for p in self.pods(job_name)
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        )
+
     def job_obj(self, job_name: str) -> dict:
         return self.cp.api("GET", f"/apis/batch/v1/namespaces/{self.ns}/jobs/{job_name}")
 

@@ -146,7 +146,7 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
         )
         wait(lambda: s.job_obj("long")["spec"].get("suspend") is True, 30, "long suspended")
         wide_id = s.chronus_id("wide")
-        wait(lambda: s.running_nodes("wide") == sorted([a, b]), 60, "wide on both nodes")
+        wait(lambda: s.bound_nodes("wide") == sorted([a, b]), 60, "wide bound to both nodes")
         s.cp.cordon_node(first[0])  # running pods stay; nothing new goes there
         (placement,) = [e["placement"] for e in serve.events("start") if e["job"] == wide_id]
         assert sorted(placement) == sorted([a, b]) and all(len(g) == 4 for g in placement.values())

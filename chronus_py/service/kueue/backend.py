@@ -162,7 +162,7 @@ class KueueBackend:
             self._follow_checks()
             listed = {}
             for wl in self.kube.workloads():
-                if wls.check_entry(wl, self.checks) is not None or wls.accepted(wl) is not None:
+                if wls.check_entry(wl, self.checks) is not None:
                     listed[wls.job_id(*wls.key(wl))] = wl
             self._listed, self._listed_at = listed, time.monotonic()
         return self._listed
