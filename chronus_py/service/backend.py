@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping, Protocol, Sequence
 
-from chronus_py.model import Job
+from chronus_py.model import DeadlineOption, Job
 
 
 class BackendUnavailable(RuntimeError):
@@ -60,7 +60,8 @@ class ObservedJob:
     ``run_since``). ``starts`` counts runs so far, the current one included. ``spec`` is the job
     as it was submitted (the fields of ``POST /v1/jobs``) if the backend kept it (the sim backend
     does; Slurm can in the job's comment), so a service that lost its database can still rebuild
-    the job; None if the backend cannot tell."""
+    the job; None if the backend cannot tell. ``guaranteed`` is the promise the backend keeps
+    for the job, read by a service whose backend ``records_promises`` (see :class:`JobReport`)."""
 
     id: str
     state: RunState
@@ -70,6 +71,19 @@ class ObservedJob:
     work_done: float | None = None
     starts: int = 0
     spec: Mapping[str, Any] | None = None
+    guaranteed: DeadlineOption | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """What the rounds decided about one active job, for a backend that shows it to the job's
+    owner (the optional ``publish``): its guarantee, the start the lease plan reserves for it
+    (None: running, or not in the lease plan), and why it is not guaranteed (empty if it is)."""
+
+    running: bool
+    guaranteed: DeadlineOption | None
+    planned_start: float | None
+    reason: str
 
 
 class Backend(Protocol):
@@ -142,3 +156,11 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release connections and threads; jobs keep running."""
+
+    # Optional, for a backend that keeps the promises in the cluster manager itself (Kueue: on
+    # the Workload), so a service that lost its database rebuilds them from the backend alone:
+    # ``records_promises = True``, ``ObservedJob.guaranteed`` filled, and
+    #
+    #     def publish(self, reports: Mapping[str, JobReport]) -> None:
+    #         """Record and show what the rounds decided about these active jobs (called after a
+    #         round that changed something); must not start or stop anything."""

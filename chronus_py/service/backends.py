@@ -22,6 +22,7 @@ from chronus_py.errors import InputError
 BACKENDS: dict[str, str] = {
     "sim": "chronus_py.service.sim",
     "slurm": "chronus_py.service.slurm.backend",
+    "kueue": "chronus_py.service.kueue.backend",
 }
 DEFAULT_BACKEND = "sim"
 

@@ -136,6 +136,7 @@ class Service:
         promises and estimates the database remembers."""
         now = self.backend.now()
         observed = {o.id: o for o in self.backend.jobs()}
+        self._backend_keeps_promises = getattr(self.backend, "records_promises", False)
         self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
         self.scheduler = rounds.build_scheduler(
@@ -173,6 +174,8 @@ class Service:
                     if row["guaranteed_at"] is not None
                     else None
                 )
+                if obs is not None and self._backend_keeps_promises:
+                    guaranteed = obs.guaranteed  # the cluster's record outranks this replica's
                 known = spec.estimate is not None or row["id"] in measured
                 self._restore(spec, row["estimate"], obs, guaranteed, now, known=known)
             for obs in observed.values():
@@ -190,6 +193,12 @@ class Service:
                     "decision": rounds.NOT_GUARANTEED,
                     "reason": "recovered from the backend: the database had no record",
                 }
+                if obs.guaranteed is not None:
+                    admission = {
+                        "decision": rounds.GUARANTEED,
+                        "reason": "recovered from the backend's record of the promise",
+                        "deadline": {"at": obs.guaranteed.at, "value": obs.guaranteed.value},
+                    }
                 self.db.add_job(
                     job_id=spec.job.id,
                     seq=self.db.next_seq(),
@@ -199,14 +208,16 @@ class Service:
                     estimate=rounds.planned_work(spec.estimate),
                     first_deadline=_first(spec),
                     admission=admission,
-                    guaranteed=None,
+                    guaranteed=None
+                    if obs.guaranteed is None
+                    else (obs.guaranteed.at, obs.guaranteed.value),
                 )
                 self.known.add(spec.job.id)
                 self._restore(
                     spec,
                     rounds.planned_work(spec.estimate),
                     obs,
-                    None,
+                    obs.guaranteed,
                     now,
                     known=spec.estimate is not None,
                 )
@@ -222,6 +233,7 @@ class Service:
         self._plan = None
         self.needs_resync = False
         self.counters.resyncs += 1
+        self._publish_due = True
 
     def _restore(
         self, spec: JobSpec, estimate: float, obs, guaranteed, now: float, *, known: bool
@@ -381,6 +393,7 @@ class Service:
             now=now,
         )
         self._count(admission.decision)
+        self._publish_due = True
         try:
             self.backend.submit(job, spec.fields)
         except BackendUnavailable as exc:
@@ -578,6 +591,7 @@ class Service:
             if time.monotonic() >= self._health_at:
                 self._follow_health()
             self._round()
+            self._publish()
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
         finally:
@@ -585,6 +599,15 @@ class Service:
         if self.layers is not None and self._placements_changed:
             self._placements_changed = False
             self._write_layers()
+
+    def _publish(self) -> None:
+        """Hand a backend that shows decisions to the jobs' owners (``publish``) what the
+        rounds decided, after a round that started, stopped, admitted or re-planned."""
+        publish = getattr(self.backend, "publish", None)
+        if publish is None or not self._publish_due or self.needs_resync:
+            return
+        self._publish_due = False
+        publish(rounds.reports(self.scheduler, self.backend.now()))
 
     def _write_layers(self) -> None:
         running = {
@@ -770,6 +793,8 @@ class Service:
                         "plan": {j: list(s) for j, s in plan.lease_plan.items()},
                     },
                 )
+        if decided.started or decided.preempted or (stats is not None and stats.rounds != before):
+            self._publish_due = True
         reasons = rounds.reasons(self.scheduler, decided)
         for state in decided.preempted:
             self._apply(

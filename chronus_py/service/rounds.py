@@ -27,6 +27,7 @@ from chronus_py.round import advance, assemble, guarantee_probe, reason, would_g
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
 from chronus_py.selector.leases import lease_of
+from chronus_py.service.backend import JobReport
 from chronus_py.service.jobspec import JobSpec
 from chronus_py.state import JobState, Status
 
@@ -289,6 +290,24 @@ def reasons(scheduler: Scheduler, moves: Moves) -> dict[str, str]:
     free = scheduler.allocator.free_gpus()
     out = {s.id: reason(scheduler, s, Action.START, free) for s in moves.started}
     out.update({s.id: reason(scheduler, s, Action.PREEMPT, free) for s in moves.preempted})
+    return out
+
+
+def reports(scheduler: Scheduler, now: float) -> dict[str, JobReport]:
+    """Every active job's guarantee, the start its lease plan reserves, and why it is not
+    guaranteed: what a backend that ``publish``es shows the job's owner."""
+    lease = scheduler.policy.lease_report()
+    booked = {} if lease is None else lease.lease_plan
+    out = {}
+    for job_id, state in scheduler.active.items():
+        running = is_running(state)
+        leases = booked.get(job_id, ())
+        out[job_id] = JobReport(
+            running=running,
+            guaranteed=state.guaranteed,
+            planned_start=leases[0] if leases and not running else None,
+            reason="" if state.guaranteed else _not_guaranteed(scheduler, state, now).reason,
+        )
     return out
 
 

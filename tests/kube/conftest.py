@@ -1,0 +1,80 @@
+"""A private Kubernetes control plane for the kueue backend's tests
+(``chronus_py/service/kueue/lab.py``): etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, kwok and Kueue, built from pinned Go modules by
+``tests/kube/controlplane/build.sh``.
+
+Fixtures:
+
+- ``control_plane`` (session): the :class:`~chronus_py.service.kueue.lab.ControlPlane`,
+  started once, with no nodes and no queues.
+- ``kube`` (function): the same control plane with every daemon up (the API server restarted if
+  a test stopped it); nodes the test added are removed when it ends.
+- ``kube_ns`` (function): a fresh namespace (its name), deleted with everything in it when the
+  test ends.
+- ``kube_queues`` (function): ``make(gpus, admission_checks=(), node_labels=None) -> name``
+  creates a ResourceFlavor, ClusterQueue and a LocalQueue in ``kube_ns``, all with one fresh
+  name (jobs use it as their queue name); removed when the test ends.
+
+Without Go or without a built cache the tests skip and say why; in CI (``CI=true``) that is a
+failure instead, since CI builds the control plane first (``.ci/kube-controlplane.sh``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+
+from chronus_py.service.kueue.lab import ControlPlane, why_not_here
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory):
+    why = why_not_here()
+    if why is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but the Kubernetes tests cannot run: {why}")
+        pytest.skip(why)
+    cp = ControlPlane(tmp_path_factory.mktemp("kube"))
+    try:
+        cp.start()
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def kube(control_plane):
+    """The session's control plane, every daemon up; the test's nodes are removed after it."""
+    control_plane.ensure_up()
+    before = set(control_plane.nodes())
+    yield control_plane
+    control_plane.ensure_up()
+    for name in set(control_plane.nodes()) - before:
+        control_plane.remove_node(name)
+
+
+@pytest.fixture
+def kube_ns(kube):
+    name = f"t-{secrets.token_hex(4)}"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    kube.api("DELETE", f"/api/v1/namespaces/{name}", ok=(200, 202, 404))
+
+
+@pytest.fixture
+def kube_queues(kube, kube_ns):
+    made: list[str] = []
+
+    def make(gpus: int, admission_checks=(), node_labels=None) -> str:
+        name = f"q-{secrets.token_hex(4)}"
+        kube.make_queues(
+            name, gpus, kube_ns, admission_checks=admission_checks, node_labels=node_labels
+        )
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        kube.delete_queues(name, kube_ns)

@@ -1,0 +1,105 @@
+"""The test control plane itself: Kueue admits a suspended Job within its ClusterQueue's GPU
+quota, kube-scheduler binds its pod to a kwok node, kwok runs it to completion; a Job beyond
+the quota waits suspended until the quota is free. The rest is what the kueue backend's tests
+rely on: Kueue's webhook, RBAC, and an API server restart."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import httpx
+import pytest
+
+from chronus_py.service.kueue.lab import GPU, job
+
+
+def wait_for(what, check, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def get_job(kube, ns, name):
+    return kube.api("GET", f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
+
+
+def pods_of(kube, ns, name):
+    return kube.api(
+        "GET", f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": f"job-name={name}"}
+    )["items"]
+
+
+def succeeded(kube, ns, name):
+    return get_job(kube, ns, name).get("status", {}).get("succeeded", 0) >= 1
+
+
+def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_ns, kube_queues):
+    node = f"gpu-{kube_ns}"
+    kube.add_node(node, gpus=4)
+    queue = kube_queues(4)
+    jobs = f"/apis/batch/v1/namespaces/{kube_ns}/jobs"
+
+    kube.api("POST", jobs, job("first", queue, namespace=kube_ns, gpus=4, run_seconds=4))
+    # Created unsuspended: Kueue's mutating webhook suspends it, so it waits for quota too.
+    second = kube.api("POST", jobs, job("second", queue, namespace=kube_ns, gpus=2, suspend=False))
+    assert second["spec"]["suspend"] is True
+
+    pods = wait_for(
+        "first's pod to run",
+        lambda: [
+            p for p in pods_of(kube, kube_ns, "first") if p["status"].get("phase") == "Running"
+        ],
+    )
+    assert pods[0]["spec"]["nodeName"] == node
+    assert pods[0]["spec"]["containers"][0]["resources"]["requests"][GPU] == "4"
+    assert get_job(kube, kube_ns, "first")["spec"]["suspend"] is False
+    # 4 + 2 GPUs exceed the quota of 4: the second job stays suspended and podless.
+    assert get_job(kube, kube_ns, "second")["spec"]["suspend"] is True
+    assert pods_of(kube, kube_ns, "second") == []
+
+    wait_for("first to complete", lambda: succeeded(kube, kube_ns, "first"))
+    wait_for("second to complete", lambda: succeeded(kube, kube_ns, "second"))
+    workloads = kube.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{kube_ns}/workloads")
+    finished = [
+        w
+        for w in workloads["items"]
+        if any(c["type"] == "Finished" and c["status"] == "True" for c in w["status"]["conditions"])
+    ]
+    assert len(finished) == 2
+
+
+def test_rbac_is_enforced_for_service_accounts(kube, kube_ns):
+    config = kube.service_account_kubeconfig(kube_ns, "nobody")
+    denied = subprocess.run(
+        [
+            str(kube.bin / "kubectl"),
+            f"--kubeconfig={config}",
+            "get",
+            "workloads.kueue.x-k8s.io",
+            "-A",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert denied.returncode != 0
+    assert "forbidden" in denied.stderr
+
+
+def test_the_api_server_restarts_and_kueue_carries_on(kube, kube_ns, kube_queues):
+    kube.add_node(f"gpu-{kube_ns}", gpus=2)
+    queue = kube_queues(2)
+    kube.stop_apiserver()
+    with pytest.raises(httpx.HTTPError):
+        kube.api("GET", "/api/v1/nodes")
+    kube.start_apiserver()
+    kube.api(
+        "POST",
+        f"/apis/batch/v1/namespaces/{kube_ns}/jobs",
+        job("after", queue, namespace=kube_ns, gpus=2, run_seconds=1),
+    )
+    wait_for("a job after the restart to complete", lambda: succeeded(kube, kube_ns, "after"))

@@ -1,0 +1,249 @@
+"""``chronus serve --backend kueue`` end to end: the real API server, Kueue's real controller and
+webhooks, kube-scheduler binding pods onto kwok nodes; chronus as a child process acting as the
+ServiceAccount of ``deploy/kueue/controller.yaml`` with that manifest's RBAC.
+
+Time is compressed: one wall second is a chronus minute (``--kueue-time-scale 60``), so a Job
+whose pods kwok runs for 3 s is 3 minutes of work, and a 5-minute lease lasts 5 s. What is
+checked comes from the cluster: the Workload's check (state, message), where the Job's pods were
+bound, the Job's status; chronus's decisions come from its decision log and its HTTP API.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from kueue_helpers import KUEUE, make_setup, wait  # noqa: E402
+
+from chronus_py.service.kueue import harness  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def chronus_kubeconfig(control_plane):
+    return harness.install_rbac(control_plane)
+
+
+@pytest.fixture
+def setup(kube, kube_ns, kube_queues, chronus_kubeconfig):
+    return make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig)
+
+
+def managers(wl: dict) -> set[str]:
+    return {m.get("manager") for m in wl["metadata"].get("managedFields") or []}
+
+
+def test_admission_guarantee_pool_placement_and_bad_annotation(setup, tmp_path, kube_queues):
+    """A Job with a deadline it can meet is guaranteed and runs where the allocator placed it;
+    one whose deadline is hopeless is told why and still runs in the pool; a bad annotation is
+    rejected naming it, and the controller goes on; a Job of a queue without chronus's check
+    is Kueue's alone."""
+    s = setup
+    s.add_nodes("a", "b")
+    s.cp.add_node(f"{s.ns}-plain", 2, labels={"chronus-test": f"{s.ns}-other"})
+    plain_q = kube_queues(2, node_labels={"chronus-test": f"{s.ns}-other"})
+    with s.serve(tmp_path) as serve:
+        s.submit("bad", notes={"chronus.io/estimate": "1h", "chronus.io/deadline": "tomorrow"})
+        s.submit("urgent", notes={"chronus.io/estimate": "4m", "chronus.io/deadline": "+60m"})
+        s.submit("late", notes={"chronus.io/estimate": "2h", "chronus.io/deadline": "+1h"})
+        s.submit("plain", gpus=2, run_seconds=2, queue=plain_q)
+
+        rejected = wait(
+            lambda: s.entry("bad").get("state") == "Rejected" and s.entry("bad"),
+            60,
+            "the bad Job's check Rejected",
+        )
+        assert "chronus.io/deadline:" in rejected["message"], rejected
+        wait(lambda: s.workload("bad")["spec"].get("active") is False, 30, "bad deactivated")
+
+        for name in ("urgent", "late"):
+            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        wait(lambda: s.succeeded("plain"), 60, "the plain Job to complete")
+
+        urgent, late = s.chronus_id("urgent"), s.chronus_id("late")
+        jobs = wait(
+            lambda: (
+                (j := serve.jobs()).get(urgent, {}).get("state") == "finished"
+                and j.get(late, {}).get("state") == "finished"
+                and j
+            ),
+            30,
+            "chronus to see both finish",
+        )
+        assert jobs[urgent]["admission"]["decision"] == "guaranteed"
+        assert jobs[urgent]["tenant"] == s.ns
+        assert jobs[late]["admission"]["decision"] == "not_guaranteed"
+        assert "guaranteed to finish by" in s.entry("urgent")["message"]
+        assert s.entry("late")["message"].count("not guaranteed:") == 1
+        assert "cannot meet its last deadline" in s.entry("late")["message"]
+
+        starts = {e["job"]: e["placement"] for e in serve.events("start")}
+        for name, job_id in (("urgent", urgent), ("late", late)):
+            (node,) = starts[job_id]  # one node, as the allocator chose
+            bound = {p["spec"]["nodeName"] for p in s.pods(name)}
+            assert bound == {node}, (name, bound, starts[job_id])
+        assert not any(e["job"].endswith(("bad",)) for e in serve.events("start"))
+
+        # Kueue resets every check to Pending when it evicts the deactivated Workload; chronus
+        # says again why, and the Job stays suspended
+        wait(
+            lambda: (
+                s.entry("bad").get("state") == "Rejected"
+                and "chronus.io/deadline:" in s.entry("bad")["message"]
+            ),
+            30,
+            "the refusal shown again after Kueue's reset",
+        )
+        assert s.job_obj("bad")["spec"]["suspend"] is True
+
+        plain = s.workload("plain")
+        assert "chronus" not in managers(plain)
+        assert not any(
+            k.startswith("chronus.io/") for k in plain["metadata"].get("annotations", {})
+        )
+        assert serve.proc.poll() is None
+
+
+def test_quota_is_respected(kube, kube_ns, kube_queues, chronus_kubeconfig, tmp_path):
+    """With 4 GPUs of quota on 8 GPUs of nodes, Kueue reserves for one 4-GPU Job at a time, and
+    chronus never starts the other before it has its quota."""
+    s = make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig, quota=4)
+    s.add_nodes("a", "b")
+    with s.serve(tmp_path):
+        for name in ("q1", "q2"):
+            s.submit(name, run_seconds=3, notes={"chronus.io/estimate": "3m"})
+        overlap = []
+
+        def look():
+            if len(s.running_nodes("q1")) + len(s.running_nodes("q2")) > 1:
+                overlap.append(True)
+
+        wait(lambda: s.succeeded("q1") and s.succeeded("q2"), 90, "both to complete", look)
+        assert not overlap
+
+
+def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
+    """A long best-effort Job runs; a wide guaranteed one arrives that cannot wait for it:
+    chronus preempts the first (Kueue evicts it: pods deleted, Job suspended), runs the wide one
+    on both nodes (a two-pod gang pinned by a node label), and once it is done resumes the first
+    on the node that was not cordoned meanwhile. Deleting a Job cancels its chronus job."""
+    s = setup
+    a, b = s.add_nodes("a", "b")
+    with s.serve(tmp_path) as serve:
+        s.submit("long", run_seconds=600, notes={"chronus.io/estimate": "60m"})
+        first = wait(lambda: s.running_nodes("long"), 60, "long to run")
+        long_id = s.chronus_id("long")
+        s.submit(
+            "wide",
+            pods=2,
+            run_seconds=4,
+            notes={"chronus.io/estimate": "4m", "chronus.io/deadline": "+20m"},
+        )
+        wait(
+            lambda: any(e["job"] == long_id for e in serve.events("preempt")),
+            60,
+            "chronus to preempt long",
+        )
+        wait(lambda: s.job_obj("long")["spec"].get("suspend") is True, 30, "long suspended")
+        wide_id = s.chronus_id("wide")
+        wait(lambda: s.bound_nodes("wide") == sorted([a, b]), 60, "wide bound to both nodes")
+        s.cp.cordon_node(first[0])  # running pods stay; nothing new goes there
+        (placement,) = [e["placement"] for e in serve.events("start") if e["job"] == wide_id]
+        assert sorted(placement) == sorted([a, b]) and all(len(g) == 4 for g in placement.values())
+        assert serve.jobs()[wide_id]["admission"]["decision"] == "guaranteed"
+        assert "guaranteed to finish by" in s.entry("wide")["message"]
+        wait(lambda: s.succeeded("wide"), 60, "wide to complete")
+        again = wait(lambda: s.running_nodes("long"), 60, "long to resume")
+        assert first[0] not in again, (first, again)
+        job = wait(
+            lambda: serve.jobs()[long_id]["starts"] == 2 and serve.jobs()[long_id],
+            30,
+            "chronus to count the second run",
+        )
+        assert job["state"] == "running"
+        nodes = {n["metadata"]["name"]: n for n in s.cp.api("GET", "/api/v1/nodes")["items"]}
+        for node in (a, b):
+            labels = nodes[node]["metadata"]["labels"]
+            assert not any(k.startswith("chronus.io/gang-") for k in labels), labels
+
+        s.delete_job("long")
+        wait(lambda: serve.jobs()[long_id]["state"] == "cancelled", 60, "long cancelled")
+
+
+def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
+    """SIGKILL the controller while it decides; a new one with an empty database (a new Pod)
+    finds the running Job running (never started again: same pod), its promise kept, and the
+    waiting one started when the first ends."""
+    s = setup
+    (node,) = s.add_nodes("a")
+    first = s.serve(tmp_path, "first").start()
+    try:
+        s.submit(
+            "g1", run_seconds=8, notes={"chronus.io/estimate": "8m", "chronus.io/deadline": "+60m"}
+        )
+        s.submit(
+            "g2", run_seconds=6, notes={"chronus.io/estimate": "6m", "chronus.io/deadline": "+90m"}
+        )
+        wait(lambda: s.running_nodes("g1") or s.running_nodes("g2"), 60, "a job to run")
+        runner = "g1" if s.running_nodes("g1") else "g2"
+        uid = s.pods(runner)[0]["metadata"]["uid"]
+        promised = wait(
+            lambda: (
+                all(s.promise(n) for n in ("g1", "g2")) and {n: s.promise(n) for n in ("g1", "g2")}
+            ),
+            30,
+            "both promises recorded on the Workloads",
+        )
+        first.kill9()
+    finally:
+        first.stop()
+    second = s.serve(tmp_path, "second", origin=first.origin).start()
+    try:
+        ids = {n: s.chronus_id(n) for n in ("g1", "g2")}
+        jobs = second.jobs()
+        for name, job_id in ids.items():
+            assert jobs[job_id]["guaranteed"] is not None, jobs[job_id]
+            assert s.promise(name) == promised[name]
+        assert jobs[ids[runner]]["state"] == "running"
+        assert not any(e["job"] == ids[runner] for e in second.events("start"))
+        for name in ("g1", "g2"):
+            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        assert {p["metadata"]["uid"] for p in s.pods(runner)} == {uid}
+    finally:
+        second.stop()
+
+
+def test_api_server_restart(setup, tmp_path):
+    """The API server goes away mid-run and comes back: the controller keeps running, decides
+    nothing meanwhile, and then carries on."""
+    s = setup
+    s.add_nodes("a")
+    with s.serve(tmp_path) as serve:
+        s.submit("r1", run_seconds=4, notes={"chronus.io/estimate": "4m"})
+        s.submit("r2", run_seconds=2, notes={"chronus.io/estimate": "2m"})
+        wait(lambda: s.running_nodes("r1") or s.running_nodes("r2"), 60, "a job to run")
+        s.cp.restart_apiserver()
+        for name in ("r1", "r2"):
+            wait(lambda n=name: s.succeeded(n), 120, f"{name} to complete")
+        assert serve.proc.poll() is None
+        assert serve.events("backend_error"), "the outage went unnoticed"
+        ids = [s.chronus_id(n) for n in ("r1", "r2")]
+        wait(
+            lambda: all(serve.jobs()[i]["state"] == "finished" for i in ids),
+            30,
+            "chronus to see both finish",
+        )
+
+
+def test_manifests_apply_on_the_api_server(kube):
+    """The deployment manifests are valid for this API server and Kueue (server-side dry run:
+    the API server, Kueue's CRD schemas and webhooks check them, nothing is stored)."""
+    docs = sorted(harness.DEPLOY.glob("*.yaml"))
+    assert {d.name for d in docs} >= {"controller.yaml", "admissioncheck.yaml"}
+    for ns in ("chronus-system", "team-a"):  # namespaced objects are checked in real ones
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    for doc in docs:
+        out = kube.kubectl("apply", "--server-side", "--dry-run=server", "-f", str(doc))
+        assert "server dry run" in out, out
+    wl = kube.api("GET", f"{KUEUE}/workloads")
+    assert "items" in wl

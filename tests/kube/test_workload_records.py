@@ -1,0 +1,146 @@
+"""The pure parts of the kueue backend: reading chronus's annotations off a Job, a Workload's pod
+sets and conditions, chronus's records, and the message users read. No cluster needed; the
+behaviour against a real API server and Kueue is in test_kueue_*.py."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from chronus_py.model import DeadlineOption  # noqa: E402
+from chronus_py.service.backend import JobReport  # noqa: E402
+from chronus_py.service.kueue import workloads as wls  # noqa: E402
+from chronus_py.service.kueue.annotations import AnnotationError, job_fields  # noqa: E402
+from chronus_py.service.kueue.backend import message  # noqa: E402
+
+
+def fields(notes: dict[str, str], gpus: int = 2):
+    return job_fields(notes, job_id="team-a.job-x-1", gpus=gpus, submit=1000.0, tenant="team-a")
+
+
+def test_annotations_read_with_the_slurm_marker_grammar():
+    got = fields(
+        {
+            "chronus.io/estimate": "1h30m",
+            "chronus.io/deadline": "+2h:1, +4h:0.5",
+            "chronus.io/iterations": "400",
+            "chronus.io/model": "resnet50",
+            "other.io/x": "ignored",
+        }
+    )
+    assert got == {
+        "id": "team-a.job-x-1",
+        "gpus": 2,
+        "tenant": "team-a",
+        "submit": 1000.0,
+        "estimate_seconds": 5400.0,
+        "deadlines": [{"at": 8200.0, "value": 1.0}, {"at": 15400.0, "value": 0.5}],
+        "iterations": 400,
+        "model": "resnet50",
+    }
+    absolute = fields({"chronus.io/estimate": "60", "chronus.io/deadline": "1970-01-01T01:00:00Z"})
+    assert absolute["deadlines"] == [{"at": 3600.0, "value": 1.0}]
+
+
+@pytest.mark.parametrize(
+    "notes, named",
+    [
+        ({"chronus.io/estimate": "soon"}, "chronus.io/estimate:"),
+        ({"chronus.io/estimate": "1h", "chronus.io/deadline": "+2h,+1h"}, "chronus.io/deadline:"),
+        ({"chronus.io/estimate": "1h", "chronus.io/deadline": "tomorrow"}, "chronus.io/deadline:"),
+        ({"chronus.io/estimate": "1h", "chronus.io/iterations": "-3"}, "chronus.io/iterations:"),
+        ({"chronus.io/estimate": "1h", "chronus.io/deadlin": "+1h"}, "chronus.io/deadlin:"),
+        ({"chronus.io/model": "x"}, "chronus.io/estimate: required"),
+    ],
+)
+def test_a_bad_annotation_is_one_line_naming_it(notes, named):
+    with pytest.raises(AnnotationError) as err:
+        fields(notes)
+    assert str(err.value).startswith(named), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_job_without_gpus_is_refused_by_its_resources():
+    with pytest.raises(AnnotationError, match="^resources: .*nvidia.com/gpu"):
+        fields({"chronus.io/estimate": "1h"}, gpus=0)
+
+
+def workload(**status) -> dict:
+    return {
+        "metadata": {
+            "namespace": "team-a",
+            "name": "job-train-5b7c2",
+            "annotations": {"chronus.io/guarantee": '{"at":9000,"value":1}', "user/x": "y"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train"}],
+        },
+        "spec": {
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 3,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"resources": {"limits": {"nvidia.com/gpu": "2"}}},
+                                {"resources": {"requests": {"cpu": "500m"}}},
+                            ]
+                        }
+                    },
+                }
+            ]
+        },
+        "status": status,
+    }
+
+
+def test_a_workload_is_read_for_gpus_owner_checks_and_reservation():
+    wl = workload(
+        conditions=[{"type": "QuotaReserved", "status": "True"}],
+        admissionChecks=[{"name": "chronus", "state": "Pending"}],
+        admission={"podSetAssignments": [{"name": "main", "count": 2}]},
+    )
+    assert wls.gpus(wl, "nvidia.com/gpu") == 4  # the count Kueue reserved, not the spec's 3
+    assert wls.owner_job(wl) == "train"
+    assert wls.reserved(wl)
+    assert wls.check_entry(wl, frozenset({"chronus"}))["state"] == "Pending"
+    assert wls.check_entry(wl, frozenset({"other"})) is None
+    assert wls.guarantee(wl) == DeadlineOption(9000.0, 1.0)
+    assert wls.records(wl) == {"chronus.io/guarantee": '{"at":9000,"value":1}'}
+    evicted = workload(
+        conditions=[
+            {"type": "QuotaReserved", "status": "True"},
+            {"type": "Evicted", "status": "True"},
+        ]
+    )
+    assert not wls.reserved(evicted)
+
+
+def test_the_check_keeps_its_transition_time_until_its_state_changes():
+    wl = workload(
+        admissionChecks=[
+            {"name": "chronus", "state": "Pending", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]
+    )
+    same = wls.check_status(wl, "chronus", "Pending", "m", now_wall=2e9)
+    assert same["admissionChecks"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    moved = wls.check_status(wl, "chronus", "Ready", "m", now_wall=0.0, pod_set_updates=[{}])
+    assert moved["admissionChecks"][0]["lastTransitionTime"] == "1970-01-01T00:00:00Z"
+    assert moved["admissionChecks"][0]["podSetUpdates"] == [{}]
+
+
+def test_ids_are_namespace_dot_name_and_fit_chronus_ids():
+    assert wls.job_id("team-a", "job-train-5b7c2") == "team-a.job-train-5b7c2"
+    long = wls.job_id("ns", "x" * 200)
+    assert len(long) <= 128 and long != wls.job_id("ns", "x" * 201)
+
+
+def test_messages_say_the_decision_in_words():
+    promised = JobReport(False, DeadlineOption(7200.0, 1.0), 3600.0, "")
+    assert message(promised) == (
+        "guaranteed to finish by 1970-01-01T02:00:00Z; planned start 1970-01-01T01:00:00Z"
+    )
+    refused = JobReport(False, None, None, "no deadline option fits the lease plan")
+    assert message(refused) == (
+        "not guaranteed: no deadline option fits the lease plan; waits for free GPUs"
+    )
