@@ -4,6 +4,7 @@ array operations instead of a Python loop per job and slot (the selector re-plan
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -54,7 +55,6 @@ def flatten(problem: LeaseProblem, assignment: Assignment) -> FlatAssignment:
     lo: list[int] = []
     hi: list[int] = []
     gpus: list[int] = []
-    slots: list[int] = []
     for j, p in assignment.items():  # one pass: the selector flattens plans twice a solve
         i = index.get(j)
         if i is None or not len(p[1]):
@@ -65,14 +65,15 @@ def flatten(problem: LeaseProblem, assignment: Assignment) -> FlatAssignment:
         opt = job.options[p[0]]
         rows.append((i, p))
         sizes.append(len(p[1]))
-        slots.extend(p[1])
         needs.append(opt.leases_needed)
         lo.append(job.earliest_slot)
         hi.append(opt.deadline_slot)
         gpus.append(job.gpus)
     n = len(rows)
     sizes_a = np.array(sizes, dtype=np.int64)
-    slots_a = np.array(slots, dtype=np.int64)
+    slots_a = np.fromiter(
+        chain.from_iterable(p[1] for _, p in rows), dtype=np.int64, count=sum(sizes)
+    )
     ends = np.cumsum(sizes_a)
     starts = ends - sizes_a
     valid = sizes_a == np.array(needs, dtype=np.int64)
