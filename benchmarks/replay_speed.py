@@ -105,12 +105,14 @@ def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> 
     ``other``. Returns one row per (trace, policy) with both sides' times and their ratio."""
     sides = {"this": HERE.parent, "other": other.resolve()}
     rows = []
+    turn = 0  # the side that goes first alternates over all pairs (one pair per trace too)
     for trace in traces:
         for policy in policies:
             times: dict[str, list[float]] = {"this": [], "other": []}
             metrics: dict[str, dict] = {}
             for pair in range(pairs):
-                order = ("other", "this") if pair % 2 == 0 else ("this", "other")
+                order = ("other", "this") if turn % 2 == 0 else ("this", "other")
+                turn += 1
                 for side in order:
                     elapsed, got = timed_replay(sides[side], trace, policy)
                     times[side].append(elapsed)

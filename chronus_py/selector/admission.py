@@ -44,7 +44,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from itertools import chain
+from itertools import accumulate, chain
 from operator import sub
 from typing import Iterable, Mapping
 
@@ -352,19 +352,23 @@ class LeaseSelector:
     ) -> None:
         """Book the re-plan's ``solution`` in place of the previous plan, all jobs in one pass."""
         planned = [job for job in fixed if solution.option[job.id] is not None]
-        slots = [solution.slots[job.id] for job in planned]
-        self.booked = {job.id: tuple([k + first for k in s]) for job, s in zip(planned, slots)}
-        sizes = [len(s) for s in slots]
-        self._booked_leases = sum(sizes)
-        self._facts = {}
+        sizes = [len(solution.slots[job.id]) for job in planned]
+        slots = np.fromiter(
+            chain.from_iterable(solution.slots[job.id] for job in planned),
+            dtype=np.int64,
+            count=sum(sizes),
+        )
         self._used = np.zeros(max(64, horizon + 1), dtype=np.int64)
         self._base = first
-        if planned:
-            np.add.at(
-                self._used,
-                np.fromiter(chain.from_iterable(slots), dtype=np.int64, count=sum(sizes)),
-                np.repeat(np.array([job.gpus for job in planned], dtype=np.int64), sizes),
-            )
+        gpus = np.array([job.gpus for job in planned], dtype=np.int64)
+        np.add.at(self._used, slots, np.repeat(gpus, sizes))
+        flat = (slots + first).tolist()
+        self.booked = {
+            job.id: tuple(flat[end - size : end])
+            for job, size, end in zip(planned, sizes, accumulate(sizes))
+        }
+        self._booked_leases = len(flat)
+        self._facts = {}
 
     def _solve(self, fixed: list[LeaseJob], first: int) -> tuple[LeaseSolution, int]:
         """Plan the guaranteed jobs over the leases from ``first`` on, warm-started from the
