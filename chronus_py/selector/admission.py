@@ -159,7 +159,7 @@ class LeaseSelector:
     def _gpus(self, state: JobState) -> int:
         return round_up(state.gpus, node=self.node_gpus)
 
-    def _need_seconds(self, state: JobState, now: float, first: int) -> float:
+    def _need_seconds(self, state: JobState, now: float, first: int, *, band: bool = True) -> float:
         """Seconds of leases a new guarantee's remaining work (top of its band, plus
         ``margin``) takes, with one restart allowance: a plan may leave a gap between leases,
         and the job then pays it again. (A re-plan charges guaranteed jobs their plan's own
@@ -172,7 +172,7 @@ class LeaseSelector:
         to fit when it was made, and a restarted service re-planning mid-lease must not take it
         back (the laxity trigger still starts it in time)."""
         gone = 0.0 if state.id in self.guarantees else max(now - first * self.settings.lease, 0.0)
-        work = self._padded(state, now) + gone
+        work = self._padded(state, now, band=band) + gone
         if state.status is not Status.RUNNING and leases_needed(work, self.settings.lease) == 1:
             # A pending job's work holds the start it still needs (JobState.remaining): in one
             # lease it runs through and pays no other restart.
@@ -185,9 +185,12 @@ class LeaseSelector:
         waiting for its laxity would find out only after starting that it was underestimated."""
         return self._padded(state, now) + state.overhead + self.settings.guard
 
-    def _padded(self, state: JobState, now: float) -> float:
+    def _padded(self, state: JobState, now: float, *, band: bool = True) -> float:
         """Remaining work at the top of its estimate's band, plus the safety ``margin``; a job not
-        observed yet gets at least ``estimate_pad``, what earlier estimates turned out to miss."""
+        observed yet gets at least ``estimate_pad``, what earlier estimates turned out to miss.
+        Without ``band``: the estimate itself (only to say whether the band refused a job)."""
+        if not band:
+            return state.remaining(now) * (1.0 + self.settings.margin)
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_pad)
         return state.remaining(now) * (1.0 + self.settings.margin + band)
 
@@ -265,21 +268,52 @@ class LeaseSelector:
     def _fitting(
         self, state: JobState, now: float, first: int
     ) -> tuple[DeadlineOption, np.ndarray] | None:
-        """The job's best deadline option whose remaining leases fit the plan's residual (less
-        the headroom) from lease ``first`` on, and those leases; None if no option fits."""
+        """The job's best deadline option whose remaining leases fit the plan's residual from
+        lease ``first`` on within the headroom (:meth:`_place`), and those leases; None if no
+        option fits."""
         gpus = self._gpus(state)
         work = self._need_seconds(state, now, first)
         need = leases_needed(work, self.settings.lease)
         self._cap = self._booked_leases + need + SLACK_LEASES
         for option in state.job.deadlines:
-            end, need = self._window(option.at, work, first, self._spare(state))
-            if end - first < need:
-                continue
-            free = self._free(first, end) - int(self.settings.headroom * self.capacity)
-            slots = latest_slots(free, gpus, 0, end - first, need)
+            slots = self._place(option.at, gpus, work, first, self._spare(state))
             if slots is not None:
-                return option, slots + first
+                return option, slots
         return None
+
+    def _place(
+        self,
+        at: float,
+        gpus: int,
+        work: float,
+        first: int,
+        spare: float,
+        headroom: float | None = None,
+    ) -> np.ndarray | None:
+        """The leases a new guarantee of ``work`` seconds on ``gpus`` GPUs by ``at`` takes (the
+        latest ones with room, from lease ``first`` on), or None if it does not fit.
+
+        Two tests. Capacity: enough leases before the deadline have ``gpus`` GPUs the plan has
+        not promised. Headroom: over the window from ``first`` to the deadline's lease,
+        guarantees (booked ones and this one) hold at most ``1 - headroom`` of the GPU-time, or
+        this job's own width throughout the window if that is more. A share of GPU-time means
+        the same on any cluster, and the floor keeps a wide job promisable however small the
+        share: a cap per lease of ``1 - headroom`` of the GPUs refused every job wider than it
+        (issue 28). Booked in the latest leases with room, a far deadline's job reserves ahead
+        and leaves the near leases to the pool and to tighter promises."""
+        headroom = self.settings.headroom if headroom is None else headroom
+        end, need = self._window(at, work, first, spare)
+        if end - first < need or headroom >= 1.0:  # headroom 1 keeps everything for the pool
+            return None
+        free = self._free(first, end)
+        slots = latest_slots(free, gpus, 0, end - first, need)
+        if slots is None:
+            return None
+        width = end - first
+        promised = self.capacity * width - int(free.sum()) + gpus * need
+        if promised > max((1.0 - headroom) * self.capacity, gpus) * width + 1e-9:
+            return None
+        return slots + first
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         fitting = self._fitting(state, now, first)
@@ -297,6 +331,41 @@ class LeaseSelector:
             return None
         fitting = self._fitting(state, now, self._admission_start(now))
         return None if fitting is None else fitting[0]
+
+    def why_not(self, state: JobState, now: float) -> str | None:
+        """Why an SLO job holds no guarantee: the test that binds for its loosest deadline
+        option, tried now as admission would; None if it is guaranteed, would be now, or has
+        nothing to promise. Capacity binds when the job does not fit even with no headroom, no
+        guard and no estimate band; otherwise the first of headroom, guard and band whose
+        removal alone lets it in, or all three together."""
+        if not state.job.is_slo or not state.known or state.id in self.booked:
+            return None
+        first = self._admission_start(now)
+        gpus, at = self._gpus(state), state.job.deadlines[-1].at
+        if gpus > self.capacity:
+            return f"capacity (it needs {gpus} GPUs, the cluster has {self.capacity})"
+        work = self._need_seconds(state, now, first)
+        bare = self._need_seconds(state, now, first, band=False)
+        restart = state.overhead
+        self._cap = self._booked_leases + leases_needed(work, self.settings.lease) + SLACK_LEASES
+        spare = self._spare(state)
+        if self._place(at, gpus, work, first, spare) is not None:
+            return None
+        if self._place(at, gpus, bare, first, restart, headroom=0.0) is None:
+            return "capacity before its deadline (the GPUs not yet promised do not hold its work)"
+        if self._place(at, gpus, work, first, spare, headroom=0.0) is not None:
+            return (
+                f"the headroom (new guarantees leave {self.settings.headroom:.0%} of the "
+                "GPU-time before their deadlines to the pool)"
+            )
+        if self._place(at, gpus, work, first, restart) is not None:
+            return (
+                f"the guard (its deadline leaves less than the {self.settings.guard:g} s a "
+                "guarantee keeps spare)"
+            )
+        if self._place(at, gpus, bare, first, spare) is not None:
+            return "the estimate band (its work at the top of its estimate's band does not fit)"
+        return "the headroom, the guard and the estimate band together"
 
     # -- lease boundaries -------------------------------------------------------------------------
     def new_lease(self, active: Mapping[str, JobState], now: float) -> set[str]:
