@@ -4,9 +4,9 @@ under the headroom, refused otherwise, and a soft job gets its best option that 
 Arithmetic used throughout: a restart costs 30 s x (1 + log2 GPUs) (30, 60, 90, 120 s for 1, 2, 4,
 8 GPUs; 77.55 s for 3); a pending job's remaining work counts the start it still needs; the plan
 needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may use the leases
-before ``floor(D / lease)``; new guarantees take the latest leases with room, as long as all
-guarantees together hold at most ``max((1 - headroom) x capacity, the job's GPUs) x W``
-GPU-leases of the ``W`` leases before the job's deadline (the headroom as a share of GPU-time).
+before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
+of each lease, or a whole lease no other guarantee uses if they are wider, and take the latest
+leases that fit.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ from chronus_py.selector import Tier
 
 
 def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
-    # 1 node x 4 GPUs, lease 600 s, headroom 0.5: guarantees may hold 2 GPUs on average.
+    # 1 node x 4 GPUs, lease 600 s, headroom 0.5: new guarantees may use 4 - int(2.0) = 2 GPUs.
     # A: 2 GPUs, 1000 s: remaining 1000 + 60 = 1060, needs ceil((1060 + 60) / 600) = 2 leases
-    #    before floor(3000 / 600) = 5: the latest two, leases 3 and 4 (4 of 2 x 5 GPU-leases).
-    # B: the same: leases 3, 4 still have 2 GPUs free: 8 of 10.
-    # C: 1 GPU, 500 s: remaining 530, needs ceil(560 / 600) = 1 lease before floor(1800/600) = 3,
-    #    with nothing booked in leases 0-2 (budget 2 x 3): lease 2.
-    # D: like A: leases 1 and 2 have room, but guarantees would hold 9 + 4 > 10 GPU-leases of
-    #    the 5 before its deadline: refused, held back by the headroom.
+    #    before floor(3000 / 600) = 5: the latest two, leases 3 and 4.
+    # B: the same: leases 3, 4 are full (2 of 2), so leases 1 and 2.
+    # C: 1 GPU, 500 s: remaining 530, needs ceil(560 / 600) = 1 lease before floor(1800/600) = 3;
+    #    leases 1 and 2 are full, so lease 0.
+    # D: like A: lease 0 has 2 - 1 = 1 GPU left and the others none: refused.
     jobs = [
         job("A", gpus=2, deadlines=[(3000, 10)]),
         job("B", gpus=2, deadlines=[(3000, 10)]),
@@ -40,7 +39,7 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
         scheduler.submit(j)
     plan = run_round(scheduler, 0.0)
     selector = policy.selector
-    assert selector.booked == {"A": (3, 4), "B": (3, 4), "C": (2,)}
+    assert selector.booked == {"A": (3, 4), "B": (1, 2), "C": (0,)}
     assert selector.guarantees == {
         j: DeadlineOption(d, 10.0) for j, d in [("A", 3000.0), ("B", 3000.0), ("C", 1800.0)]
     }
@@ -50,11 +49,12 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
         DeadlineOption(1800.0, 10.0),
         None,
     ]
-    # Tiers: all three are planned in later leases (ahead); D is in the pool.
-    assert [selector.tier(j) for j in "ABCD"] == [Tier.AHEAD, Tier.AHEAD, Tier.AHEAD, Tier.SPOT]
-    assert plan.lease_plan == {"A": (1800.0, 2400.0), "B": (1800.0, 2400.0), "C": (1200.0,)}
+    # Tiers: C is planned in the current lease (not one block ending at its deadline): must run;
+    # A and B are planned later (ahead); D is in the pool.
+    assert [selector.tier(j) for j in "ABCD"] == [Tier.AHEAD, Tier.AHEAD, Tier.MUST_RUN, Tier.SPOT]
+    assert plan.lease_plan == {"A": (1800.0, 2400.0), "B": (600.0, 1200.0), "C": (0.0,)}
     assert plan.solver["admitted"] == 3 and plan.solver["demoted"] == []
-    # Placement: D (pool) first, then C (ahead, least GPU-time); A and B need 2 of the 1 left.
+    # Placement: C (1 GPU), then D (2 GPUs); A and B need 2 of the 1 GPU left.
     decisions = {d.job_id: d for d in plan.decisions}
     assert {j: str(d.action) for j, d in decisions.items()} == {
         "A": "wait",
@@ -62,19 +62,22 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
         "C": "start",
         "D": "start",
     }
-    assert "not guaranteed, held back by the headroom (new guarantees leave 50% of the " in (
+    # Without the headroom D would fit leases 3 and 4 (2 GPUs free each): the headroom binds.
+    assert "not guaranteed, held back by the headroom (each lease keeps 50% of its GPUs " in (
         decisions["D"].reason
     )
 
 
-def test_headroom_is_a_share_of_gpu_time_with_the_jobs_width_as_floor():
-    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: guarantees hold max(4, GPUs) on average.
-    # W (8 GPUs, wider than the share) may still hold its own width: 1000 + 120 (its start) =
-    #   1120 s, one lease run through, the latest before floor(12000 / 1200) = 10: lease 9.
+def test_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_jobs_width():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees, or a
+    # whole lease no other guarantee uses for a job wider than 4.
+    # W (8 GPUs): 1000 + 120 (its start) = 1120 s, one lease run through, the latest free one
+    #   before floor(12000 / 1200) = 10: lease 9. (A cap of 4 per lease refused it at any
+    #   deadline.)
     # T (3 GPUs) is planned as 4 (the {1, 2, 4, whole nodes} round-up): remaining 1000 + 77.55
     #   (its start) = 1077.55 s: one lease before floor(2400 / 1200) = 2, the latest: lease 1.
-    # F (4 GPUs): 1000 + 90 = 1090 s, one lease; lease 1 has 4 free: 8 of 4 x 2 GPU-leases.
-    # O (1 GPU, same deadline): lease 0 is free, but 9 > 8: held back by the headroom.
+    # F (4 GPUs): 1000 + 90 = 1090 s, one lease; lease 1 is full (4 of 4): lease 0.
+    # O (1 GPU, same deadline): both leases hold 4 of 4: held back by the headroom.
     jobs = [
         job("W", gpus=8, deadlines=[(12000, 1)]),
         job("T", gpus=3, deadlines=[(2400, 1)]),
@@ -87,13 +90,13 @@ def test_headroom_is_a_share_of_gpu_time_with_the_jobs_width_as_floor():
         scheduler.submit(j)
     scheduler.select(0.0)
     selector = policy.selector
-    assert selector.booked == {"W": (9,), "T": (1,), "F": (1,)}
+    assert selector.booked == {"W": (9,), "T": (1,), "F": (0,)}
     assert selector.why_not(scheduler.jobs["O"], 0.0).startswith("the headroom")
     assert selector.why_not(scheduler.jobs["W"], 0.0) is None  # guaranteed: nothing to say
-    # V (8 GPUs, 2000 s: two leases by 2400) finds lease 1 promised to T and F: capacity.
+    # V (8 GPUs, 2000 s: two leases by 2400) finds both promised to T and F: capacity.
     scheduler.submit(job("V", gpus=8, duration=2000, deadlines=[(2400, 1)]))
     assert selector.why_not(scheduler.jobs["V"], 0.0).startswith("capacity before its deadline")
-    # Headroom 1 keeps all GPU-time for the pool: nobody is guaranteed, whatever their width.
+    # Headroom 1 keeps every lease for the pool: nobody is guaranteed, whatever their width.
     policy = chronus(lease=1200.0, headroom=1.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
     scheduler.submit(jobs[0])
