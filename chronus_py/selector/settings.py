@@ -35,9 +35,9 @@ class ChronusSettings:
     0.9952 / 0.9947 / 0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time,
     meets more deadlines than guarantees carved out of it. ``guard`` 60 s and 2 h measure the
     same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short.
-    Those figures are from the headroom as a cap per lease; since issue 28 it is a share of the
-    GPU-time before a new guarantee's deadline, with the job's own width as floor, so that it
-    means the same on any cluster (``LeaseSelector._place``)."""
+    Since issue 28 the share kept per lease is never more than leaves a job its own width, so
+    any job the cluster holds can be promised (``LeaseSelector._place``); jobs no wider than
+    the share, every Philly job at 960 GPUs, are admitted as those figures were measured."""
 
     lease: float = _knob(
         1200.0, "--lease", "seconds per lease; the plan is revised at every lease end"
@@ -63,9 +63,9 @@ class ChronusSettings:
     headroom: float = _knob(
         0.9,
         "--headroom",
-        "share of GPU-time new guarantees leave to the SRTF pool: guarantees hold at most "
-        "1 - headroom of the GPUs on average before a new one's deadline (or its own width "
-        "if wider); 1 promises nothing",
+        "share of each lease's GPUs new guarantees leave to the SRTF pool, but never more "
+        "than leaves a job its own width (a wider job takes leases no guarantee uses); "
+        "1 promises nothing",
     )
     margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
     guard: float = _knob(
