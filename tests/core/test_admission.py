@@ -11,12 +11,15 @@ leases that fit.
 
 from __future__ import annotations
 
+import numpy as np
 from core_helpers import chronus, job
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chronus_py.model import Cluster, DeadlineOption
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler
-from chronus_py.selector import Tier
+from chronus_py.selector import ChronusSettings, LeaseSelector, Tier
 
 
 def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
@@ -195,3 +198,37 @@ def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_r
     assert scheduler.jobs["R"].guaranteed == DeadlineOption(2400.0, 10.0)
     assert policy.selector.tier("R") is Tier.MUST_RUN and policy.selector.tier("G") is Tier.AHEAD
     assert [(d.job_id, str(d.action)) for d in plan.decisions] == [("G", "preempt"), ("R", "start")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([8, 32, 256, 960]),
+    st.sampled_from([0.0, 0.5, 0.9]),
+    st.lists(st.tuples(st.integers(1, 64), st.integers(0, 11)), max_size=30),
+    st.integers(1, 128),
+    st.integers(1, 6),
+    st.integers(1, 12),
+)
+def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did(
+    capacity, headroom, bookings, gpus, need, end
+):
+    """For a job no wider than the share the headroom leaves, admission is the cap per lease
+    it always was (so the Philly replays at 960 GPUs, no job above 32, do not move); a wider
+    job fits only leases no guarantee uses."""
+    selector = LeaseSelector(
+        ChronusSettings(lease=100.0, headroom=headroom, guard=0.0), capacity, node_gpus=1
+    )
+    for i, (width, lease) in enumerate(bookings):
+        if selector._free(0, 12)[lease] >= width:
+            selector._book(f"b{i}", width, np.array([lease]))
+    gpus = min(gpus, capacity)
+    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0)
+    free = selector._free(0, end)
+    cap = capacity - int(headroom * capacity)
+    room = free - int(headroom * capacity) if gpus <= cap else np.where(free == capacity, gpus, 0)
+    fits = np.flatnonzero(room >= gpus)
+    expected = fits[-need:] if len(fits) >= need else None
+    if expected is None:
+        assert placed is None
+    else:
+        assert placed is not None and placed.tolist() == expected.tolist()
