@@ -9,7 +9,8 @@ benchmarks/results/replay_speed.json and prints a table. Usage:
 ``git worktree`` of an older commit): per (trace, policy), ``--pairs`` pairs of whole
 ``chronus replay --json`` processes, each run with its own checkout's code, alternating which
 side goes first. A shared machine's load then falls on both sides alike, so the ratio of the
-medians (this / other) is the number to quote, not either time. The metrics (``--json`` less
+medians (this / other) is the number to quote, not either time; the ratio of CPU seconds is
+reported beside it, as it moves less with the load. The metrics (``--json`` less
 ``wall_seconds``) of every run are compared too; any difference is reported and fails the run.
 Writes benchmarks/results/replay_speed_ab.json (or ``--out``):
 
@@ -80,11 +81,18 @@ def one(trace: str, policy: str) -> dict:
     return metrics
 
 
-def timed_replay(checkout: Path, trace: str, policy: str) -> tuple[float, dict]:
-    """Wall seconds of one whole ``chronus replay --json`` process run from ``checkout`` with its
-    own code, and its metrics less the replay's own wall time."""
+def cpu_of_children() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed_replay(checkout: Path, trace: str, policy: str) -> tuple[float, float, dict]:
+    """Wall and CPU seconds of one whole ``chronus replay --json`` process run from ``checkout``
+    with its own code, and its metrics less the replay's own wall time. CPU time moves less
+    with the machine's load than wall time does, so both are kept."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     command = [sys.executable, "-m", "chronus_py", "replay", "--trace", trace]
+    cpu = cpu_of_children()
     started = time.perf_counter()
     out = subprocess.run(
         [*command, "--policy", policy, "--json"],
@@ -97,7 +105,7 @@ def timed_replay(checkout: Path, trace: str, policy: str) -> tuple[float, dict]:
     elapsed = time.perf_counter() - started
     metrics = json.loads(out.stdout)
     metrics.pop("wall_seconds", None)
-    return elapsed, metrics
+    return elapsed, cpu_of_children() - cpu, metrics
 
 
 def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> list[dict]:
@@ -109,13 +117,15 @@ def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> 
     for trace in traces:
         for policy in policies:
             times: dict[str, list[float]] = {"this": [], "other": []}
+            cpu: dict[str, list[float]] = {"this": [], "other": []}
             metrics: dict[str, dict] = {}
             for pair in range(pairs):
                 order = ("other", "this") if turn % 2 == 0 else ("this", "other")
                 turn += 1
                 for side in order:
-                    elapsed, got = timed_replay(sides[side], trace, policy)
+                    elapsed, used, got = timed_replay(sides[side], trace, policy)
                     times[side].append(elapsed)
+                    cpu[side].append(used)
                     metrics.setdefault(side, got)
                     if got != metrics[side]:
                         raise SystemExit(f"{trace} {policy}: {side} gave different metrics")
@@ -138,6 +148,9 @@ def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> 
                     "this_median_s": this,
                     "other_median_s": other_s,
                     "ratio": this / other_s,
+                    "this_cpu_seconds": cpu["this"],
+                    "other_cpu_seconds": cpu["other"],
+                    "cpu_ratio": statistics.median(cpu["this"]) / statistics.median(cpu["other"]),
                     "pair_ratios": ratios,
                     "same_metrics": same,
                     "differing": sorted(
@@ -149,7 +162,8 @@ def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> 
             )
             print(
                 f"{trace:12s} {policy:8s} median this {this:6.1f} s  other {other_s:6.1f} s  "
-                f"ratio {this / other_s:.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f})  "
+                f"ratio {this / other_s:.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f}), "
+                f"CPU {rows[-1]['cpu_ratio']:.3f}  "
                 f"metrics {'identical' if same else 'DIFFER: ' + ', '.join(rows[-1]['differing'])}",
                 flush=True,
             )
