@@ -49,32 +49,50 @@ class FlatAssignment:
 def flatten(problem: LeaseProblem, assignment: Assignment) -> FlatAssignment:
     index = problem.index()
     jobs = problem.jobs
-    rows = [
-        (index[j], p)
-        for j, p in assignment.items()
-        if j in index and len(p[1]) and 0 <= p[0] < len(jobs[index[j]].options)
-    ]
+    rows: list[tuple[int, Placement]] = []
+    sizes: list[int] = []
+    needs: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
+    gpus: list[int] = []
+    for j, p in assignment.items():  # one pass: the selector flattens plans twice a solve
+        i = index.get(j)
+        if i is None or not len(p[1]):
+            continue
+        job = jobs[i]
+        if not 0 <= p[0] < len(job.options):
+            continue
+        opt = job.options[p[0]]
+        rows.append((i, p))
+        sizes.append(len(p[1]))
+        needs.append(opt.leases_needed)
+        lo.append(job.earliest_slot)
+        hi.append(opt.deadline_slot)
+        gpus.append(job.gpus)
     n = len(rows)
-    sizes = np.fromiter((len(p[1]) for _, p in rows), dtype=np.int64, count=n)
-    slots = np.fromiter(
-        chain.from_iterable(p[1] for _, p in rows), dtype=np.int64, count=int(sizes.sum())
+    sizes_a = np.array(sizes, dtype=np.int64)
+    slots_a = np.fromiter(
+        chain.from_iterable(p[1] for _, p in rows), dtype=np.int64, count=sum(sizes)
     )
-    ends = np.cumsum(sizes)
-    starts = ends - sizes
-    needs = np.fromiter(
-        (jobs[i].options[p[0]].leases_needed for i, p in rows), dtype=np.int64, count=n
-    )
-    lo = np.fromiter((jobs[i].earliest_slot for i, _ in rows), dtype=np.int64, count=n)
-    hi = np.fromiter(
-        (jobs[i].options[p[0]].deadline_slot for i, p in rows), dtype=np.int64, count=n
-    )
-    gpus = np.fromiter((jobs[i].gpus for i, _ in rows), dtype=np.int64, count=n)
-    valid = sizes == needs
+    ends = np.cumsum(sizes_a)
+    starts = ends - sizes_a
+    valid = sizes_a == np.array(needs, dtype=np.int64)
     if n:
-        rising = np.ones(slots.size, dtype=bool)
-        rising[1:] = slots[1:] > slots[:-1]
+        rising = np.ones(slots_a.size, dtype=bool)
+        rising[1:] = slots_a[1:] > slots_a[:-1]
         rising[starts] = True
         valid &= (
-            np.logical_and.reduceat(rising, starts) & (slots[starts] >= lo) & (slots[ends - 1] < hi)
+            np.logical_and.reduceat(rising, starts)
+            & (slots_a[starts] >= np.array(lo, dtype=np.int64))
+            & (slots_a[ends - 1] < np.array(hi, dtype=np.int64))
         )
-    return FlatAssignment(rows, n == len(assignment), slots, starts, ends, sizes, gpus, valid)
+    return FlatAssignment(
+        rows,
+        n == len(assignment),
+        slots_a,
+        starts,
+        ends,
+        sizes_a,
+        np.array(gpus, dtype=np.int64),
+        valid,
+    )

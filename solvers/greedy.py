@@ -37,7 +37,7 @@ def latest_slots(free: np.ndarray, gpus: int, lo: int, hi: int, need: int) -> np
     """The ``need`` latest slots in ``[lo, hi)`` with at least ``gpus`` free, or None."""
     if hi - lo < need:
         return None
-    ok = np.flatnonzero(free[lo:hi] >= gpus)
+    ok = (free[lo:hi] >= gpus).nonzero()[0]
     if ok.size < need:
         return None
     return ok[ok.size - need :] + lo
@@ -46,6 +46,8 @@ def latest_slots(free: np.ndarray, gpus: int, lo: int, hi: int, need: int) -> np
 def option_order(problem: LeaseProblem, i: int) -> list[int]:
     """Options to try, best first: highest value, then fewest leases, then earliest deadline."""
     job = problem.jobs[i]
+    if len(job.options) == 1:  # every guaranteed job: its promise is its only option
+        return [0]
     units = problem.value_units[i]
     return sorted(
         range(len(job.options)),

@@ -119,20 +119,22 @@ class LeaseProblem:
             )
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
-            _validate_job(f"jobs[{i}]", job, len(cap))
+            if not _plainly_valid(job, len(cap)):
+                _validate_job(f"jobs[{i}]", job, len(cap))
             if job.id in seen:
                 raise SolverError(f"jobs[{i}].id", f"duplicate job id {job.id!r}")
             seen.add(job.id)
-        values = [o.value for j in self.jobs for o in j.options]
+        values = {o.value for j in self.jobs for o in j.options}  # a few distinct ones
         scale = next(
             (s for s in _VALUE_SCALES if all(abs(v * s - round(v * s)) < 1e-9 for v in values)),
             _VALUE_SCALES[-1],
         )
+        units = {v: int(round(v * scale)) for v in values}
         object.__setattr__(self, "value_scale", scale)
         object.__setattr__(
             self,
             "value_units",
-            tuple(tuple(int(round(o.value * scale)) for o in j.options) for j in self.jobs),
+            tuple(tuple([units[o.value] for o in j.options]) for j in self.jobs),
         )
         object.__setattr__(
             self, "horizon", max((o.deadline_slot for o in _options(self.jobs)), default=0)
@@ -142,11 +144,17 @@ class LeaseProblem:
     def slots_fitting(self, gpus: int, lo: int, hi: int) -> int:
         """How many slots in ``[lo, hi)`` have capacity >= ``gpus`` (prefix sums, cached per
         size)."""
+        prefix = self.fitting_prefix(gpus)
+        return prefix[hi] - prefix[lo] if hi > lo else 0
+
+    def fitting_prefix(self, gpus: int) -> list[int]:
+        """``prefix[t]``: slots before ``t`` with capacity >= ``gpus``. A list, cached per size:
+        indexing it is several times cheaper than an array's, and bounds ask for every job."""
         prefix = self._fit_prefix.get(gpus)
         if prefix is None:
-            prefix = np.concatenate(([0], np.cumsum(self.capacity >= gpus)))
+            prefix = [0, *np.cumsum(self.capacity >= gpus).tolist()]
             self._fit_prefix[gpus] = prefix
-        return int(prefix[hi] - prefix[lo]) if hi > lo else 0
+        return prefix
 
     def with_jobs(self, jobs: Iterable[LeaseJob]) -> LeaseProblem:
         """The same capacity and objective with ``jobs`` appended (what ``admit`` solves)."""
@@ -159,6 +167,35 @@ class LeaseProblem:
 
 def _options(jobs: tuple[LeaseJob, ...]) -> Iterable[LeaseOption]:
     return (o for j in jobs for o in j.options)
+
+
+def _plainly_valid(job: object, slots: int) -> bool:
+    """True for a well-formed job of plain ints and floats, checked with a few comparisons: the
+    selector builds problems of thousands of jobs every lease. Anything else goes through
+    :func:`_validate_job`, which names what is wrong (or accepts numpy integers and the like)."""
+    if (
+        type(job) is not LeaseJob
+        or type(job.id) is not str
+        or not job.id
+        or type(job.gpus) is not int
+        or job.gpus < 1
+        or type(job.earliest_slot) is not int
+        or job.earliest_slot < 0
+        or not job.options
+    ):
+        return False
+    for o in job.options:
+        if not (
+            type(o) is LeaseOption
+            and type(o.deadline_slot) is int
+            and 0 <= o.deadline_slot <= slots
+            and type(o.leases_needed) is int
+            and o.leases_needed >= 1
+            and type(o.value) in (int, float)
+            and 0 <= o.value < math.inf
+        ):
+            return False
+    return True
 
 
 def _validate_job(where: str, job: LeaseJob, slots: int) -> None:

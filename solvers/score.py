@@ -87,24 +87,32 @@ def feasible_options(problem: LeaseProblem, job: LeaseJob) -> list[int]:
 
 
 def bounds(problem: LeaseProblem) -> Bounds:
+    """One pass over the jobs and their options, counting usable slots from cached prefix sums
+    (``usable_slots`` without a call per option: the selector bounds every re-plan)."""
     c0 = slot0_capacity(problem)
     value_max = eligible = eligible_running = forced = forced_idle = 0
     for i, job in enumerate(problem.jobs):
-        ks = feasible_options(problem, job)
-        if not ks:
-            continue
+        prefix = problem.fitting_prefix(job.gpus)
         units = problem.value_units[i]
-        best = max(units[k] for k in ks)
+        lo = job.earliest_slot
+        later = max(1, lo)
+        best, late = -1, True  # the best feasible value; whether all its options miss slot 0
+        for k, opt in enumerate(job.options):
+            hi, need = opt.deadline_slot, opt.leases_needed
+            if (prefix[hi] - prefix[lo] if hi > lo else 0) < need:
+                continue
+            misses = (prefix[hi] - prefix[later] if hi > later else 0) < need
+            if units[k] > best:
+                best, late = units[k], misses
+            elif units[k] == best:
+                late = late and misses
+        if best < 0:
+            continue
         value_max += best
         if job.earliest_slot == 0 and job.gpus <= c0:
             eligible += job.gpus
             eligible_running += job.gpus if job.running else 0
-        must_run = job.fixed or best > 0
-        if must_run and all(
-            usable_slots(problem, job, k, start=1) < job.options[k].leases_needed
-            for k in ks
-            if units[k] == best
-        ):
+        if (job.fixed or best > 0) and late:
             forced += job.gpus
             forced_idle += 0 if job.running else job.gpus
     return Bounds(

@@ -50,8 +50,10 @@ class Chronus(OrderPolicy):
     def __init__(self, settings: ChronusSettings | None = None):
         self.settings = settings or ChronusSettings()
         self.selector: LeaseSelector | None = None
+        self._view: View | None = None  # the last decision point's, to say why a job waits
 
     def prepare(self, view: View) -> Collection[str]:
+        self._view = view
         if self.selector is None:
             self.selector = LeaseSelector(self.settings, view.total_gpus, node_gpus=view.node_gpus)
             self.selector.lease_index = -1
@@ -90,7 +92,15 @@ class Chronus(OrderPolicy):
         return self.selector.take_guarantee_changes() if self.selector else {}
 
     def standing(self, job_id: str) -> str:
-        return STANDINGS[self.selector.tier(job_id) if self.selector else Tier.SPOT]
+        """The job's tier; for an SLO job in the pool, also the test that refused it a
+        guarantee (``LeaseSelector.why_not``)."""
+        tier = self.selector.tier(job_id) if self.selector else Tier.SPOT
+        state = self._view.active.get(job_id) if self._view else None
+        if tier is Tier.SPOT and state is not None and job_id not in self.selector.booked:
+            why = self.selector.why_not(state, self._view.now)
+            if why:
+                return f"{STANDINGS[tier]}; not guaranteed, held back by {why}"
+        return STANDINGS[tier]
 
     def lease_report(self) -> LeaseReport | None:
         if self.selector is None:

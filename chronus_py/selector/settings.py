@@ -34,7 +34,10 @@ class ChronusSettings:
     headroom 0.9 gives first-deadline ratio 0.9953 / 0.9943 / 0.9929 (SLO / MIX1 / MIX2) against
     0.9952 / 0.9947 / 0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time,
     meets more deadlines than guarantees carved out of it. ``guard`` 60 s and 2 h measure the
-    same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short."""
+    same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short.
+    Since issue 28 the share kept per lease is never more than leaves a job its own width, so
+    any job the cluster holds can be promised (``LeaseSelector._place``); jobs no wider than
+    the share, every Philly job at 960 GPUs, are admitted as those figures were measured."""
 
     lease: float = _knob(
         1200.0, "--lease", "seconds per lease; the plan is revised at every lease end"
@@ -60,8 +63,9 @@ class ChronusSettings:
     headroom: float = _knob(
         0.9,
         "--headroom",
-        "share of the GPUs new guarantees may not use (kept for the SRTF pool); "
-        "a cluster much smaller than ~1,000 GPUs wants less",
+        "share of each lease's GPUs new guarantees leave to the SRTF pool, but never more "
+        "than leaves a job its own width (a wider job takes leases no guarantee uses); "
+        "1 promises nothing",
     )
     margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
     guard: float = _knob(

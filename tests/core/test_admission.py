@@ -5,17 +5,21 @@ Arithmetic used throughout: a restart costs 30 s x (1 + log2 GPUs) (30, 60, 90, 
 8 GPUs; 77.55 s for 3); a pending job's remaining work counts the start it still needs; the plan
 needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may use the leases
 before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
-of each lease, and take the latest leases that fit.
+of each lease, or a whole lease no other guarantee uses if they are wider, and take the latest
+leases that fit.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from core_helpers import chronus, job
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chronus_py.model import Cluster, DeadlineOption
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler
-from chronus_py.selector import Tier
+from chronus_py.selector import ChronusSettings, LeaseSelector, Tier
 
 
 def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
@@ -54,22 +58,29 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     assert plan.lease_plan == {"A": (1800.0, 2400.0), "B": (600.0, 1200.0), "C": (0.0,)}
     assert plan.solver["admitted"] == 3 and plan.solver["demoted"] == []
     # Placement: C (1 GPU), then D (2 GPUs); A and B need 2 of the 1 GPU left.
-    assert {d.job_id: str(d.action) for d in plan.decisions} == {
+    decisions = {d.job_id: d for d in plan.decisions}
+    assert {j: str(d.action) for j, d in decisions.items()} == {
         "A": "wait",
         "B": "wait",
         "C": "start",
         "D": "start",
     }
+    # Without the headroom D would fit leases 3 and 4 (2 GPUs free each): the headroom binds.
+    assert "not guaranteed, held back by the headroom (each lease keeps 50% of its GPUs " in (
+        decisions["D"].reason
+    )
 
 
-def test_headroom_and_the_round_up_of_gpu_requests():
-    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees.
-    # W (8 GPUs) never fits 4, however far its deadline: refused on an idle cluster.
+def test_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_jobs_width():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees, or a
+    # whole lease no other guarantee uses for a job wider than 4.
+    # W (8 GPUs): 1000 + 120 (its start) = 1120 s, one lease run through, the latest free one
+    #   before floor(12000 / 1200) = 10: lease 9. (A cap of 4 per lease refused it at any
+    #   deadline.)
     # T (3 GPUs) is planned as 4 (the {1, 2, 4, whole nodes} round-up): remaining 1000 + 77.55
-    #   (its start) = 1077.55 s: one lease, run through (no restart allowance), before
-    #   floor(2400 / 1200) = 2, the latest: lease 1.
+    #   (its start) = 1077.55 s: one lease before floor(2400 / 1200) = 2, the latest: lease 1.
     # F (4 GPUs): 1000 + 90 = 1090 s, one lease; lease 1 is full (4 of 4): lease 0.
-    # O (1 GPU, same deadline): both leases full: refused.
+    # O (1 GPU, same deadline): both leases hold 4 of 4: held back by the headroom.
     jobs = [
         job("W", gpus=8, deadlines=[(12000, 1)]),
         job("T", gpus=3, deadlines=[(2400, 1)]),
@@ -81,22 +92,50 @@ def test_headroom_and_the_round_up_of_gpu_requests():
     for j in jobs:
         scheduler.submit(j)
     scheduler.select(0.0)
-    assert policy.selector.booked == {"T": (1,), "F": (0,)}
-    assert set(policy.selector.guarantees) == {"T", "F"}
-    # Without headroom the same cluster guarantees W: 1000 + 120 (its start) = 1120 s, one lease
-    # of 8 GPUs run through, the latest of floor(12000 / 1200) = 10. A job that needs two
-    # leases also gets a restart allowance, for the gap the plan may leave between them.
-    policy = chronus(lease=1200.0, headroom=0.0)
+    selector = policy.selector
+    assert selector.booked == {"W": (9,), "T": (1,), "F": (0,)}
+    assert selector.why_not(scheduler.jobs["O"], 0.0).startswith("the headroom")
+    assert selector.why_not(scheduler.jobs["W"], 0.0) is None  # guaranteed: nothing to say
+    # V (8 GPUs, 2000 s: two leases by 2400) finds both promised to T and F: capacity.
+    scheduler.submit(job("V", gpus=8, duration=2000, deadlines=[(2400, 1)]))
+    assert selector.why_not(scheduler.jobs["V"], 0.0).startswith("capacity before its deadline")
+    # Headroom 1 keeps every lease for the pool: nobody is guaranteed, whatever their width.
+    policy = chronus(lease=1200.0, headroom=1.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
     scheduler.submit(jobs[0])
     scheduler.select(0.0)
-    assert policy.selector.booked == {"W": (9,)}
+    assert policy.selector.booked == {}
     policy = chronus(lease=1200.0, headroom=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
     scheduler.submit(job("L", gpus=8, duration=1150, deadlines=[(12000, 1)]))
     scheduler.select(0.0)
     # L: 1150 + 120 = 1270 s, two leases, + 120 for the gap = 1390 s: still two, 8 and 9.
     assert policy.selector.booked == {"L": (8, 9)}
+
+
+def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
+    # 1 node x 8 GPUs, lease 1200 s, no headroom. G (1 GPU, 1000 s + 30 s start) by 2300:
+    # the lease its deadline falls in holds 1100 s, not 1030 + 30 + the 600 s guard: with
+    # lease 0 taken by a wide job, only the guard stands between G and lease 1.
+    policy = chronus(lease=1200.0, headroom=0.0, guard=600.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("X", gpus=8, duration=1000, deadlines=[(1200, 1)]))
+    scheduler.submit(job("G", duration=1000, deadlines=[(2300, 1)]))
+    scheduler.select(0.0)
+    selector = policy.selector
+    assert set(selector.booked) == {"X"}
+    assert selector.why_not(scheduler.jobs["G"], 0.0).startswith("the guard")
+    # B: the same job with a band of 20 %: 1030 x 1.2 = 1236 s needs two leases; without the
+    # band one, which the guard-free lease 1 holds (guard 0 here).
+    policy = chronus(lease=1200.0, headroom=0.0, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("X", gpus=8, duration=1000, deadlines=[(1200, 1)]))
+    scheduler.submit(job("B", duration=1000, deadlines=[(2300, 1)]))
+    scheduler.jobs["B"].uncertainty = 0.2
+    scheduler.jobs["B"].observed = True
+    scheduler.select(0.0)
+    assert "B" not in policy.selector.booked
+    assert policy.selector.why_not(scheduler.jobs["B"], 0.0).startswith("the estimate band")
 
 
 def test_soft_job_gets_its_best_option_that_fits_and_still_competes_for_a_tighter_one():
@@ -159,3 +198,37 @@ def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_r
     assert scheduler.jobs["R"].guaranteed == DeadlineOption(2400.0, 10.0)
     assert policy.selector.tier("R") is Tier.MUST_RUN and policy.selector.tier("G") is Tier.AHEAD
     assert [(d.job_id, str(d.action)) for d in plan.decisions] == [("G", "preempt"), ("R", "start")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([8, 32, 256, 960]),
+    st.sampled_from([0.0, 0.5, 0.9]),
+    st.lists(st.tuples(st.integers(1, 64), st.integers(0, 11)), max_size=30),
+    st.integers(1, 128),
+    st.integers(1, 6),
+    st.integers(1, 12),
+)
+def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did(
+    capacity, headroom, bookings, gpus, need, end
+):
+    """For a job no wider than the share the headroom leaves, admission is the cap per lease
+    it always was (so the Philly replays at 960 GPUs, no job above 32, do not move); a wider
+    job fits only leases no guarantee uses."""
+    selector = LeaseSelector(
+        ChronusSettings(lease=100.0, headroom=headroom, guard=0.0), capacity, node_gpus=1
+    )
+    for i, (width, lease) in enumerate(bookings):
+        if selector._free(0, 12)[lease] >= width:
+            selector._book(f"b{i}", width, np.array([lease]))
+    gpus = min(gpus, capacity)
+    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0)
+    free = selector._free(0, end)
+    cap = capacity - int(headroom * capacity)
+    room = free - int(headroom * capacity) if gpus <= cap else np.where(free == capacity, gpus, 0)
+    fits = np.flatnonzero(room >= gpus)
+    expected = fits[-need:] if len(fits) >= need else None
+    if expected is None:
+        assert placed is None
+    else:
+        assert placed is not None and placed.tolist() == expected.tolist()

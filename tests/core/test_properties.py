@@ -29,6 +29,7 @@ from chronus_py.model import Cluster
 from chronus_py.policies import Chronus, make_policy
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import Tier
+from chronus_py.selector.leases import block_end
 from chronus_py.state import Status
 from placement import round_up
 
@@ -108,6 +109,30 @@ def check_lease_plan(scheduler: Scheduler, moves: Moves, now: float) -> None:
     assert all(used <= scheduler.total_gpus for used in per_lease.values()), per_lease
     for state in scheduler.active.values():
         assert state.guaranteed == selector.guarantees.get(state.id)
+    check_incremental_state(selector, scheduler, now)
+
+
+def check_incremental_state(selector, scheduler: Scheduler, now: float) -> None:
+    """What the selector keeps up to date as it goes equals a recomputation from scratch: the
+    leases booked, and for every running job whether a stop would break its plan."""
+    assert selector._booked_leases == sum(map(len, selector.booked.values()))
+    lease = selector.settings.lease
+    for state in scheduler.running.values():
+        leases = selector.booked.get(state.id)
+        if leases is None:
+            assert not selector.stop_breaks_plan(state, now)
+            continue
+        at = selector.guarantees[state.id].at
+        if selector.lease_index in leases:
+            by = block_end(leases, at, lease)[1]
+            expected = by - selector._cover(state, now) - state.overhead <= now
+        else:
+            later = sorted(k for k in leases if k > selector.lease_index)
+            gaps = sum(1 for a, b in zip(later, later[1:]) if b != a + 1)
+            work = selector._padded(state, now) + (1 + gaps) * state.overhead
+            held = sum(min(lease, max(at - k * lease, 0.0)) for k in later)
+            expected = work > held + 1e-9 * lease
+        assert selector.stop_breaks_plan(state, now) == expected, (state.id, now)
 
 
 def check_must_run_not_displaced(scheduler: Scheduler, moves: Moves, now: float) -> None:

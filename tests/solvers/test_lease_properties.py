@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import LeaseJob, LeaseOption, LeaseProblem, admit, check, solve
-from solvers.score import score
+from solvers.score import bounds, score
 
 SLOTS = 6
 
@@ -74,3 +74,42 @@ def test_admit_never_returns_an_infeasible_plan(p, backend):
     candidates = [j for j in p.jobs if not j.fixed]
     s = admit(committed, candidates, backend=backend)
     assert_sound(committed.with_jobs(candidates), s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems())
+def test_bounds_equal_a_count_of_each_jobs_usable_slots(p):
+    """``bounds`` counts usable slots from prefix sums in one pass; recounted here slot by slot
+    from the capacity, job by job, option by option."""
+
+    def usable(job, k, start):
+        opt = job.options[k]
+        return sum(p.capacity[t] >= job.gpus for t in range(start, opt.deadline_slot))
+
+    c0 = int(p.capacity[0]) if p.horizon > 0 else 0
+    value = eligible = running = forced = idle = 0
+    for i, job in enumerate(p.jobs):
+        ks = [
+            k
+            for k, o in enumerate(job.options)
+            if usable(job, k, job.earliest_slot) >= o.leases_needed
+        ]
+        if not ks:
+            continue
+        best = max(p.value_units[i][k] for k in ks)
+        value += best
+        if job.earliest_slot == 0 and job.gpus <= c0:
+            eligible += job.gpus
+            running += job.gpus * job.running
+        start = max(1, job.earliest_slot)
+        if (job.fixed or best > 0) and all(
+            usable(job, k, start) < job.options[k].leases_needed
+            for k in ks
+            if p.value_units[i][k] == best
+        ):
+            forced += job.gpus
+            idle += 0 if job.running else job.gpus
+    b = bounds(p)
+    assert b.value_max == value
+    assert (b.slot0_max, b.running0_max) == (min(c0, eligible), min(c0, running))
+    assert (b.slot0_min, b.running0_best) == (forced, min(c0 - idle, running))
