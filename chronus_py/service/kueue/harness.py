@@ -6,8 +6,11 @@ daemon with the privileges a cluster would give it."""
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
@@ -25,6 +28,20 @@ def install_rbac(cp: ControlPlane) -> Path:
     docs = [d for d in yaml.safe_load_all((DEPLOY / "controller.yaml").read_text()) if d]
     cp.apply(*[d for d in docs if d["kind"] not in ("Deployment", "Service")])
     return cp.service_account_kubeconfig(NAMESPACE, ACCOUNT)
+
+
+@contextmanager
+def control_plane(prefix: str) -> Iterator[tuple[ControlPlane, Path, Path]]:
+    """A started private control plane in a fresh temporary directory, with the controller's
+    RBAC installed: ``(control plane, kubeconfig acting as chronus, the directory)``. Every
+    daemon is stopped and the directory removed on exit (the demo's and benchmarks' set-up)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        cp = ControlPlane(Path(tmp) / "cp")
+        cp.start()
+        try:
+            yield cp, install_rbac(cp), Path(tmp)
+        finally:
+            cp.stop()
 
 
 def admission_check(cp: ControlPlane, name: str, controller: str = CONTROLLER) -> None:
