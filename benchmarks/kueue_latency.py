@@ -24,7 +24,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -81,34 +80,28 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         print(f"kueue_latency: {why}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="chronus-kueue-bench-") as tmp:
-        cp = ControlPlane(Path(tmp) / "cp")
-        cp.start()
+    with harness.control_plane("chronus-kueue-bench-") as (cp, kubeconfig, tmp):
+        ns = "bench"
+        for n in ("bench-a", "bench-b"):
+            cp.add_node(n, 4, labels={"chronus-test": "bench"})
+        harness.admission_check(cp, "chronus-bench")
+        cp.make_queues("with-chronus", 8, ns, admission_checks=["chronus-bench"])
+        cp.make_queues("alone", 8, ns)
+        serve = harness.ServeProcess(
+            cp,
+            kubeconfig,
+            tmp / "serve.db",
+            "--kueue-node-selector=chronus-test=bench",
+            scale=1.0,
+            lease=1200.0,
+        ).start()
+        samples: dict[str, list[dict]] = {"chronus": [], "kueue": []}
         try:
-            kubeconfig = harness.install_rbac(cp)
-            ns = "bench"
-            for n in ("bench-a", "bench-b"):
-                cp.add_node(n, 4, labels={"chronus-test": "bench"})
-            harness.admission_check(cp, "chronus-bench")
-            cp.make_queues("with-chronus", 8, ns, admission_checks=["chronus-bench"])
-            cp.make_queues("alone", 8, ns)
-            serve = harness.ServeProcess(
-                cp,
-                kubeconfig,
-                Path(tmp) / "serve.db",
-                "--kueue-node-selector=chronus-test=bench",
-                scale=1.0,
-                lease=1200.0,
-            ).start()
-            samples: dict[str, list[dict]] = {"chronus": [], "kueue": []}
-            try:
-                for i in range(args.samples):  # alternate, so load drifts hit both alike
-                    samples["chronus"].append(one(cp, ns, "with-chronus", f"c{i}", "chronus-bench"))
-                    samples["kueue"].append(one(cp, ns, "alone", f"k{i}", None))
-            finally:
-                serve.stop()
+            for i in range(args.samples):  # alternate, so load drifts hit both alike
+                samples["chronus"].append(one(cp, ns, "with-chronus", f"c{i}", "chronus-bench"))
+                samples["kueue"].append(one(cp, ns, "alone", f"k{i}", None))
         finally:
-            cp.stop()
+            serve.stop()
     result = {
         "samples": args.samples,
         "decision_to_running": stats([s["decision_to_running"] for s in samples["chronus"]]),

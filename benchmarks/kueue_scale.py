@@ -18,7 +18,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from chronus_py.service.client import ClientError
 from chronus_py.service.kueue import harness
 from chronus_py.service.kueue.backend import KueueBackend
 from chronus_py.service.kueue.kube import Kube, config
-from chronus_py.service.kueue.lab import GPU, ControlPlane, why_not_here
+from chronus_py.service.kueue.lab import GPU, why_not_here
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kueue_scale.json"
 
@@ -83,53 +82,47 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         print(f"kueue_scale: {why}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="chronus-kueue-scale-") as tmp:
-        cp = ControlPlane(Path(tmp) / "cp")
-        cp.start()
+    with harness.control_plane("chronus-kueue-scale-") as (cp, kubeconfig, tmp):
+        for n in range(8):
+            cp.add_node(f"scale-{n}", 8, labels={"chronus-test": "scale"})
+        harness.admission_check(cp, "chronus-scale")
+        cp.make_queues("scale", 64, "scale", admission_checks=["chronus-scale"])
+        began = time.monotonic()
+        for start in range(0, args.workloads, 500):
+            docs = [
+                workload(i, "scale", "scale")
+                for i in range(start, min(start + 500, args.workloads))
+            ]
+            cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(docs))
+        created = time.monotonic() - began
+        serve = harness.ServeProcess(
+            cp,
+            kubeconfig,
+            tmp / "serve.db",
+            "--kueue-node-selector=chronus-test=scale",
+            scale=1.0,
+            lease=1200.0,
+            poll=1.0,
+        ).start(timeout=600)
         try:
-            kubeconfig = harness.install_rbac(cp)
-            for n in range(8):
-                cp.add_node(f"scale-{n}", 8, labels={"chronus-test": "scale"})
-            harness.admission_check(cp, "chronus-scale")
-            cp.make_queues("scale", 64, "scale", admission_checks=["chronus-scale"])
-            began = time.monotonic()
-            for start in range(0, args.workloads, 500):
-                docs = [
-                    workload(i, "scale", "scale")
-                    for i in range(start, min(start + 500, args.workloads))
-                ]
-                cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(docs))
-            created = time.monotonic() - began
-            serve = harness.ServeProcess(
-                cp,
-                kubeconfig,
-                Path(tmp) / "serve.db",
-                "--kueue-node-selector=chronus-test=scale",
-                scale=1.0,
-                lease=1200.0,
-                poll=1.0,
-            ).start(timeout=600)
+            time.sleep(args.seconds)
+            rss = rss_mb(serve.proc.pid)
             try:
-                time.sleep(args.seconds)
-                rss = rss_mb(serve.proc.pid)
-                try:
-                    admitted: int | str = len(serve.jobs())
-                except ClientError as exc:  # a round holding the lock longer than the timeout
-                    admitted = f"no answer: {exc}"
-            finally:
-                serve.stop()
-            backend = KueueBackend(Kube(config(str(kubeconfig)), manager="chronus-bench"))
-            looks = []
-            for _ in range(args.looks):
-                backend._listed_at = -float("inf")  # a fresh list, as every poll makes
-                t0 = time.perf_counter()
-                backend.jobs()
-                backend.arrivals()
-                looks.append(time.perf_counter() - t0)
-            ours = len(backend._ours())
-            backend.close()
+                admitted: int | str = len(serve.jobs())
+            except ClientError as exc:  # a round holding the lock longer than the timeout
+                admitted = f"no answer: {exc}"
         finally:
-            cp.stop()
+            serve.stop()
+        backend = KueueBackend(Kube(config(str(kubeconfig)), manager="chronus-bench"))
+        looks = []
+        for _ in range(args.looks):
+            backend._listed_at = -float("inf")  # a fresh list, as every poll makes
+            t0 = time.perf_counter()
+            backend.jobs()
+            backend.arrivals()
+            looks.append(time.perf_counter() - t0)
+        ours = len(backend._ours())
+        backend.close()
     result = {
         "workloads": args.workloads,
         "chronus_workloads_seen": ours,

@@ -1,4 +1,5 @@
-"""The real ``chronus serve`` as a subprocess on a free loopback port (tests import it)."""
+"""The real ``chronus serve`` as a subprocess on a free loopback port, and the tenants' tokens
+the tests give it (tests import it)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,20 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import httpx
+
+TOKENS = """tokens:
+  - {token: "team-a-token-0123456789", tenant: team-a}
+  - {token: "team-b-token-0123456789", tenant: team-b}
+  - {token: "admin-token-0123456789", admin: true}
+"""
+A = {"Authorization": "Bearer team-a-token-0123456789"}
+B = {"Authorization": "Bearer team-b-token-0123456789"}
+ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
 
 
 def free_port() -> int:
@@ -71,3 +83,14 @@ class Server:
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=30)
+
+
+@contextmanager
+def running(workdir: Path, *args: str) -> Iterator[Server]:
+    """A started server in ``workdir`` that knows the ``TOKENS`` tenants; stopped on exit (what a
+    module-scoped fixture shares between its tests)."""
+    (workdir / "tokens.yaml").write_text(TOKENS)
+    server = Server(workdir, "--tokens", str(workdir / "tokens.yaml"), *args).start()
+    yield server
+    server.stop()
+    server.http.close()

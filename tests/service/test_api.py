@@ -5,17 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from serving import Server
-
-TOKENS = """tokens:
-  - {token: "team-a-token-0123456789", tenant: team-a}
-  - {token: "team-b-token-0123456789", tenant: team-b}
-  - {token: "admin-token-0123456789", admin: true}
-"""
-A = {"Authorization": "Bearer team-a-token-0123456789"}
-B = {"Authorization": "Bearer team-b-token-0123456789"}
-ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
-
+from serving import ADMIN, TOKENS, A, B, running
 
 ARGS = ("--nodes", "4", "--speed", "50", "--headroom", "0.5")
 
@@ -29,12 +19,8 @@ def server(serve, tmp_path):
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
     """One server for the tests that only read or are refused (no state to leak between them)."""
-    workdir = tmp_path_factory.mktemp("shared")
-    (workdir / "tokens.yaml").write_text(TOKENS)
-    server = Server(workdir, "--tokens", str(workdir / "tokens.yaml"), *ARGS).start()
-    yield server
-    server.stop()
-    server.http.close()
+    with running(tmp_path_factory.mktemp("shared"), *ARGS) as server:
+        yield server
 
 
 def wait_for(predicate, timeout=15.0):

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_api import TOKENS, A, wait_for
+from serving import TOKENS, A
+from test_api import wait_for
 
 from chronus_py.elastic.throughputs import read_throughputs
 

@@ -9,40 +9,19 @@ import socket
 import time
 
 import pytest
-from serving import Server
+from serving import ADMIN, A, B, Server, running
 
-TOKENS = """tokens:
-  - {token: "team-a-token-0123456789", tenant: team-a}
-  - {token: "team-b-token-0123456789", tenant: team-b}
-  - {token: "admin-token-0123456789", admin: true}
-"""
-A = {"Authorization": "Bearer team-a-token-0123456789"}
-B = {"Authorization": "Bearer team-b-token-0123456789"}
-ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
 READ_TIMEOUT = 1.0
 MAX_CONNECTIONS = 24
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("hostile")
-    (workdir / "tokens.yaml").write_text(TOKENS)
-    server = Server(
-        workdir,
-        "--tokens",
-        str(workdir / "tokens.yaml"),
-        "--nodes",
-        "4",
-        "--speed",
-        "50",
-        "--read-timeout",
-        str(READ_TIMEOUT),
-        "--max-connections",
-        str(MAX_CONNECTIONS),
-    ).start()
-    yield server
-    server.stop()
-    server.http.close()
+    limits = ("--read-timeout", str(READ_TIMEOUT), "--max-connections", str(MAX_CONNECTIONS))
+    with running(
+        tmp_path_factory.mktemp("hostile"), "--nodes", "4", "--speed", "50", *limits
+    ) as server:
+        yield server
     log = server.log.read_text()
     assert "Traceback" not in log, log
 

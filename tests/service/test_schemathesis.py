@@ -10,25 +10,15 @@ import subprocess
 import sys
 
 import pytest
-from serving import Server
+from serving import running
 
-TOKENS = """tokens:
-  - {token: "team-a-token-0123456789", tenant: team-a}
-  - {token: "admin-token-0123456789", admin: true}
-"""
 MAX_EXAMPLES = 30
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("schemathesis")
-    (workdir / "tokens.yaml").write_text(TOKENS)
-    server = Server(
-        workdir, "--tokens", str(workdir / "tokens.yaml"), "--nodes", "4", "--speed", "50"
-    ).start()
-    yield server
-    server.stop()
-    server.http.close()
+    with running(tmp_path_factory.mktemp("schemathesis"), "--nodes", "4", "--speed", "50") as s:
+        yield s
 
 
 @pytest.mark.parametrize("token", ["team-a-token-0123456789", "admin-token-0123456789"])

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "service"))
-from serving import Server  # noqa: E402
-from ui_helpers import ARGS, CHROMIUM, TOKEN, TOKENS  # noqa: E402
+from serving import running  # noqa: E402
+from ui_helpers import ARGS, CHROMIUM, TOKEN  # noqa: E402
 
 
 def _why_not() -> str | None:
@@ -49,22 +49,10 @@ def browser():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """One daemon per test module: 4 nodes of 8 GPUs, 50 simulated seconds per wall second."""
-    workdir = tmp_path_factory.mktemp("ui")
-    (workdir / "tokens.yaml").write_text(TOKENS)
-    server = Server(
-        workdir,
-        "--tokens",
-        str(workdir / "tokens.yaml"),
-        "--nodes",
-        "4",
-        "--speed",
-        "50",
-        "--headroom",
-        "0.5",
-    ).start()
-    yield server
-    server.stop()
-    server.http.close()
+    with running(
+        tmp_path_factory.mktemp("ui"), "--nodes", "4", "--speed", "50", "--headroom", "0.5"
+    ) as server:
+        yield server
 
 
 class Requests:

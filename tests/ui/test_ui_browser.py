@@ -7,8 +7,8 @@ import re
 import time
 from pathlib import Path
 
-from serving import Server
-from ui_helpers import TOKEN, TOKENS, bearer
+from serving import TOKENS, Server
+from ui_helpers import TOKEN, bearer
 
 
 def wait_for(predicate, timeout=20.0):

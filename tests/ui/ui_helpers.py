@@ -1,4 +1,5 @@
-"""Tokens and the browser's flags shared by the view's tests and their fixtures.
+"""The tenants' tokens (those of ``serving.TOKENS``) and the browser's flags, shared by the
+view's tests and their fixtures.
 
 A module of its own: ``conftest`` is a name every test folder has, so importing from it picks
 one at random when the whole suite runs."""
@@ -18,11 +19,6 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-TOKENS = """tokens:
-  - {token: "team-a-token-0123456789", tenant: team-a}
-  - {token: "team-b-token-0123456789", tenant: team-b}
-  - {token: "admin-token-0123456789", admin: true}
-"""
 TOKEN = {
     "team-a": "team-a-token-0123456789",
     "team-b": "team-b-token-0123456789",

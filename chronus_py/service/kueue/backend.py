@@ -46,6 +46,7 @@ from chronus_py.service.backend import (
     ObservedJob,
     RunState,
 )
+from chronus_py.service.clock import CompressedTime
 from chronus_py.service.kueue import annotations as notes
 from chronus_py.service.kueue import workloads as wls
 from chronus_py.service.kueue.kube import Kube, config
@@ -60,7 +61,7 @@ RESERVE_WAIT = 3.0
 _BAD_TAINTS = {"NoSchedule", "NoExecute"}
 
 
-class KueueBackend:
+class KueueBackend(CompressedTime):
     """Drive the Workloads of chronus's admission checks through the API server ``kube``."""
 
     name = "kueue"
@@ -97,21 +98,6 @@ class KueueBackend:
         self._why: dict[str, str] = {}  # id -> why chronus refuses it (for the check's message)
         self._hostnames: dict[str, str] = {}
         self._follow_checks(force=True)
-
-    # -- clock -------------------------------------------------------------------------------------
-    def _v(self, t: float) -> float:
-        """Chronus's time for a Unix time (compressed-time runs: ``time_scale`` seconds of
-        chronus time per wall second from ``time_origin``)."""
-        return self.origin + (t - self.origin) * self.scale
-
-    def now(self) -> float:
-        return self._v(time.time())
-
-    def wall_seconds_until(self, t: float) -> float:
-        return max(0.0, (t - self.now()) / self.scale)
-
-    def next_event(self) -> float | None:
-        return self.now() + self.poll * self.scale
 
     def close(self) -> None:
         if self.elector is not None:

@@ -12,7 +12,6 @@ Job, and where its pods ran, then stops every daemon it started.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,17 +33,11 @@ def main() -> int:
     if why is not None:
         print(f"demo: {why}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="chronus-kueue-demo-") as tmp:
-        cp = ControlPlane(Path(tmp) / "cp")
-        cp.start()
-        try:
-            return _run(cp, Path(tmp))
-        finally:
-            cp.stop()
+    with harness.control_plane("chronus-kueue-demo-") as (cp, kubeconfig, tmp):
+        return _run(cp, kubeconfig, tmp)
 
 
-def _run(cp: ControlPlane, tmp: Path) -> int:
-    kubeconfig = harness.install_rbac(cp)
+def _run(cp: ControlPlane, kubeconfig: Path, tmp: Path) -> int:
     for node in ("gpu-1", "gpu-2"):
         cp.add_node(node, 4)
     harness.admission_check(cp, "chronus")

@@ -43,7 +43,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -53,6 +52,8 @@ from typing import Any, Iterable
 
 import httpx
 import yaml
+
+from chronus_py.service.serve_process import free_port
 
 BINARIES = (
     "etcd",
@@ -114,12 +115,6 @@ def why_not_here(cache: Path | None = None) -> str | None:
     if missing:
         return f"the control-plane cache {cache} lacks {', '.join(missing)}: rerun {build}"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def job(

@@ -46,6 +46,7 @@ from typing import Any, Mapping, Sequence
 from chronus_py.errors import InputError
 from chronus_py.model import Job
 from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob, RunState
+from chronus_py.service.clock import CompressedTime
 from chronus_py.service.slurm import marker
 from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
 from chronus_py.service.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
@@ -99,7 +100,7 @@ def _fail(what: str, exc: Exception) -> BackendUnavailable:
     return BackendUnavailable(f"slurm: {what}: {exc}")
 
 
-class SlurmBackend:
+class SlurmBackend(CompressedTime):
     """Drive the Slurm cluster behind ``rest``; ``partition`` limits nodes and jobs to one
     partition (None: every node, every partition)."""
 
@@ -144,21 +145,6 @@ class SlurmBackend:
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
-
-    # -- clock -------------------------------------------------------------------------------------
-    def _v(self, t: float) -> float:
-        """Chronus's time for a Slurm (Unix) time: the same, unless a compressed-time run
-        (``time_scale`` K) makes one wall second K seconds from ``time_origin`` on."""
-        return self.origin + (t - self.origin) * self.scale
-
-    def now(self) -> float:
-        return self._v(time.time())
-
-    def wall_seconds_until(self, t: float) -> float:
-        return max(0.0, (t - self.now()) / self.scale)
-
-    def next_event(self) -> float | None:
-        return self.now() + self.poll * self.scale
 
     def close(self) -> None:
         """Nothing to release: every request opens its own connection."""

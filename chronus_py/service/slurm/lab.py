@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chronus_py.service.serve_process import free_port
+
 BINARIES = (
     "munged",
     "munge",
@@ -108,12 +110,6 @@ done
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class SlurmLab:
     """One private cluster. ``start()`` brings every daemon up and waits until the nodes are idle
@@ -133,9 +129,9 @@ class SlurmLab:
         major_minor = tuple(int(x) for x in self.release.split(".")[:2] if x.isdigit())
         self.rest_plugin = "openapi/slurmctld" if major_minor >= (23, 11) else "openapi/v0.0.38"
         self.node_names = [f"n{i + 1}" for i in range(self.nodes)]
-        self.ctld_port = _free_port()
-        self.node_ports = {n: _free_port() for n in self.node_names}
-        self.rest_port = _free_port() if self.jwt else None
+        self.ctld_port = free_port()
+        self.node_ports = {n: free_port() for n in self.node_names}
+        self.rest_port = free_port() if self.jwt else None
         self.socket = self.root / "run" / "slurmrestd.sock"
         self.munge_socket = self.root / "munge" / "munge.socket"
         self.conf = self.root / "etc" / "slurm.conf"
