@@ -1,7 +1,8 @@
 """Traces in, jobs out: one module per format, the format detected from the header.
 
 ``read_trace(path_or_name)`` accepts a file path or the name of a bundled trace
-(``philly-slo``, ``philly-mix1``, ``philly-mix2``, and the ITP traces ``itp-cluster01``..``-10``).
+(``philly-slo``, ``philly-mix1``, ``philly-mix2``, the ITP traces ``itp-cluster01``..``-10`` and
+ElasticFlow's Philly trace ``elasticflow-philly``).
 Field traces (Philly job lists, Helios, Alibaba PAI) are read through column mappings
 (``field_csv``); ``TraceRead.detected`` says which format was used and why.
 """
@@ -51,6 +52,7 @@ BUNDLED = {
         f"itp-{c}": f"elasticflow/{c}.csv"
         for c in ("cluster01", "cluster02", "cluster03", "cluster05", "cluster10")
     },
+    "elasticflow-philly": "elasticflow/philly/philly_103959.csv",
 }
 DEFAULT_TRACE = "philly-slo"
 
