@@ -145,3 +145,11 @@ def test_bundled_itp_traces_read_as_elasticflow_rows(name, rows):
 
     trace = read_trace(name)
     assert trace.format == "elasticflow" and len(trace.jobs) == rows and not trace.dropped
+
+
+def test_load_compresses_arrivals_and_keeps_each_deadlines_offset():
+    from chronus_py.elastic.replay import scale_load
+    from tests.elastic.helpers import job
+
+    a, b = scale_load([job("a", 0, 100, 10), job("b", 60, 160, 10)], 2.0)
+    assert (a.submit, a.deadline) == (0, 100) and (b.submit, b.deadline) == (30, 130)
