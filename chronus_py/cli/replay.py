@@ -22,8 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--trace",
         default=DEFAULT_TRACE,
-        help=f"bundled trace name (philly-slo, philly-mix1, philly-mix2) or a CSV file "
-        f"(default {DEFAULT_TRACE})",
+        help="bundled trace name (philly-slo, philly-mix1, philly-mix2, itp-cluster01..10, "
+        f"elasticflow-philly) or a CSV file (default {DEFAULT_TRACE})",
     )
     p.add_argument(
         "--format",
