@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 
@@ -21,8 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--trace",
         default=DEFAULT_TRACE,
-        help=f"bundled trace name (philly-slo, philly-mix1, philly-mix2) or a CSV file "
-        f"(default {DEFAULT_TRACE})",
+        help="bundled trace name (philly-slo, philly-mix1, philly-mix2, itp-cluster01..10, "
+        f"elasticflow-philly) or a CSV file (default {DEFAULT_TRACE})",
     )
     p.add_argument(
         "--format",
@@ -117,7 +118,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--out", type=Path, help="directory for metrics.json and the per-job jobs.csv")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="directory for metrics.json, the per-job jobs.csv and report.html",
+    )
     from chronus_py.cli.options import add_settings_arguments
     from chronus_py.elastic.cli import add_arguments as add_elastic_arguments
 
@@ -127,14 +132,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def setup_from(args: argparse.Namespace):
-    """The :class:`ReplaySetup` of the command line; settings flags only for the chronus policy."""
+    """The :class:`ReplaySetup` of the command line; settings flags only for the chronus policy.
+    ``--elastic POLICY`` replaces ``--policy``: the setup is then an elastic replay."""
     from chronus_py.cli.options import settings_given
     from chronus_py.replay.setup import ReplaySetup
 
-    options = settings_given(args, args.policy)
+    policy = args.elastic or args.policy
+    options = settings_given(args, policy)
     return ReplaySetup(
         trace=args.trace,
-        policy=args.policy,
+        policy=policy,
         options=options,
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
@@ -154,40 +161,50 @@ def setup_from(args: argparse.Namespace):
         columns=args.columns,
         time_unit=args.time_unit,
         skip_bad_rows=args.skip_bad_rows,
+        throughputs=args.throughputs,
+        resize_scale=args.resize_scale,
+        elastic_backend=args.elastic_backend,
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    """Rigid and elastic replays alike: one setup, one table, one ``--out`` directory."""
     from chronus_py.cli.progress import progress_bar
-    from chronus_py.replay import summarize, write_jobs_csv
-    from chronus_py.replay.setup import run_setup
     from chronus_py.selector import ChronusSettings
 
-    if args.elastic:
-        from chronus_py.elastic.cli import run_elastic
+    def say(read) -> None:
+        print(f"{read.name}: {read.detected}", file=sys.stderr)
 
-        return run_elastic(args)
     setup = setup_from(args)
     bar = progress_bar("replay")
-    result, trace = run_setup(
-        setup,
-        on_progress=bar,
-        on_read=lambda read: print(f"{read.name}: {read.detected}", file=sys.stderr),
-    )
+    if setup.elastic:
+        from chronus_py.elastic.replay import run_elastic_setup
+        from chronus_py.elastic.replay import write_jobs_csv as write_elastic_jobs
+
+        metrics, elastic, trace = run_elastic_setup(setup, on_read=say, on_progress=bar)
+        count = len(elastic.runs)
+        write_jobs = partial(write_elastic_jobs, elastic.runs)
+    else:
+        from chronus_py.replay import summarize, write_jobs_csv
+        from chronus_py.replay.setup import run_setup
+
+        result, trace = run_setup(setup, on_progress=bar, on_read=say)
+        count = len(result.jobs)
+        metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
+        write_jobs = partial(write_jobs_csv, result.jobs)
     if bar:
-        bar.finish(len(result.jobs))
-    metrics = summarize(result, trace=trace.name, dropped=trace.dropped)
+        bar.finish(count)
     metrics["cluster"] = (
         str(setup.cluster) if setup.cluster else f"{setup.nodes}x{setup.gpus_per_node}"
     )
     if setup.policy == "chronus":
         metrics["settings"] = ChronusSettings.from_mapping(setup.options).to_dict()
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_jobs_csv(result.jobs, args.out / "jobs.csv")
-        (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         from chronus_py.ui.report import write_replay
 
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_jobs(args.out / "jobs.csv")
+        (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         write_replay(args.out)  # report.html: the schedule drawn, next to the metrics
     if args.json:
         print(json.dumps(metrics))

@@ -1,4 +1,4 @@
-"""The elastic job model and the ITP trace reader that builds it.
+"""The elastic job model (traces are read into it by ``chronus_py.readers.elastic``).
 
 A job may run on any size of ``sizes`` (powers of two from its minimum to its maximum); on
 ``n`` GPUs it makes ``rate(n)`` iterations per second. Its maximum is the size with the highest
@@ -14,14 +14,10 @@ table has no curve for its (model, batch size); a rigid job without a curve runs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from chronus_py.elastic.throughputs import ThroughputTable
-from chronus_py.errors import InputError
-from chronus_py.readers.elasticflow_csv import COLUMNS
-from chronus_py.readers.table import Table
 
 LARGEST = 64
 
@@ -100,48 +96,6 @@ def make_job(
         sizes=tuple(sizes),
         rates=tuple(rates),
     )
-
-
-def read_elastic_trace(
-    path: Path, table: ThroughputTable, *, cluster_gpus: int, skip_bad_rows: bool = False
-) -> tuple[list[ElasticJob], Table]:
-    """Jobs of an ITP trace (ElasticFlow's columns), in submission order, and the checked table
-    (its ``dropped`` counts the rows that were left out and why)."""
-    t = Table(path, COLUMNS)
-    ids = t.unique("job_id")
-    submit = t.number("submission_time", minimum=0)
-    iterations = t.number("num_iteration", minimum=0)
-    batch = t.number("batch_size", integer=True, minimum=1)
-    gpus = t.number("num_gpu", integer=True, minimum=0)
-    duration = t.number("duration", minimum=0)
-    deadline = t.number("deadline")
-    elastic = t.number("elastic", integer=True, minimum=0) if t.has("elastic") else None
-    models = t.text("model_name")
-    t.flag(models == "", "column model_name", "empty")
-    t.flag(deadline < submit, "column deadline", "is before submission_time")
-    t.drop(gpus == 0, "num_gpu is 0")
-    t.drop((iterations == 0) | (duration == 0), "no work (num_iteration or duration is 0)")
-    t.drop(gpus > cluster_gpus, "num_gpu exceeds the cluster")
-    jobs = [
-        make_job(
-            str(ids[r]),
-            float(submit[r]),
-            float(deadline[r]),
-            float(iterations[r]),
-            str(models[r]),
-            int(batch[r]),
-            int(gpus[r]),
-            float(duration[r]),
-            table,
-            elastic=elastic is None or bool(elastic[r]),
-            limit=cluster_gpus,
-        )
-        for r in t.keep(skip_bad_rows)
-    ]
-    jobs.sort(key=lambda j: (j.submit, j.id))
-    if not jobs:
-        raise InputError(path, "no job left to replay")
-    return jobs, t
 
 
 def ceiling(jobs: list[ElasticJob]) -> float:

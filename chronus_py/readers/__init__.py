@@ -1,7 +1,8 @@
 """Traces in, jobs out: one module per format, the format detected from the header.
 
 ``read_trace(path_or_name)`` accepts a file path or the name of a bundled trace
-(``philly-slo``, ``philly-mix1``, ``philly-mix2``, and the ITP traces ``itp-cluster01``..``-10``).
+(``philly-slo``, ``philly-mix1``, ``philly-mix2``, the ITP traces ``itp-cluster01``..``-10`` and
+ElasticFlow's Philly trace ``elasticflow-philly``).
 Field traces (Philly job lists, Helios, Alibaba PAI) are read through column mappings
 (``field_csv``); ``TraceRead.detected`` says which format was used and why.
 """
@@ -12,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from chronus_py.errors import InputError
 from chronus_py.inputs import read_text
@@ -28,11 +30,16 @@ from chronus_py.readers.field_csv import (
 )
 from chronus_py.readers.table import Table, read_header
 
-# Detection order: the first format whose columns the header has wins (Chronus first: it is the
-# superset of plain), and a near-miss of an earlier format is refused (readers/detect.py).
+if TYPE_CHECKING:
+    from chronus_py.elastic.jobs import ElasticJob
+
+# Detection order: the first format whose columns the header has wins (Chronus and ElasticFlow's
+# Philly trace first: their headers are supersets of plain), and a near-miss of an earlier format
+# is refused (readers/detect.py).
 FORMATS: dict[str, ModuleType | FieldFormat] = {
     "chronus": chronus_csv,
     "elasticflow": elasticflow_csv,
+    "elasticflow-philly": PRESETS["elasticflow-philly"],
     "plain": plain_csv,
     **PRESETS,
 }
@@ -45,17 +52,19 @@ BUNDLED = {
         f"itp-{c}": f"elasticflow/{c}.csv"
         for c in ("cluster01", "cluster02", "cluster03", "cluster05", "cluster10")
     },
+    "elasticflow-philly": "elasticflow/philly/philly_103959.csv",
 }
 DEFAULT_TRACE = "philly-slo"
 
 
 @dataclass(frozen=True)
 class TraceRead:
-    """Jobs read from a trace, in submission order, and the rows that were not."""
+    """Jobs read from a trace, in submission order, and the rows that were not (elastic jobs when
+    read by :func:`chronus_py.readers.elastic.read_elastic_trace`)."""
 
     name: str
     format: str
-    jobs: tuple[Job, ...]
+    jobs: tuple[Job, ...] | tuple[ElasticJob, ...]
     dropped: Counter
     detected: str = ""  # how the format was chosen and how columns and times were read
 
@@ -91,6 +100,57 @@ def detect(path: Path) -> str:
     return detect_format(path, read_header(path), FORMATS).name
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """The format a trace is read in, why, and the column mapping when it is read through one."""
+
+    name: str
+    why: str
+    mapping: FieldFormat | None
+
+
+def choose_format(
+    path: Path,
+    header: list[str],
+    *,
+    format: str | None = None,
+    columns: str | None = None,
+    time_unit: str | None = None,
+) -> Chosen:
+    """``--format`` if given, else plain when ``--columns`` is, else the detected format; with
+    ``--columns``/``--time-unit`` the plain mapping or the preset adjusted by them. One rule for
+    rigid and elastic replay alike."""
+    if format is not None and format not in FORMATS:
+        raise InputError(path, f"unknown format {format[:40]!r} (have: {', '.join(FORMATS)})")
+    check_time_unit(time_unit)
+    if format is not None:
+        name, why = format, "--format"
+    elif columns is not None:
+        name, why = "plain", "--columns"
+    else:
+        found = detect_format(path, header, FORMATS)
+        name, why = found.name, found.why
+    mapping = FORMATS[name] if isinstance(FORMATS[name], FieldFormat) else None
+    if columns is not None or time_unit is not None:
+        if name not in PRESETS and name != "plain":
+            raise InputError(
+                "--columns/--time-unit",
+                f"apply to plain traces and presets ({', '.join(PRESETS)}), not {name}",
+            )
+        base = PRESETS.get(name, PLAIN_MAPPING)
+        mapping = base.with_columns(parse_columns(columns) if columns else {}, time_unit)
+    return Chosen(name, why, mapping)
+
+
+def describe(chosen: Chosen, header: list[str], table: Table) -> str:
+    """How the format was chosen and how columns and times were read, in words."""
+    detected = f"format {chosen.name} ({chosen.why})"
+    if chosen.mapping is not None:
+        detected += f": {chosen.mapping.describe(header)}"
+    shift = describe_origin(table.origin)
+    return f"{detected}; {shift}" if shift else detected
+
+
 def read_trace(
     trace: str | Path,
     *,
@@ -102,35 +162,16 @@ def read_trace(
     """Read a trace. ``columns`` (``NAME=COLUMN,...``) and ``time_unit`` read a plain trace, or
     adjust a preset, through a column mapping (:mod:`chronus_py.readers.field_csv`)."""
     name, path = trace_path(trace)
-    if format is not None and format not in FORMATS:
-        raise InputError(trace, f"unknown format {format[:40]!r} (have: {', '.join(FORMATS)})")
-    check_time_unit(time_unit)
     text = read_text(path, what="trace")
     header = read_header(path, text)
-    if format is not None:
-        fmt, why = format, "--format"
-    elif columns is not None:
-        fmt, why = "plain", "--columns"
-    else:
-        found = detect_format(path, header, FORMATS)
-        fmt, why = found.name, found.why
-    module = FORMATS[fmt]
-    if columns is not None or time_unit is not None:
-        if fmt not in PRESETS and fmt != "plain":
-            raise InputError(
-                "--columns/--time-unit",
-                f"apply to plain traces and presets ({', '.join(PRESETS)}), not {fmt}",
-            )
-        base = PRESETS.get(fmt, PLAIN_MAPPING)
-        module = base.with_columns(parse_columns(columns) if columns else {}, time_unit)
+    chosen = choose_format(path, header, format=format, columns=columns, time_unit=time_unit)
+    module = chosen.mapping or FORMATS[chosen.name]
     table = Table(path, module.COLUMNS, text)
     jobs = sorted(module.read(table, skip_bad_rows), key=lambda j: j.submit)
-    detected = f"format {fmt} ({why})"
-    if isinstance(module, FieldFormat):
-        detected += f": {module.describe(header)}"
-    shift = describe_origin(table.origin)
-    if shift:
-        detected += f"; {shift}"
     return TraceRead(
-        name=name, format=fmt, jobs=tuple(jobs), dropped=table.dropped, detected=detected
+        name=name,
+        format=chosen.name,
+        jobs=tuple(jobs),
+        dropped=table.dropped,
+        detected=describe(chosen, header, table),
     )

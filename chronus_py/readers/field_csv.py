@@ -11,6 +11,9 @@ no job id. A :class:`FieldFormat` maps columns to fields:
     gpus      GPU count (``gpu_scale`` converts e.g. PAI's percent of a GPU; rounded up)
     instances multiplies gpus (PAI's inst_num)
     tenant, deadline (absolute, like submit), model
+    iterations  training iterations (carried on the job; elastic replay progresses by them)
+    batch     global batch size (elastic replay: picks the throughput curve)
+    elastic   0 makes a job rigid in elastic replay (default 1)
 
 Times are numbers in ``time_unit`` or dates (``2020-04-01 00:00:05``, ISO 8601; no zone means UTC),
 and are shifted so that the first submission is t=0: epoch times become a replay that starts at
@@ -42,6 +45,9 @@ FIELDS = (
     "tenant",
     "deadline",
     "model",
+    "iterations",
+    "batch",
+    "elastic",
 )
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -57,6 +63,7 @@ class FieldFormat:
     gpu_scale: float = 1.0
     time_unit: str = "s"
     note: str = ""
+    shift: bool = True  # shift times so the first submission is t=0 (False: as published)
 
     @property
     def COLUMNS(self) -> tuple[str, ...]:  # noqa: N802 -- the attribute every format module has
@@ -92,6 +99,24 @@ class FieldFormat:
 
 
 PRESETS: dict[str, FieldFormat] = {
+    "elasticflow-philly": FieldFormat(
+        "elasticflow-philly",
+        {
+            "id": "job_id",
+            "submit": "submit_time",
+            "iterations": "iteration",
+            "model": "model_name",
+            "deadline": "ddl",
+            "batch": "batch_size",
+            "gpus": "num_gpu",
+            "duration": "duration",
+        },
+        {},
+        note="ElasticFlow's Philly trace (traces_for_ElasticFlow/philly_103959.csv): seconds, "
+        "ddl absolute; real_iteration and real_duration are not read (ElasticFlow's simulator "
+        "does not read them either)",
+        shift=False,
+    ),
     "philly": FieldFormat(
         "philly",
         {"submit": "timestamp", "duration": "duration", "gpus": "num_gpus"},
@@ -187,12 +212,12 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
         )
     unit = TIME_UNITS[fmt.time_unit]
     n = len(table)
-    start = _times(table, cols["start"], unit, optional=True) if "start" in cols else None
-    submit = _times(table, cols["submit"], unit) if "submit" in cols else start
+    start = read_times(table, cols["start"], unit, optional=True) if "start" in cols else None
+    submit = read_times(table, cols["submit"], unit) if "submit" in cols else start
     if "duration" in cols:
         duration = table.number(cols["duration"], minimum=0, scale=unit, maximum=MAX_JOB_SECONDS)
     else:
-        end = _times(table, cols["end"], unit, optional=True)
+        end = read_times(table, cols["end"], unit, optional=True)
         begin = submit if start is None else start
         duration = end - begin
         table.flag(duration < 0, f"column {cols['end']}", "is before the start")
@@ -204,17 +229,22 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
         table.drop(np.isnan(duration), "never ran (no start or end time)")
     gpus = _gpus(table, fmt, cols)
     deadline = (
-        _times(table, cols["deadline"], unit, optional=True)
+        read_times(table, cols["deadline"], unit, optional=True)
         if "deadline" in cols
         else np.full(n, np.nan)
     )
     table.flag(deadline < submit, f"column {cols.get('deadline')}", "is before the submission")
     table.drop(gpus == 0, "no GPUs")
-    ids = _ids(table, cols.get("id"))
+    ids = read_ids(table, cols.get("id"))
     tenants = _text(table, cols.get("tenant"), n)
     models = _text(table, cols.get("model"), n)
+    iterations = (
+        table.number(cols["iterations"], integer=True, minimum=0, optional=True)
+        if "iterations" in cols
+        else np.full(n, np.nan)
+    )
     keep = table.keep(skip_bad_rows)
-    origin = float(np.min(submit[keep])) if len(keep) else 0.0
+    origin = float(np.min(submit[keep])) if len(keep) and fmt.shift else 0.0
     jobs = []
     for row in keep:
         slo = not np.isnan(deadline[row])
@@ -227,6 +257,7 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
                 kind=JobKind.STRICT_SLO if slo else JobKind.BEST_EFFORT,
                 deadlines=(DeadlineOption(float(deadline[row] - origin), 1.0),) if slo else (),
                 duration=float(duration[row]),
+                iterations=None if np.isnan(iterations[row]) else int(iterations[row]),
                 model=models[row] or None,
             )
         )
@@ -234,7 +265,7 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
     return jobs
 
 
-def _times(table: Table, column: str, unit: float, *, optional: bool = False) -> np.ndarray:
+def read_times(table: Table, column: str, unit: float, *, optional: bool = False) -> np.ndarray:
     """Seconds: numbers in ``unit``, or dates (as seconds since the epoch, UTC)."""
     raw = table.text(column)
     values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=float)
@@ -300,7 +331,7 @@ def _gpus(table: Table, fmt: FieldFormat, cols: dict[str, str]) -> np.ndarray:
     return np.minimum(gpus, MAX_GPUS)
 
 
-def _ids(table: Table, spec: str | None) -> np.ndarray:
+def read_ids(table: Table, spec: str | None) -> np.ndarray:
     if spec is None:
         return np.array([str(table.line(r)) for r in range(len(table))], dtype=object)
     parts = [table.text(c) for c in spec.split("+")]

@@ -10,6 +10,11 @@ small pool first and scheduled by that estimate, off by ``sigma``), or ``realist
 is known: each job is measured in place on its own GPUs, ``chronus_py.estimates.in_place``).
 Whenever estimates can be wrong, running jobs are re-estimated from observed progress.
 
+An elastic policy (``elastic-chronus``, ``elasticflow``, ``elastic-edf``) makes the setup an
+elastic replay (``chronus_py.elastic.replay.run_elastic_setup``): the same trace options, cluster
+size and load, plus the throughput tables, the resize overhead scale and elastic Chronus's
+admission backend.
+
 ``run_setup`` reads, checks and replays; bad values raise one-line ``InputError`` naming the
 option, before any replay starts.
 """
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from chronus_py.elastic.policies import POLICIES as ELASTIC_POLICIES
 from chronus_py.errors import InputError
 from chronus_py.estimates import Noisy
 from chronus_py.estimates.in_place import InPlaceEstimation
@@ -39,6 +45,7 @@ from placement.slowdown import speed_factor
 
 REESTIMATE_EVERY = 300.0
 ESTIMATES = ("oracle", "pool", "realistic")
+ELASTIC_BACKENDS = ("greedy", "cpsat")
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,19 @@ class ReplaySetup:
     columns: str | None = None
     time_unit: str | None = None
     skip_bad_rows: bool = False
+    throughputs: Path | None = None
+    resize_scale: float = 1.0
+    elastic_backend: str = "greedy"
+
+    @property
+    def elastic(self) -> bool:
+        """An elastic replay: jobs resize by their throughput curves."""
+        return self.policy in ELASTIC_POLICIES
 
     def check(self) -> None:
         """Refuse values no replay could use, naming the option as the command line spells it."""
+        if self.elastic:
+            self.check_elastic()
         if self.cluster is None and (self.nodes <= 0 or self.gpus_per_node <= 0):
             raise InputError("--nodes/--gpus-per-node", "must be positive")
         if self.cluster is None and (
@@ -96,6 +113,27 @@ class ReplaySetup:
         if self.profiling and self.estimates == "realistic":
             raise InputError(
                 "--profiling", "is the pool model; it cannot go with --estimates realistic"
+            )
+
+    def check_elastic(self) -> None:
+        rigid_only = {
+            "--cluster": self.cluster is not None,
+            "--profiling": self.profiling,
+            "--estimates": self.estimates != "oracle",
+            "--estimate-sigma": self.sigma != 0,
+            "--slowdown": self.slowdown,
+            "--round-requests": self.round_requests,
+        }
+        given = [flag for flag, on in rigid_only.items() if on]
+        if given:
+            raise InputError("--elastic", f"does not combine with {', '.join(given)} yet")
+        if not (math.isfinite(self.resize_scale) and self.resize_scale >= 0):
+            raise InputError("--resize-scale", "must be >= 0")
+        if self.elastic_backend not in ELASTIC_BACKENDS:
+            raise InputError("--elastic-backend", f"must be one of {', '.join(ELASTIC_BACKENDS)}")
+        if self.elastic_backend != "greedy" and self.policy != "elastic-chronus":
+            raise InputError(
+                "--elastic-backend", f"only elastic-chronus has one, not {self.policy}"
             )
 
 

@@ -62,6 +62,8 @@ def read_jobs(path: Path) -> list[Run]:
         raise InputError(path, f"cannot read the replay's jobs: {exc.strerror}") from None
     out = []
     for number, row in enumerate(rows, 2):
+        if not row.get("first_start") or not row.get("finish"):
+            continue  # an elastic job that was declined or dropped: it has no run to draw
         field = "job_id"
         try:
             field = "deadlines"

@@ -4,6 +4,7 @@ import csv
 import json
 
 from chronus_py.cli import main
+from chronus_py.replay.metrics import JOB_COLUMNS
 
 
 def test_help_lists_commands(capsys):
@@ -203,3 +204,50 @@ def test_the_selector_rounds_to_the_clusters_nodes():
         selector.admit_arrivals([state], 0.0)
         assert selector.guarantees["a"].at == 1e5
         assert int(selector._used.max()) == held
+
+
+RENAMED = "jid,t,iters,net,due,bs,g,secs\na,0,1000,bert,20,64,4,5\nb,1,3000,gpt2,1,128,1,30\n"
+RENAMED_COLUMNS = (
+    "id=jid,submit=t,iterations=iters,model=net,deadline=due,batch=bs,gpus=g,duration=secs"
+)
+
+
+def test_elastic_replay_maps_columns_and_writes_what_the_rigid_out_writes(write, tmp_path, capsys):
+    path = write(RENAMED)
+    out = tmp_path / "out"
+    argv = ["replay", "--trace", str(path), "--elastic", "--nodes", "1"]
+    argv += ["--columns", RENAMED_COLUMNS, "--time-unit", "min", "--json", "--out", str(out)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    metrics = json.loads(captured.out)
+    assert metrics["policy"] == "elastic-chronus" and metrics["jobs"] == 2
+    assert metrics["cluster"] == "1x8" and metrics["dropped_rows"] == 0
+    assert "format plain (--columns): id=jid" in captured.err
+    rows = list(csv.DictReader(open(out / "jobs.csv")))
+    header = next(csv.reader(open(out / "jobs.csv")))
+    assert header[: len(JOB_COLUMNS)] == list(JOB_COLUMNS)  # the rigid replay's columns first
+    # times were minutes: a's deadline is 20 min, met on 8 GPUs; b (deadline at its submission)
+    # is declined and never runs: its row has no start, and the report draws the rest
+    a, b = rows
+    assert a["deadlines"] == "1200" and a["met_deadline_index"] == "0" and a["gpus"] == "8"
+    assert b["first_start"] == b["finish"] == "" and b["met_deadline_index"] == ""
+    assert json.loads((out / "metrics.json").read_text())["jobs"] == 2
+    assert "elastic-chronus on trace.csv" in (out / "report.html").read_text()
+
+
+def test_elastic_replay_with_a_wrong_mapping_is_one_line(write, capsys):
+    path = write(RENAMED)
+    columns = RENAMED_COLUMNS.replace("bs", "batch_size")
+    assert main(["replay", "--trace", str(path), "--elastic", "--columns", columns]) == 2
+    err = capsys.readouterr().err
+    assert err == f"chronus replay: {path}:1: column batch_size: missing from header\n"
+
+
+def test_elastic_replay_refuses_rigid_only_options_by_name(write, capsys):
+    path = write(RENAMED)
+    argv = ["replay", "--trace", str(path), "--elastic", "--columns", RENAMED_COLUMNS]
+    assert main([*argv, "--slowdown"]) == 2
+    err = capsys.readouterr().err
+    assert err == "chronus replay: --elastic: does not combine with --slowdown yet\n"
+    assert main([*argv, "--elastic-backend", "cpsat", "--elastic", "elastic-edf"]) == 2
+    assert "--elastic-backend: only elastic-chronus has one" in capsys.readouterr().err

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
-from chronus_py.elastic.jobs import elastic_sizes, read_elastic_trace
+from chronus_py.elastic.jobs import elastic_sizes
 from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
 from chronus_py.readers import traces_dir
+from chronus_py.readers.elastic import read_elastic_trace
 
 A100 = traces_dir() / "elasticflow" / "throughputs_A100"
 
@@ -59,8 +60,7 @@ def test_trace_rows_become_elastic_or_rigid_jobs(tmp_path):
         "b,10,1000,bert,5000,64,4,100,0\n"
         "c,20,1000,unknown,5000,64,2,500,1\n"
     )
-    jobs, _ = read_elastic_trace(trace, read_throughputs(A100), cluster_gpus=512)
-    a, b, c = jobs
+    a, b, c = read_elastic_trace(trace, read_throughputs(A100), cluster_gpus=512).jobs
     assert a.sizes == (1, 2, 4, 8) and not a.rigid
     assert b.sizes == (4,) and b.rates == (read_throughputs(A100).curve("bert", 64)[4],)
     assert c.sizes == (2,) and c.rates == (2.0,)  # no curve: num_iteration / duration
@@ -145,3 +145,11 @@ def test_bundled_itp_traces_read_as_elasticflow_rows(name, rows):
 
     trace = read_trace(name)
     assert trace.format == "elasticflow" and len(trace.jobs) == rows and not trace.dropped
+
+
+def test_load_compresses_arrivals_and_keeps_each_deadlines_offset():
+    from chronus_py.elastic.replay import scale_load
+    from tests.elastic.helpers import job
+
+    a, b = scale_load([job("a", 0, 100, 10), job("b", 60, 160, 10)], 2.0)
+    assert (a.submit, a.deadline) == (0, 100) and (b.submit, b.deadline) == (30, 130)
