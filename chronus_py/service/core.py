@@ -127,7 +127,7 @@ class Service:
         """The last round's :class:`~chronus_py.plan.Plan` (None before the first round),
         assembled on first use after each round."""
         if self._plan is None and self._decided is not None:
-            self._plan = rounds.plan_of(self.scheduler, self._decided)
+            self._plan = rounds.assemble(self.scheduler, self._decided)
         return self._plan
 
     # -- (re)building from the backend's truth plus the database -----------------------------------
@@ -139,7 +139,7 @@ class Service:
         self._backend_keeps_promises = getattr(self.backend, "records_promises", False)
         self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
-        self.scheduler = rounds.build_scheduler(
+        self.scheduler = rounds.scheduler_for(
             self.settings,
             self.cluster,
             allocator=self.allocator_factory(),
@@ -357,7 +357,7 @@ class Service:
         job = spec.job
         estimate = rounds.planned_work(spec.estimate)
         self.estimates[job.id] = estimate
-        stats = rounds.selector_stats(self.scheduler)
+        stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
         state, admission = rounds.admit(self.scheduler, job, now, known=spec.estimate is not None)
         self.specs[job.id] = spec
@@ -770,9 +770,11 @@ class Service:
 
     def _round(self) -> None:
         now = self.backend.now()
-        stats = rounds.selector_stats(self.scheduler)
+        stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
-        decided, seconds = rounds.run_round(self.scheduler, now)
+        started = time.perf_counter()
+        decided = rounds.advance(self.scheduler, now)
+        seconds = time.perf_counter() - started
         self._decided = decided
         self._plan = None
         self.counters.rounds += 1

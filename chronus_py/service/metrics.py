@@ -77,7 +77,7 @@ class _Collector:
         for decision, n in sorted(service.counters.submissions.items()):
             submissions.add_metric([decision], n)
         yield submissions
-        stats = rounds.selector_stats(scheduler)
+        stats = rounds.solver_stats(scheduler)
         yield CounterMetricFamily(
             "chronus_solver_fallbacks",
             "Lease plans solved by the greedy fallback",
