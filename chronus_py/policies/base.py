@@ -122,8 +122,10 @@ class Policy(Protocol):
         it (a dry run of admission); None if it would not be, or the policy guarantees
         nothing."""
 
-    def refusal(self, job: JobState, now: float) -> str:
-        """Why ``job`` holds no guarantee (or would get none now), in words for its owner."""
+    def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
+        """Why ``job`` holds no guarantee (or would get none now), in words for its owner;
+        ``detail`` False leaves out what costs more to find (for Chronus, the test that refused
+        it), for a reason given for every waiting job after every round."""
 
     def solver_stats(self) -> SelectorStats | None:
         """What the policy's solver did so far (re-plans, fallbacks, demotions), or None."""
@@ -184,7 +186,7 @@ class OrderPolicy:
     def probe(self, job: JobState, now: float) -> DeadlineOption | None:
         return None
 
-    def refusal(self, job: JobState, now: float) -> str:
+    def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
         if not job.job.is_slo:
             return "best-effort job: no deadline to guarantee"
         return f"policy {self.name} gives no guarantees"

@@ -131,14 +131,14 @@ class Chronus(OrderPolicy):
     def probe(self, job: JobState, now: float) -> DeadlineOption | None:
         return self.selector.probe(job, now) if self.selector else None
 
-    def refusal(self, job: JobState, now: float) -> str:
-        """Hopeless, or not fitting the plan; then also the test that refused it
+    def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
+        """Hopeless, or not fitting the plan; in ``detail``, also the test that refused it
         (``LeaseSelector.why_not``: capacity, the headroom, the guard or the estimate band)."""
         if not job.job.is_slo or self.selector is None:
             return super().refusal(job, now)
         if self.selector.hopeless(job, now):
             return "cannot meet its last deadline even alone; runs on leftover GPUs"
-        why = self.selector.why_not(job, now)
+        why = self.selector.why_not(job, now) if detail else None
         return f"{POOL}; held back by {why}" if why else POOL
 
     def solver_stats(self) -> SelectorStats | None:

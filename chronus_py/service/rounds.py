@@ -131,6 +131,13 @@ def _not_guaranteed(scheduler: Scheduler, state: JobState, now: float) -> Admiss
     return Admission(NOT_GUARANTEED, reason=scheduler.policy.refusal(state, now))
 
 
+def _refusal(scheduler: Scheduler, state: JobState, now: float) -> str:
+    """The reason a backend shows the owner of a job without a guarantee, after every round
+    that changed something: without the test that refused it, which would cost the round a
+    search of the plan per waiting job (ten times the reports of 3,000 waiting jobs)."""
+    return scheduler.policy.refusal(state, now, detail=False)
+
+
 def admit(
     scheduler: Scheduler, job: Job, now: float, *, known: bool = True
 ) -> tuple[JobState, Admission]:
@@ -246,7 +253,7 @@ def reports(scheduler: Scheduler, now: float) -> dict[str, JobReport]:
             running=running,
             guaranteed=state.guaranteed,
             planned_start=leases[0] if leases and not running else None,
-            reason="" if state.guaranteed else _not_guaranteed(scheduler, state, now).reason,
+            reason="" if state.guaranteed else _refusal(scheduler, state, now),
         )
     return out
 

@@ -114,6 +114,7 @@ def test_chronus_says_which_test_refused_a_guarantee():
         f"{POOL}; held back by the headroom (each lease keeps 50% of its GPUs from new "
         "guarantees for the pool)"
     )
+    assert policy.refusal(d, 0.0, detail=False) == POOL
     assert policy.refusal(scheduler.jobs["H"], 0.0) == (
         "cannot meet its last deadline even alone; runs on leftover GPUs"
     )
