@@ -47,8 +47,8 @@ class _Collector:
         scheduler = service.scheduler
         jobs = GaugeMetricFamily("chronus_jobs", "Jobs by state", labels=["state"])
         counts = service.db.counts()
-        running = len(scheduler.running)
-        counts.update({"pending": len(scheduler.active) - running, "running": running})
+        pending, running = rounds.job_counts(scheduler)
+        counts.update({"pending": pending, "running": running})
         for state, n in sorted(counts.items()):
             jobs.add_metric([state], n)
         yield jobs
