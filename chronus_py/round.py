@@ -16,6 +16,11 @@
 ``chronus plan`` runs all four once from a state file, the service once per wake-up, and replay
 runs the first two (:func:`advance`) at every event of a trace: it acts on the moves directly and
 needs no decisions.
+
+The round asks the policy only through its interface (``chronus_py/policies/base.py``), never
+its class: a waiting job that may run at several sizes gets the one ``Policy.size`` picks
+(:func:`choose_size`), and the guarantees, refusals and re-plans the service needs are hooks
+too. :func:`new_scheduler` and :func:`restore` are the service's as well as ``chronus plan``'s.
 """
 
 from __future__ import annotations
