@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.scenarios):
         jobs, cluster, policy = scenario(rng)
         result = replay(jobs, cluster, policy)
-        demoted = policy.selector.stats.demoted
+        demoted = policy.solver_stats().demoted
         counts["with_demotion"] += bool(demoted)
         counts["demotions"] += len(demoted)
         for state in result.jobs:

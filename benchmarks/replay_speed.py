@@ -64,16 +64,16 @@ def one(trace: str, policy: str) -> dict:
         wrap_policy=lambda chosen: policies.append(chosen) or chosen,
     )
     metrics = summarize(result, trace=trace, dropped=loaded.dropped)
-    selector = getattr(policies[0], "selector", None)
-    if selector is not None:
-        solve = np.array(selector.stats.solve_seconds)
+    stats = policies[0].solver_stats()
+    if stats is not None:
+        solve = np.array(stats.solve_seconds)
         metrics.update(
-            lease_rounds=selector.stats.rounds,
-            solve_fallbacks=selector.stats.fallbacks,
+            lease_rounds=stats.rounds,
+            solve_fallbacks=stats.fallbacks,
             solve_median_s=float(np.median(solve)),
             solve_p99_s=float(np.percentile(solve, 99)),
             solve_max_s=float(solve.max()),
-            demoted=len(selector.stats.demoted),
+            demoted=len(stats.demoted),
         )
     metrics["load_seconds"] = load_s
     metrics["total_seconds"] = time.perf_counter() - started

@@ -16,6 +16,11 @@
 ``chronus plan`` runs all four once from a state file, the service once per wake-up, and replay
 runs the first two (:func:`advance`) at every event of a trace: it acts on the moves directly and
 needs no decisions.
+
+The round asks the policy only through its interface (``chronus_py/policies/base.py``), never
+its class: a waiting job that may run at several sizes gets the one ``Policy.size`` picks
+(:func:`choose_size`), and the guarantees, refusals and re-plans the service needs are hooks
+too. :func:`new_scheduler` and :func:`restore` are the service's as well as ``chronus plan``'s.
 """
 
 from __future__ import annotations
@@ -24,19 +29,51 @@ import time
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from chronus_py.elastic.sizing import Elastic, choose_size
+from chronus_py.elastic.sizing import Elastic
 from chronus_py.errors import InputError
-from chronus_py.estimates import Fixed
+from chronus_py.estimates import Estimator, Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
 from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
-from chronus_py.model import DeadlineOption, Job
+from chronus_py.model import Cluster, DeadlineOption, Job
+from chronus_py.overhead import restart_overhead
 from chronus_py.plan import Action, JobDecision, Plan
-from chronus_py.policies import Chronus, make_policy
+from chronus_py.policies import make_policy
+from chronus_py.policies.base import Policy, Sizes
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.state import JobState, Status
 from chronus_py.state_file import JobEntry, State
 from placement import CellAllocator
+
+
+def new_scheduler(
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    allocator=None,
+    estimator: Estimator | None = None,
+    even_gangs: bool = False,
+    start_latency: Callable[[], float] | None = None,
+) -> Scheduler:
+    """An empty scheduler for rounds: the one place ``chronus plan`` and the service make one.
+    ``start_latency`` is the cluster manager's measured time from a start decision to the job's
+    work beginning: every start the plan charges then costs it on top of the restart overhead,
+    so a guarantee includes it. ``even_gangs`` as the cluster manager needs (see
+    :class:`~chronus_py.scheduler.Scheduler`)."""
+    overhead = restart_overhead
+    if start_latency is not None:
+
+        def overhead(gpus: int) -> float:
+            return restart_overhead(gpus) + start_latency()
+
+    return Scheduler(
+        cluster,
+        policy,
+        allocator=allocator,
+        estimator=estimator,
+        even_gangs=even_gangs,
+        overhead=overhead,
+    )
 
 
 def build_scheduler(state: State) -> Scheduler:
@@ -52,70 +89,86 @@ def build_scheduler(state: State) -> Scheduler:
         },
         bands={entry.job.id: entry.band for entry in state.jobs if entry.band},
     )
-    scheduler = Scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
+    scheduler = new_scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
     waiting_elastic = [e for e in state.jobs if e.elastic is not None and e.placement is None]
     for entry in state.jobs:
         if entry not in waiting_elastic:
-            _restore(scheduler, state, entry, entry.job)
+            _restore_entry(scheduler, state, entry, entry.job)
     if waiting_elastic:
-        # Sized one by one against what the others leave (their admission first): each gets its
-        # smallest size the lease plan can still guarantee (chronus_py/elastic/sizing.py).
+        # Sized one by one against what the others leave (their admission first), by the
+        # policy: with a lease plan, its smallest size the plan can still guarantee.
         scheduler.select(state.now)
         for entry in waiting_elastic:
-            size = choose_size(
-                entry.job,
-                entry.elastic,
-                state.now,
-                scheduler.overhead,
-                guarantee_probe(scheduler, entry.job, entry.elastic, state.now),
-            )
+            size = choose_size(scheduler, entry.job, entry.elastic, state.now)
             estimator.seconds[entry.job.id] = entry.elastic.seconds(size)
-            _restore(scheduler, state, entry, replace(entry.job, gpus=size))
+            _restore_entry(scheduler, state, entry, replace(entry.job, gpus=size))
     return scheduler
 
 
-def _restore(scheduler: Scheduler, state: State, entry: JobEntry, job: Job) -> None:
+def _restore_entry(scheduler: Scheduler, state: State, entry: JobEntry, job: Job) -> None:
     work_done = entry.work_done if entry.elastic is None else entry.elastic.done_seconds(job.gpus)
     try:
-        restored = scheduler.restore(
+        restore(
+            scheduler,
             job,
             state.now,
             work_done=work_done,
             guaranteed=entry.guaranteed,
             placement=entry.placement,
+            known=entry.estimate is not None,
         )
     except ValueError as exc:
         raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
-    restored.known = entry.estimate is not None
 
 
-def would_guarantee(scheduler: Scheduler, state: JobState, now: float) -> DeadlineOption | None:
-    """The deadline option the policy's lease plan would guarantee ``state`` now, without booking
-    it (a dry run of admission); None if it would not, or the policy keeps no lease plan."""
-    policy = scheduler.policy
-    selector = policy.selector if isinstance(policy, Chronus) else None
-    return None if selector is None else selector.probe(state, now)
+def restore(
+    scheduler: Scheduler,
+    job: Job,
+    now: float,
+    *,
+    work_done: float = 0.0,
+    guaranteed: DeadlineOption | None = None,
+    placement: Mapping[str, tuple[int, ...]] | None = None,
+    known: bool = True,
+    starts: int = 0,
+) -> JobState:
+    """Load a job a cluster manager tracks (a state file's, or the service's after a restart or
+    a resync): running on ``placement`` or pending, ``work_done`` seconds of its work behind
+    it, its guarantee, whether its runtime is ``known`` yet, and its run count when the cluster
+    manager keeps one (``starts``: each run after the first has paid a restart). The allocator's
+    objection to ``placement`` is a ValueError, nothing loaded."""
+    state = scheduler.restore(
+        job, now, work_done=work_done, guaranteed=guaranteed, placement=placement
+    )
+    state.known = known
+    if placement is not None and starts > 1:
+        state.service += (starts - 1) * state.overhead
+        state.starts = starts
+    state.preemptions = max(starts - 1, 0)
+    return state
 
 
-def guarantee_probe(
-    scheduler: Scheduler, job: Job, elastic: Elastic, now: float
-) -> Callable[[int], bool] | None:
-    """``n -> would the lease plan guarantee this elastic job at n GPUs now``; None without a
-    lease plan."""
-    if not isinstance(scheduler.policy, Chronus) or scheduler.policy.selector is None:
-        return None
+def sizes(scheduler: Scheduler, job: Job, elastic: Elastic) -> Sizes:
+    """An elastic job's record at each of its sizes, as the scheduler would hold it there."""
+    return Sizes(
+        job,
+        {
+            n: JobState(
+                job=replace(job, gpus=n),
+                seq=-1,
+                estimate=elastic.seconds(n),
+                overhead=scheduler.overhead(n),
+                service=elastic.done_seconds(n),
+            )
+            for n in elastic.sizes
+        },
+    )
 
-    def at(n: int) -> bool:
-        probe = JobState(
-            job=replace(job, gpus=n),
-            seq=-1,
-            estimate=elastic.seconds(n),
-            overhead=scheduler.overhead(n),
-            service=elastic.done_seconds(n),
-        )
-        return would_guarantee(scheduler, probe, now) is not None
 
-    return at
+def choose_size(scheduler: Scheduler, job: Job, elastic: Elastic, now: float) -> int:
+    """The size a waiting elastic job gets this round: the policy's choice (``Policy.size``),
+    against the plan as the last ``select`` left it."""
+    return scheduler.policy.size(sizes(scheduler, job, elastic), scheduler.view(now))
 
 
 def advance(scheduler: Scheduler, now: float) -> Moves:

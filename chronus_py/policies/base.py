@@ -11,15 +11,29 @@ Contract that keeps the scheduler fast without re-sorting the world at every eve
 - a running job's key does not get worse as time passes, except at the instant
   ``key_worsens_at`` returns for it (the scheduler wakes up then);
 - keys end with the job's submission sequence number, so ties are deterministic.
+
+Beyond the order, a round asks a policy four things, each with a default in :class:`OrderPolicy`
+so a policy that is only a key needs none of them (a lease-planning policy answers all):
+- ``probe``: would this job be guaranteed now, and at which deadline option (a dry run of
+  admission, nothing booked); ``refusal``: why it is not;
+- ``solver_stats``: what its solver did (re-plans, fallbacks), for metrics;
+- ``replan_due``, ``replan``, ``replan_started``, ``commit_replan``: a re-plan computed elsewhere
+  (the service forks it off the request path) and committed later;
+- ``size``: the size a waiting job that may run at several starts at.
+Callers use these and never the policy's class or internals, so a new policy plugs into replay,
+``chronus plan`` and the service alike.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Protocol, Sequence
 
-from chronus_py.model import DeadlineOption
+from chronus_py.model import DeadlineOption, Job
 from chronus_py.state import JobState
+
+if TYPE_CHECKING:
+    from chronus_py.selector import SelectorStats
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,20 @@ class LeaseReport:
     solve_seconds: float
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """A waiting job the round may start at any of several sizes, as its record at each: the
+    work, restart and progress it would have there (``at``: GPUs -> record, ascending). A rigid
+    job has one size. What :meth:`Policy.size` chooses from."""
+
+    job: Job
+    at: Mapping[int, JobState]
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(self.at)
+
+
 class Policy(Protocol):
     name: str
     preemptive: bool
@@ -89,9 +117,43 @@ class Policy(Protocol):
     def lease_report(self) -> LeaseReport | None:
         """The lease plan behind the order, for policies that keep one (else None)."""
 
+    def probe(self, job: JobState, now: float) -> DeadlineOption | None:
+        """The deadline option ``job`` would be guaranteed if it arrived now, without booking
+        it (a dry run of admission); None if it would not be, or the policy guarantees
+        nothing."""
+
+    def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
+        """Why ``job`` holds no guarantee (or would get none now), in words for its owner;
+        ``detail`` False leaves out what costs more to find (for Chronus, the test that refused
+        it), for a reason given for every waiting job after every round."""
+
+    def solver_stats(self) -> SelectorStats | None:
+        """What the policy's solver did so far (re-plans, fallbacks, demotions), or None."""
+
+    def replan_due(self, now: float) -> bool:
+        """Whether the next ``prepare`` would re-plan (e.g. its lease ended)."""
+
+    def replan(self, active: Mapping[str, JobState], now: float) -> Any:
+        """Compute the re-plan that is due, on this copy of the policy (the service runs it in
+        a forked child); returns what ``commit_replan`` takes, which must pickle."""
+
+    def replan_started(self, now: float) -> None:
+        """The due re-plan is computing elsewhere: until ``commit_replan``, decide against the
+        committed plan instead of re-planning in ``prepare``."""
+
+    def commit_replan(
+        self, result: Any, arrived: Sequence[JobState], now: float
+    ) -> Collection[str]:
+        """Make ``result`` (of ``replan``) the policy's plan, taking in the jobs that
+        ``arrived`` meanwhile; returns the ids whose key changed. ``result`` None (the re-plan
+        failed): the re-plan is due again, at the next ``prepare``."""
+
+    def size(self, job: Sizes, view: View) -> int:
+        """The size a waiting job starts at this round, one of ``job.sizes``."""
+
 
 class OrderPolicy:
-    """Base for policies that are only a key: no hooks, no wake-ups."""
+    """Base for policies that are only a key: no hooks, no wake-ups, no guarantees."""
 
     name = "order"
     preemptive = True
@@ -120,3 +182,42 @@ class OrderPolicy:
 
     def lease_report(self) -> LeaseReport | None:
         return None
+
+    def probe(self, job: JobState, now: float) -> DeadlineOption | None:
+        return None
+
+    def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
+        if not job.job.is_slo:
+            return "best-effort job: no deadline to guarantee"
+        return f"policy {self.name} gives no guarantees"
+
+    def solver_stats(self) -> SelectorStats | None:
+        return None
+
+    def replan_due(self, now: float) -> bool:
+        return False
+
+    def replan(self, active: Mapping[str, JobState], now: float) -> Any:
+        return None
+
+    def replan_started(self, now: float) -> None:
+        return None
+
+    def commit_replan(
+        self, result: Any, arrived: Sequence[JobState], now: float
+    ) -> Collection[str]:
+        return ()
+
+    def size(self, job: Sizes, view: View) -> int:
+        """Without guarantees to go by: a best-effort job its largest size (nothing is gained
+        by waiting on a small one); an SLO job the smallest that meets its first deadline alone
+        from now, restart included, else its fastest (smallest of equals)."""
+        sizes = job.sizes
+        if len(sizes) == 1 or not job.job.is_slo:
+            return sizes[-1]
+        deadline = job.job.deadlines[0].at
+        for n in sizes:
+            state = job.at[n]
+            if view.now + state.overhead + (state.estimate - state.service) <= deadline:
+                return n
+        return min(sizes, key=lambda n: (job.at[n].estimate, n))

@@ -21,13 +21,17 @@ GPUs for that job and the one running ahead only borrows them.
 
 from __future__ import annotations
 
-from typing import Collection, Mapping
+from typing import Any, Collection, Mapping, Sequence
 
 from chronus_py.model import DeadlineOption
-from chronus_py.policies.base import LeaseReport, OrderPolicy, View
-from chronus_py.selector import ChronusSettings, LeaseSelector, Tier
+from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
+from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier, lease_of
 from chronus_py.state import JobState, Status
 
+POOL = (
+    "no deadline option fits the lease plan's free capacity; competes in the pool by remaining "
+    "GPU-time"
+)
 STANDINGS = {
     Tier.MUST_RUN: "guaranteed, due in this lease",
     Tier.SPOT: "runs on spare capacity by remaining GPU-time",
@@ -121,4 +125,60 @@ class Chronus(OrderPolicy):
                 "demoted": list(stats.demoted),
             },
             solve_seconds=sum(stats.solve_seconds),
+        )
+
+    # -- what the round and the service ask beyond the order (``base.Policy``) --------------------
+    def probe(self, job: JobState, now: float) -> DeadlineOption | None:
+        return self.selector.probe(job, now) if self.selector else None
+
+    def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
+        """Hopeless, or not fitting the plan; in ``detail``, also the test that refused it
+        (``LeaseSelector.why_not``: capacity, the headroom, the guard or the estimate band)."""
+        if not job.job.is_slo or self.selector is None:
+            return super().refusal(job, now)
+        if self.selector.hopeless(job, now):
+            return "cannot meet its last deadline even alone; runs on leftover GPUs"
+        why = self.selector.why_not(job, now) if detail else None
+        return f"{POOL}; held back by {why}" if why else POOL
+
+    def solver_stats(self) -> SelectorStats | None:
+        return self.selector.stats if self.selector else None
+
+    def replan_due(self, now: float) -> bool:
+        selector = self.selector
+        if selector is None or selector.lease_index < 0:
+            return False
+        return now >= selector.lease_end() - 1e-9
+
+    def replan(self, active: Mapping[str, JobState], now: float) -> Any:
+        """The new lease's plan: the selector itself, re-planned, and the jobs whose tier
+        changed."""
+        changed = self.selector.new_lease(active, now)
+        return self.selector, changed
+
+    def replan_started(self, now: float) -> None:
+        self.selector.lease_index = lease_of(now, self.settings.lease)
+
+    def commit_replan(
+        self, result: Any, arrived: Sequence[JobState], now: float
+    ) -> Collection[str]:
+        """Jobs admitted while the re-plan computed keep their promises (adopted, then booked
+        into the new plan where they fit; one that does not is re-planned at the next lease
+        like a restored one)."""
+        if result is None:
+            self.selector.lease_index -= 1  # the lease is due again: the next prepare re-plans
+            return ()
+        selector, changed = result
+        selector.adopt(arrived)
+        self.selector = selector
+        return set(changed) | selector.admit_arrivals(arrived, now)
+
+    def size(self, job: Sizes, view: View) -> int:
+        """An SLO job's smallest size the lease plan can guarantee now (the admission probe,
+        against the guarantees already given), else its largest, which competes unguaranteed
+        with the best chance."""
+        if len(job.sizes) == 1 or not job.job.is_slo or self.selector is None:
+            return super().size(job, view)
+        return next(
+            (n for n in job.sizes if self.probe(job.at[n], view.now) is not None), job.sizes[-1]
         )

@@ -34,9 +34,10 @@ from chronus_py.service.jobspec import (
     FieldError,
     Forbidden,
     JobSpec,
+    Origin,
     Unrunnable,
     integer,
-    parse_job,
+    read_job,
 )
 
 log = logging.getLogger("chronus.serve")
@@ -55,6 +56,18 @@ class ApiError(Exception):
         self.status = status
         self.message = message
         self.field = field
+
+    def line(self) -> str:
+        """The refusal as one line, naming the field."""
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+class Rejected(ApiError):
+    """A well-formed job this service cannot run: the API answers it 200, with admission
+    ``rejected`` and the reason, and keeps nothing."""
+
+    def __init__(self, reason: str):
+        super().__init__(200, reason)
 
 
 @dataclass
@@ -127,7 +140,7 @@ class Service:
         """The last round's :class:`~chronus_py.plan.Plan` (None before the first round),
         assembled on first use after each round."""
         if self._plan is None and self._decided is not None:
-            self._plan = rounds.plan_of(self.scheduler, self._decided)
+            self._plan = rounds.assemble(self.scheduler, self._decided)
         return self._plan
 
     # -- (re)building from the backend's truth plus the database -----------------------------------
@@ -139,7 +152,7 @@ class Service:
         self._backend_keeps_promises = getattr(self.backend, "records_promises", False)
         self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
-        self.scheduler = rounds.build_scheduler(
+        self.scheduler = rounds.scheduler_for(
             self.settings,
             self.cluster,
             allocator=self.allocator_factory(),
@@ -154,14 +167,7 @@ class Service:
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
-                spec = parse_job(
-                    row["spec"],
-                    now=now,
-                    tenant=row["tenant"],
-                    may_set_tenant=True,
-                    submit=row["submit"],
-                    throughputs=self.throughputs,
-                )
+                spec = self._read(row["spec"], Origin.record(row["tenant"], row["submit"]), now)
                 if obs is not None and obs.state in _ENDED:
                     self.db.set_state(
                         row["id"], _ENDED[obs.state], finished=obs.ended_at, starts=obs.starts
@@ -181,38 +187,19 @@ class Service:
             for obs in observed.values():
                 if obs.state in _ENDED or obs.spec is None or obs.id in self.known:
                     continue
-                spec = parse_job(
-                    dict(obs.spec),
-                    now=now,
-                    tenant=str(obs.spec.get("tenant")),
-                    may_set_tenant=True,
-                    submit=now,
-                    throughputs=self.throughputs,
+                origin = Origin.record(str(obs.spec.get("tenant")), now)
+                spec = self._read(dict(obs.spec), origin, now)
+                admission = rounds.Admission(
+                    rounds.NOT_GUARANTEED,
+                    reason="recovered from the backend: the database had no record",
                 )
-                admission = {
-                    "decision": rounds.NOT_GUARANTEED,
-                    "reason": "recovered from the backend: the database had no record",
-                }
                 if obs.guaranteed is not None:
-                    admission = {
-                        "decision": rounds.GUARANTEED,
-                        "reason": "recovered from the backend's record of the promise",
-                        "deadline": {"at": obs.guaranteed.at, "value": obs.guaranteed.value},
-                    }
-                self.db.add_job(
-                    job_id=spec.job.id,
-                    seq=self.db.next_seq(),
-                    tenant=spec.job.tenant,
-                    spec=spec.fields,
-                    submit=now,
-                    estimate=rounds.planned_work(spec.estimate),
-                    first_deadline=_first(spec),
-                    admission=admission,
-                    guaranteed=None
-                    if obs.guaranteed is None
-                    else (obs.guaranteed.at, obs.guaranteed.value),
-                )
-                self.known.add(spec.job.id)
+                    admission = rounds.Admission(
+                        rounds.GUARANTEED,
+                        obs.guaranteed,
+                        "recovered from the backend's record of the promise",
+                    )
+                self._record(spec, self.db.next_seq(), admission)
                 self._restore(
                     spec,
                     rounds.planned_work(spec.estimate),
@@ -285,32 +272,36 @@ class Service:
         started = time.perf_counter()
         now = self.backend.now()
         self._replan_if_due(now)
-        # One rule for refusals: a request that breaks the published schema (openapi.py: types,
-        # ranges, the cluster's size, the elastic models) is a 4xx naming the field; a
-        # well-formed job this service cannot run (its last deadline not after now, no
-        # measured size in its elastic range) is answered 200, submitted false, admission
-        # rejected with the reason. A dry run gets the answer a submission would.
+        origin = Origin.request(caller.tenant, admin=caller.admin)
         try:
-            spec = parse_job(
-                body,
-                now=now,
-                tenant=caller.tenant,
-                may_set_tenant=caller.admin,
-                throughputs=self.throughputs,
-            )
-        except Unrunnable as exc:
-            return self._rejected(f"{exc.field}: {exc.why}")
-        except Forbidden as exc:
-            raise ApiError(403, exc.why, exc.field) from None
-        except FieldError as exc:
-            raise ApiError(422, exc.why, exc.field) from None
-        if not caller.admin:
-            spec = spec.renamed(self.scoped(spec.job.id, caller))
+            spec, admission = self.intake(body, origin, now, dry_run=dry_run)
+        except Rejected as exc:
+            return self._rejected(exc.message)
+        if dry_run:
+            # No id: no job has it, nor is it kept for one (a link to it would lead nowhere).
+            return 200, {"submitted": False, "dry_run": True, "admission": admission.to_dict()}
+        self.on_admission(time.perf_counter() - started)
+        shown = self.shown(spec.job.id, caller)
+        return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
+
+    def intake(
+        self, body: Any, origin: Origin, now: float, *, dry_run: bool = False
+    ) -> tuple[JobSpec, rounds.Admission]:
+        """The one way in for a new job, a request's or a backend arrival's: its fields read by
+        the rules of its ``origin``, its id checked against every id ever accepted, then what
+        this cluster can never run refused, and the rest admitted (``accept``: the database,
+        the promise, the audit, the backend), or only probed in a ``dry_run``.
+
+        One rule for refusals: a job that breaks the published schema (openapi.py: types,
+        ranges, the cluster's size, the elastic models) or reuses an id is an ApiError naming
+        the field; a well-formed job this service cannot run (its last deadline not after now,
+        no measured size in its elastic range, a backend's objection) is :class:`Rejected`
+        with the reason. Either way nothing is kept."""
+        spec = self._read(body, origin, now)
         job = spec.job
-        shown = self.shown(job.id, caller)
-        if job.id in self.scheduler.jobs or job.id in self.known:
-            raise ApiError(409, f"you have a job with id {shown!r} already", "id")
-        if not spec.needs_size and job.gpus > self.scheduler.total_gpus:
+        if rounds.held(self.scheduler, job.id) or job.id in self.known:
+            raise ApiError(409, f"you have a job with id {origin.shown(job.id)!r} already", "id")
+        if not spec.needs_size and job.gpus > self.cluster.gpus:
             raise ApiError(422, f"expected at most the cluster's {self.cluster.gpus}", "gpus")
         refused = rounds.reject_reason(
             self.scheduler, job, spec.estimate, now, sized=not spec.needs_size
@@ -318,20 +309,32 @@ class Service:
         if refused is None and spec.needs_size:
             sized = rounds.size_elastic(self.scheduler, spec, now)
             if isinstance(sized, str):
-                return self._rejected(sized)
+                raise Rejected(sized)
             spec, job = sized, sized.job
             refused = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
         refused = refused or self.backend.refuse(job, spec.fields)
         if refused is not None:
-            return self._rejected(f"{refused[0]}: {refused[1]}")
+            raise Rejected(f"{refused[0]}: {refused[1]}")
         if dry_run:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
-            # No id: no job has it, nor is it kept for one (a link to it would lead nowhere).
-            return 200, {"submitted": False, "dry_run": True, "admission": admission.to_dict()}
-        admission = self.accept(spec, now)
-        self.on_admission(time.perf_counter() - started)
-        return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
+            return spec, admission
+        return spec, self.accept(spec, now)
+
+    def _read(self, body: Any, origin: Origin, now: float) -> JobSpec:
+        """A job's fields, checked (``jobspec.read_job``); what is wrong is an ApiError naming
+        the field (403 for a field the caller may not set, else 422; :class:`Rejected` for a
+        well-formed elastic job none of whose sizes is measured)."""
+        try:
+            return read_job(body, origin, now=now, throughputs=self.throughputs)
+        except Unrunnable as exc:
+            raise Rejected(f"{exc.field}: {exc.why}") from None
+        except Forbidden as exc:
+            raise ApiError(403, exc.why, exc.field) from None
+        except FieldError as exc:
+            raise ApiError(422, exc.why, exc.field) from None
+        except (TypeError, ValueError) as exc:  # a record's field no check foresaw
+            raise ApiError(422, str(exc)) from None
 
     def _rejected(self, why: str) -> tuple[int, dict]:
         """The answer to a well-formed job this service cannot run: no job, so no id."""
@@ -341,41 +344,26 @@ class Service:
 
     @staticmethod
     def scoped(job_id: str, caller: Caller) -> str:
-        """The id a tenant's job has in the service: ``TENANT:ID``. Ids are scoped per tenant,
-        so choosing an id that another tenant uses neither fails nor tells that it exists; an
-        admin names every job by its full id."""
-        return job_id if caller.admin else f"{caller.tenant}:{job_id}"
+        """The id a job ``caller`` names ``job_id`` has in the service (``Origin.scope``)."""
+        return Origin.request(caller.tenant, admin=caller.admin).scope(job_id)
 
     @staticmethod
     def shown(job_id: str, caller: Caller) -> str:
-        """A job's id as ``caller`` names it (``scoped`` undone)."""
-        prefix = f"{caller.tenant}:"
-        return job_id[len(prefix) :] if not caller.admin and job_id.startswith(prefix) else job_id
+        """A job's id as ``caller`` names it (``Origin.shown``)."""
+        return Origin.request(caller.tenant, admin=caller.admin).shown(job_id)
 
     def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
         """Admit a checked job: commit it and its promise, then tell the backend."""
         job = spec.job
-        estimate = rounds.planned_work(spec.estimate)
-        self.estimates[job.id] = estimate
-        stats = rounds.selector_stats(self.scheduler)
+        self.estimates[job.id] = rounds.planned_work(spec.estimate)
+        stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
         state, admission = rounds.admit(self.scheduler, job, now, known=spec.estimate is not None)
         self.specs[job.id] = spec
         self.tenants[job.id] = job.tenant
         deadline = admission.deadline
         with self.db.transaction():
-            self.db.add_job(
-                job_id=job.id,
-                seq=state.seq,
-                tenant=job.tenant,
-                spec=spec.fields,
-                submit=job.submit,
-                estimate=estimate,
-                first_deadline=_first(spec),
-                admission=admission.to_dict(),
-                guaranteed=None if deadline is None else (deadline.at, deadline.value),
-            )
-            self.known.add(job.id)
+            self._record(spec, state.seq, admission)
             if deadline is not None:
                 self.db.promise(
                     job.id, "promised", (deadline.at, deadline.value), now, update_job=False
@@ -400,6 +388,23 @@ class Service:
             self._backend_failed("submit", job.id, exc)
         return admission
 
+    def _record(self, spec: JobSpec, seq: int, admission: rounds.Admission) -> None:
+        """Keep a job taken in, with the admission it was answered and its promise, in the
+        database (the caller holds the transaction); its id is never given again."""
+        deadline = admission.deadline
+        self.db.add_job(
+            job_id=spec.job.id,
+            seq=seq,
+            tenant=spec.job.tenant,
+            spec=spec.fields,
+            submit=spec.job.submit,
+            estimate=rounds.planned_work(spec.estimate),
+            first_deadline=_first(spec),
+            admission=admission.to_dict(),
+            guaranteed=None if deadline is None else (deadline.at, deadline.value),
+        )
+        self.known.add(spec.job.id)
+
     def cancel(self, job_id: str, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
         job_id = row["id"]
@@ -417,7 +422,7 @@ class Service:
         except BackendUnavailable as exc:
             self._backend_failed("cancel", job_id, exc)
             raise ApiError(503, f"the backend did not take the cancellation: {exc}") from None
-        if job_id in self.scheduler.active:
+        if rounds.active_job(self.scheduler, job_id) is not None:
             rounds.withdraw(self.scheduler, job_id, now)
             self._placements_changed = True
         self.promised.pop(job_id, None)
@@ -443,12 +448,13 @@ class Service:
             raise ApiError(409, "the job was submitted without iterations", "iterations_done")
         if done > total:
             raise ApiError(409, f"the job has {total} iterations in all", "iterations_done")
-        if job_id not in self.scheduler.active:
+        active = rounds.active_job(self.scheduler, job_id)
+        if active is None:
             raise ApiError(409, f"job {job_id} is {row['state']}, not active", "iterations_done")
         now = self.backend.now()
         self._replan_if_due(now)
         old = self.estimates[job_id]
-        first = not self.scheduler.active[job_id].known
+        first = not active.known
         new = rounds.progress(self.scheduler, job_id, done / total, now)
         if new is not None:
             self.estimates[job_id] = new
@@ -514,11 +520,7 @@ class Service:
     def job_view(self, row: Mapping[str, Any], caller: Caller | None = None) -> dict:
         """A job as ``caller`` sees it (its id as the caller names it; None: in full)."""
         spec = row["spec"]
-        estimate = (
-            rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
-            if row["id"] in self.scheduler.active
-            else None
-        )
+        estimate = rounds.estimate_state(self.scheduler, row["id"], self.backend.now())
         out = {
             "id": row["id"] if caller is None else self.shown(row["id"], caller),
             "tenant": row["tenant"],
@@ -555,16 +557,17 @@ class Service:
     def cluster_view(self) -> dict:
         nodes = self.backend.nodes()
         used: dict[str, int] = {}
-        for state in self.scheduler.running.values():
-            for node, gpus in state.placement.items():
+        for placement in rounds.placements(self.scheduler).values():
+            for node, gpus in placement.items():
                 used[node] = used.get(node, 0) + len(gpus)
+        pending, running = rounds.job_counts(self.scheduler)
         return {
             "backend": self.backend.name,
             "now": self.backend.now(),
             "gpus": self.cluster.gpus,
             "free_gpus": rounds.free_gpus(self.scheduler),
-            "pending": len(self.scheduler.active) - len(self.scheduler.running),
-            "running": len(self.scheduler.running),
+            "pending": pending,
+            "running": running,
             "nodes": [
                 {
                     "name": n.name,
@@ -611,8 +614,8 @@ class Service:
 
     def _write_layers(self) -> None:
         running = {
-            job_id: (state.placement, self.specs[job_id].fields.get("cgroup"))
-            for job_id, state in self.scheduler.running.items()
+            job_id: (placement, self.specs[job_id].fields.get("cgroup"))
+            for job_id, placement in rounds.placements(self.scheduler).items()
         }
         try:
             nodes = self.layers.update(running)
@@ -624,40 +627,17 @@ class Service:
             decision_log("layers", nodes=nodes)
 
     def _arrivals(self) -> None:
+        """Jobs that entered through the backend (a trace's arrivals, jobs submitted to the
+        cluster manager with chronus' marker) go through ``intake`` like a request; one it
+        refuses is cancelled on the backend, unless its id names a job chronus already took."""
         for fields in self.backend.arrivals():
             now = self.backend.now()
             try:
-                spec = parse_job(
-                    {k: v for k, v in fields.items()},
-                    now=now,
-                    tenant=str(fields.get("tenant", "default")),
-                    may_set_tenant=True,
-                    submit=float(fields.get("submit", now)),
-                    throughputs=self.throughputs,
-                )
-            except (FieldError, TypeError, ValueError) as exc:
-                decision_log("refuse", job=fields.get("id"), reason=str(exc))
-                self.backend.cancel(str(fields.get("id")))
-                continue
-            if spec.job.id in self.known or spec.job.id in self.scheduler.jobs:
-                # Never cancel by this id: it names a job chronus already accepted.
-                decision_log("refuse", job=spec.job.id, reason="duplicate id")
-                continue
-            if spec.needs_size:
-                sized = rounds.size_elastic(self.scheduler, spec, now)
-                if isinstance(sized, str):
-                    decision_log("refuse", job=spec.job.id, reason=sized)
-                    self.backend.cancel(spec.job.id)
-                    continue
-                spec = sized
-            refused = self.backend.refuse(spec.job, spec.fields) or rounds.reject_reason(
-                self.scheduler, spec.job, spec.estimate, now
-            )
-            if refused is not None:
-                decision_log("refuse", job=spec.job.id, reason=f"{refused[0]}: {refused[1]}")
-                self.backend.cancel(spec.job.id)
-                continue
-            self.accept(spec, now)
+                self.intake(dict(fields), _record_origin(fields, now), now)
+            except ApiError as exc:
+                decision_log("refuse", job=fields.get("id"), reason=exc.line())
+                if exc.status != 409:  # a taken id names a job chronus accepted: keep it
+                    self.backend.cancel(str(fields.get("id")))
 
     def throughputs(self) -> ThroughputTable:
         """The throughput tables elastic jobs are sized by (``--throughputs``, else the bundled
@@ -706,7 +686,7 @@ class Service:
         ended = []
         now = self.backend.now()
         for obs in self._observations():
-            state = self.scheduler.active.get(obs.id)
+            state = rounds.active_job(self.scheduler, obs.id)
             if state is None:
                 continue
             if obs.state in _ENDED:
@@ -770,9 +750,11 @@ class Service:
 
     def _round(self) -> None:
         now = self.backend.now()
-        stats = rounds.selector_stats(self.scheduler)
+        stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
-        decided, seconds = rounds.run_round(self.scheduler, now)
+        started = time.perf_counter()
+        decided = rounds.advance(self.scheduler, now)
+        seconds = time.perf_counter() - started
         self._decided = decided
         self._plan = None
         self.counters.rounds += 1
@@ -826,7 +808,7 @@ class Service:
         except BackendUnavailable as exc:
             self._backend_failed(action, job_id, exc)
             return
-        state = self.scheduler.jobs[job_id]
+        starts = rounds.starts(self.scheduler, job_id)
         self._placements_changed = True
         with self.db.transaction():
             self.db.set_state(
@@ -834,7 +816,7 @@ class Service:
                 "running" if action == "start" else "pending",
                 placement=placement,
                 started=now if action == "start" else None,
-                starts=state.starts,
+                starts=starts,
             )
             self.db.decision(now, job_id, action, placement, reason)
         decision_log(action, job=job_id, placement=placement, reason=reason, now=now)
@@ -856,7 +838,7 @@ class Service:
         changes += [
             (j, "demoted", None)
             for j in self.promised
-            if j not in current and j in self.scheduler.active
+            if j not in current and rounds.active_job(self.scheduler, j) is not None
         ]
         if not in_transaction:
             with self.db.transaction():
@@ -890,6 +872,15 @@ class Service:
 
     def _count(self, decision: str) -> None:
         self.counters.submissions[decision] = self.counters.submissions.get(decision, 0) + 1
+
+
+def _record_origin(fields: Mapping[str, Any], now: float) -> Origin:
+    """A backend arrival's origin: the tenant and submission time its record names."""
+    try:
+        submit = float(fields.get("submit", now))
+    except (TypeError, ValueError):
+        raise ApiError(422, f"expected a number, got {fields.get('submit')!r}", "submit") from None
+    return Origin.record(str(fields.get("tenant", "default")), submit)
 
 
 def _first(spec: JobSpec) -> float | None:

@@ -76,6 +76,40 @@ class Unrunnable(FieldError):
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a job's fields come from, which sets the rules they are read by.
+
+    A request (``request``) is submitted now, for its token's tenant (an admin may name
+    another), with ids scoped to that tenant unless an admin sent it. A record (``record``: a
+    backend's arrival, a job recovered from the cluster, a row of the database) names its
+    tenant and submission time itself, may give ids as numbers and fields as null."""
+
+    tenant: str
+    may_set_tenant: bool = False
+    submit: float | None = None
+    scoped: bool = False
+
+    @classmethod
+    def request(cls, tenant: str, *, admin: bool = False) -> Origin:
+        return cls(tenant, may_set_tenant=admin, scoped=not admin)
+
+    @classmethod
+    def record(cls, tenant: str, submit: float) -> Origin:
+        return cls(tenant, may_set_tenant=True, submit=submit)
+
+    def scope(self, job_id: str) -> str:
+        """The id a job has in the service: ``TENANT:ID`` for a tenant's request. Ids are scoped
+        per tenant, so choosing an id that another tenant uses neither fails nor tells that it
+        exists; an admin names every job by its full id."""
+        return f"{self.tenant}:{job_id}" if self.scoped else job_id
+
+    def shown(self, job_id: str) -> str:
+        """A job's id as this origin names it (``scope`` undone)."""
+        prefix = f"{self.tenant}:"
+        return job_id[len(prefix) :] if self.scoped and job_id.startswith(prefix) else job_id
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """A checked submission: the job (``duration`` is the true work the sim backend runs), its
     estimate (None: unknown, to be measured in place), and the fields as given (what the
@@ -103,6 +137,25 @@ class JobSpec:
         job = replace(self.job, gpus=gpus, duration=duration)
         fields = {**self.fields, "gpus": gpus, "estimate_seconds": seconds}
         return JobSpec(job, seconds, fields, self.elastic)
+
+
+def read_job(
+    body: Any,
+    origin: Origin,
+    *,
+    now: float,
+    throughputs: Callable[[], ThroughputTable] | None = None,
+) -> JobSpec:
+    """``body`` read by the rules of its ``origin`` (``parse_job``), under its service id."""
+    spec = parse_job(
+        body,
+        now=now,
+        tenant=origin.tenant,
+        may_set_tenant=origin.may_set_tenant,
+        submit=origin.submit,
+        throughputs=throughputs,
+    )
+    return spec.renamed(origin.scope(spec.job.id)) if origin.scoped else spec
 
 
 def parse_job(

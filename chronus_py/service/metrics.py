@@ -47,8 +47,8 @@ class _Collector:
         scheduler = service.scheduler
         jobs = GaugeMetricFamily("chronus_jobs", "Jobs by state", labels=["state"])
         counts = service.db.counts()
-        running = len(scheduler.running)
-        counts.update({"pending": len(scheduler.active) - running, "running": running})
+        pending, running = rounds.job_counts(scheduler)
+        counts.update({"pending": pending, "running": running})
         for state, n in sorted(counts.items()):
             jobs.add_metric([state], n)
         yield jobs
@@ -77,7 +77,7 @@ class _Collector:
         for decision, n in sorted(service.counters.submissions.items()):
             submissions.add_metric([decision], n)
         yield submissions
-        stats = rounds.selector_stats(scheduler)
+        stats = rounds.solver_stats(scheduler)
         yield CounterMetricFamily(
             "chronus_solver_fallbacks",
             "Lease plans solved by the greedy fallback",

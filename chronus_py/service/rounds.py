@@ -1,32 +1,35 @@
-"""Every call the service makes into the core scheduler, in one module: building a scheduler,
-admission, rebuilding state after a restart, and the round, which is the shared pipeline of
-``chronus_py/round.py`` (select, place; the decisions only when asked).
+"""Every call the service makes into the core scheduler, in one module (the facade): building a
+scheduler, admission, rebuilding state after a restart, the lease re-plan, what the service
+reads of its jobs, and the round, which is the library's (``chronus_py/round.py``: select and
+place at every round; the decisions only when asked).
 
 Keeping them here means the service follows the core when it changes by editing this file
 alone; the rest of the service sees :class:`Admission`, :class:`~chronus_py.scheduler.Moves`
-and the :class:`~chronus_py.plan.Plan`.
+and the :class:`~chronus_py.plan.Plan`. What a policy adds (guarantees, refusals, re-plans,
+sizes) is asked through the policy interface (``chronus_py/policies/base.py``), never of a
+concrete policy.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from chronus_py.elastic.sizing import choose_size
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW, measured
 from chronus_py.estimates.report import describe
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.overhead import restart_overhead
-from chronus_py.plan import Action, Plan
-from chronus_py.policies import Chronus, make_policy
-from chronus_py.round import advance, assemble, guarantee_probe, reason, would_guarantee
+from chronus_py.plan import Action
+from chronus_py.policies import make_policy
+from chronus_py.round import advance as advance
+from chronus_py.round import assemble as assemble
+from chronus_py.round import choose_size, new_scheduler, reason
+from chronus_py.round import restore as restore
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
-from chronus_py.selector.leases import lease_of
 from chronus_py.service.backend import JobReport
 from chronus_py.service.jobspec import JobSpec
 from chronus_py.state import JobState, Status
@@ -72,7 +75,7 @@ class Admission:
         return out
 
 
-def build_scheduler(
+def scheduler_for(
     settings: SchedulerSettings,
     cluster: Cluster,
     *,
@@ -81,33 +84,23 @@ def build_scheduler(
     even_gangs: bool = False,
     start_latency: Callable[[], float] | None = None,
 ) -> Scheduler:
-    """A scheduler whose estimator reads ``estimates`` (the service fills it before submitting),
-    so a job's estimate is what its owner said, never its true work; ``even_gangs`` as the
-    backend needs (see :class:`~chronus_py.scheduler.Scheduler`). ``start_latency`` is the
-    backend's measured time from a start decision to the job's work beginning (the optional
-    ``Backend.start_latency``): every start the plan charges then costs it on top of the
-    restart overhead, so a guarantee includes it."""
-    policy = make_policy(settings.policy, settings.options)
-    overhead = restart_overhead
-    if start_latency is not None:
-
-        def overhead(gpus: int) -> float:
-            return restart_overhead(gpus) + start_latency()
-
-    return Scheduler(
+    """The service's scheduler (``chronus_py.round.new_scheduler``), whose estimator reads
+    ``estimates`` (the service fills it before submitting), so a job's estimate is what its
+    owner said, never its true work; ``start_latency`` is the backend's
+    (``Backend.start_latency``, optional)."""
+    return new_scheduler(
         cluster,
-        policy,
+        make_policy(settings.policy, settings.options),
         allocator=allocator,
         estimator=Fixed(estimates),
         even_gangs=even_gangs,
-        overhead=overhead,
+        start_latency=start_latency,
     )
 
 
-def selector_stats(scheduler: Scheduler) -> SelectorStats | None:
-    """The lease selector's counters (re-plans, demotions), for policies that keep one."""
-    policy = scheduler.policy
-    return policy.selector.stats if isinstance(policy, Chronus) and policy.selector else None
+def solver_stats(scheduler: Scheduler) -> SelectorStats | None:
+    """The policy's solver counters (re-plans, fallbacks, demotions), for policies with one."""
+    return scheduler.policy.solver_stats()
 
 
 HORIZON = 366 * 86400.0
@@ -135,21 +128,14 @@ def reject_reason(
 
 
 def _not_guaranteed(scheduler: Scheduler, state: JobState, now: float) -> Admission:
-    if not state.job.is_slo:
-        return Admission(NOT_GUARANTEED, reason="best-effort job: no deadline to guarantee")
-    policy = scheduler.policy
-    selector = policy.selector if isinstance(policy, Chronus) else None
-    if selector is None:
-        return Admission(NOT_GUARANTEED, reason=f"policy {policy.name} gives no guarantees")
-    if selector.hopeless(state, now):
-        return Admission(
-            NOT_GUARANTEED, reason="cannot meet its last deadline even alone; runs on leftover GPUs"
-        )
-    return Admission(
-        NOT_GUARANTEED,
-        reason="no deadline option fits the lease plan's free "
-        "capacity; competes in the pool by remaining GPU-time",
-    )
+    return Admission(NOT_GUARANTEED, reason=scheduler.policy.refusal(state, now))
+
+
+def _refusal(scheduler: Scheduler, state: JobState, now: float) -> str:
+    """The reason a backend shows the owner of a job without a guarantee, after every round
+    that changed something: without the test that refused it, which would cost the round a
+    search of the plan per waiting job (ten times the reports of 3,000 waiting jobs)."""
+    return scheduler.policy.refusal(state, now, detail=False)
 
 
 def admit(
@@ -179,8 +165,7 @@ def size_elastic(scheduler: Scheduler, spec: JobSpec, now: float) -> JobSpec | s
             f"{scheduler.total_gpus}"
         )
     scheduler.select(now)
-    probe = guarantee_probe(scheduler, spec.job, elastic, now)
-    return spec.sized(choose_size(spec.job, elastic, now, scheduler.overhead, probe))
+    return spec.sized(choose_size(scheduler, spec.job, elastic, now))
 
 
 def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) -> Admission:
@@ -189,35 +174,10 @@ def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) ->
     if estimate is None:
         return Admission(TENTATIVE, reason=MEASURING)
     state = JobState(job=job, seq=-1, estimate=estimate, overhead=scheduler.overhead(job.gpus))
-    option = would_guarantee(scheduler, state, now)
+    option = scheduler.policy.probe(state, now)
     if option is not None:
         return Admission(GUARANTEED, option, f"would be guaranteed to finish by {option.at:g}")
     return _not_guaranteed(scheduler, state, now)
-
-
-def restore(
-    scheduler: Scheduler,
-    job: Job,
-    now: float,
-    *,
-    work_done: float,
-    starts: int,
-    guaranteed: DeadlineOption | None,
-    placement: Mapping[str, tuple[int, ...]] | None,
-    known: bool = True,
-) -> JobState:
-    """Load a job the backend reports (after a restart or a resync): running on ``placement``
-    or pending, ``work_done`` seconds of its work behind it, its run count and guarantee, and
-    whether its runtime is ``known`` yet."""
-    state = scheduler.restore(
-        job, now, work_done=work_done, guaranteed=guaranteed, placement=placement
-    )
-    state.known = known
-    if placement is not None and starts > 1:
-        state.service += (starts - 1) * state.overhead
-        state.starts = starts
-    state.preemptions = max(starts - 1, 0)
-    return state
 
 
 def run_began(scheduler: Scheduler, job_id: str, at: float, now: float) -> JobState:
@@ -271,19 +231,6 @@ def estimate_state(scheduler: Scheduler, job_id: str, now: float) -> dict | None
     return describe(state, now, MEASURE_WINDOW).to_dict(with_id=False)
 
 
-def run_round(scheduler: Scheduler, now: float) -> tuple[Moves, float]:
-    """One round at ``now``: select and place (the shared pipeline's first steps), with its wall
-    seconds. The plan as data is assembled only when asked (``plan_of``): it covers every active
-    job, and a busy service runs many rounds between two ``GET /v1/plan``."""
-    started = time.perf_counter()
-    moves = advance(scheduler, now)
-    return moves, time.perf_counter() - started
-
-
-def plan_of(scheduler: Scheduler, moves: Moves) -> Plan:
-    return assemble(scheduler, moves)
-
-
 def reasons(scheduler: Scheduler, moves: Moves) -> dict[str, str]:
     """Why each job started or was preempted in ``moves`` (the plan's reason, for the log line
     of each decision), without assembling the whole plan."""
@@ -306,7 +253,7 @@ def reports(scheduler: Scheduler, now: float) -> dict[str, JobReport]:
             running=running,
             guaranteed=state.guaranteed,
             planned_start=leases[0] if leases and not running else None,
-            reason="" if state.guaranteed else _not_guaranteed(scheduler, state, now).reason,
+            reason="" if state.guaranteed else _refusal(scheduler, state, now),
         )
     return out
 
@@ -318,6 +265,32 @@ def guarantees(scheduler: Scheduler) -> dict[str, DeadlineOption]:
 
 def next_wakeup(scheduler: Scheduler, now: float) -> float | None:
     return scheduler.next_wakeup(now)
+
+
+# -- what the service reads of its jobs ---------------------------------------------------------
+def active_job(scheduler: Scheduler, job_id: str) -> JobState | None:
+    """An active (pending or running) job's record; None once it ended, or if never held."""
+    return scheduler.active.get(job_id)
+
+
+def held(scheduler: Scheduler, job_id: str) -> bool:
+    """Whether the scheduler ever held a job of this id, ended or not."""
+    return job_id in scheduler.jobs
+
+
+def starts(scheduler: Scheduler, job_id: str) -> int:
+    """How many runs a job has had (its first start counts one)."""
+    return scheduler.jobs[job_id].starts
+
+
+def placements(scheduler: Scheduler) -> dict[str, Mapping[str, tuple[int, ...]]]:
+    """Every running job's placement: node -> its GPU indices there."""
+    return {job_id: state.placement for job_id, state in scheduler.running.items()}
+
+
+def job_counts(scheduler: Scheduler) -> tuple[int, int]:
+    """(pending, running) jobs."""
+    return len(scheduler.active) - len(scheduler.running), len(scheduler.running)
 
 
 def is_running(state: JobState) -> bool:
@@ -349,61 +322,51 @@ class Replan:
 
 
 def replan_due(scheduler: Scheduler, now: float) -> bool:
-    """Whether the next select would re-plan the lease (the lease selector's lease ended)."""
-    policy = scheduler.policy
-    selector = policy.selector if isinstance(policy, Chronus) else None
-    return selector is not None and selector.lease_index >= 0 and now >= selector.lease_end() - 1e-9
+    """Whether the next select would re-plan (for Chronus: the lease ended)."""
+    return scheduler.policy.replan_due(now)
 
 
 def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
-    """Fork: the child re-plans the lease on its copy of the scheduler (copy-on-write, so the
-    snapshot costs a fork, not a copy of every job) and sends back the lease selector. The
-    parent's selector is told the lease began, so nothing re-plans it meanwhile: admissions go
-    on against the committed plan until ``commit_replan``. None where there is no fork."""
+    """Fork: the child re-plans on its copy of the scheduler (copy-on-write, so the snapshot
+    costs a fork, not a copy of every job) and sends back the result. The parent's policy is
+    told the re-plan started, so nothing re-plans it meanwhile: admissions go on against the
+    committed plan until ``commit_replan``. None where there is no fork."""
     if not hasattr(os, "fork"):
         return None
-    selector = scheduler.policy.selector
+    policy = scheduler.policy
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, send, and leave without running any parent's cleanup
         status = 1
         try:
             os.close(read)
-            changed = selector.new_lease(scheduler.active, now)
+            result = policy.replan(scheduler.active, now)
             with os.fdopen(write, "wb") as out:
-                pickle.dump((selector, changed), out, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
             status = 0
         finally:
             os._exit(status)
     os.close(write)
-    selector.lease_index = lease_of(now, selector.settings.lease)
+    policy.replan_started(now)
     return Replan(pid, read, now, frozenset(scheduler.active))
 
 
-def replan_result(replan: Replan) -> tuple[Any, set[str]] | None:
-    """The child's (selector, changed jobs), or None if it failed; blocks until it ends (call
-    it from a worker thread)."""
+def replan_result(replan: Replan) -> Any | None:
+    """The child's result, or None if it failed; blocks until it ends (call it from a worker
+    thread)."""
     with os.fdopen(replan.fd, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(replan.pid, 0)
     return pickle.loads(data) if data and status == 0 else None
 
 
-def commit_replan(
-    scheduler: Scheduler, replan: Replan, result: tuple[Any, set[str]] | None, now: float
-) -> None:
-    """Make the child's plan the scheduler's, atomically (the caller holds the scheduler): jobs
-    admitted while it computed keep their promises (adopted, then booked into the new plan
-    where they fit; one that does not is re-planned at the next lease like a restored one), and
-    every job whose tier changed is re-sorted. A failed child: the re-plan runs here."""
-    policy = scheduler.policy
+def commit_replan(scheduler: Scheduler, replan: Replan, result: Any | None, now: float) -> None:
+    """Make the child's plan the scheduler's, atomically (the caller holds the scheduler): the
+    policy takes in the jobs that arrived while it computed (``Policy.commit_replan``), and
+    every job whose key changed is re-sorted. A failed child: the re-plan runs here."""
+    arrived = [s for i, s in scheduler.active.items() if i not in replan.known]
+    changed = scheduler.policy.commit_replan(result, arrived, now)
     if result is None:
-        policy.selector.lease_index -= 1  # the lease is due again: re-plan in place
         scheduler.select(now)
         return
-    selector, changed = result
-    arrived = [s for i, s in scheduler.active.items() if i not in replan.known]
-    selector.adopt(arrived)
-    policy.selector = selector
-    changed = set(changed) | selector.admit_arrivals(arrived, now)
     scheduler._rekey(changed, now)

@@ -18,7 +18,8 @@ def server(serve, tmp_path):
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
-    """One server for the tests that only read or are refused (no state to leak between them)."""
+    """One server for the tests that only read, are refused, or keep to job ids of their own
+    on a cluster with room for all of them (nothing one does changes what another sees)."""
     with running(tmp_path_factory.mktemp("shared"), *ARGS) as server:
         yield server
 
@@ -58,8 +59,8 @@ def test_submit_guarantee_status_plan_and_cancel(server):
     wait_for(lambda: http.get("/v1/cluster", headers=A).json()["free_gpus"] == 32)
 
 
-def test_dry_run_answers_without_submitting(server):
-    http = server.http
+def test_dry_run_answers_without_submitting(shared):
+    http = shared.http
     now = http.get("/v1/cluster", headers=A).json()["now"]
     body = {"id": "d1", "gpus": 8, "estimate_seconds": 3600, "deadlines": [{"at": now + 20000}]}
     r = http.post("/v1/jobs?dry_run=true", headers=A, json=body)
@@ -180,8 +181,8 @@ def test_auth_tenants_and_admin(server):
     assert "team-a-token" not in server.log.read_text()
 
 
-def test_progress_reestimates(server):
-    http = server.http
+def test_progress_reestimates(shared):
+    http = shared.http
     http.post(
         "/v1/jobs",
         headers=A,

@@ -1,13 +1,14 @@
 """Elastic jobs through ``chronus serve`` over real HTTP (issue 15): admission gives a job its
 smallest size that still meets its deadline, the answer says the size, the sim runs it at that
-size, and a restart keeps it; bad elastic fields are 422s naming the field."""
+size, and a restart keeps it; bad elastic fields are 422s naming the field (on one server
+shared by the refusals: a refused job leaves nothing behind)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from serving import TOKENS, A
+from serving import TOKENS, A, running
 from test_api import wait_for
 
 from chronus_py.elastic.throughputs import read_throughputs
@@ -24,6 +25,12 @@ def _job(http, job_id: str) -> dict:
 def args(tmp_path) -> tuple[str, ...]:
     (tmp_path / "tokens.yaml").write_text(TOKENS)
     return ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "4", "--speed", "50")
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    with running(tmp_path_factory.mktemp("elastic"), "--nodes", "4", "--speed", "50") as server:
+        yield server
 
 
 def test_elastic_jobs_are_sized_answered_run_and_kept(serve, args):
@@ -71,18 +78,19 @@ def test_elastic_jobs_are_sized_answered_run_and_kept(serve, args):
         ),
     ],
 )
-def test_bad_elastic_fields_are_refused_naming_the_field(serve, args, body, field):
-    r = serve(*args).http.post("/v1/jobs", headers=A, json=body)
+def test_bad_elastic_fields_are_refused_naming_the_field(shared, body, field):
+    r = shared.http.post("/v1/jobs", headers=A, json=body)
     assert r.status_code == 422 and r.json()["field"] == field, r.text
 
 
-def test_an_elastic_range_without_a_size_is_rejected(serve, args):
+def test_an_elastic_range_without_a_size_is_rejected(shared):
     """Well-formed (the schema cannot relate min_gpus to max_gpus) but never runnable: a 200,
     not submitted, admission rejected naming the field."""
     body = {
         "model": "resnet50",
         "elastic": {"batch": 256, "iterations": 10, "min_gpus": 8, "max_gpus": 2},
     }
-    r = serve(*args).http.post("/v1/jobs", headers=A, json=body)
+    r = shared.http.post("/v1/jobs", headers=A, json=body)
     assert r.status_code == 200 and r.json()["admission"]["decision"] == "rejected"
     assert r.json()["admission"]["reason"].startswith("elastic.min_gpus: must be <= max_gpus")
+    assert shared.http.get("/v1/jobs", headers=A).json()["jobs"] == []

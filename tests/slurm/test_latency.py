@@ -13,7 +13,7 @@ from chronus_py.service.slurm.backend import SlurmBackend
 
 def test_every_start_the_plan_charges_includes_the_backends_latency():
     latency = [0.0]
-    scheduler = rounds.build_scheduler(
+    scheduler = rounds.scheduler_for(
         rounds.SchedulerSettings(),
         Cluster.uniform(1, 4),
         estimates={},
@@ -22,7 +22,7 @@ def test_every_start_the_plan_charges_includes_the_backends_latency():
     assert scheduler.overhead(2) == restart_overhead(2)
     latency[0] = 240.0
     assert scheduler.overhead(2) == restart_overhead(2) + 240.0
-    plain = rounds.build_scheduler(rounds.SchedulerSettings(), Cluster.uniform(1, 4), estimates={})
+    plain = rounds.scheduler_for(rounds.SchedulerSettings(), Cluster.uniform(1, 4), estimates={})
     assert plain.overhead(2) == restart_overhead(2)
 
 
@@ -39,14 +39,14 @@ def test_a_late_run_owes_its_start_latency_once():
     is the estimate, the restart overhead and the unpaid 140 s, less the 50 s run so far."""
     from chronus_py.model import Job, JobKind
 
-    scheduler = rounds.build_scheduler(
+    scheduler = rounds.scheduler_for(
         rounds.SchedulerSettings(),
         Cluster.uniform(1, 4),
         estimates={"j": 1000.0},
         start_latency=lambda: 240.0,
     )
     scheduler.submit(Job("j", "t", 2, 0.0, JobKind.BEST_EFFORT, duration=1000.0))
-    rounds.run_round(scheduler, 0.0)
+    rounds.advance(scheduler, 0.0)
     state = scheduler.active["j"]
     assert rounds.is_running(state) and state.run_since == 0.0
     rounds.run_began(scheduler, "j", 100.0, 150.0)
