@@ -24,6 +24,7 @@ from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.overhead import restart_overhead
 from chronus_py.plan import Action
 from chronus_py.policies import make_policy
+from chronus_py.policies.base import LeaseReport
 from chronus_py.round import advance as advance
 from chronus_py.round import assemble as assemble
 from chronus_py.round import choose_size, new_scheduler, reason
@@ -271,6 +272,27 @@ def next_wakeup(scheduler: Scheduler, now: float) -> float | None:
 def active_job(scheduler: Scheduler, job_id: str) -> JobState | None:
     """An active (pending or running) job's record; None once it ended, or if never held."""
     return scheduler.active.get(job_id)
+
+
+def active_jobs(scheduler: Scheduler) -> list[JobState]:
+    """Every pending and running job's record, in submission order."""
+    return list(scheduler.active.values())
+
+
+def lease_report(scheduler: Scheduler) -> LeaseReport | None:
+    """The lease plan behind the order (None for a policy without one): what ``/v1/plan`` and
+    the web view's timeline draw."""
+    return scheduler.policy.lease_report()
+
+
+def busy_gpus(scheduler: Scheduler) -> int:
+    """GPUs the running jobs hold."""
+    return sum(state.gpus for state in scheduler.running.values())
+
+
+def allocator_config(scheduler: Scheduler) -> object | None:
+    """The allocator's cell config (a HiveD config), or None for an allocator without one."""
+    return getattr(scheduler.allocator, "config", None)
 
 
 def held(scheduler: Scheduler, job_id: str) -> bool:

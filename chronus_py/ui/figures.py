@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily
 
+from chronus_py.service import rounds
+
 WINDOW = 86400.0
 EVERY = 10.0
 KEEP = 360
@@ -112,7 +114,7 @@ def figures(service) -> dict[str, float | None]:
     ).fetchone()
     (demoted,) = conn.execute("SELECT COUNT(*) FROM promise WHERE event='demoted'").fetchone()
     (preempted,) = conn.execute("SELECT COUNT(*) FROM decision WHERE action='preempt'").fetchone()
-    busy = sum(s.gpus for s in service.scheduler.running.values())
+    busy = rounds.busy_gpus(service.scheduler)
     latest = sorted(service.counters.round_seconds)
     return {
         "deadline_ratio": met / slo if slo else None,

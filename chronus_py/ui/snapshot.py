@@ -166,8 +166,8 @@ class Reader:
         if self._cached is not None and time.monotonic() - self._cached_at < FRESH:
             return Reading(now=now, ended=rows)
         scheduler = service.scheduler
-        report = scheduler.policy.lease_report()  # what /v1/plan's lease_plan is made of
-        active = list(scheduler.active.values())
+        report = rounds.lease_report(scheduler)  # what /v1/plan's lease_plan is made of
+        active = rounds.active_jobs(scheduler)
         if len(self._fixed) > 2 * len(active) + 1000:  # ended jobs: read from their own rows
             self._fixed = {s.id: self._fixed[s.id] for s in active if s.id in self._fixed}
         self._preload([s.id for s in active])
@@ -272,11 +272,11 @@ class Reader:
     def one(self, job_id: str, caller: Caller) -> JobRow | None:
         """Under the lock: one job's row (None if the caller may not see it)."""
         service = self.service
-        state = service.scheduler.active.get(job_id)
+        state = rounds.active_job(service.scheduler, job_id)
         if state is not None:
             if not caller.sees(service.tenants.get(job_id, "")):
                 return None
-            report = service.scheduler.policy.lease_report()
+            report = rounds.lease_report(service.scheduler)
             leases = () if report is None else report.lease_plan.get(job_id, ())
             now = service.backend.now()
             row = _row(_copy(state, now), self.fixed(job_id), leases, _lease_seconds(service), now)
@@ -459,7 +459,7 @@ def _lease_seconds(service) -> float | None:
 def _hived(scheduler) -> tuple[dict[str, int], dict[str, str]]:
     """Under a HiveD config: each tenant's promised GPUs (its virtual cells), and the nodes of
     cells pinned to a tenant. Empty otherwise."""
-    config = getattr(scheduler.allocator, "config", None)
+    config = rounds.allocator_config(scheduler)
     if config is None or not hasattr(config, "virtual_clusters"):
         return {}, {}
     quotas = {
