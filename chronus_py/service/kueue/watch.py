@@ -171,7 +171,13 @@ class Watches:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
-        client = AsyncClient(self.cfg, timeout=httpx2.Timeout(60.0))
+        try:
+            client = AsyncClient(self.cfg, timeout=httpx2.Timeout(60.0))
+        except Exception as exc:  # noqa: BLE001 - a bad configuration: no copy can be read
+            for store in self.stores.values():
+                store.stale(f"cannot make a client: {exc}")
+            self._ready.set()
+            return
         self._tasks = [
             asyncio.create_task(self._follow(client, name, kind))
             for name, kind in self.kinds.items()
@@ -207,8 +213,9 @@ class Watches:
             except ApiError as exc:
                 why = f"{exc.status.code} {exc.status.message}"
                 self._lost(store, why, gone=exc.status.code == 410)
-            except (httpx2.HTTPError, OSError, ValueError) as exc:
-                self._lost(store, str(exc) or type(exc).__name__, gone=False)
+            except Exception as exc:  # noqa: BLE001 - whatever ended the watch, the copy is
+                # stale until a new list: never left looking fresh behind a dead watch
+                self._lost(store, f"{type(exc).__name__}: {exc}", gone=False)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX)
 
