@@ -8,8 +8,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lightkube.resources.core_v1 import Node
+
+from chronus_py.service.backend import BackendUnavailable
 from chronus_py.service.kueue import harness
+from chronus_py.service.kueue.kube import Workload, config
 from chronus_py.service.kueue.lab import ControlPlane, job
+from chronus_py.service.kueue.watch import Kind, Watches, name_key, namespaced_key
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 
@@ -148,3 +153,42 @@ def wait(cond, timeout: float, what: str, during=None):
             return got
         time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def watch_all(cp: ControlPlane) -> Watches:
+    """The backend's watch-fed copies of every Workload and Node, as the lab's admin."""
+    return Watches(
+        config(str(cp.kubeconfig)),
+        {
+            "workloads": Kind(Workload, namespaced_key, namespaced=True),
+            "nodes": Kind(Node, name_key, namespaced=False),
+        },
+    ).start()
+
+
+def versions(snapshot: dict, ns: str) -> dict[str, str]:
+    return {
+        k: w["metadata"]["resourceVersion"] for k, w in snapshot.items() if k.startswith(ns + "/")
+    }
+
+
+def listed(cp: ControlPlane, ns: str) -> dict[str, str]:
+    items = cp.api("GET", f"{KUEUE}/namespaces/{ns}/workloads")["items"]
+    return {f"{ns}/{w['metadata']['name']}": w["metadata"]["resourceVersion"] for w in items}
+
+
+def follows(watches: Watches, cp: ControlPlane, ns: str) -> bool:
+    """Whether the copy holds ``ns``'s Workloads at the versions a fresh list has."""
+    try:
+        return versions(watches.stores["workloads"].snapshot(), ns) == listed(cp, ns)
+    except BackendUnavailable:
+        return False
+
+
+def refused(watches: Watches) -> bool:
+    """Whether reading the Workloads' copy is refused, saying its watch is down."""
+    try:
+        watches.stores["workloads"].snapshot()
+    except BackendUnavailable as exc:
+        return "watch of workloads" in str(exc)
+    return False

@@ -37,7 +37,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from chronus_py.errors import InputError
+from lightkube.resources.core_v1 import Node
+
+from chronus_py.errors import ChronusError, InputError
 from chronus_py.model import Job
 from chronus_py.service.backend import (
     BackendUnavailable,
@@ -49,8 +51,9 @@ from chronus_py.service.backend import (
 from chronus_py.service.clock import CompressedTime
 from chronus_py.service.kueue import annotations as notes
 from chronus_py.service.kueue import workloads as wls
-from chronus_py.service.kueue.kube import Kube, config
+from chronus_py.service.kueue.kube import Kube, Workload, config
 from chronus_py.service.kueue.leader import LeaderElector
+from chronus_py.service.kueue.watch import Kind, Watches, name_key, namespaced_key
 
 log = logging.getLogger("chronus.kueue")
 CONTROLLER = "chronus.io/deadline"
@@ -58,6 +61,7 @@ FIELD_MANAGER = "chronus"
 GPU = "nvidia.com/gpu"
 ACTIVE_EVERY = 30.0
 RESERVE_WAIT = 3.0
+SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at start
 _BAD_TAINTS = {"NoSchedule", "NoExecute"}
 
 
@@ -98,8 +102,21 @@ class KueueBackend(CompressedTime):
         self._why: dict[str, str] = {}  # id -> why chronus refuses it (for the check's message)
         self._hostnames: dict[str, str] = {}
         self._follow_checks(force=True)
+        self.watches = Watches(
+            kube.cfg,
+            {
+                "workloads": Kind(Workload, namespaced_key, namespaced=True),
+                "nodes": Kind(Node, name_key, namespaced=False),
+            },
+        ).start()
+        if not self.watches.wait_synced(SYNC_WAIT):
+            self.watches.stop()
+            raise BackendUnavailable(
+                f"kueue: the first list of Workloads and Nodes took over {SYNC_WAIT:g} s"
+            )
 
     def close(self) -> None:
+        self.watches.stop()
         if self.elector is not None:
             self.elector.release()
         self.kube.close()
@@ -142,16 +159,23 @@ class KueueBackend(CompressedTime):
 
     # -- reading the cluster -----------------------------------------------------------------------
     def _ours(self) -> dict[str, dict]:
-        """chronus id -> Workload, for every Workload with one of chronus's checks; listed
-        anew at most every tenth of a second (one round asks several times)."""
+        """chronus id -> Workload, for every Workload with one of chronus's checks, from the
+        watch-fed copy (``watch.py``); picked anew at most every tenth of a second (one round
+        asks several times)."""
         if time.monotonic() - self._listed_at > 0.1:
             self._follow_checks()
             listed = {}
-            for wl in self.kube.workloads():
+            for wl in self.watches.stores["workloads"].snapshot().values():
                 if wls.check_entry(wl, self.checks) is not None:
                     listed[wls.job_id(*wls.key(wl))] = wl
             self._listed, self._listed_at = listed, time.monotonic()
         return self._listed
+
+    def _seen(self, job_id: str, wl: dict) -> dict:
+        """A Workload as a write or a read just returned it: newer than the watch may be."""
+        self.watches.stores["workloads"].put(wl)
+        self._listed[job_id] = wl
+        return wl
 
     def _fresh(self, job_id: str) -> dict | None:
         """The Workload as the API server has it now (commands act on nothing older)."""
@@ -161,13 +185,12 @@ class KueueBackend(CompressedTime):
         got = self.kube.workload(*wls.key(wl))
         if got is None:
             self._listed.pop(job_id, None)
-        else:
-            self._listed[job_id] = got
-        return got
+            return None
+        return self._seen(job_id, got)
 
     def nodes(self) -> Sequence[NodeInfo]:
         out = []
-        for n in self.kube.nodes():
+        for n in self.watches.stores["nodes"].snapshot().values():
             labels = n.metadata.labels or {}
             if any(labels.get(k) != v for k, v in self.node_selector.items()):
                 continue
@@ -317,9 +340,9 @@ class KueueBackend(CompressedTime):
             else:
                 mine[full] = value if isinstance(value, str) else wls.encode(value)
         ns, name = wls.key(wl)
-        got = self.kube.apply_workload_annotations(ns, name, mine)
-        self._listed[wls.job_id(ns, name)] = got
-        return got
+        return self._seen(
+            wls.job_id(ns, name), self.kube.apply_workload_annotations(ns, name, mine)
+        )
 
     def _check(self, wl: dict, state: str, message: str, updates: list[dict] | None = None) -> dict:
         entry = wls.check_entry(wl, self.checks)
@@ -328,9 +351,7 @@ class KueueBackend(CompressedTime):
             wl, check, state, message, now_wall=time.time(), pod_set_updates=updates
         )
         ns, name = wls.key(wl)
-        got = self.kube.apply_workload_status(ns, name, status)
-        self._listed[wls.job_id(ns, name)] = got
-        return got
+        return self._seen(wls.job_id(ns, name), self.kube.apply_workload_status(ns, name, status))
 
     def _refuse(self, job_id: str, wl: dict, why: str) -> None:
         """A Workload chronus will not run: ``Rejected`` with the reason; Kueue deactivates it."""
@@ -583,14 +604,20 @@ def _selector(text: str | None) -> dict[str, str]:
     return out
 
 
+def _lease(text: str | None) -> tuple[str, str] | None:
+    if not text:
+        return None
+    namespace, sep, name = str(text).partition("/")
+    if not sep or not namespace or not name:
+        raise InputError("--kueue-lease", f"expected NAMESPACE/NAME, got {text!r}")
+    return namespace, name
+
+
 def from_args(
     args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
 ) -> KueueBackend:
     """A Kueue backend from the serve options; with ``--kueue-lease`` this blocks until this
     replica leads. ``nodes`` (a HiveD config) is not used: the nodes are the cluster's."""
-    cfg = config(args.kubeconfig)
-    for name in ("httpx", "httpx2", "httpcore", "httpcore2"):  # a line per request otherwise
-        logging.getLogger(name).setLevel(logging.WARNING)
     poll = 1.0 if args.kueue_poll is None else float(args.kueue_poll)
     scale = 1.0 if args.kueue_time_scale is None else float(args.kueue_time_scale)
     for flag, value in (("--kueue-poll", poll), ("--kueue-time-scale", scale)):
@@ -598,18 +625,20 @@ def from_args(
             raise InputError(flag, f"must be > 0, got {value}")
     if scale != 1.0 and args.kueue_time_origin is None:
         raise InputError("--kueue-time-origin", "required with --kueue-time-scale other than 1")
+    selector = _selector(args.kueue_node_selector)
+    lease = _lease(args.kueue_lease)
+    duration = 15.0 if args.kueue_lease_duration is None else float(args.kueue_lease_duration)
+    if lease is not None and not duration >= 0.5:
+        raise InputError("--kueue-lease-duration", f"must be >= 0.5, got {duration}")
+    cfg = config(args.kubeconfig)  # the flags first: a bad one is refused without a cluster
+    for name in ("httpx", "httpx2", "httpcore", "httpcore2"):  # a line per request otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
     elector = None
-    if args.kueue_lease:
-        namespace, sep, name = str(args.kueue_lease).partition("/")
-        if not sep or not namespace or not name:
-            raise InputError("--kueue-lease", f"expected NAMESPACE/NAME, got {args.kueue_lease!r}")
-        duration = 15.0 if args.kueue_lease_duration is None else float(args.kueue_lease_duration)
-        if not duration >= 0.5:
-            raise InputError("--kueue-lease-duration", f"must be >= 0.5, got {duration}")
+    if lease is not None:
         elector = LeaderElector(
             Kube(cfg, manager=FIELD_MANAGER),
-            namespace=namespace,
-            name=name,
+            namespace=lease[0],
+            name=lease[1],
             duration=duration,
             renew_deadline=duration * 2 / 3,
             retry=duration * 2 / 15,
@@ -621,13 +650,18 @@ def from_args(
         raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None
     if elector is not None:
         elector.acquire()
-    return KueueBackend(
-        kube,
-        controller=args.kueue_controller_name or CONTROLLER,
-        resource=args.kueue_gpu_resource or GPU,
-        node_selector=_selector(args.kueue_node_selector),
-        poll=poll,
-        time_scale=scale,
-        time_origin=float(args.kueue_time_origin or 0.0),
-        elector=elector,
-    )
+    try:
+        return KueueBackend(
+            kube,
+            controller=args.kueue_controller_name or CONTROLLER,
+            resource=args.kueue_gpu_resource or GPU,
+            node_selector=selector,
+            poll=poll,
+            time_scale=scale,
+            time_origin=float(args.kueue_time_origin or 0.0),
+            elector=elector,
+        )
+    except BackendUnavailable as exc:
+        error = ChronusError(f"--backend kueue: cannot read the cluster: {exc}")
+        error.exit_code = 1
+        raise error from None

@@ -5,7 +5,8 @@ by its own manager, so it owns only the fields it sets and never clobbers Kueue'
 generic resources for Kueue's CRDs without generated models. Every failure to reach the API
 server, or an answer other than the ones a caller handles, is raised as
 :class:`~chronus_py.service.backend.BackendUnavailable`, so the service decides nothing until
-the API server answers again.
+the API server answers again. Reads of many objects are not here: the Workloads and Nodes a
+round looks at come from watch-fed copies (``watch.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import httpx2
+import yaml
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
@@ -35,19 +37,48 @@ T = TypeVar("T")
 
 def config(kubeconfig: str | None) -> SingleConfig:
     """The API server to talk to: ``kubeconfig`` (its current context), else the Pod's service
-    account (in-cluster), else ``$KUBECONFIG`` or ``~/.kube/config``."""
+    account (in-cluster), else ``$KUBECONFIG`` or ``~/.kube/config``. A file that is not a
+    kubeconfig is one line naming it."""
+    if kubeconfig is None:
+        try:
+            return KubeConfig.from_env().get()
+        except Exception as exc:  # noqa: BLE001 - lightkube raises several kinds
+            raise InputError(
+                "--kubeconfig",
+                f"not in a cluster, and no usable $KUBECONFIG or ~/.kube/config: {_why(exc)}",
+            ) from None
+    path = Path(kubeconfig).expanduser()
     try:
-        if kubeconfig is not None:
-            return KubeConfig.from_file(Path(kubeconfig)).get()
-        return KubeConfig.from_env().get()
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the kubeconfig: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = None if where is None else where.line + 1
+        raise InputError(str(path), "not a kubeconfig: not valid YAML", line=line) from None
+    if not isinstance(doc, dict):
+        raise InputError(
+            str(path),
+            "not a kubeconfig: expected a YAML mapping with clusters, contexts and users, "
+            f"got {'nothing' if doc is None else type(doc).__name__}",
+        )
+    try:
+        return KubeConfig.from_dict(doc, fname=path).get()
     except Exception as exc:  # noqa: BLE001 - lightkube raises several kinds for a bad config
-        raise InputError("--kubeconfig", f"cannot read a Kubernetes configuration: {exc}") from None
+        raise InputError(str(path), f"not a usable kubeconfig: {_why(exc)}") from None
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r}"
+    return str(exc) or type(exc).__name__
 
 
 class Kube:
     """One connection to the API server; ``manager`` is the field manager of every apply."""
 
     def __init__(self, cfg: SingleConfig, *, manager: str, timeout: float = 10.0):
+        self.cfg = cfg
         self.manager = manager
         self.client = Client(cfg, timeout=httpx2.Timeout(timeout), field_manager=manager)
 
@@ -67,12 +98,6 @@ class Kube:
             raise BackendUnavailable(f"kueue: {what}: {exc}") from None
 
     # -- reads -------------------------------------------------------------------------------------
-    def workloads(self) -> list[dict]:
-        return self.call(
-            "list workloads",
-            lambda: [dict(w) for w in self.client.list(Workload, namespace="*", chunk_size=500)],
-        )
-
     def workload(self, namespace: str, name: str) -> dict | None:
         got = self.call(
             f"get workload {namespace}/{name}",
@@ -85,9 +110,6 @@ class Kube:
         return self.call(
             "list admissionchecks", lambda: [dict(a) for a in self.client.list(AdmissionCheck)]
         )
-
-    def nodes(self) -> list[Node]:
-        return self.call("list nodes", lambda: list(self.client.list(Node)))
 
     def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
         """The annotations of a ``batch/v1`` Job ({} if it is gone)."""

@@ -48,7 +48,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import httpx
 import yaml
@@ -351,9 +351,11 @@ class ControlPlane:
             self._start_etcd()
             self.start_apiserver()
             self._install_kueue_objects()
-            self._start_controllers()
-            self._start_kwok()
-            self._start_kueue()
+            # Spawned together, then waited for: none needs another to become ready (Kueue's
+            # certificate bootstrap is the longest), so their starts overlap.
+            ready = [self._start_kueue(), *self._start_controllers(), self._start_kwok()]
+            for wait in ready:
+                wait()
         except BaseException:
             self.stop()
             raise
@@ -738,7 +740,7 @@ class ControlPlane:
             for c in self.api("GET", path).get("status", {}).get("conditions", [])
         )
 
-    def _start_controllers(self) -> None:
+    def _start_controllers(self) -> list[Callable[[], None]]:
         self._spawn(
             "kube-controller-manager",
             _flags(
@@ -762,13 +764,18 @@ class ControlPlane:
                 v=1,
             ),
         )
-        for name in ("kube-controller-manager", "kube-scheduler"):
-            port = self.ports[name.removeprefix("kube-")]
-            self._wait(
-                name, lambda p=port: self._get_ok(f"https://127.0.0.1:{p}/healthz", False), 60
+        return [
+            lambda n=name: self._wait(
+                n,
+                lambda: self._get_ok(
+                    f"https://127.0.0.1:{self.ports[n.removeprefix('kube-')]}/healthz", False
+                ),
+                60,
             )
+            for name in ("kube-controller-manager", "kube-scheduler")
+        ]
 
-    def _start_kwok(self) -> None:
+    def _start_kwok(self) -> Callable[[], None]:
         stage = self.cache / "kwok" / "stage"
         stage_files = [
             stage / "node" / "fast" / "node-initialize.yaml",
@@ -790,11 +797,11 @@ class ControlPlane:
                 node_ip="10.1.0.1",
             ),
         )
-        self._wait(
+        return lambda: self._wait(
             "kwok", lambda: self._get_ok(f"http://127.0.0.1:{self.ports['kwok']}/healthz"), 30
         )
 
-    def _start_kueue(self) -> None:
+    def _start_kueue(self) -> Callable[[], None]:
         kubeconfig = self.service_account_kubeconfig(KUEUE_NS, KUEUE_SA)
         config = self.root / "kueue.yaml"
         config.write_text(
@@ -832,7 +839,7 @@ class ControlPlane:
             ),
         )
         health = f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"
-        self._wait("kueue", lambda: self._get_ok(health), 120)
+        return lambda: self._wait("kueue", lambda: self._get_ok(health), 120)
 
     def _spawn(self, name: str, args: list[str]) -> None:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it

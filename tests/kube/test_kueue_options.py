@@ -1,0 +1,67 @@
+"""``chronus serve --backend kueue`` refuses bad options in one line, before it needs a cluster:
+a bad flag with a kubeconfig that does not even exist names the flag, and a kubeconfig that is
+not one names the file. No control plane is needed."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from chronus_py.cli import main  # noqa: E402
+
+MISSING = "/nonexistent/kubeconfig"
+
+
+def serve(capsys, tmp_path, *flags: str) -> tuple[int, str]:
+    code = main(
+        ["serve", "--backend=kueue", f"--db={tmp_path / 'c.db'}", "--listen=127.0.0.1:0", *flags]
+    )
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    return code, err
+
+
+@pytest.mark.parametrize(
+    "flag, expected",
+    [
+        ("--kueue-lease=no-slash", "--kueue-lease: expected NAMESPACE/NAME, got 'no-slash'"),
+        ("--kueue-lease=/name", "--kueue-lease: expected NAMESPACE/NAME, got '/name'"),
+        ("--kueue-node-selector=gpu", "--kueue-node-selector: expected key=value, got 'gpu'"),
+        ("--kueue-poll=0", "--kueue-poll: must be > 0, got 0.0"),
+    ],
+)
+def test_a_bad_flag_is_refused_without_a_cluster(capsys, tmp_path, flag, expected):
+    code, err = serve(capsys, tmp_path, f"--kubeconfig={MISSING}", flag)
+    assert code == 2
+    assert err.splitlines()[-1].endswith(expected), err
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "just a string\n",
+            "not a kubeconfig: expected a YAML mapping with clusters, contexts and users, got str",
+        ),
+        ("- a\n- list\n", "got list"),
+        ("", "got nothing"),
+        ("clusters: [\n", "not a kubeconfig: not valid YAML"),
+        ("contexts: []\n", "not a usable kubeconfig: no 'clusters'"),
+    ],
+)
+def test_a_kubeconfig_that_is_not_one_names_the_file(capsys, tmp_path, text, expected):
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    code, err = serve(capsys, tmp_path, f"--kubeconfig={path}")
+    assert code == 2
+    (line,) = err.splitlines()
+    assert str(path) in line and expected in line, line
+
+
+def test_a_missing_kubeconfig_names_the_file(capsys, tmp_path):
+    code, err = serve(capsys, tmp_path, f"--kubeconfig={MISSING}")
+    assert code == 2
+    assert err.splitlines()[-1].endswith(
+        f"{MISSING}: cannot read the kubeconfig: No such file or directory"
+    ), err
