@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from chronus_py.elastic.jobs import ElasticJob
 from chronus_py.elastic.overhead import ResizeOverhead
-from chronus_py.elastic.run import Run
+from chronus_py.model import Job
+from chronus_py.state import JobState, Status
 from placement import Allocator, PodSpec, Request
 
 DONE = 1e-6
@@ -33,17 +33,19 @@ class ElasticPolicy(Protocol):
     name: str
     arrival_window: float
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+    ) -> None:
         """Decide each newcomer: set ``guaranteed`` (promised), ``dropped``, or neither (run
         unpromised)."""
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: Cluster
     ) -> tuple[dict[str, int], float]:
         """Every active job's size now (absent = 0), and when to be asked again (inf: at the next
         arrival or completion)."""
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         """A job completed or was dropped: forget it."""
 
 
@@ -51,7 +53,7 @@ class ElasticPolicy(Protocol):
 class ElasticResult:
     policy: str
     gpus: int
-    runs: list[Run]
+    runs: list[JobState]
     wall_seconds: float
     cpu_seconds: float = 0.0
     placement_failures: int = 0
@@ -69,7 +71,7 @@ def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
 class ElasticEngine:
     def __init__(
         self,
-        jobs: list[ElasticJob],
+        jobs: list[Job],
         allocator: Allocator,
         gpus: int,
         gpus_per_node: int,
@@ -85,38 +87,39 @@ class ElasticEngine:
 
     def run(self, on_progress: Callable[[int, int], None] | None = None) -> ElasticResult:
         started, cpu = time.perf_counter(), time.process_time()
-        runs = [Run(job=j, remaining=j.iterations, since=j.submit) for j in self.jobs]
-        active: list[Run] = []
+        runs = [
+            JobState(job=j, seq=i, estimate=j.work, overhead=0.0) for i, j in enumerate(self.jobs)
+        ]
+        active: list[JobState] = []
         groups = self._arrival_groups(runs)
         next_group = 0
         wake = float("inf")
         events = 0
         while next_group < len(groups) or active:
             arrival = groups[next_group][0] if next_group < len(groups) else float("inf")
-            completion = min((r.completes_at() for r in active), default=float("inf"))
+            completion = min((r.completes_at(r.job.work) for r in active), default=float("inf"))
             now = min(arrival, completion, wake)
             if now == float("inf"):
                 break
             events += 1
-            for r in active:
-                r.progress_to(now)
             done = [
                 r
                 for r in active
                 if r.size
-                and (r.remaining <= DONE * r.job.iterations or r.completes_at() <= now + 1e-9)
+                and (
+                    r.remaining(now) <= DONE * r.job.work
+                    or r.completes_at(r.job.work) <= now + 1e-9
+                )
             ]
             for r in done:
-                r.finish, r.remaining = now, 0.0
-                self._stop(r)
+                self._stop(r, now)
+                r.status, r.finish = Status.FINISHED, now
                 self.policy.finished(r)
             if done:
                 active = [r for r in active if r.finish is None]
             if arrival == now:
                 newcomers = groups[next_group][1]
                 next_group += 1
-                for r in newcomers:
-                    r.since = now
                 self.policy.admit(now, newcomers, active, self.cluster)
                 active.extend(newcomers)
             sizes, wake = self.policy.assign(now, active, self.cluster)
@@ -127,7 +130,7 @@ class ElasticEngine:
             self._apply(now, active, sizes)
             gone = [r for r in active if r.dropped]
             for r in gone:
-                self._stop(r)
+                self._stop(r, now)
                 self.policy.finished(r)
             if gone:
                 active = [r for r in active if not r.dropped]
@@ -143,11 +146,11 @@ class ElasticEngine:
             events=events,
         )
 
-    def _arrival_groups(self, runs: list[Run]) -> list[tuple[float, list[Run]]]:
+    def _arrival_groups(self, runs: list[JobState]) -> list[tuple[float, list[JobState]]]:
         """Arrivals at the same time, or within one ``arrival_window`` slot, shown together at the
         last of their submission times (a policy cannot see a job before it is submitted)."""
         window = self.policy.arrival_window
-        groups: list[tuple[float, list[Run]]] = []
+        groups: list[tuple[float, list[JobState]]] = []
         key_of = (lambda t: t) if window <= 0 else (lambda t: int(t // window))
         last_key = None
         for r in runs:
@@ -159,7 +162,7 @@ class ElasticEngine:
             last_key = key
         return groups
 
-    def _apply(self, now: float, active: list[Run], sizes: dict[str, int]) -> None:
+    def _apply(self, now: float, active: list[JobState], sizes: dict[str, int]) -> None:
         shrink = [r for r in active if sizes.get(r.id, 0) < r.size]
         grow = [r for r in active if sizes.get(r.id, 0) > r.size]
         for r in shrink:
@@ -167,7 +170,7 @@ class ElasticEngine:
         for r in sorted(grow, key=lambda r: r.deadline):
             self._resize(r, sizes[r.id], now)
 
-    def _allocate_down(self, r: Run, new: int, old: int):
+    def _allocate_down(self, r: JobState, new: int, old: int):
         """Place ``new`` GPUs, or else the largest smaller size of the job above ``old``: a
         fragmented allocator (cells) may hold a smaller gang where the chosen one does not fit.
         Each size that does not fit counts as a placement failure."""
@@ -179,16 +182,19 @@ class ElasticEngine:
             self.placement_failures += 1
         return result
 
-    def _stop(self, r: Run) -> None:
+    def _stop(self, r: JobState, now: float) -> None:
         if r.size:
             self.allocator.release(r.id)
+            r.gpu_seconds += r.size * (now - r.run_since)
+            r.stop(now)
+            r.status = Status.PENDING
             r.size = 0
             r.known_gpus = set()
 
-    def _resize(self, r: Run, new: int, now: float) -> None:
+    def _resize(self, r: JobState, new: int, now: float) -> None:
         old = r.size
         if new == 0:
-            self._stop(r)
+            self._stop(r, now)
             r.preemptions += 1
             return
         before = self.allocator.placement_of(r.id) if old else {}
@@ -213,8 +219,16 @@ class ElasticEngine:
         cost = self.cluster.overhead.seconds(
             new, self.cluster.gpus, from_stopped=from_stopped, known_gpus=known
         )
+        if from_stopped:
+            r.status = Status.RUNNING
+        else:  # bank the run so far at the old size; the run goes on at the new one
+            r.gpu_seconds += old * (now - r.run_since)
+            r.service = r.service_at(now)
+            r.wall += now - r.run_since
+        r.run_since = now
         r.known_gpus = gpus if from_stopped else r.known_gpus | gpus
         r.size = new
+        r.speed = r.rate_of[new]
         r.paused_until = now + cost
         r.overhead_seconds += cost
         r.overhead_gpu_seconds += cost * new

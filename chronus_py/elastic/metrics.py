@@ -24,7 +24,7 @@ def summarize(result: ElasticResult, *, trace: str, dropped: Counter) -> dict:
     runs = result.runs
     finished = [r for r in runs if r.finish is not None]
     met = [r.finish is not None and r.finish <= r.deadline for r in runs]
-    promised = [r for r in runs if r.guaranteed]
+    promised = [r for r in runs if r.was_guaranteed is not None]
     starts = [r.first_start for r in runs if r.first_start is not None]
     begin = min(r.job.submit for r in runs)
     end = max([r.finish for r in finished] or [begin])

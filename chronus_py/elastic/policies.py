@@ -23,7 +23,7 @@ import numpy as np
 
 from chronus_py.elastic.engine import Cluster
 from chronus_py.elastic.leaseplan import Lease, Timeline, size_tables
-from chronus_py.elastic.run import Run
+from chronus_py.state import JobState
 from solvers.elastic import ElasticTask, plan_elastic
 
 BACKENDS = ("greedy", "cpsat")
@@ -32,7 +32,8 @@ INF = float("inf")
 
 
 def distribute(
-    runs: list[Run],
+    now: float,
+    runs: list[JobState],
     base: dict[str, int],
     free: int,
     cluster: Cluster,
@@ -47,11 +48,11 @@ def distribute(
     move saves is at least ``payback`` x its overhead; ``stick`` multiplies the gain of steps back
     to a job's current size (moving away from it costs a resize too)."""
     sizes = dict(base)
-    heap: list[tuple[int, float, int, Run, int]] = []
+    heap: list[tuple[int, float, int, JobState, int]] = []
     seq = 0
     grow_cost: dict[int, float] = {}
 
-    def push(r: Run) -> None:
+    def push(r: JobState) -> None:
         nonlocal seq
         t = sizes.get(r.id, 0)
         nxt = r.next_size.get(t)
@@ -61,7 +62,8 @@ def distribute(
             key = (0, r.deadline)
         else:
             rates = r.rate_of
-            saved = r.remaining / rates[t] - r.remaining / rates[nxt]
+            left = r.remaining(now)
+            saved = left / rates[t] - left / rates[nxt]
             if payback and nxt > r.size > 0:
                 cost = grow_cost.get(nxt)
                 if cost is None:
@@ -106,7 +108,7 @@ class LeasePolicy:
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.peaks: dict[str, tuple[Lease, int]] = {}
 
-    def planned_work(self, r: Run, cluster: Cluster, now: float) -> float:
+    def planned_work(self, r: JobState, cluster: Cluster, now: float) -> float:
         """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
         the job's fastest rate - a (re)start for a stopped job, a resize onto new GPUs for a
         running one - and the rest of a pause the job is in now. Holding the overhead inside the
@@ -122,25 +124,25 @@ class LeasePolicy:
                 else o.worst(r.job.max_size, cluster.gpus)
             )
             paused += self.reserve * pause
-        return r.remaining + paused * max(r.job.rates)
+        return r.remaining(now) + paused * r.job.top_rate
 
-    def tables_of(self, r: Run) -> tuple[np.ndarray, np.ndarray]:
+    def tables_of(self, r: JobState) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
             self.tables[r.id] = size_tables(r.job)
         return self.tables[r.id]
 
-    def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
+    def fit(self, tl: Timeline, r: JobState, cluster: Cluster) -> Lease | None:
         return tl.fit(r.job, self.planned_work(r, cluster, tl.now), r.deadline, self.tables_of(r))
 
     def replan(
-        self, now: float, runs: list[Run], cluster: Cluster
+        self, now: float, runs: list[JobState], cluster: Cluster
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
         tl, leases, missing = self.plan_all(now, runs, cluster)
         return None if missing else (tl, leases)
 
     def plan_all(
-        self, now: float, runs: list[Run], cluster: Cluster
+        self, now: float, runs: list[JobState], cluster: Cluster
     ) -> tuple[Timeline, dict[str, Lease], set[str]]:
         """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
         tl = Timeline(now, cluster.gpus, self.slot)
@@ -184,13 +186,15 @@ class LeasePolicy:
         return wake
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: Cluster
     ) -> tuple[dict[str, int], float]:
         slot = math.floor(now / self.slot)
         promised = [r for r in active if r.guaranteed]
         base = {r.id: self.leases[r.id].at(slot) for r in promised if r.id in self.leases}
         free = cluster.gpus - sum(base.values())
-        sizes = distribute(promised, base, free, cluster, payback=self.payback, stick=self.stick)
+        sizes = distribute(
+            now, promised, base, free, cluster, payback=self.payback, stick=self.stick
+        )
         idle = cluster.gpus - sum(sizes.values())
         for r in sorted(
             (r for r in active if not r.guaranteed and not r.dropped), key=lambda r: r.deadline
@@ -201,15 +205,15 @@ class LeasePolicy:
                 idle -= sizes[r.id]
         return sizes, self.next_wake(now, sizes)
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         self.leases.pop(run.id, None)
         self.tables.pop(run.id, None)
         self.peaks.pop(run.id, None)
 
 
-def hopeless(r: Run, now: float) -> bool:
+def hopeless(r: JobState, now: float) -> bool:
     """Cannot meet its deadline even alone at its fastest size from now."""
-    return now + r.remaining / max(r.job.rates) > r.deadline
+    return now + r.remaining(now) / r.job.top_rate > r.deadline
 
 
 class ElasticChronus(LeasePolicy):
@@ -240,10 +244,12 @@ class ElasticChronus(LeasePolicy):
         self.backend = backend
         self.time_limit = time_limit
         self.exact_stats = {"calls": 0, "rescued": 0, "seconds": 0.0}
-        self.waiting: dict[str, Run] = {}
+        self.waiting: dict[str, JobState] = {}
         self.capacity_freed = False
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+    ) -> None:
         promised = [r for r in active if r.guaranteed]
         for r in arrivals:
             self.waiting[r.id] = r
@@ -252,7 +258,7 @@ class ElasticChronus(LeasePolicy):
         )
 
     def _try_waiting(
-        self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *, full: bool
+        self, now: float, tl: Timeline, promised: list[JobState], cluster: Cluster, *, full: bool
     ) -> None:
         """Admit waiting jobs one at a time in deadline order: into the free timeline the current
         leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
@@ -282,13 +288,13 @@ class ElasticChronus(LeasePolicy):
                 if trial is not None:
                     tl, self.leases = trial
             if r.id in self.leases:
-                r.guaranteed = True
+                r.guaranteed = r.was_guaranteed = r.job.deadlines[0]
                 promised.append(r)
                 del self.waiting[r.id]
         self.refresh_changes()
 
     def insert(
-        self, now: float, r: Run, promised: list[Run], cluster: Cluster
+        self, now: float, r: JobState, promised: list[JobState], cluster: Cluster
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
         leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
@@ -312,7 +318,7 @@ class ElasticChronus(LeasePolicy):
         return tl, leases
 
     def exact(
-        self, now: float, r: Run, promised: list[Run], cluster: Cluster
+        self, now: float, r: JobState, promised: list[JobState], cluster: Cluster
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """Every promised job and ``r`` planned at once by CP-SAT (``solvers.elastic``), or None
         if it finds no plan in time; promised jobs already past their deadline slot cannot be
@@ -323,7 +329,7 @@ class ElasticChronus(LeasePolicy):
             ElasticTask(
                 q.id,
                 q.job.sizes,
-                q.job.rates,
+                q.job.throughputs,
                 self.planned_work(q, cluster, now),
                 math.floor(q.deadline / self.slot) - tl.origin,
             )
@@ -352,7 +358,7 @@ class ElasticChronus(LeasePolicy):
         return tl, leases
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: Cluster
     ) -> tuple[dict[str, int], float]:
         if self.capacity_freed and self.waiting:
             self.capacity_freed = False
@@ -365,7 +371,7 @@ class ElasticChronus(LeasePolicy):
             )
         return super().assign(now, active, cluster)
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         super().finished(run)
         self.waiting.pop(run.id, None)
         self.capacity_freed = True
@@ -375,7 +381,9 @@ class ElasticFlowStyle(LeasePolicy):
     name = "elasticflow"
     arrival_window = 60.0
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+    ) -> None:
         """All newcomers or none: they are admitted if they fit and every promised job that fits
         without them still fits (a job already behind its plan does not block everyone after)."""
         promised = [r for r in active if r.guaranteed]
@@ -384,7 +392,7 @@ class ElasticFlowStyle(LeasePolicy):
         if missing <= behind:
             self.leases = trial
             for r in arrivals:
-                r.guaranteed = True
+                r.guaranteed = r.was_guaranteed = r.job.deadlines[0]
         else:
             self.leases = leases
             for r in arrivals:
@@ -396,11 +404,13 @@ class ElasticEDF:
     name = "elastic-edf"
     arrival_window = 0.0
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+    ) -> None:
         return None
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: Cluster
     ) -> tuple[dict[str, int], float]:
         idle = cluster.gpus
         sizes: dict[str, int] = {}
@@ -411,7 +421,7 @@ class ElasticEDF:
                 idle -= fits[-1]
         return sizes, INF
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         return None
 
 

@@ -11,11 +11,11 @@ from chronus_py.elastic.jobs import read_elastic_trace
 from chronus_py.elastic.metrics import summarize
 from chronus_py.elastic.overhead import ResizeOverhead
 from chronus_py.elastic.policies import POLICIES
-from chronus_py.elastic.run import Run
 from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
 from chronus_py.model import Cluster
 from chronus_py.readers import trace_path
+from chronus_py.state import JobState
 from placement import ConsolidatedAllocator
 
 JOB_COLUMNS = (
@@ -77,7 +77,7 @@ def replay_trace(
     return metrics, result
 
 
-def job_rows(runs: Iterable[Run]) -> Iterable[dict]:
+def job_rows(runs: Iterable[JobState]) -> Iterable[dict]:
     for r in runs:
         yield {
             "job_id": r.id,
@@ -86,10 +86,10 @@ def job_rows(runs: Iterable[Run]) -> Iterable[dict]:
             "first_start": r.first_start,
             "finish": r.finish,
             "met": r.finish is not None and r.finish <= r.deadline,
-            "guaranteed": r.guaranteed,
+            "guaranteed": r.was_guaranteed is not None,
             "min_gpus": r.job.min_size,
             "max_gpus": r.job.max_size,
-            "requested_gpus": r.job.requested,
+            "requested_gpus": r.job.gpus,
             "starts": r.starts,
             "resizes": r.resizes,
             "preemptions": r.preemptions,
@@ -97,7 +97,7 @@ def job_rows(runs: Iterable[Run]) -> Iterable[dict]:
         }
 
 
-def write_jobs_csv(runs: Iterable[Run], path: Path) -> None:
+def write_jobs_csv(runs: Iterable[JobState], path: Path) -> None:
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=JOB_COLUMNS)
         writer.writeheader()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from chronus_py.elastic.engine import ElasticEngine, ElasticResult
-from chronus_py.elastic.jobs import ElasticJob
 from chronus_py.elastic.overhead import ResizeOverhead
-from chronus_py.elastic.run import Run
-from chronus_py.model import Cluster
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.state import JobState
 from placement import ConsolidatedAllocator
 
 
@@ -17,15 +16,18 @@ def job(
     iterations: float,
     sizes=(1, 2, 4),
     rates=(1.0, 2.0, 4.0),
-) -> ElasticJob:
-    return ElasticJob(
+) -> Job:
+    return Job(
         id=id,
+        tenant="default",
+        gpus=sizes[-1],
         submit=submit,
-        deadline=deadline,
+        kind=JobKind.STRICT_SLO,
+        deadlines=(DeadlineOption(deadline, 1.0),),
+        duration=iterations / rates[-1],
         iterations=iterations,
         model="m",
         batch=64,
-        requested=sizes[-1],
         sizes=tuple(sizes),
         rates=tuple(rates),
     )
@@ -40,5 +42,5 @@ def replay(jobs, policy, nodes=1, per_node=4, allocator=None, overhead=None) -> 
     return engine.run()
 
 
-def by_id(result: ElasticResult) -> dict[str, Run]:
+def by_id(result: ElasticResult) -> dict[str, JobState]:
     return {r.id: r for r in result.runs}
