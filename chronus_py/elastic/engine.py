@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from chronus_py.elastic.overhead import ResizeOverhead
 from chronus_py.model import Job
+from chronus_py.overhead import Overhead
 from chronus_py.state import JobState, Status
 from placement import Allocator, PodSpec, Request
 
@@ -26,7 +26,7 @@ class Cluster:
     """What a policy may know about the cluster: its size and the overhead it will be charged."""
 
     gpus: int
-    overhead: ResizeOverhead
+    overhead: Overhead
 
 
 class ElasticPolicy(Protocol):
@@ -76,7 +76,7 @@ class ElasticEngine:
         gpus: int,
         gpus_per_node: int,
         policy: ElasticPolicy,
-        overhead: ResizeOverhead,
+        overhead: Overhead,
     ):
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
         self.allocator = allocator

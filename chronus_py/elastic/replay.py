@@ -9,11 +9,11 @@ from typing import Callable, Iterable
 from chronus_py.elastic.engine import ElasticEngine, ElasticResult
 from chronus_py.elastic.jobs import read_elastic_trace
 from chronus_py.elastic.metrics import summarize
-from chronus_py.elastic.overhead import ResizeOverhead
 from chronus_py.elastic.policies import POLICIES
 from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
 from chronus_py.model import Cluster
+from chronus_py.overhead import make_overhead
 from chronus_py.readers import trace_path
 from chronus_py.state import JobState
 from placement import ConsolidatedAllocator
@@ -44,16 +44,22 @@ def replay_trace(
     nodes: int,
     gpus_per_node: int,
     resize_scale: float = 1.0,
+    overhead: str = "pause",
     backend: str = "greedy",
     skip_bad_rows: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict, ElasticResult]:
     """Replay an ITP trace under an elastic policy; ``backend`` "cpsat" gives elastic Chronus
-    CP-SAT admission where its greedy plan refuses (the metrics then count those calls)."""
+    CP-SAT admission where its greedy plan refuses (the metrics then count those calls).
+    ``overhead`` names the overhead model (``chronus_py.overhead``), scaled by ``resize_scale``."""
     if nodes <= 0 or gpus_per_node <= 0:
         raise InputError("--nodes/--gpus-per-node", "must be positive")
     if backend != "greedy" and policy != "elastic-chronus":
         raise InputError("--elastic-backend", f"only elastic-chronus has one, not {policy}")
+    try:
+        model = make_overhead(overhead, resize_scale)
+    except ValueError as exc:
+        raise InputError("--overhead", str(exc)) from None
     name, path = trace_path(trace)
     table = read_throughputs(throughputs)
     cluster = Cluster.uniform(nodes, gpus_per_node)
@@ -68,7 +74,7 @@ def replay_trace(
         cluster.gpus,
         gpus_per_node,
         chosen,
-        ResizeOverhead(scale=resize_scale),
+        model,
     )
     result = engine.run(on_progress=on_progress)
     metrics = summarize(result, trace=name, dropped=checked.dropped)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Oracle
 from chronus_py.model import Cluster, Job
+from chronus_py.overhead import make_overhead, per_start
 from chronus_py.policies.base import Policy
 from chronus_py.replay.clock import Clock
 from chronus_py.replay.profiling import ProfilingPool
@@ -55,23 +56,31 @@ def replay(
     observe: float = 300.0,
     round_requests: bool = False,
     estimation: InPlaceEstimation | None = None,
+    overhead: str = "chronus-restart",
     on_progress: Progress | None = None,
 ) -> ReplayResult:
     """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished.
     ``truth`` gives each job's true work (default: its trace duration), ``estimator`` what the
     scheduler is told (default: the truth's oracle; the profiling pool when there is one);
-    ``estimation``: jobs arrive with no runtime and are measured in place (its docstring)."""
+    ``estimation``: jobs arrive with no runtime and are measured in place (its docstring);
+    ``overhead``: the overhead model's name (``chronus_py.overhead``), each start's seconds added
+    to the job's work."""
     started_at = time.perf_counter()
     ordered = sorted(jobs, key=lambda j: j.submit)
     widest = max(n.gpus for n in cluster.nodes) * len(cluster.nodes)
     for job in ordered:
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
+    try:
+        per_start_work = per_start(make_overhead(overhead), cluster.gpus)
+    except ValueError as exc:
+        raise InputError("--overhead", str(exc)) from None
     scheduler = Scheduler(
         cluster,
         policy,
         allocator=allocator,
         estimator=profiling or estimation or estimator,
+        overhead=per_start_work,
         speed=speed,
         round_requests=round_requests,
     )

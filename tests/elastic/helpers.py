@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from chronus_py.elastic.engine import ElasticEngine, ElasticResult
-from chronus_py.elastic.overhead import ResizeOverhead
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.overhead import PauseOverhead
 from chronus_py.state import JobState
 from placement import ConsolidatedAllocator
 
@@ -37,7 +37,7 @@ def replay(jobs, policy, nodes=1, per_node=4, allocator=None, overhead=None) -> 
     cluster = Cluster.uniform(nodes, per_node)
     alloc = allocator or ConsolidatedAllocator([(n.name, n.gpus) for n in cluster.nodes])
     engine = ElasticEngine(
-        list(jobs), alloc, cluster.gpus, per_node, policy, overhead or ResizeOverhead()
+        list(jobs), alloc, cluster.gpus, per_node, policy, overhead or PauseOverhead()
     )
     return engine.run()
 
