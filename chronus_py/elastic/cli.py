@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from chronus_py.elastic.policies import POLICIES
+from chronus_py.policies import ELASTIC
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--elastic",
         nargs="?",
         const="elastic-chronus",
-        choices=sorted(POLICIES),
+        choices=sorted(ELASTIC),
         help="elastic mode: jobs run on any power-of-two size up to their model's cap, "
         "progress by throughput; policy elastic-chronus (default), elasticflow "
         "or elastic-edf (ignores --policy)",
@@ -70,10 +70,10 @@ def run_elastic(args: argparse.Namespace) -> int:
         on_progress=progress_bar("replay"),
     )
     if args.out:
-        from chronus_py.elastic.replay import write_jobs_csv
+        from chronus_py.replay import write_jobs_csv
 
         args.out.mkdir(parents=True, exist_ok=True)
-        write_jobs_csv(result.runs, args.out / "jobs.csv")
+        write_jobs_csv(result.jobs, args.out / "jobs.csv", elastic=True)
         (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     print(json.dumps(metrics) if args.json else format_table(metrics))
     if metrics["dropped_rows"]:

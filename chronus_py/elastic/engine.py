@@ -9,11 +9,10 @@ first, then grows and starts, so the GPUs a grow needs are free.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
-from chronus_py.model import Job
+from chronus_py.model import Cluster, Job
 from chronus_py.overhead import Overhead
 from chronus_py.state import JobState, Status
 from placement import Allocator, PodSpec, Request
@@ -22,42 +21,36 @@ DONE = 1e-6
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """What a policy may know about the cluster: its size and the overhead it will be charged."""
+class ElasticView:
+    """What an elastic policy may know of the cluster (the elastic counterpart of the rigid
+    policies' ``View``): its GPUs and the overhead model it will be charged."""
 
     gpus: int
     overhead: Overhead
 
 
 class ElasticPolicy(Protocol):
+    """A policy that names every active job's size at each event (registered in
+    ``chronus_py.policies.POLICIES`` with ``elastic`` True)."""
+
     name: str
+    elastic: bool
     arrival_window: float
 
     def admit(
-        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
     ) -> None:
         """Decide each newcomer: set ``guaranteed`` (promised), ``dropped``, or neither (run
         unpromised)."""
 
     def assign(
-        self, now: float, active: list[JobState], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         """Every active job's size now (absent = 0), and when to be asked again (inf: at the next
         arrival or completion)."""
 
     def finished(self, run: JobState) -> None:
         """A job completed or was dropped: forget it."""
-
-
-@dataclass
-class ElasticResult:
-    policy: str
-    gpus: int
-    runs: list[JobState]
-    wall_seconds: float
-    cpu_seconds: float = 0.0
-    placement_failures: int = 0
-    events: int = 0
 
 
 def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
@@ -69,24 +62,26 @@ def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
 
 
 class ElasticEngine:
+    """The elastic event loop. ``run`` returns every job's record; ``events`` and
+    ``placement_failures`` count what it did."""
+
     def __init__(
         self,
-        jobs: list[Job],
+        jobs: Sequence[Job],
         allocator: Allocator,
-        gpus: int,
-        gpus_per_node: int,
+        cluster: Cluster,
         policy: ElasticPolicy,
         overhead: Overhead,
     ):
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
         self.allocator = allocator
-        self.cluster = Cluster(gpus, overhead)
-        self.per_node = gpus_per_node
+        self.cluster = ElasticView(cluster.gpus, overhead)
+        self.per_node = max(n.gpus for n in cluster.nodes)
         self.policy = policy
         self.placement_failures = 0
+        self.events = 0
 
-    def run(self, on_progress: Callable[[int, int], None] | None = None) -> ElasticResult:
-        started, cpu = time.perf_counter(), time.process_time()
+    def run(self, on_progress: Callable[[int, int], None] | None = None) -> list[JobState]:
         runs = [
             JobState(job=j, seq=i, estimate=j.work, overhead=0.0) for i, j in enumerate(self.jobs)
         ]
@@ -136,15 +131,8 @@ class ElasticEngine:
                 active = [r for r in active if not r.dropped]
             if on_progress is not None and events % 500 == 0:
                 on_progress(next_group, len(groups))
-        return ElasticResult(
-            policy=self.policy.name,
-            gpus=self.cluster.gpus,
-            runs=runs,
-            wall_seconds=time.perf_counter() - started,
-            cpu_seconds=time.process_time() - cpu,
-            placement_failures=self.placement_failures,
-            events=events,
-        )
+        self.events = events
+        return runs
 
     def _arrival_groups(self, runs: list[JobState]) -> list[tuple[float, list[JobState]]]:
         """Arrivals at the same time, or within one ``arrival_window`` slot, shown together at the

@@ -11,6 +11,12 @@
   deadline order, and the newcomers admitted only if every job fits - otherwise all of them are
   declined (and dropped). Leftover GPUs by marginal gain, resizing freely.
 - ``ElasticEDF``: no admission; in deadline order every job takes its largest size that fits.
+
+They are registered in ``chronus_py.policies.POLICIES`` beside the rigid ones (``elastic`` marks
+them: they name every job's size at each event instead of ordering a queue, so
+``chronus_py.replay.replay`` runs them on the elastic event loop). Their lease planner reads the
+one :class:`~chronus_py.selector.ChronusSettings` (``lease`` is the slot length, ``headroom``
+the share kept unpromised) from elastic mode's own defaults, ``ELASTIC_DEFAULTS``.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from typing import Any, Mapping
 
 import numpy as np
 
-from chronus_py.elastic.engine import Cluster
+from chronus_py.elastic.engine import ElasticView
 from chronus_py.elastic.leaseplan import Lease, Timeline, size_tables
+from chronus_py.selector.settings import ELASTIC_DEFAULTS, ChronusSettings
 from chronus_py.state import JobState
 from solvers.elastic import ElasticTask, plan_elastic
 
@@ -36,7 +44,7 @@ def distribute(
     runs: list[JobState],
     base: dict[str, int],
     free: int,
-    cluster: Cluster,
+    cluster: ElasticView,
     *,
     payback: float = 0.0,
     stick: float = 1.0,
@@ -97,18 +105,20 @@ class LeasePolicy:
     wake-ups, and execution = each job's lease now plus leftover GPUs."""
 
     name = "lease"
+    elastic = True
     arrival_window = 0.0
     payback = 0.0
     stick = 1.0
 
-    def __init__(self, slot: float = 60.0, reserve: float = 0.0):
+    def __init__(self, slot: float = 60.0, reserve: float = 0.0, headroom: float = 0.0):
         self.slot = slot
         self.reserve = reserve
+        self.headroom = headroom
         self.leases: dict[str, Lease] = {}
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.peaks: dict[str, tuple[Lease, int]] = {}
 
-    def planned_work(self, r: JobState, cluster: Cluster, now: float) -> float:
+    def planned_work(self, r: JobState, cluster: ElasticView, now: float) -> float:
         """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
         the job's fastest rate - a (re)start for a stopped job, a resize onto new GPUs for a
         running one - and the rest of a pause the job is in now. Holding the overhead inside the
@@ -126,26 +136,32 @@ class LeasePolicy:
             paused += self.reserve * pause
         return r.remaining(now) + paused * r.job.top_rate
 
+    def planned(self, cluster: ElasticView) -> int:
+        """GPUs the plan may promise per slot: all but the ``headroom`` share (rounded up), which
+        is left to jobs without a promise. A plain share: unlike the rigid plan's, it is not
+        capped by the widest job, which here may still run unpromised on leftover GPUs."""
+        return cluster.gpus - math.ceil(self.headroom * cluster.gpus)
+
     def tables_of(self, r: JobState) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
             self.tables[r.id] = size_tables(r.job)
         return self.tables[r.id]
 
-    def fit(self, tl: Timeline, r: JobState, cluster: Cluster) -> Lease | None:
+    def fit(self, tl: Timeline, r: JobState, cluster: ElasticView) -> Lease | None:
         return tl.fit(r.job, self.planned_work(r, cluster, tl.now), r.deadline, self.tables_of(r))
 
     def replan(
-        self, now: float, runs: list[JobState], cluster: Cluster
+        self, now: float, runs: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
         tl, leases, missing = self.plan_all(now, runs, cluster)
         return None if missing else (tl, leases)
 
     def plan_all(
-        self, now: float, runs: list[JobState], cluster: Cluster
+        self, now: float, runs: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease], set[str]]:
         """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         leases: dict[str, Lease] = {}
         missing: set[str] = set()
         for r in sorted(runs, key=lambda r: (r.deadline, r.id)):
@@ -157,9 +173,9 @@ class LeasePolicy:
             leases[r.id] = lease
         return tl, leases, missing
 
-    def timeline(self, now: float, cluster: Cluster) -> Timeline:
+    def timeline(self, now: float, cluster: ElasticView) -> Timeline:
         """The free timeline the current leases leave."""
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         for lease in self.leases.values():
             tl.reserve(lease)
         return tl
@@ -186,7 +202,7 @@ class LeasePolicy:
         return wake
 
     def assign(
-        self, now: float, active: list[JobState], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         slot = math.floor(now / self.slot)
         promised = [r for r in active if r.guaranteed]
@@ -234,10 +250,11 @@ class ElasticChronus(LeasePolicy):
         replan_on_reject: bool = True,
         backend: str = "greedy",
         time_limit: float = 0.5,
+        headroom: float = 0.0,
     ):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        super().__init__(slot=slot, reserve=reserve)
+        super().__init__(slot=slot, reserve=reserve, headroom=headroom)
         self.replan_on_reject = replan_on_reject
         self.payback = payback
         self.stick = stick
@@ -248,7 +265,7 @@ class ElasticChronus(LeasePolicy):
         self.capacity_freed = False
 
     def admit(
-        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
     ) -> None:
         promised = [r for r in active if r.guaranteed]
         for r in arrivals:
@@ -258,7 +275,13 @@ class ElasticChronus(LeasePolicy):
         )
 
     def _try_waiting(
-        self, now: float, tl: Timeline, promised: list[JobState], cluster: Cluster, *, full: bool
+        self,
+        now: float,
+        tl: Timeline,
+        promised: list[JobState],
+        cluster: ElasticView,
+        *,
+        full: bool,
     ) -> None:
         """Admit waiting jobs one at a time in deadline order: into the free timeline the current
         leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
@@ -294,13 +317,13 @@ class ElasticChronus(LeasePolicy):
         self.refresh_changes()
 
     def insert(
-        self, now: float, r: JobState, promised: list[JobState], cluster: Cluster
+        self, now: float, r: JobState, promised: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
         leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
         does not fit (then nothing changes)."""
         key = (r.deadline, r.id)
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         leases: dict[str, Lease] = {}
         later = []
         for p in promised:
@@ -318,12 +341,12 @@ class ElasticChronus(LeasePolicy):
         return tl, leases
 
     def exact(
-        self, now: float, r: JobState, promised: list[JobState], cluster: Cluster
+        self, now: float, r: JobState, promised: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """Every promised job and ``r`` planned at once by CP-SAT (``solvers.elastic``), or None
         if it finds no plan in time; promised jobs already past their deadline slot cannot be
         planned, so then nothing is tried."""
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         jobs = [*promised, r]
         tasks = [
             ElasticTask(
@@ -339,7 +362,12 @@ class ElasticChronus(LeasePolicy):
             return None
         started = time.perf_counter()
         segments = plan_elastic(
-            tasks, cluster.gpus, self.slot, tl.first, time_limit_s=self.time_limit, threads=1
+            tasks,
+            self.planned(cluster),
+            self.slot,
+            tl.first,
+            time_limit_s=self.time_limit,
+            threads=1,
         )
         self.exact_stats["calls"] += 1
         self.exact_stats["seconds"] += time.perf_counter() - started
@@ -358,7 +386,7 @@ class ElasticChronus(LeasePolicy):
         return tl, leases
 
     def assign(
-        self, now: float, active: list[JobState], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         if self.capacity_freed and self.waiting:
             self.capacity_freed = False
@@ -379,10 +407,13 @@ class ElasticChronus(LeasePolicy):
 
 class ElasticFlowStyle(LeasePolicy):
     name = "elasticflow"
-    arrival_window = 60.0
+
+    def __init__(self, slot: float = 60.0, headroom: float = 0.0):
+        super().__init__(slot=slot, headroom=headroom)
+        self.arrival_window = slot  # arrivals are merged per slot of its plan
 
     def admit(
-        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
     ) -> None:
         """All newcomers or none: they are admitted if they fit and every promised job that fits
         without them still fits (a job already behind its plan does not block everyone after)."""
@@ -402,15 +433,16 @@ class ElasticFlowStyle(LeasePolicy):
 
 class ElasticEDF:
     name = "elastic-edf"
+    elastic = True
     arrival_window = 0.0
 
     def admit(
-        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: Cluster
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
     ) -> None:
         return None
 
     def assign(
-        self, now: float, active: list[JobState], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         idle = cluster.gpus
         sizes: dict[str, int] = {}
@@ -425,8 +457,22 @@ class ElasticEDF:
         return None
 
 
-POLICIES = {
-    "elastic-chronus": ElasticChronus,
-    "elasticflow": ElasticFlowStyle,
-    "elastic-edf": ElasticEDF,
-}
+def elastic_settings(options: Mapping[str, Any]) -> ChronusSettings:
+    """The one ChronusSettings, from elastic mode's defaults under ``options`` (checked)."""
+    return ChronusSettings.from_mapping({**ELASTIC_DEFAULTS, **options})
+
+
+def elastic_chronus(options: Mapping[str, Any]) -> ElasticChronus:
+    """Elastic Chronus from the lease planner's settings: ``lease`` is its slot, ``headroom`` the
+    share its plan keeps unpromised, ``backend`` greedy or cpsat, ``time_limit_s`` per CP-SAT
+    call."""
+    s = elastic_settings(options)
+    return ElasticChronus(
+        slot=s.lease, headroom=s.headroom, backend=s.backend, time_limit=s.time_limit_s
+    )
+
+
+def elasticflow(options: Mapping[str, Any]) -> ElasticFlowStyle:
+    """The ElasticFlow-style peer on the same lease planner settings (``lease``: its slot)."""
+    s = elastic_settings(options)
+    return ElasticFlowStyle(slot=s.lease, headroom=s.headroom)

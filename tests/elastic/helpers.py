@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from chronus_py.elastic.engine import ElasticEngine, ElasticResult
 from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
-from chronus_py.overhead import PauseOverhead
+from chronus_py.replay import ReplayResult
+from chronus_py.replay import replay as replay_jobs
 from chronus_py.state import JobState
-from placement import ConsolidatedAllocator
 
 
 def job(
@@ -33,14 +32,12 @@ def job(
     )
 
 
-def replay(jobs, policy, nodes=1, per_node=4, allocator=None, overhead=None) -> ElasticResult:
-    cluster = Cluster.uniform(nodes, per_node)
-    alloc = allocator or ConsolidatedAllocator([(n.name, n.gpus) for n in cluster.nodes])
-    engine = ElasticEngine(
-        list(jobs), alloc, cluster.gpus, per_node, policy, overhead or PauseOverhead()
+def replay(jobs, policy, nodes=1, per_node=4, allocator=None, overhead=None) -> ReplayResult:
+    """Through the one replay entry point, as ``chronus replay --elastic`` runs it."""
+    return replay_jobs(
+        list(jobs), Cluster.uniform(nodes, per_node), policy, allocator=allocator, overhead=overhead
     )
-    return engine.run()
 
 
-def by_id(result: ElasticResult) -> dict[str, JobState]:
-    return {r.id: r for r in result.runs}
+def by_id(result: ReplayResult) -> dict[str, JobState]:
+    return {r.id: r for r in result.jobs}

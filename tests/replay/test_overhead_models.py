@@ -8,7 +8,7 @@ import pytest
 from chronus_py.elastic.policies import ElasticEDF
 from chronus_py.errors import InputError
 from chronus_py.model import Cluster, Job, JobKind
-from chronus_py.overhead import ChronusRestart, PauseOverhead, make_overhead, restart_overhead
+from chronus_py.overhead import PauseOverhead, make_overhead, restart_overhead
 from chronus_py.policies import FIFO
 from chronus_py.replay import replay
 from tests.elastic.helpers import job as elastic_job
@@ -34,8 +34,10 @@ def test_the_default_rigid_model_is_the_artifacts_restart():
 
 def test_restart_model_on_an_elastic_trace_pauses_every_start_and_resize():
     # alone on 4 GPUs at 4 it/s: one start of 0.5 min x (1 + log2 4) = 90 s, then 100 it / 4 it/s
-    runs = elastic_replay([elastic_job("a", 0, 1000, 100)], ElasticEDF(), overhead=ChronusRestart())
-    (a,) = runs.runs
+    result = elastic_replay(
+        [elastic_job("a", 0, 1000, 100)], ElasticEDF(), overhead="chronus-restart"
+    )
+    (a,) = result.jobs
     assert a.finish == pytest.approx(90 + 25)
     assert a.overhead_seconds == pytest.approx(90)
 
