@@ -70,8 +70,8 @@ def distribute(
             key = (0, r.deadline)
         else:
             rates = r.rate_of
-            left = r.remaining(now)
-            saved = left / rates[t] - left / rates[nxt]
+            work = left[r.id]
+            saved = work / rates[t] - work / rates[nxt]
             if payback and nxt > r.size > 0:
                 cost = grow_cost.get(nxt)
                 if cost is None:
@@ -87,6 +87,7 @@ def distribute(
         seq += 1
         heapq.heappush(heap, (key[0], key[1], seq, r, nxt))
 
+    left = {r.id: r.remaining(now) for r in runs}  # fixed while GPUs are handed out
     for r in runs:
         push(r)
     while heap and free > 0:
