@@ -5,6 +5,15 @@ Events are arrivals (grouped by the policy's ``arrival_window``), completions, a
 policy asks for (e.g. the slot where its plan gives a job more GPUs). At each event the policy
 admits the newcomers, then names every active job's size; the engine applies shrinks and stops
 first, then grows and starts, so the GPUs a grow needs are free.
+
+It is the elastic event loop behind the one entry point, ``chronus_py.replay.replay``, which runs
+it for a policy whose ``elastic`` is True. With the rigid loop it shares the job
+(``model.Job``), its record and progress model (``state.JobState``), the overhead models
+(``chronus_py.overhead``), the policy registry, the result and its metrics. The seam that is
+left: its own event order (arrival groups and a scan for the next completion, not
+``replay.clock.Clock``), its own policy protocol (``ElasticPolicy``: sizes for every job, where
+a rigid policy orders a queue for the scheduler's placement walk), and no estimate stages (the
+policies see the true work).
 """
 
 from __future__ import annotations
