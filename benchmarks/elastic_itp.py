@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from chronus_py.elastic.policies import POLICIES
 from chronus_py.elastic.replay import replay_trace
+from chronus_py.policies import ELASTIC as POLICIES
 from chronus_py.readers import traces_dir
 
 RESULTS = Path(__file__).resolve().parent / "results" / "elastic_itp.json"

@@ -2,7 +2,16 @@
 
 Times are absolute seconds (floats); ids are strings. Inputs are frozen dataclasses. The truth
 about a job (``duration``) lives here because replay needs it, but policies never read it: they see
-:class:`~chronus_py.scheduler.JobState` and its estimate.
+:class:`~chronus_py.state.JobState` and its estimate.
+
+One job model for rigid and elastic jobs: a job may run on any of its ``sizes`` (ascending), and
+on ``n`` GPUs it makes ``rate(n)`` units of work per second. A rigid job is the case of one size,
+``sizes == (gpus,)``, with no throughput curve: its work is ``duration`` seconds at rate 1. An
+elastic job (ElasticFlow's model: strong scaling at a fixed global ``batch``) has a curve,
+``rates[i]`` iterations per second on ``sizes[i]`` GPUs, and its work is ``iterations``. Work is
+counted in the job's own unit (seconds without a curve, iterations with one) so neither world
+converts through a reference size whose throughput may not be measured, and a rigid replay does
+exactly the arithmetic it always did.
 """
 
 from __future__ import annotations
@@ -28,7 +37,9 @@ class DeadlineOption:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A training job as submitted. ``duration`` is seconds of work at ``gpus`` GPUs."""
+    """A training job as submitted. ``duration`` is seconds of work at ``gpus`` GPUs (the size it
+    asks for). ``sizes``/``rates``: the sizes it may run on and their iterations per second (see
+    the module docstring); without ``rates`` the job is rigid and ``sizes`` is ``(gpus,)``."""
 
     id: str
     tenant: str
@@ -37,8 +48,52 @@ class Job:
     kind: JobKind
     deadlines: tuple[DeadlineOption, ...] = ()
     duration: float | None = None
-    iterations: int | None = None
+    iterations: float | None = None
     model: str | None = None
+    batch: int | None = None
+    sizes: tuple[int, ...] = ()
+    rates: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Without a curve the one size is the request, also after ``replace(job, gpus=n)``.
+        if not self.rates:
+            object.__setattr__(self, "sizes", (self.gpus,))
+        elif len(self.rates) != len(self.sizes):
+            raise ValueError(f"job {self.id}: {len(self.sizes)} sizes but {len(self.rates)} rates")
+
+    @property
+    def rigid(self) -> bool:
+        return len(self.sizes) == 1
+
+    @property
+    def min_size(self) -> int:
+        return self.sizes[0]
+
+    @property
+    def max_size(self) -> int:
+        return self.sizes[-1]
+
+    @property
+    def work(self) -> float:
+        """Total work in the job's unit: iterations with a curve, else seconds at its size."""
+        return self.iterations if self.rates else self.duration
+
+    @property
+    def throughputs(self) -> tuple[float, ...]:
+        """Work per second on each of ``sizes`` (1 for a job without a curve)."""
+        return self.rates or (1.0,)
+
+    @property
+    def top_rate(self) -> float:
+        return max(self.throughputs)
+
+    def rate(self, gpus: int) -> float:
+        """Work per second on ``gpus`` GPUs (one of its sizes)."""
+        return self.rates[self.sizes.index(gpus)] if self.rates else 1.0
+
+    def best_time(self) -> float:
+        """Seconds to finish alone at the fastest size, without any overhead."""
+        return self.work / self.top_rate
 
     @property
     def is_slo(self) -> bool:

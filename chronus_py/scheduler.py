@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from chronus_py.errors import InputError
 from chronus_py.estimates import EstimateErrors, Estimator, Oracle
 from chronus_py.model import Cluster, DeadlineOption, Job
 from chronus_py.overhead import restart_overhead
@@ -57,6 +58,12 @@ class Scheduler:
         round_requests: bool = False,
         even_gangs: bool = False,
     ):
+        if getattr(policy, "elastic", False):
+            raise InputError(
+                policy.name,
+                "an elastic policy sizes jobs in a replay (chronus replay --elastic); a "
+                "scheduling round needs one that orders a queue",
+            )
         self.cluster = cluster
         self.policy = policy
         self.allocator = allocator or ConsolidatedAllocator(

@@ -238,7 +238,7 @@ class _Reader:
 
     # -- the file -------------------------------------------------------------------------------
     def state(self, data: Any) -> State:
-        from chronus_py.policies import POLICIES
+        from chronus_py.policies import ROUND_POLICIES as POLICIES
 
         data = self.mapping(data, "", _TOP_KEYS)
         now = self.number(data, "now", "")

@@ -29,13 +29,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="grid YAML (keys as the options below); options given override it",
     )
     p.add_argument("--traces", type=_list, help="comma-separated bundled trace names or CSV files")
-    from chronus_py.elastic.policies import POLICIES as ELASTIC
-    from chronus_py.policies import POLICIES
+    from chronus_py.policies import ELASTIC, POLICIES
 
     p.add_argument(
         "--policies",
         type=_list,
-        help=f"comma-separated policies ({', '.join(POLICIES)}; elastic, on ITP traces: "
+        help="comma-separated policies "
+        f"({', '.join(p for p in POLICIES if p not in ELASTIC)}; elastic, on ITP traces: "
         f"{', '.join(ELASTIC)})",
     )
     p.add_argument(

@@ -11,6 +11,7 @@ from dataclasses import fields
 from typing import Any
 
 from chronus_py.errors import InputError
+from chronus_py.policies import policy_options
 from chronus_py.selector import ChronusSettings
 from solvers import BACKENDS, OBJECTIVES
 
@@ -38,10 +39,14 @@ def add_settings_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def settings_given(args: argparse.Namespace, policy: str) -> dict[str, Any]:
-    """The Chronus settings given (by field name); refused, naming the flag, for another policy."""
+    """The Chronus settings given (by field name); refused, naming the flag, for a policy that
+    does not take them (the elastic lease planners take ``--lease`` and ``--headroom``)."""
     given = {f.name: getattr(args, dest(f.metadata["flag"]), None) for f in fields(ChronusSettings)}
     given = {name: value for name, value in given.items() if value is not None}
-    if given and policy != "chronus":
-        flag = next(f.metadata["flag"] for f in fields(ChronusSettings) if f.name in given)
-        raise InputError(flag, f"a Chronus setting; --policy is {policy}")
+    taken = policy_options(policy)
+    refused = [
+        f.metadata["flag"] for f in fields(ChronusSettings) if f.name in set(given) - set(taken)
+    ]
+    if refused:
+        raise InputError(refused[0], f"a Chronus setting that policy {policy} does not take")
     return given

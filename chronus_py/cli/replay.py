@@ -8,6 +8,8 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from chronus_py.overhead import OVERHEADS
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from chronus_py.policies import POLICIES
@@ -117,6 +119,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="log-normal error between estimates and true runtimes (robustness study)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the estimation error (default 0)")
+    p.add_argument(
+        "--overhead",
+        choices=sorted(OVERHEADS),
+        help="what a (re)start or resize costs: chronus-restart (extra work per start, the "
+        "Chronus artifact's; default of a rigid replay) or pause (the job holds its GPUs and "
+        "makes no progress, ElasticFlow's; default of an elastic one); --resize-scale scales it",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
         "--out",
@@ -163,6 +172,7 @@ def setup_from(args: argparse.Namespace):
         skip_bad_rows=args.skip_bad_rows,
         throughputs=args.throughputs,
         resize_scale=args.resize_scale,
+        overhead=args.overhead,
         elastic_backend=args.elastic_backend,
     )
 
@@ -179,11 +189,11 @@ def run(args: argparse.Namespace) -> int:
     bar = progress_bar("replay")
     if setup.elastic:
         from chronus_py.elastic.replay import run_elastic_setup
-        from chronus_py.elastic.replay import write_jobs_csv as write_elastic_jobs
+        from chronus_py.replay import write_jobs_csv
 
-        metrics, elastic, trace = run_elastic_setup(setup, on_read=say, on_progress=bar)
-        count = len(elastic.runs)
-        write_jobs = partial(write_elastic_jobs, elastic.runs)
+        metrics, result, trace = run_elastic_setup(setup, on_read=say, on_progress=bar)
+        count = len(result.jobs)
+        write_jobs = partial(write_jobs_csv, result.jobs, elastic=True)
     else:
         from chronus_py.replay import summarize, write_jobs_csv
         from chronus_py.replay.setup import run_setup

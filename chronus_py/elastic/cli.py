@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from chronus_py.elastic.policies import POLICIES
+from chronus_py.policies import ELASTIC
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--elastic",
         nargs="?",
         const="elastic-chronus",
-        choices=sorted(POLICIES),
+        choices=sorted(ELASTIC),
         help="elastic mode: jobs run on any power-of-two size up to their model's cap, "
         "progress by throughput; policy elastic-chronus (default), elasticflow "
         "or elastic-edf (ignores --policy)",

@@ -5,57 +5,61 @@ Events are arrivals (grouped by the policy's ``arrival_window``), completions, a
 policy asks for (e.g. the slot where its plan gives a job more GPUs). At each event the policy
 admits the newcomers, then names every active job's size; the engine applies shrinks and stops
 first, then grows and starts, so the GPUs a grow needs are free.
+
+It is the elastic event loop behind the one entry point, ``chronus_py.replay.replay``, which runs
+it for a policy whose ``elastic`` is True. With the rigid loop it shares the job
+(``model.Job``), its record and progress model (``state.JobState``), the overhead models
+(``chronus_py.overhead``), the policy registry, the result and its metrics. The seam that is
+left: its own event order (arrival groups and a scan for the next completion, not
+``replay.clock.Clock``), its own policy protocol (``ElasticPolicy``: sizes for every job, where
+a rigid policy orders a queue for the scheduler's placement walk), and no estimate stages (the
+policies see the true work).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
-from chronus_py.elastic.jobs import ElasticJob
-from chronus_py.elastic.overhead import ResizeOverhead
-from chronus_py.elastic.run import Run
+from chronus_py.model import Cluster, Job
+from chronus_py.overhead import Overhead
+from chronus_py.state import JobState, Status
 from placement import Allocator, PodSpec, Request
 
 DONE = 1e-6
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """What a policy may know about the cluster: its size and the overhead it will be charged."""
+class ElasticView:
+    """What an elastic policy may know of the cluster (the elastic counterpart of the rigid
+    policies' ``View``): its GPUs and the overhead model it will be charged."""
 
     gpus: int
-    overhead: ResizeOverhead
+    overhead: Overhead
 
 
 class ElasticPolicy(Protocol):
+    """A policy that names every active job's size at each event (registered in
+    ``chronus_py.policies.POLICIES`` with ``elastic`` True)."""
+
     name: str
+    elastic: bool
     arrival_window: float
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
+    ) -> None:
         """Decide each newcomer: set ``guaranteed`` (promised), ``dropped``, or neither (run
         unpromised)."""
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         """Every active job's size now (absent = 0), and when to be asked again (inf: at the next
         arrival or completion)."""
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         """A job completed or was dropped: forget it."""
-
-
-@dataclass
-class ElasticResult:
-    policy: str
-    gpus: int
-    runs: list[Run]
-    wall_seconds: float
-    cpu_seconds: float = 0.0
-    placement_failures: int = 0
-    events: int = 0
 
 
 def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
@@ -67,56 +71,59 @@ def pods_for(gpus: int, per_node: int) -> tuple[PodSpec, ...]:
 
 
 class ElasticEngine:
+    """The elastic event loop. ``run`` returns every job's record; ``events`` and
+    ``placement_failures`` count what it did."""
+
     def __init__(
         self,
-        jobs: list[ElasticJob],
+        jobs: Sequence[Job],
         allocator: Allocator,
-        gpus: int,
-        gpus_per_node: int,
+        cluster: Cluster,
         policy: ElasticPolicy,
-        overhead: ResizeOverhead,
+        overhead: Overhead,
     ):
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
         self.allocator = allocator
-        self.cluster = Cluster(gpus, overhead)
-        self.per_node = gpus_per_node
+        self.cluster = ElasticView(cluster.gpus, overhead)
+        self.per_node = max(n.gpus for n in cluster.nodes)
         self.policy = policy
         self.placement_failures = 0
+        self.events = 0
 
-    def run(self, on_progress: Callable[[int, int], None] | None = None) -> ElasticResult:
-        started, cpu = time.perf_counter(), time.process_time()
-        runs = [Run(job=j, remaining=j.iterations, since=j.submit) for j in self.jobs]
-        active: list[Run] = []
+    def run(self, on_progress: Callable[[int, int], None] | None = None) -> list[JobState]:
+        runs = [
+            JobState(job=j, seq=i, estimate=j.work, overhead=0.0) for i, j in enumerate(self.jobs)
+        ]
+        active: list[JobState] = []
         groups = self._arrival_groups(runs)
         next_group = 0
         wake = float("inf")
         events = 0
         while next_group < len(groups) or active:
             arrival = groups[next_group][0] if next_group < len(groups) else float("inf")
-            completion = min((r.completes_at() for r in active), default=float("inf"))
+            completion = min((r.completes_at(r.job.work) for r in active), default=float("inf"))
             now = min(arrival, completion, wake)
             if now == float("inf"):
                 break
             events += 1
-            for r in active:
-                r.progress_to(now)
             done = [
                 r
                 for r in active
                 if r.size
-                and (r.remaining <= DONE * r.job.iterations or r.completes_at() <= now + 1e-9)
+                and (
+                    r.remaining(now) <= DONE * r.job.work
+                    or r.completes_at(r.job.work) <= now + 1e-9
+                )
             ]
             for r in done:
-                r.finish, r.remaining = now, 0.0
-                self._stop(r)
+                self._stop(r, now)
+                r.status, r.finish = Status.FINISHED, now
                 self.policy.finished(r)
             if done:
                 active = [r for r in active if r.finish is None]
             if arrival == now:
                 newcomers = groups[next_group][1]
                 next_group += 1
-                for r in newcomers:
-                    r.since = now
                 self.policy.admit(now, newcomers, active, self.cluster)
                 active.extend(newcomers)
             sizes, wake = self.policy.assign(now, active, self.cluster)
@@ -127,27 +134,20 @@ class ElasticEngine:
             self._apply(now, active, sizes)
             gone = [r for r in active if r.dropped]
             for r in gone:
-                self._stop(r)
+                self._stop(r, now)
                 self.policy.finished(r)
             if gone:
                 active = [r for r in active if not r.dropped]
             if on_progress is not None and events % 500 == 0:
                 on_progress(next_group, len(groups))
-        return ElasticResult(
-            policy=self.policy.name,
-            gpus=self.cluster.gpus,
-            runs=runs,
-            wall_seconds=time.perf_counter() - started,
-            cpu_seconds=time.process_time() - cpu,
-            placement_failures=self.placement_failures,
-            events=events,
-        )
+        self.events = events
+        return runs
 
-    def _arrival_groups(self, runs: list[Run]) -> list[tuple[float, list[Run]]]:
+    def _arrival_groups(self, runs: list[JobState]) -> list[tuple[float, list[JobState]]]:
         """Arrivals at the same time, or within one ``arrival_window`` slot, shown together at the
         last of their submission times (a policy cannot see a job before it is submitted)."""
         window = self.policy.arrival_window
-        groups: list[tuple[float, list[Run]]] = []
+        groups: list[tuple[float, list[JobState]]] = []
         key_of = (lambda t: t) if window <= 0 else (lambda t: int(t // window))
         last_key = None
         for r in runs:
@@ -159,7 +159,7 @@ class ElasticEngine:
             last_key = key
         return groups
 
-    def _apply(self, now: float, active: list[Run], sizes: dict[str, int]) -> None:
+    def _apply(self, now: float, active: list[JobState], sizes: dict[str, int]) -> None:
         shrink = [r for r in active if sizes.get(r.id, 0) < r.size]
         grow = [r for r in active if sizes.get(r.id, 0) > r.size]
         for r in shrink:
@@ -167,7 +167,7 @@ class ElasticEngine:
         for r in sorted(grow, key=lambda r: r.deadline):
             self._resize(r, sizes[r.id], now)
 
-    def _allocate_down(self, r: Run, new: int, old: int):
+    def _allocate_down(self, r: JobState, new: int, old: int):
         """Place ``new`` GPUs, or else the largest smaller size of the job above ``old``: a
         fragmented allocator (cells) may hold a smaller gang where the chosen one does not fit.
         Each size that does not fit counts as a placement failure."""
@@ -179,16 +179,19 @@ class ElasticEngine:
             self.placement_failures += 1
         return result
 
-    def _stop(self, r: Run) -> None:
+    def _stop(self, r: JobState, now: float) -> None:
         if r.size:
             self.allocator.release(r.id)
+            r.gpu_seconds += r.size * (now - r.run_since)
+            r.stop(now)
+            r.status = Status.PENDING
             r.size = 0
             r.known_gpus = set()
 
-    def _resize(self, r: Run, new: int, now: float) -> None:
+    def _resize(self, r: JobState, new: int, now: float) -> None:
         old = r.size
         if new == 0:
-            self._stop(r)
+            self._stop(r, now)
             r.preemptions += 1
             return
         before = self.allocator.placement_of(r.id) if old else {}
@@ -213,8 +216,16 @@ class ElasticEngine:
         cost = self.cluster.overhead.seconds(
             new, self.cluster.gpus, from_stopped=from_stopped, known_gpus=known
         )
+        if from_stopped:
+            r.status = Status.RUNNING
+        else:  # bank the run so far at the old size; the run goes on at the new one
+            r.gpu_seconds += old * (now - r.run_since)
+            r.service = r.service_at(now)
+            r.wall += now - r.run_since
+        r.run_since = now
         r.known_gpus = gpus if from_stopped else r.known_gpus | gpus
         r.size = new
+        r.speed = r.rate_of[new]
         r.paused_until = now + cost
         r.overhead_seconds += cost
         r.overhead_gpu_seconds += cost * new

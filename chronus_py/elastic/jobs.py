@@ -1,6 +1,8 @@
-"""The elastic job model (traces are read into it by ``chronus_py.readers.elastic``).
+"""Elastic jobs: the sizes a job may run on (traces are read into them by
+``chronus_py.readers.elastic``).
 
-A job may run on any size of ``sizes`` (powers of two from its minimum to its maximum); on
+The job model itself is :class:`chronus_py.model.Job` (a rigid job is one with a single size). A
+job may run on any size of ``sizes`` (powers of two from its minimum to its maximum); on
 ``n`` GPUs it makes ``rate(n)`` iterations per second. Its maximum is the size with the highest
 measured throughput among the powers of two up to ``min(global batch, 64)``: past that point more
 GPUs slow it down (this rule reproduces every per-job cap ElasticFlow's simulator uses on the A100
@@ -13,44 +15,12 @@ table has no curve for its (model, batch size); a rigid job without a curve runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from chronus_py.elastic.throughputs import ThroughputTable
+from chronus_py.model import DeadlineOption, Job, JobKind
 
 LARGEST = 64
-
-
-@dataclass(frozen=True, slots=True)
-class ElasticJob:
-    """A job as submitted. ``sizes`` ascending; ``rates[i]`` is iterations/s on ``sizes[i]``."""
-
-    id: str
-    submit: float
-    deadline: float
-    iterations: float
-    model: str
-    batch: int
-    requested: int
-    sizes: tuple[int, ...]
-    rates: tuple[float, ...]
-
-    @property
-    def rigid(self) -> bool:
-        return len(self.sizes) == 1
-
-    @property
-    def min_size(self) -> int:
-        return self.sizes[0]
-
-    @property
-    def max_size(self) -> int:
-        return self.sizes[-1]
-
-    def best_time(self) -> float:
-        """Seconds to finish alone at the fastest size, without any overhead."""
-        return self.iterations / max(self.rates)
 
 
 def elastic_sizes(curve: dict[int, float], batch: int, limit: int) -> list[int]:
@@ -76,7 +46,8 @@ def make_job(
     *,
     elastic: bool = True,
     limit: int = LARGEST,
-) -> ElasticJob:
+) -> Job:
+    """One trace row as a job: strict-SLO with its one deadline, tenant ``default``."""
     curve = table.curve(model, batch)
     sizes = elastic_sizes(curve, batch, limit) if curve and elastic else []
     if sizes:
@@ -85,23 +56,26 @@ def make_job(
         sizes, rates = [requested], (curve[requested],)
     else:
         sizes, rates = [requested], (iterations / duration,)
-    return ElasticJob(
+    return Job(
         id=id,
+        tenant="default",
+        gpus=requested,
         submit=submit,
-        deadline=deadline,
+        kind=JobKind.STRICT_SLO,
+        deadlines=(DeadlineOption(deadline, 1.0),),
+        duration=duration,
         iterations=iterations,
         model=model,
         batch=batch,
-        requested=requested,
         sizes=tuple(sizes),
         rates=tuple(rates),
     )
 
 
-def ceiling(jobs: list[ElasticJob]) -> float:
+def ceiling(jobs: list[Job]) -> float:
     """The elastic ceiling: share of jobs that meet their deadline alone on an empty cluster at
     their fastest size with no overhead. No scheduler can do better on the trace."""
     if not jobs:
         return 0.0
-    ok = np.array([j.submit + j.best_time() <= j.deadline for j in jobs])
+    ok = np.array([j.submit + j.best_time() <= j.first_deadline for j in jobs])
     return float(ok.mean())

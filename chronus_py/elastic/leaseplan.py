@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chronus_py.elastic.jobs import ElasticJob
+from chronus_py.model import Job
 
 CHUNK = 256
 
@@ -37,12 +37,12 @@ class Lease:
         return int(self.sizes[i]) if 0 <= i < len(self.sizes) else 0
 
 
-def size_tables(job: ElasticJob) -> tuple[np.ndarray, np.ndarray]:
+def size_tables(job: Job) -> tuple[np.ndarray, np.ndarray]:
     """``best[a]``: the largest size of the job that is <= a (0 if none), for a in 0..max_size;
     ``rate[n]``: iterations/s on n GPUs (0 for sizes the job cannot run on)."""
     best = np.zeros(job.max_size + 1, dtype=np.int64)
     rate = np.zeros(job.max_size + 1)
-    for n, r in zip(job.sizes, job.rates):
+    for n, r in zip(job.sizes, job.throughputs):
         best[n:] = n
         rate[n] = r
     return best, rate
@@ -79,7 +79,7 @@ class Timeline:
 
     def fill(
         self,
-        job: ElasticJob,
+        job: Job,
         remaining: float,
         deadline: float,
         cap: int,
@@ -115,7 +115,7 @@ class Timeline:
 
     def fit(
         self,
-        job: ElasticJob,
+        job: Job,
         remaining: float,
         deadline: float,
         tables: tuple[np.ndarray, np.ndarray],
@@ -126,7 +126,7 @@ class Timeline:
         window = deadline - self.now
         caps = [
             n
-            for n, fastest in zip(job.sizes, np.maximum.accumulate(job.rates))
+            for n, fastest in zip(job.sizes, np.maximum.accumulate(job.throughputs))
             if fastest * window >= remaining
         ]
         found = None

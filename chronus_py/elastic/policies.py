@@ -11,6 +11,12 @@
   deadline order, and the newcomers admitted only if every job fits - otherwise all of them are
   declined (and dropped). Leftover GPUs by marginal gain, resizing freely.
 - ``ElasticEDF``: no admission; in deadline order every job takes its largest size that fits.
+
+They are registered in ``chronus_py.policies.POLICIES`` beside the rigid ones (``elastic`` marks
+them: they name every job's size at each event instead of ordering a queue, so
+``chronus_py.replay.replay`` runs them on the elastic event loop). Their lease planner reads the
+one :class:`~chronus_py.selector.ChronusSettings` (``lease`` is the slot length, ``headroom``
+the share kept unpromised) from elastic mode's own defaults, ``ELASTIC_DEFAULTS``.
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from typing import Any, Mapping
 
 import numpy as np
 
-from chronus_py.elastic.engine import Cluster
+from chronus_py.elastic.engine import ElasticView
 from chronus_py.elastic.leaseplan import Lease, Timeline, size_tables
-from chronus_py.elastic.run import Run
+from chronus_py.selector.settings import ELASTIC_DEFAULTS, ChronusSettings
+from chronus_py.state import JobState
 from solvers.elastic import ElasticTask, plan_elastic
 
 BACKENDS = ("greedy", "cpsat")
@@ -32,10 +40,11 @@ INF = float("inf")
 
 
 def distribute(
-    runs: list[Run],
+    now: float,
+    runs: list[JobState],
     base: dict[str, int],
     free: int,
-    cluster: Cluster,
+    cluster: ElasticView,
     *,
     payback: float = 0.0,
     stick: float = 1.0,
@@ -47,11 +56,11 @@ def distribute(
     move saves is at least ``payback`` x its overhead; ``stick`` multiplies the gain of steps back
     to a job's current size (moving away from it costs a resize too)."""
     sizes = dict(base)
-    heap: list[tuple[int, float, int, Run, int]] = []
+    heap: list[tuple[int, float, int, JobState, int]] = []
     seq = 0
     grow_cost: dict[int, float] = {}
 
-    def push(r: Run) -> None:
+    def push(r: JobState) -> None:
         nonlocal seq
         t = sizes.get(r.id, 0)
         nxt = r.next_size.get(t)
@@ -61,7 +70,8 @@ def distribute(
             key = (0, r.deadline)
         else:
             rates = r.rate_of
-            saved = r.remaining / rates[t] - r.remaining / rates[nxt]
+            work = left[r.id]
+            saved = work / rates[t] - work / rates[nxt]
             if payback and nxt > r.size > 0:
                 cost = grow_cost.get(nxt)
                 if cost is None:
@@ -77,6 +87,7 @@ def distribute(
         seq += 1
         heapq.heappush(heap, (key[0], key[1], seq, r, nxt))
 
+    left = {r.id: r.remaining(now) for r in runs}  # fixed while GPUs are handed out
     for r in runs:
         push(r)
     while heap and free > 0:
@@ -95,18 +106,20 @@ class LeasePolicy:
     wake-ups, and execution = each job's lease now plus leftover GPUs."""
 
     name = "lease"
+    elastic = True
     arrival_window = 0.0
     payback = 0.0
     stick = 1.0
 
-    def __init__(self, slot: float = 60.0, reserve: float = 0.0):
+    def __init__(self, slot: float = 60.0, reserve: float = 0.0, headroom: float = 0.0):
         self.slot = slot
         self.reserve = reserve
+        self.headroom = headroom
         self.leases: dict[str, Lease] = {}
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.peaks: dict[str, tuple[Lease, int]] = {}
 
-    def planned_work(self, r: Run, cluster: Cluster, now: float) -> float:
+    def planned_work(self, r: JobState, cluster: ElasticView, now: float) -> float:
         """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
         the job's fastest rate - a (re)start for a stopped job, a resize onto new GPUs for a
         running one - and the rest of a pause the job is in now. Holding the overhead inside the
@@ -122,28 +135,34 @@ class LeasePolicy:
                 else o.worst(r.job.max_size, cluster.gpus)
             )
             paused += self.reserve * pause
-        return r.remaining + paused * max(r.job.rates)
+        return r.remaining(now) + paused * r.job.top_rate
 
-    def tables_of(self, r: Run) -> tuple[np.ndarray, np.ndarray]:
+    def planned(self, cluster: ElasticView) -> int:
+        """GPUs the plan may promise per slot: all but the ``headroom`` share (rounded up), which
+        is left to jobs without a promise. A plain share: unlike the rigid plan's, it is not
+        capped by the widest job, which here may still run unpromised on leftover GPUs."""
+        return cluster.gpus - math.ceil(self.headroom * cluster.gpus)
+
+    def tables_of(self, r: JobState) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
             self.tables[r.id] = size_tables(r.job)
         return self.tables[r.id]
 
-    def fit(self, tl: Timeline, r: Run, cluster: Cluster) -> Lease | None:
+    def fit(self, tl: Timeline, r: JobState, cluster: ElasticView) -> Lease | None:
         return tl.fit(r.job, self.planned_work(r, cluster, tl.now), r.deadline, self.tables_of(r))
 
     def replan(
-        self, now: float, runs: list[Run], cluster: Cluster
+        self, now: float, runs: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
         tl, leases, missing = self.plan_all(now, runs, cluster)
         return None if missing else (tl, leases)
 
     def plan_all(
-        self, now: float, runs: list[Run], cluster: Cluster
+        self, now: float, runs: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease], set[str]]:
         """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         leases: dict[str, Lease] = {}
         missing: set[str] = set()
         for r in sorted(runs, key=lambda r: (r.deadline, r.id)):
@@ -155,9 +174,9 @@ class LeasePolicy:
             leases[r.id] = lease
         return tl, leases, missing
 
-    def timeline(self, now: float, cluster: Cluster) -> Timeline:
+    def timeline(self, now: float, cluster: ElasticView) -> Timeline:
         """The free timeline the current leases leave."""
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         for lease in self.leases.values():
             tl.reserve(lease)
         return tl
@@ -184,13 +203,15 @@ class LeasePolicy:
         return wake
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         slot = math.floor(now / self.slot)
         promised = [r for r in active if r.guaranteed]
         base = {r.id: self.leases[r.id].at(slot) for r in promised if r.id in self.leases}
         free = cluster.gpus - sum(base.values())
-        sizes = distribute(promised, base, free, cluster, payback=self.payback, stick=self.stick)
+        sizes = distribute(
+            now, promised, base, free, cluster, payback=self.payback, stick=self.stick
+        )
         idle = cluster.gpus - sum(sizes.values())
         for r in sorted(
             (r for r in active if not r.guaranteed and not r.dropped), key=lambda r: r.deadline
@@ -201,15 +222,15 @@ class LeasePolicy:
                 idle -= sizes[r.id]
         return sizes, self.next_wake(now, sizes)
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         self.leases.pop(run.id, None)
         self.tables.pop(run.id, None)
         self.peaks.pop(run.id, None)
 
 
-def hopeless(r: Run, now: float) -> bool:
+def hopeless(r: JobState, now: float) -> bool:
     """Cannot meet its deadline even alone at its fastest size from now."""
-    return now + r.remaining / max(r.job.rates) > r.deadline
+    return now + r.remaining(now) / r.job.top_rate > r.deadline
 
 
 class ElasticChronus(LeasePolicy):
@@ -230,20 +251,23 @@ class ElasticChronus(LeasePolicy):
         replan_on_reject: bool = True,
         backend: str = "greedy",
         time_limit: float = 0.5,
+        headroom: float = 0.0,
     ):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        super().__init__(slot=slot, reserve=reserve)
+        super().__init__(slot=slot, reserve=reserve, headroom=headroom)
         self.replan_on_reject = replan_on_reject
         self.payback = payback
         self.stick = stick
         self.backend = backend
         self.time_limit = time_limit
         self.exact_stats = {"calls": 0, "rescued": 0, "seconds": 0.0}
-        self.waiting: dict[str, Run] = {}
+        self.waiting: dict[str, JobState] = {}
         self.capacity_freed = False
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
+    ) -> None:
         promised = [r for r in active if r.guaranteed]
         for r in arrivals:
             self.waiting[r.id] = r
@@ -252,7 +276,13 @@ class ElasticChronus(LeasePolicy):
         )
 
     def _try_waiting(
-        self, now: float, tl: Timeline, promised: list[Run], cluster: Cluster, *, full: bool
+        self,
+        now: float,
+        tl: Timeline,
+        promised: list[JobState],
+        cluster: ElasticView,
+        *,
+        full: bool,
     ) -> None:
         """Admit waiting jobs one at a time in deadline order: into the free timeline the current
         leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
@@ -282,19 +312,19 @@ class ElasticChronus(LeasePolicy):
                 if trial is not None:
                     tl, self.leases = trial
             if r.id in self.leases:
-                r.guaranteed = True
+                r.guaranteed = r.was_guaranteed = r.job.deadlines[0]
                 promised.append(r)
                 del self.waiting[r.id]
         self.refresh_changes()
 
     def insert(
-        self, now: float, r: Run, promised: list[Run], cluster: Cluster
+        self, now: float, r: JobState, promised: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
         leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
         does not fit (then nothing changes)."""
         key = (r.deadline, r.id)
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         leases: dict[str, Lease] = {}
         later = []
         for p in promised:
@@ -312,18 +342,18 @@ class ElasticChronus(LeasePolicy):
         return tl, leases
 
     def exact(
-        self, now: float, r: Run, promised: list[Run], cluster: Cluster
+        self, now: float, r: JobState, promised: list[JobState], cluster: ElasticView
     ) -> tuple[Timeline, dict[str, Lease]] | None:
         """Every promised job and ``r`` planned at once by CP-SAT (``solvers.elastic``), or None
         if it finds no plan in time; promised jobs already past their deadline slot cannot be
         planned, so then nothing is tried."""
-        tl = Timeline(now, cluster.gpus, self.slot)
+        tl = Timeline(now, self.planned(cluster), self.slot)
         jobs = [*promised, r]
         tasks = [
             ElasticTask(
                 q.id,
                 q.job.sizes,
-                q.job.rates,
+                q.job.throughputs,
                 self.planned_work(q, cluster, now),
                 math.floor(q.deadline / self.slot) - tl.origin,
             )
@@ -333,7 +363,12 @@ class ElasticChronus(LeasePolicy):
             return None
         started = time.perf_counter()
         segments = plan_elastic(
-            tasks, cluster.gpus, self.slot, tl.first, time_limit_s=self.time_limit, threads=1
+            tasks,
+            self.planned(cluster),
+            self.slot,
+            tl.first,
+            time_limit_s=self.time_limit,
+            threads=1,
         )
         self.exact_stats["calls"] += 1
         self.exact_stats["seconds"] += time.perf_counter() - started
@@ -352,7 +387,7 @@ class ElasticChronus(LeasePolicy):
         return tl, leases
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         if self.capacity_freed and self.waiting:
             self.capacity_freed = False
@@ -365,7 +400,7 @@ class ElasticChronus(LeasePolicy):
             )
         return super().assign(now, active, cluster)
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         super().finished(run)
         self.waiting.pop(run.id, None)
         self.capacity_freed = True
@@ -373,9 +408,14 @@ class ElasticChronus(LeasePolicy):
 
 class ElasticFlowStyle(LeasePolicy):
     name = "elasticflow"
-    arrival_window = 60.0
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def __init__(self, slot: float = 60.0, headroom: float = 0.0):
+        super().__init__(slot=slot, headroom=headroom)
+        self.arrival_window = slot  # arrivals are merged per slot of its plan
+
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
+    ) -> None:
         """All newcomers or none: they are admitted if they fit and every promised job that fits
         without them still fits (a job already behind its plan does not block everyone after)."""
         promised = [r for r in active if r.guaranteed]
@@ -384,7 +424,7 @@ class ElasticFlowStyle(LeasePolicy):
         if missing <= behind:
             self.leases = trial
             for r in arrivals:
-                r.guaranteed = True
+                r.guaranteed = r.was_guaranteed = r.job.deadlines[0]
         else:
             self.leases = leases
             for r in arrivals:
@@ -394,13 +434,16 @@ class ElasticFlowStyle(LeasePolicy):
 
 class ElasticEDF:
     name = "elastic-edf"
+    elastic = True
     arrival_window = 0.0
 
-    def admit(self, now: float, arrivals: list[Run], active: list[Run], cluster: Cluster) -> None:
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
+    ) -> None:
         return None
 
     def assign(
-        self, now: float, active: list[Run], cluster: Cluster
+        self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         idle = cluster.gpus
         sizes: dict[str, int] = {}
@@ -411,12 +454,26 @@ class ElasticEDF:
                 idle -= fits[-1]
         return sizes, INF
 
-    def finished(self, run: Run) -> None:
+    def finished(self, run: JobState) -> None:
         return None
 
 
-POLICIES = {
-    "elastic-chronus": ElasticChronus,
-    "elasticflow": ElasticFlowStyle,
-    "elastic-edf": ElasticEDF,
-}
+def elastic_settings(options: Mapping[str, Any]) -> ChronusSettings:
+    """The one ChronusSettings, from elastic mode's defaults under ``options`` (checked)."""
+    return ChronusSettings.from_mapping({**ELASTIC_DEFAULTS, **options})
+
+
+def elastic_chronus(options: Mapping[str, Any]) -> ElasticChronus:
+    """Elastic Chronus from the lease planner's settings: ``lease`` is its slot, ``headroom`` the
+    share its plan keeps unpromised, ``backend`` greedy or cpsat, ``time_limit_s`` per CP-SAT
+    call."""
+    s = elastic_settings(options)
+    return ElasticChronus(
+        slot=s.lease, headroom=s.headroom, backend=s.backend, time_limit=s.time_limit_s
+    )
+
+
+def elasticflow(options: Mapping[str, Any]) -> ElasticFlowStyle:
+    """The ElasticFlow-style peer on the same lease planner settings (``lease``: its slot)."""
+    s = elastic_settings(options)
+    return ElasticFlowStyle(slot=s.lease, headroom=s.headroom)

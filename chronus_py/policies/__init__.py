@@ -4,6 +4,13 @@ it here with the options it takes, and add a test on a hand-computed trace.
 ``make_policy(name, options)`` is the one way every entry point (state file, ``chronus replay``,
 sweep grids, the service) builds a policy from untrusted options: Chronus takes the fields of
 :class:`~chronus_py.selector.ChronusSettings`, LAS its queue thresholds, the others nothing.
+
+The elastic policies (``ELASTIC``: elastic Chronus, the ElasticFlow-style peer, elastic EDF,
+``chronus_py.elastic.policies``) are registered here too; they name every job's size at each
+event rather than order a queue, so they replay (``chronus_py.replay.replay`` runs them on the
+elastic event loop) but do not plan a round. The two lease-planning ones take the lease
+planner's settings of the same ChronusSettings (``lease``, ``headroom``; elastic Chronus also
+``backend`` and ``time_limit_s``) from elastic mode's defaults (``ELASTIC_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable, Mapping
 
+from chronus_py.elastic.policies import ElasticEDF, elastic_chronus, elasticflow
 from chronus_py.errors import InputError
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Policy, View
 from chronus_py.policies.chronus import Chronus
@@ -31,17 +39,25 @@ def _plain(cls: type) -> Callable[[Mapping[str, Any]], Policy]:
     return lambda options: cls()
 
 
-POLICIES: dict[str, Callable[[Mapping[str, Any]], Policy]] = {
+POLICIES: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "fifo": _plain(FIFO),
     "srtf": _plain(SRTF),
     "srtf-gpu": _plain(SRTFGPU),
     "edf": _plain(EDF),
     "las": _las,
     "chronus": _chronus,
+    "elastic-chronus": elastic_chronus,
+    "elasticflow": elasticflow,
+    "elastic-edf": _plain(ElasticEDF),
 }
+ELASTIC = ("elastic-chronus", "elasticflow", "elastic-edf")
+ROUND_POLICIES = tuple(name for name in POLICIES if name not in ELASTIC)
+"""The policies a scheduling round (``chronus plan``, ``chronus serve``) can run."""
 OPTIONS: dict[str, tuple[str, ...]] = {
     "chronus": tuple(f.name for f in fields(ChronusSettings)),
     "las": ("thresholds",),
+    "elastic-chronus": ("lease", "headroom", "backend", "time_limit_s"),
+    "elasticflow": ("lease", "headroom"),
 }
 
 
@@ -70,6 +86,8 @@ def make_policy(
 
 __all__ = [
     "POLICIES",
+    "ELASTIC",
+    "ROUND_POLICIES",
     "Policy",
     "OrderPolicy",
     "View",

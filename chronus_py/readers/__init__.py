@@ -13,7 +13,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from chronus_py.errors import InputError
 from chronus_py.inputs import read_text
@@ -29,9 +28,6 @@ from chronus_py.readers.field_csv import (
     parse_columns,
 )
 from chronus_py.readers.table import Table, read_header
-
-if TYPE_CHECKING:
-    from chronus_py.elastic.jobs import ElasticJob
 
 # Detection order: the first format whose columns the header has wins (Chronus and ElasticFlow's
 # Philly trace first: their headers are supersets of plain), and a near-miss of an earlier format
@@ -64,7 +60,7 @@ class TraceRead:
 
     name: str
     format: str
-    jobs: tuple[Job, ...] | tuple[ElasticJob, ...]
+    jobs: tuple[Job, ...]
     dropped: Counter
     detected: str = ""  # how the format was chosen and how columns and times were read
 

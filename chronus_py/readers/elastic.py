@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from chronus_py.elastic.jobs import ElasticJob, make_job
+from chronus_py.elastic.jobs import make_job
 from chronus_py.elastic.throughputs import ThroughputTable
 from chronus_py.errors import InputError
 from chronus_py.inputs import read_text
+from chronus_py.model import Job
 from chronus_py.readers import Chosen, TraceRead, choose_format, describe, trace_path
 from chronus_py.readers.field_csv import TIME_UNITS, FieldFormat, read_ids, read_times
 from chronus_py.readers.table import HEADER_LINE, Table, read_header
@@ -92,7 +93,7 @@ def _read(
     throughputs: ThroughputTable,
     cluster_gpus: int,
     skip_bad_rows: bool,
-) -> list[ElasticJob]:
+) -> list[Job]:
     cols = fmt.mapping(list(table.df.columns))
     for name in NEEDED:
         if name not in cols:

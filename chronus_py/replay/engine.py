@@ -16,16 +16,18 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from chronus_py.elastic.engine import ElasticEngine, ElasticPolicy
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Oracle
 from chronus_py.model import Cluster, Job
+from chronus_py.overhead import Overhead, make_overhead, per_start
 from chronus_py.policies.base import Policy
 from chronus_py.replay.clock import Clock
 from chronus_py.replay.profiling import ProfilingPool
 from chronus_py.round import advance
 from chronus_py.scheduler import Scheduler, SpeedModel
 from chronus_py.state import JobState, Status
-from placement import Allocator
+from placement import Allocator, ConsolidatedAllocator
 
 if TYPE_CHECKING:
     from chronus_py.estimates.in_place import InPlaceEstimation
@@ -35,16 +37,23 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class ReplayResult:
+    """Every job's record after a replay. An elastic replay also counts its CPU seconds, events
+    and the sizes the allocator could not place (``elastic`` True)."""
+
     jobs: tuple[JobState, ...]
     cluster: Cluster
     policy: str
     wall_seconds: float
+    elastic: bool = False
+    cpu_seconds: float | None = None
+    events: int = 0
+    placement_failures: int = 0
 
 
 def replay(
     jobs: Sequence[Job],
     cluster: Cluster,
-    policy: Policy,
+    policy: Policy | ElasticPolicy,
     *,
     allocator: Allocator | None = None,
     estimator: Estimator | None = None,
@@ -55,23 +64,59 @@ def replay(
     observe: float = 300.0,
     round_requests: bool = False,
     estimation: InPlaceEstimation | None = None,
+    overhead: str | Overhead | None = None,
     on_progress: Progress | None = None,
 ) -> ReplayResult:
     """Replay ``jobs`` (any order) on ``cluster`` under ``policy`` until every job has finished.
     ``truth`` gives each job's true work (default: its trace duration), ``estimator`` what the
     scheduler is told (default: the truth's oracle; the profiling pool when there is one);
-    ``estimation``: jobs arrive with no runtime and are measured in place (its docstring)."""
+    ``estimation``: jobs arrive with no runtime and are measured in place (its docstring);
+    ``overhead``: the overhead model or its name (``chronus_py.overhead``; default
+    chronus-restart, pause for an elastic policy): a rigid policy's jobs get each start's
+    seconds added to their work, an elastic policy's jobs pause.
+
+    An elastic policy (``policy.elastic``: it names every job's size instead of ordering a queue)
+    runs on the elastic event loop (``chronus_py.elastic.engine``), which shares the job, its
+    state and progress model, the overhead models and the result, but not yet the estimate
+    stages: with one, ``profiling``, ``estimation``, ``truth``, ``speed`` and the rest are
+    refused."""
     started_at = time.perf_counter()
+    if overhead is None or isinstance(overhead, str):
+        try:
+            model = make_overhead(overhead or ("pause" if _elastic(policy) else "chronus-restart"))
+        except ValueError as exc:
+            raise InputError("--overhead", str(exc)) from None
+    else:
+        model = overhead
+    if _elastic(policy):
+        given = [
+            name
+            for name, value in (
+                ("estimator", estimator),
+                ("truth", truth),
+                ("speed", speed),
+                ("profiling", profiling),
+                ("reestimate_every", reestimate_every),
+                ("round_requests", round_requests),
+                ("estimation", estimation),
+            )
+            if value
+        ]
+        if given:
+            raise InputError(policy.name, f"an elastic policy does not take {given[0]} yet")
+        return _replay_elastic(jobs, cluster, policy, allocator, model, on_progress, started_at)
     ordered = sorted(jobs, key=lambda j: j.submit)
     widest = max(n.gpus for n in cluster.nodes) * len(cluster.nodes)
     for job in ordered:
         if job.gpus > cluster.gpus or job.gpus > widest:
             raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
+    per_start_work = per_start(model, cluster.gpus)
     scheduler = Scheduler(
         cluster,
         policy,
         allocator=allocator,
         estimator=profiling or estimation or estimator,
+        overhead=per_start_work,
         speed=speed,
         round_requests=round_requests,
     )
@@ -139,6 +184,35 @@ def replay(
         cluster=cluster,
         policy=policy.name,
         wall_seconds=time.perf_counter() - started_at,
+    )
+
+
+def _elastic(policy: Policy | ElasticPolicy) -> bool:
+    return getattr(policy, "elastic", False)
+
+
+def _replay_elastic(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policy: ElasticPolicy,
+    allocator: Allocator | None,
+    model: Overhead,
+    on_progress: Progress | None,
+    started_at: float,
+) -> ReplayResult:
+    cpu = time.process_time()
+    allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
+    engine = ElasticEngine(jobs, allocator, cluster, policy, model)
+    states = engine.run(on_progress=on_progress)
+    return ReplayResult(
+        jobs=tuple(states),
+        cluster=cluster,
+        policy=policy.name,
+        wall_seconds=time.perf_counter() - started_at,
+        elastic=True,
+        cpu_seconds=time.process_time() - cpu,
+        events=engine.events,
+        placement_failures=engine.placement_failures,
     )
 
 

@@ -13,7 +13,9 @@ Whenever estimates can be wrong, running jobs are re-estimated from observed pro
 An elastic policy (``elastic-chronus``, ``elasticflow``, ``elastic-edf``) makes the setup an
 elastic replay (``chronus_py.elastic.replay.run_elastic_setup``): the same trace options, cluster
 size and load, plus the throughput tables, the resize overhead scale and elastic Chronus's
-admission backend.
+admission backend. ``overhead`` names the overhead model for either kind (``chronus_py.overhead``:
+``chronus-restart``, the default of a rigid replay, or ``pause``, an elastic one's), scaled by
+``resize_scale``.
 
 ``run_setup`` reads, checks and replays; bad values raise one-line ``InputError`` naming the
 option, before any replay starts.
@@ -27,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from chronus_py.elastic.policies import POLICIES as ELASTIC_POLICIES
 from chronus_py.errors import InputError
 from chronus_py.estimates import Noisy
 from chronus_py.estimates.in_place import InPlaceEstimation
 from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.model import Cluster, Job, Node
-from chronus_py.policies import make_policy
+from chronus_py.overhead import Overhead, make_overhead
+from chronus_py.policies import ELASTIC, make_policy
 from chronus_py.policies.base import Policy
 from chronus_py.readers import DEFAULT_TRACE, TraceRead, read_trace
 from chronus_py.replay.engine import Progress, ReplayResult, replay
@@ -78,12 +80,13 @@ class ReplaySetup:
     skip_bad_rows: bool = False
     throughputs: Path | None = None
     resize_scale: float = 1.0
+    overhead: str | None = None
     elastic_backend: str = "greedy"
 
     @property
     def elastic(self) -> bool:
         """An elastic replay: jobs resize by their throughput curves."""
-        return self.policy in ELASTIC_POLICIES
+        return self.policy in ELASTIC
 
     def check(self) -> None:
         """Refuse values no replay could use, naming the option as the command line spells it."""
@@ -199,6 +202,17 @@ def scale_load(jobs: Sequence[Job], load: float) -> tuple[Job, ...]:
     return tuple(out)
 
 
+def overhead_model(setup: ReplaySetup) -> Overhead | None:
+    """The overhead model ``setup`` names, scaled by ``resize_scale`` (None: the replay's
+    default for its kind of policy)."""
+    if setup.overhead is None:
+        return None
+    try:
+        return make_overhead(setup.overhead, setup.resize_scale)
+    except ValueError as exc:
+        raise InputError("--overhead", str(exc)) from None
+
+
 def estimation(setup: ReplaySetup) -> dict[str, Any]:
     """The replay's estimation keyword arguments (see the module docstring)."""
     if setup.estimates == "realistic":
@@ -252,6 +266,7 @@ def run_setup(
         allocator=built.allocator,
         speed=built.speed,
         round_requests=setup.round_requests,
+        overhead=overhead_model(setup),
         on_progress=on_progress,
         **estimation(setup),
     )

@@ -6,6 +6,10 @@ flags (generated from the fields below), and sweep grids' ``options``. ``from_ma
 checked path from untrusted values (a file, a request, a grid) to settings: an unknown or bad key
 raises one ``ValueError`` naming it, so a typo never silently falls back to a default.
 
+Elastic mode (``chronus_py.elastic``) reads the same settings (``lease`` and ``headroom`` for its
+lease plan, ``backend`` and ``time_limit_s`` for its admission) from its own defaults,
+``ELASTIC_DEFAULTS`` below.
+
 The GPUs per node are not a setting: they are a fact of the cluster, and the selector takes them
 from the scheduler's view, so a cluster of 4-GPU nodes rounds GPU requests to its own nodes.
 """
@@ -120,3 +124,17 @@ def _check(name: str, value: object, *, positive: bool = False, most: float = ma
         raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {show(value)}")
     if value > most:
         raise ValueError(f"{name}: must be <= {most:g}, got {show(value)}")
+
+
+ELASTIC_DEFAULTS: Mapping[str, Any] = {
+    "lease": 60.0,
+    "headroom": 0.0,
+    "backend": "greedy",
+    "time_limit_s": 0.5,
+}
+"""Where elastic mode's lease planner (``chronus_py.elastic``) starts from, under the options a
+user gives: the same settings, its own defaults. Leases of 60 s are ElasticFlow's slots (a plan
+revised per minute fits jobs that resize every few minutes; 1200 s would hold a resized job to a
+size for 20 minutes); no headroom, since an elastic plan's leftover GPUs go to every job by
+marginal gain anyway; the greedy plan, with CP-SAT (``backend`` cpsat) as a second chance of
+``time_limit_s`` each. These are the settings every published elastic result was measured at."""

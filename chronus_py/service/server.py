@@ -165,7 +165,8 @@ def resolve(args: argparse.Namespace) -> Options:
             f"{host} is not a loopback address: without --tokens anyone "
             "could act as any tenant; give --tokens FILE",
         )
-    from chronus_py.policies import POLICIES, make_policy
+    from chronus_py.policies import ROUND_POLICIES as POLICIES
+    from chronus_py.policies import make_policy
 
     if args.policy not in POLICIES:
         raise InputError(

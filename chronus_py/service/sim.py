@@ -1,8 +1,9 @@
 """The ``sim`` backend: a simulated cluster that outlives the daemon driving it.
 
-It plays the replay world (same overhead and progress model, ``chronus_py.overhead``): a job's
-true work is its ``duration_seconds`` (else its estimate), every start costs one restart overhead
-of extra work, and a running job progresses at full speed until its work is done.
+It plays the replay world with the replay's own job record and progress model
+(:class:`~chronus_py.state.JobState`, overhead from ``chronus_py.overhead``): a job's true work
+is its ``duration_seconds`` (else its estimate), every start costs one restart overhead of extra
+work, and a running job progresses at full speed until its work is done.
 
 Its clock runs on wall time, accelerated: ``now = origin + (wall - wall0) * speed``, with the
 anchors persisted. Its state is a pure function of the persisted commands (submit, start,
@@ -20,14 +21,15 @@ import json
 import math
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from chronus_py.errors import InputError
-from chronus_py.model import Job
+from chronus_py.model import Job, JobKind
 from chronus_py.overhead import restart_overhead
 from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob, RunState
+from chronus_py.state import JobState
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS anchor (id INTEGER PRIMARY KEY CHECK (id = 0),
@@ -39,26 +41,23 @@ CREATE TABLE IF NOT EXISTS command (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL,
 
 @dataclass
 class _SimJob:
-    """One job of the world: its true work and what its runs so far did with it."""
+    """One job of the world: what the cluster says of it (``state``, ``ended_at``, the submitted
+    ``spec``) and its run record in the replay's progress model (``run``: a
+    :class:`~chronus_py.state.JobState` whose ``estimate`` is the true work and whose
+    ``overhead`` is the work one start costs)."""
 
-    id: str
     spec: dict[str, Any]
-    gpus: int
-    work: float
-    overhead: float
+    run: JobState
     state: RunState = RunState.PENDING
-    service: float = 0.0
-    run_since: float | None = None
-    placement: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    starts: int = 0
     ended_at: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.run.id
 
     def need(self) -> float:
         """Total work the job needs by now: its true work plus one overhead per start."""
-        return self.work + self.starts * self.overhead
-
-    def service_at(self, now: float) -> float:
-        return self.service + (now - self.run_since if self.run_since is not None else 0.0)
+        return self.run.estimate + self.run.starts * self.run.overhead
 
 
 class SimWorld:
@@ -80,8 +79,7 @@ class SimWorld:
         while self._ends and self._ends[0][0] <= now:
             at, _, job_id, run = heapq.heappop(self._ends)
             job = self.jobs[job_id]
-            if job.state is RunState.RUNNING and job.starts == run:
-                job.service = job.service_at(at)
+            if job.state is RunState.RUNNING and job.run.starts == run:
                 self._end(job, RunState.FINISHED, at)
         self.time = max(self.time, now)
 
@@ -92,21 +90,21 @@ class SimWorld:
 
     def _live(self, entry: tuple[float, int, str, int]) -> bool:
         job = self.jobs[entry[2]]
-        return job.state is RunState.RUNNING and job.starts == entry[3]
+        return job.state is RunState.RUNNING and job.run.starts == entry[3]
 
     def _end(self, job: _SimJob, state: RunState, at: float) -> None:
         self.changed.add(job.id)
         self._release(job)
-        job.run_since = None
+        job.run.stop(at)
         job.state = state
         job.ended_at = at
         self.reported.add(job.id)
 
     def _release(self, job: _SimJob) -> None:
-        for node, gpus in job.placement.items():
+        for node, gpus in job.run.placement.items():
             for gpu in gpus:
                 self.owner.pop((node, gpu), None)
-        job.placement = {}
+        job.run.placement = {}
 
     # -- commands: each checked, then applied; ``check_*`` raise before anything changes --------
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:
@@ -135,8 +133,10 @@ class SimWorld:
                     if holder is not None:
                         raise BackendUnavailable(f"sim: {node} GPU {gpu} is held by job {holder}")
                 count += len(gpus)
-            if count != job.gpus:
-                raise BackendUnavailable(f"sim: job {job_id} needs {job.gpus} GPUs, got {count}")
+            if count != job.run.gpus:
+                raise BackendUnavailable(
+                    f"sim: job {job_id} needs {job.run.gpus} GPUs, got {count}"
+                )
         elif kind == "preempt" and job.state is not RunState.RUNNING:
             raise BackendUnavailable(f"sim: job {job_id} is {job.state}, not running")
 
@@ -144,27 +144,27 @@ class SimWorld:
         if job_id in self.jobs:
             return
         spec = dict(data["spec"])
-        gpus = int(spec["gpus"])
-        self.jobs[job_id] = _SimJob(job_id, spec, gpus, float(data["work"]), restart_overhead(gpus))
+        gpus, work = int(spec["gpus"]), float(data["work"])
+        job = Job(job_id, str(spec.get("tenant", "")), gpus, at, JobKind.BEST_EFFORT, duration=work)
+        run = JobState(job=job, seq=len(self.jobs), estimate=work, overhead=restart_overhead(gpus))
+        self.jobs[job_id] = _SimJob(spec, run)
 
     def _start(self, job_id: str, at: float, data: Mapping[str, Any]) -> None:
         job = self.jobs[job_id]
-        job.placement = {node: tuple(gpus) for node, gpus in data.items()}
-        for node, gpus in job.placement.items():
+        run = job.run
+        run.placement = {node: tuple(gpus) for node, gpus in data.items()}
+        for node, gpus in run.placement.items():
             for gpu in gpus:
                 self.owner[(node, gpu)] = job_id
-        job.starts += 1
+        run.starts += 1
         job.state = RunState.RUNNING
-        job.run_since = at
+        run.run_since = at
         self._seq += 1
-        heapq.heappush(
-            self._ends, (at + max(job.need() - job.service, 0.0), self._seq, job_id, job.starts)
-        )
+        heapq.heappush(self._ends, (run.completes_at(job.need()), self._seq, job_id, run.starts))
 
     def _preempt(self, job_id: str, at: float, data: Any) -> None:
         job = self.jobs[job_id]
-        job.service = job.service_at(at)
-        job.run_since = None
+        job.run.stop(at)
         self._release(job)
         job.state = RunState.PENDING
 
@@ -172,19 +172,19 @@ class SimWorld:
         job = self.jobs.get(job_id)
         if job is None or job.state in (RunState.FINISHED, RunState.CANCELLED):
             return
-        job.service = job.service_at(at)
         self._end(job, RunState.CANCELLED, at)
 
     def observe(self, job: _SimJob) -> ObservedJob:
-        done = job.service_at(self.time) - job.starts * job.overhead
+        run = job.run
+        done = run.service_at(self.time) - run.starts * run.overhead
         return ObservedJob(
             id=job.id,
             state=job.state,
-            placement=dict(job.placement),
-            run_since=job.run_since,
+            placement=dict(run.placement),
+            run_since=run.run_since,
             ended_at=job.ended_at,
-            work_done=min(max(done, 0.0), job.work),
-            starts=job.starts,
+            work_done=min(max(done, 0.0), run.estimate),
+            starts=run.starts,
             spec=job.spec,
         )
 
@@ -315,7 +315,7 @@ class SimBackend:
         if (
             job is not None
             and job.state is RunState.RUNNING
-            and job.placement == {n: tuple(g) for n, g in placement.items()}
+            and job.run.placement == {n: tuple(g) for n, g in placement.items()}
         ):
             return
         self._command("start", job_id, {n: list(g) for n, g in placement.items()})

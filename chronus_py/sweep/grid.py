@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from chronus_py.elastic.policies import POLICIES as ELASTIC_POLICIES
 from chronus_py.errors import InputError
 from chronus_py.inputs import load_yaml, show
+from chronus_py.policies import ELASTIC as ELASTIC_POLICIES
 from chronus_py.policies import POLICIES, policy_options
 from chronus_py.replay.setup import ESTIMATES, ReplaySetup
 
@@ -320,7 +320,7 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     for key in ("traces", "policies"):
         if key not in kwargs:
             raise InputError(source, "is required", field=key)
-    known = (*POLICIES, *ELASTIC_POLICIES)
+    known = tuple(POLICIES)
     for policy in kwargs["policies"]:
         if policy not in known:
             raise InputError(
@@ -378,7 +378,7 @@ def make_grid(source: str | Path, values: Mapping[str, Any]) -> Grid:
     if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
         raise InputError(source, "must map policy names to {argument: value}", field="options")
     for policy, opts in options.items():
-        if policy not in POLICIES:
+        if policy not in POLICIES or is_elastic(policy):
             why = (
                 f"{policy!r} takes no options"
                 if is_elastic(policy)

@@ -114,9 +114,9 @@ def run_elastic(config: RunConfig) -> RunResult:
     )
     metrics["dropped_reasons"] = json.dumps(metrics["dropped_reasons"], sort_keys=True)
     row = {**config.columns(), **{k: metrics.get(k) for k in METRIC_COLUMNS}, "error": ""}
-    origin = min(r.job.submit for r in result.runs)
+    origin = min(r.job.submit for r in result.jobs)
     days: dict[int, list[bool]] = {}
-    for r in result.runs:
+    for r in result.jobs:
         met = r.finish is not None and r.finish <= r.deadline
         days.setdefault(int((r.job.submit - origin) // DAY), []).append(met)
     return RunResult(
@@ -126,7 +126,7 @@ def run_elastic(config: RunConfig) -> RunResult:
             "daily_deadline_ratio": [
                 [d, float(np.mean(m)), len(m)] for d, m in sorted(days.items())
             ],
-            "preemption_counts": np.bincount([r.preemptions for r in result.runs]).tolist(),
+            "preemption_counts": np.bincount([r.preemptions for r in result.jobs]).tolist(),
         },
     )
 

@@ -181,7 +181,7 @@ def test_chronus_settings_are_refused_for_other_policies(write, capsys):
     assert main(["replay", "--trace", str(path), "--policy", "srtf", "--headroom", "0.5"]) == 2
     assert (
         capsys.readouterr().err
-        == "chronus replay: --headroom: a Chronus setting; --policy is srtf\n"
+        == "chronus replay: --headroom: a Chronus setting that policy srtf does not take\n"
     )
 
 
@@ -251,3 +251,18 @@ def test_elastic_replay_refuses_rigid_only_options_by_name(write, capsys):
     assert err == "chronus replay: --elastic: does not combine with --slowdown yet\n"
     assert main([*argv, "--elastic-backend", "cpsat", "--elastic", "elastic-edf"]) == 2
     assert "--elastic-backend: only elastic-chronus has one" in capsys.readouterr().err
+
+
+def test_elastic_lease_planners_take_lease_and_headroom_and_any_overhead_model(write, capsys):
+    path = write(RENAMED)
+    base = ["replay", "--trace", str(path), "--nodes", "1", "--columns", RENAMED_COLUMNS]
+    base += ["--time-unit", "min", "--json"]
+    assert main(base + ["--elastic", "elasticflow", "--lease", "120", "--headroom", "0.5"]) == 0
+    assert json.loads(capsys.readouterr().out)["policy"] == "elasticflow"
+    assert main(base + ["--elastic", "--overhead", "chronus-restart"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"] == 2
+    assert main(base + ["--elastic", "elastic-edf", "--lease", "120"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == "chronus replay: --lease: a Chronus setting that policy elastic-edf does not take\n"
+    )

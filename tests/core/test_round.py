@@ -102,7 +102,8 @@ def test_a_policy_without_leases_plans_no_leases():
         (
             "lottery",
             {},
-            "state.yaml: unknown policy 'lottery' (have: fifo, srtf, srtf-gpu, edf, las, chronus)",
+            "state.yaml: unknown policy 'lottery' (have: fifo, srtf, srtf-gpu, edf, las, chronus, "
+            "elastic-chronus, elasticflow, elastic-edf)",
         ),
         ("fifo", {"lease": 600}, "state.yaml: fifo has no option 'lease' (have: none)"),
         ("las", {"queues": 2}, "state.yaml: las has no option 'queues' (have: thresholds)"),

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from chronus_py.elastic.engine import ElasticEngine, ElasticResult
-from chronus_py.elastic.jobs import ElasticJob
-from chronus_py.elastic.overhead import ResizeOverhead
-from chronus_py.elastic.run import Run
-from chronus_py.model import Cluster
-from placement import ConsolidatedAllocator
+from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.replay import ReplayResult
+from chronus_py.replay import replay as replay_jobs
+from chronus_py.state import JobState
 
 
 def job(
@@ -17,28 +15,29 @@ def job(
     iterations: float,
     sizes=(1, 2, 4),
     rates=(1.0, 2.0, 4.0),
-) -> ElasticJob:
-    return ElasticJob(
+) -> Job:
+    return Job(
         id=id,
+        tenant="default",
+        gpus=sizes[-1],
         submit=submit,
-        deadline=deadline,
+        kind=JobKind.STRICT_SLO,
+        deadlines=(DeadlineOption(deadline, 1.0),),
+        duration=iterations / rates[-1],
         iterations=iterations,
         model="m",
         batch=64,
-        requested=sizes[-1],
         sizes=tuple(sizes),
         rates=tuple(rates),
     )
 
 
-def replay(jobs, policy, nodes=1, per_node=4, allocator=None, overhead=None) -> ElasticResult:
-    cluster = Cluster.uniform(nodes, per_node)
-    alloc = allocator or ConsolidatedAllocator([(n.name, n.gpus) for n in cluster.nodes])
-    engine = ElasticEngine(
-        list(jobs), alloc, cluster.gpus, per_node, policy, overhead or ResizeOverhead()
+def replay(jobs, policy, nodes=1, per_node=4, allocator=None, overhead=None) -> ReplayResult:
+    """Through the one replay entry point, as ``chronus replay --elastic`` runs it."""
+    return replay_jobs(
+        list(jobs), Cluster.uniform(nodes, per_node), policy, allocator=allocator, overhead=overhead
     )
-    return engine.run()
 
 
-def by_id(result: ElasticResult) -> dict[str, Run]:
-    return {r.id: r for r in result.runs}
+def by_id(result: ReplayResult) -> dict[str, JobState]:
+    return {r.id: r for r in result.jobs}

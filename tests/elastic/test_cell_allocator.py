@@ -36,7 +36,7 @@ def test_sizes_are_placed_by_the_cell_allocator(policy):
     result = replay(jobs, policy(), nodes=2, per_node=8, allocator=allocator)
     # buddy cells fragment: a gang that does not fit is placed one size smaller (and counted)
     assert allocator.audit() == [] and allocator.free_gpus() == 16
-    assert all(r.finish is not None for r in result.runs)
-    assert all(r.finish <= r.deadline for r in result.runs if r.guaranteed)
+    assert all(r.finish is not None for r in result.jobs)
+    assert all(r.finish <= r.deadline for r in result.jobs if r.guaranteed)
     if policy is not ElasticEDF:  # EDF runs these one after another at 16 GPUs
-        assert sum(r.resizes for r in result.runs) > 0
+        assert sum(r.resizes for r in result.jobs) > 0

@@ -152,4 +152,4 @@ def test_load_compresses_arrivals_and_keeps_each_deadlines_offset():
     from tests.elastic.helpers import job
 
     a, b = scale_load([job("a", 0, 100, 10), job("b", 60, 160, 10)], 2.0)
-    assert (a.submit, a.deadline) == (0, 100) and (b.submit, b.deadline) == (30, 130)
+    assert (a.submit, a.first_deadline) == (0, 100) and (b.submit, b.first_deadline) == (30, 130)

@@ -82,7 +82,7 @@ def test_no_gpu_double_booked_and_promises_kept(rows, policy):
     alloc = CheckedAllocator([("n0", 8), ("n1", 8)])
     result = replay(jobs, policy(), nodes=2, per_node=8, allocator=alloc)
     assert alloc.holder == {}
-    for r in result.runs:
+    for r in result.jobs:
         assert r.finish is not None or r.dropped
         if policy in PROMISING and r.guaranteed:
             assert r.finish <= r.deadline, f"{r.id} promised but finished {r.finish} > {r.deadline}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.elastic.overhead import ResizeOverhead
 from chronus_py.elastic.policies import ElasticChronus, ElasticEDF, ElasticFlowStyle
+from chronus_py.overhead import PauseOverhead
 from tests.elastic.helpers import by_id, job, replay
 
 
@@ -32,11 +32,11 @@ def test_overhead_shrink_onto_known_gpus_pays_the_base_only():
 
 
 def test_growing_onto_new_gpus_pays_per_doubling():
-    o = ResizeOverhead()
+    o = PauseOverhead()
     assert o.seconds(8, 64, from_stopped=False, known_gpus=False) == pytest.approx(2 + 2 * 4)
     assert o.seconds(8, 512, from_stopped=True, known_gpus=False) == pytest.approx(7 + 47)
     assert o.seconds(8, 64, from_stopped=False, known_gpus=True) == pytest.approx(2)
-    assert ResizeOverhead(scale=0).seconds(8, 64, from_stopped=True, known_gpus=False) == 0
+    assert PauseOverhead(scale=0).seconds(8, 64, from_stopped=True, known_gpus=False) == 0
 
 
 @pytest.mark.parametrize("policy", [ElasticChronus, ElasticFlowStyle])

@@ -39,9 +39,9 @@ def test_elasticflow_philly_reads_as_elastic_jobs(write):
     trace = read_elastic_trace(write(PHILLY), A100, cluster_gpus=64)
     assert trace.format == "elasticflow-philly"
     a, b = trace.jobs
-    assert (a.submit, a.deadline, a.iterations, a.batch, a.requested) == (100, 900, 1000, 64, 4)
+    assert (a.submit, a.first_deadline, a.iterations, a.batch, a.gpus) == (100, 900, 1000, 64, 4)
     assert a.sizes == (1, 2, 4, 8) and a.rates == tuple(A100.curve("bert", 64)[n] for n in a.sizes)
-    assert (b.model, b.batch, b.deadline, b.iterations) == ("gpt2", 128, 5000, 3000)
+    assert (b.model, b.batch, b.first_deadline, b.iterations) == ("gpt2", 128, 5000, 3000)
 
 
 def test_bundled_elasticflow_philly_trace_reads_every_row_both_ways():
@@ -59,8 +59,8 @@ def test_renamed_columns_read_through_columns_and_time_unit(write):
     assert trace.format == "plain" and "iterations=iters" in trace.detected
     a, b = trace.jobs
     # minutes to seconds, then shifted so the first submission is t=0
-    assert (a.id, a.submit, a.deadline, a.iterations, a.batch) == ("a", 0, 600, 1000, 64)
-    assert (b.submit, b.deadline, b.model) == (60, 3480, "gpt2")
+    assert (a.id, a.submit, a.first_deadline, a.iterations, a.batch) == ("a", 0, 600, 1000, 64)
+    assert (b.submit, b.first_deadline, b.model) == (60, 3480, "gpt2")
     assert "shifted" in trace.detected
 
 
