@@ -2,8 +2,9 @@
 job gets one size, then the round treats it as a rigid job of that size.
 
 A job may run on the powers of two from ``min_gpus`` to ``max_gpus`` that its (model, global
-batch) throughput curve holds (``jobs.elastic_sizes``: never past its fastest size). The size is
-its *smallest size that still meets its deadline*, decided per job:
+batch) throughput curve holds (``jobs.elastic_sizes``: never past its fastest size). The policy
+picks the size (``Policy.size``, through ``round.choose_size``): by default its *smallest size
+that still meets its deadline*, decided per job:
 - with a lease plan (Chronus), the smallest size the plan can guarantee now (the admission
   probe, a dry run against the guarantees already given); else the largest size, which competes
   unguaranteed with the best chance;
@@ -18,11 +19,9 @@ have to stop the job, which the round does not decide on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from chronus_py.elastic.jobs import elastic_sizes
 from chronus_py.elastic.throughputs import ThroughputTable
-from chronus_py.model import Job
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,25 +86,3 @@ def elastic_spec(
         model, batch, tuple(sizes), tuple(curve[n] for n in sizes), iterations, iterations_done
     )
 
-
-def choose_size(
-    job: Job,
-    elastic: Elastic,
-    now: float,
-    overhead: Callable[[int], float],
-    guaranteed_at: Callable[[int], bool] | None,
-) -> int:
-    """The size a waiting elastic job gets this round (see the module docstring).
-
-    ``guaranteed_at(n)``: whether the lease plan would guarantee the job at ``n`` GPUs now
-    (None without a lease plan)."""
-    if not job.is_slo:
-        return elastic.sizes[-1]
-    if guaranteed_at is not None:
-        return next((n for n in elastic.sizes if guaranteed_at(n)), elastic.sizes[-1])
-    deadline = job.deadlines[0].at
-    for n in elastic.sizes:
-        left = elastic.seconds(n) - elastic.done_seconds(n)
-        if now + overhead(n) + left <= deadline:
-            return n
-    return max(elastic.sizes, key=lambda n: (elastic.rate(n), -n))
