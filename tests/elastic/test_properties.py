@@ -73,6 +73,24 @@ PROMISING = (ElasticChronus, exact_chronus)
 # j1 is promised at 39, while still paused by its 29 s start: planned without the rest of that
 # pause, it was done 0.3 s late.
 @example(rows=[(0, 60, 1.0, 0), (29, 94, 0.5, 2)], policy=ElasticChronus)
+# j4, a rigid 4-GPU job, is promised a lease with gaps: each resume pays a 29 s start, and a lease
+# that held one start was 278 s late.
+@example(
+    rows=[
+        (161, 1933, 0.6530112484650823, 3),
+        (1668, 1080, 1.7161658532654795, 1),
+        (823, 282, 0.5678527638159081, 0),
+        (1974, 1989, 0.8765797383627645, 1),
+        (2159, 1520, 1.3104679332790896, 3),
+        (2191, 1114, 1.008659993418583, 0),
+        (2251, 532, 1.0893068607190841, 4),
+        (2661, 1803, 1.020328738797931, 0),
+        (2776, 1862, 0.5692545502292911, 0),
+        (1358, 1102, 0.6925477535174974, 0),
+        (2403, 260, 1.0581869668204011, 4),
+    ],
+    policy=ElasticChronus,
+)
 def test_no_gpu_double_booked_and_promises_kept(rows, policy):
     jobs = []
     for i, (submit, work, slack, curve) in enumerate(rows):
