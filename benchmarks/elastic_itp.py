@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from chronus_py.elastic.replay import replay_trace
+from chronus_py.engine.elastic_setup import replay_trace
 from chronus_py.policies import ELASTIC as POLICIES
 from chronus_py.readers import traces_dir
 

@@ -24,8 +24,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def one(trace: str, policy: str, estimates: str, sigma: float) -> dict:
-    from chronus_py.replay import summarize
-    from chronus_py.replay.setup import ReplaySetup, run_setup
+    from chronus_py.engine import summarize
+    from chronus_py.engine.setup import ReplaySetup, run_setup
 
     setup = ReplaySetup(trace=trace, policy=policy, estimates=estimates, sigma=sigma)
     result, loaded = run_setup(setup)

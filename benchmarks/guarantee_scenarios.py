@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.engine.loop import replay
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import Chronus
-from chronus_py.replay.engine import replay
 from chronus_py.selector.settings import ChronusSettings
 
 ROOT = Path(__file__).resolve().parent

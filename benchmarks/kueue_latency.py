@@ -1,5 +1,5 @@
 """Decision-to-running latency of ``chronus serve --backend kueue`` on the private control plane
-(``chronus_py/service/kueue/lab.py``: real API server, Kueue, kube-scheduler, kwok nodes), and
+(``chronus_py/backends/kueue/lab.py``: real API server, Kueue, kube-scheduler, kwok nodes), and
 the delay chronus adds to a Job's start compared with Kueue alone on the same Jobs.
 
 One 1-GPU Job at a time on an idle 2-node cluster (4 GPUs per node), ``--samples`` times per
@@ -27,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from chronus_py.service.kueue import harness
-from chronus_py.service.kueue.lab import ControlPlane, job, why_not_here
+from chronus_py.backends.kueue import harness
+from chronus_py.backends.kueue.lab import ControlPlane, job, why_not_here
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kueue_latency.json"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"

@@ -43,16 +43,16 @@ from pathlib import Path
 
 import yaml
 
-from chronus_py.service.kueue import harness
-from chronus_py.service.kueue.lab import GPU, why_not_here
+from chronus_py.backends.kueue import harness
+from chronus_py.backends.kueue.lab import GPU, why_not_here
 
 HERE = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 LOOK = """
 import json, sys, time
-from chronus_py.service.kueue import workloads as wls
-from chronus_py.service.kueue.backend import KueueBackend
-from chronus_py.service.kueue.kube import Kube, config
+from chronus_py.backends.kueue import workloads as wls
+from chronus_py.backends.kueue.backend import KueueBackend
+from chronus_py.backends.kueue.kube import Kube, config
 t0 = time.perf_counter()
 backend = KueueBackend(Kube(config(sys.argv[1]), manager="chronus-bench"), controller=sys.argv[3])
 ready = time.perf_counter() - t0

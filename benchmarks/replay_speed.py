@@ -50,9 +50,9 @@ def one(trace: str, policy: str) -> dict:
     """Run inside the child: load, replay, report metrics plus load time and peak memory."""
     import numpy as np
 
+    from chronus_py.engine import summarize
+    from chronus_py.engine.setup import ReplaySetup, run_setup
     from chronus_py.readers import read_trace
-    from chronus_py.replay import summarize
-    from chronus_py.replay.setup import ReplaySetup, run_setup
 
     started = time.perf_counter()
     loaded = read_trace(trace)

@@ -39,9 +39,9 @@ def first_day(trace: str = "philly-mix1"):
 
 
 def replay_ratio(jobs) -> tuple[float, dict]:
-    from chronus_py.model import Cluster
+    from chronus_py.engine import replay, summarize
+    from chronus_py.jobs.model import Cluster
     from chronus_py.policies import make_policy
-    from chronus_py.replay import replay, summarize
 
     result = replay(jobs, Cluster.uniform(120, 8), make_policy("chronus"))
     from collections import Counter

@@ -31,9 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from chronus_py.service.slurm.harness import ServeProcess
-from chronus_py.service.slurm.lab import SlurmLab, why_not_here, workload
-from chronus_py.service.slurm.rest import SlurmRest
+from chronus_py.backends.slurm.harness import ServeProcess
+from chronus_py.backends.slurm.lab import SlurmLab, why_not_here, workload
+from chronus_py.backends.slurm.rest import SlurmRest
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from chronus_py.service.slurm.lab import SlurmLab, release, why_not_here
-from chronus_py.service.slurm.replay import run, summary, synthetic_trace
+from chronus_py.backends.slurm.lab import SlurmLab, release, why_not_here
+from chronus_py.backends.slurm.replay import run, summary, synthetic_trace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "slurm_trace.json"
 

@@ -169,11 +169,11 @@ def _post(http: httpx.Client, path: str, body: dict) -> tuple[float, httpx.Respo
 def in_process() -> dict:
     """The same fill on an in-process service: how long one read of it holds the service's
     lock (every open page shares it for ``FRESH`` seconds), and the drawing, done outside."""
-    from chronus_py.model import Cluster
+    from chronus_py.backends.sim import SimBackend
+    from chronus_py.jobs.model import Cluster
     from chronus_py.service.core import Caller, Service
     from chronus_py.service.db import Database
     from chronus_py.service.rounds import SchedulerSettings
-    from chronus_py.service.sim import SimBackend
     from chronus_py.ui import charts, views
     from chronus_py.ui.figures import figures
     from chronus_py.ui.snapshot import Reader

@@ -11,8 +11,8 @@ plan`` in ``cli/plan.py`` runs it once, the service once per wake-up, ``replay``
    oracle, fixed, profiled, noisy, the replay's profiling pool, in-place measurement) is one
    ``Estimator`` the scheduler takes. A job nobody can give a runtime is measured in place, and
    each decision says its estimate state (``estimates.report``). An elastic job waiting for GPUs
-   gets its size here too: its smallest size the lease plan can still guarantee
-   (``elastic.sizing``).
+   gets its size here too, from the policy (``Policy.size``): its smallest size the lease plan can
+   still guarantee.
 3. **Select** (:meth:`Scheduler.select`): the policy orders the jobs. :class:`Chronus`, configured
    by one :class:`ChronusSettings`, asks its lease selector (:class:`LeaseSelector`) which SLO
    jobs are guaranteed and which must run in this lease, the MILP in ``solvers`` keeping every
@@ -25,13 +25,13 @@ plan`` in ``cli/plan.py`` runs it once, the service once per wake-up, ``replay``
 6. **Plan** (``round.assemble``): per-job decisions a cluster manager acts on, as a :class:`Plan`.
 """
 
+from chronus_py.engine import replay, summarize
 from chronus_py.estimates import Estimator, Fixed, Noisy, Oracle, Profiled
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.plan import JobDecision, Plan
 from chronus_py.policies import Chronus, make_policy
 from chronus_py.profiler import Profile
 from chronus_py.readers import read_trace
-from chronus_py.replay import replay, summarize
 from chronus_py.round import build_scheduler, run_round
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import ChronusSettings, LeaseSelector

@@ -29,19 +29,19 @@ import time
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from chronus_py.elastic.sizing import Elastic
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job
+from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.jobs.sizing import Elastic
+from chronus_py.jobs.state import JobState, Status
 from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
-from chronus_py.model import Cluster, DeadlineOption, Job
-from chronus_py.overhead import restart_overhead
 from chronus_py.plan import Action, JobDecision, Plan
 from chronus_py.policies import make_policy
 from chronus_py.policies.base import Policy, Sizes
 from chronus_py.scheduler import Moves, Scheduler
-from chronus_py.state import JobState, Status
 from chronus_py.state_file import JobEntry, State
 from placement import CellAllocator
 

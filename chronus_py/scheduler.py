@@ -5,8 +5,8 @@ A cluster manager (or the replay engine, which plays one) calls ``submit`` when 
 (``chronus_py.round`` runs them in order): ``select(now)`` lets the policy admit, re-plan and
 re-order the jobs, and ``place(now)`` walks that order against the allocator: jobs that fit get
 GPUs, running jobs that no longer make the cut are preempted (if the policy is preemptive), the
-rest wait. The scheduler owns every job record (:class:`~chronus_py.state.JobState`); the policy
-reports what it decided (guarantees, standings) and the scheduler writes it down.
+rest wait. The scheduler owns every job record (:class:`~chronus_py.jobs.state.JobState`); the
+policy reports what it decided (guarantees, standings) and the scheduler writes it down.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Callable, Iterable, Mapping
 
 from chronus_py.errors import InputError
 from chronus_py.estimates import EstimateErrors, Estimator, Oracle
-from chronus_py.model import Cluster, DeadlineOption, Job
-from chronus_py.overhead import restart_overhead
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job
+from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import Policy, View
-from chronus_py.state import JobState, Status
 from placement import Allocator, ConsolidatedAllocator, PodSpec, Request, round_up
 
 SpeedModel = Callable[[Job, Mapping[str, tuple[int, ...]]], float]

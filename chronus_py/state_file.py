@@ -55,7 +55,7 @@ One deadline makes a strict SLO job, several a soft one; a job without deadlines
 An elastic job (``elastic:``) may run on the powers of two from ``min_gpus`` (default 1) to
 ``max_gpus`` (default the cluster) that its (model, batch) curve holds, up to its fastest; its work
 is ``iterations`` at the curve's iterations per second. Waiting, it gets its size from the round
-(``chronus_py.elastic.sizing``); running, its ``gpus`` is the size it runs at, one of those.
+(``chronus_py.jobs.sizing``); running, its ``gpus`` is the size it runs at, one of those.
 
 A job with neither ``estimate_seconds`` nor ``profile`` has an unknown runtime: nobody could tell
 it, so it is measured in place (``chronus_py.estimates.in_place``). It is ranked by a
@@ -64,7 +64,7 @@ it, so it is measured in place (``chronus_py.estimates.in_place``). It is ranked
 (``progress_seconds`` >= the window) the file must give its estimate. A profile's band becomes
 the job's estimate band, which the lease plan pads guarantees with.
 ``progress_seconds`` on a pending job is work done before it was preempted; a restart is then
-charged again, as for any start (see ``chronus_py.overhead``).
+charged again, as for any start (see ``chronus_py.jobs.overhead``).
 """
 
 from __future__ import annotations
@@ -74,12 +74,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from chronus_py.elastic.sizing import Elastic, elastic_spec
 from chronus_py.errors import InputError
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.inputs import as_input_error, load_structured, show
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind, Node
+from chronus_py.jobs.sizing import Elastic, elastic_spec
 from chronus_py.layers import LayerSpec
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.selector import ChronusSettings
 from placement.limits import (
     MAX_GPUS,
@@ -544,7 +544,7 @@ class _Reader:
     def throughputs(self):
         """The file's throughput tables (``throughputs:``, else the bundled A100 tables)."""
         if self._throughputs is None:
-            from chronus_py.elastic.throughputs import read_throughputs
+            from chronus_py.jobs.throughputs import read_throughputs
 
             self._throughputs = read_throughputs(self._throughputs_dir)
         return self._throughputs

@@ -8,7 +8,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from chronus_py.overhead import OVERHEADS
+from chronus_py.jobs.overhead import OVERHEADS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -132,8 +132,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="directory for metrics.json, the per-job jobs.csv and report.html",
     )
+    from chronus_py.cli.elastic import add_arguments as add_elastic_arguments
     from chronus_py.cli.options import add_settings_arguments
-    from chronus_py.elastic.cli import add_arguments as add_elastic_arguments
 
     add_settings_arguments(p)
     add_elastic_arguments(p)
@@ -144,7 +144,7 @@ def setup_from(args: argparse.Namespace):
     """The :class:`ReplaySetup` of the command line; settings flags only for the chronus policy.
     ``--elastic POLICY`` replaces ``--policy``: the setup is then an elastic replay."""
     from chronus_py.cli.options import settings_given
-    from chronus_py.replay.setup import ReplaySetup
+    from chronus_py.engine.setup import ReplaySetup
 
     policy = args.elastic or args.policy
     options = settings_given(args, policy)
@@ -188,15 +188,15 @@ def run(args: argparse.Namespace) -> int:
     setup = setup_from(args)
     bar = progress_bar("replay")
     if setup.elastic:
-        from chronus_py.elastic.replay import run_elastic_setup
-        from chronus_py.replay import write_jobs_csv
+        from chronus_py.engine import write_jobs_csv
+        from chronus_py.engine.elastic_setup import run_elastic_setup
 
         metrics, result, trace = run_elastic_setup(setup, on_read=say, on_progress=bar)
         count = len(result.jobs)
         write_jobs = partial(write_jobs_csv, result.jobs, elastic=True)
     else:
-        from chronus_py.replay import summarize, write_jobs_csv
-        from chronus_py.replay.setup import run_setup
+        from chronus_py.engine import summarize, write_jobs_csv
+        from chronus_py.engine.setup import run_setup
 
         result, trace = run_setup(setup, on_progress=bar, on_read=say)
         count = len(result.jobs)

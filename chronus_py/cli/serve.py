@@ -4,8 +4,8 @@
                   [--config serve.yaml] [--check] [sim: --nodes N --gpus-per-node G --speed X
                   --trace NAME]
 
-See ``chronus_py/service/`` (the backend interface: ``service/backend.py``; the API:
-``service/api.py``, schema at ``GET /openapi.json``).
+See ``chronus_py/service/`` (the API: ``service/api.py``, schema at ``GET /openapi.json``) and
+``chronus_py/backends/`` (the backend interface: ``backends/base.py``; sim, Slurm, Kueue).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ takes any of them:
   job's runtime from its iterations at its GPU count, with the profile's band;
 - :class:`Noisy`: another estimator's figure times a seeded log-normal error (mean factor 1),
   the true runtimes of a robustness study;
-- the replay's profiling pool (``chronus_py.replay.profiling.ProfilingPool``), which measures
+- the replay's profiling pool (``chronus_py.engine.profiling.ProfilingPool``), which measures
   each job on a small pool first.
 
 Beside them, :class:`EstimateErrors` learns online how far first estimates were off, which pads
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Mapping, Protocol
 import numpy as np
 
 from chronus_py.estimates.errors import EstimateErrors
-from chronus_py.model import Job
+from chronus_py.jobs.model import Job
 
 if TYPE_CHECKING:
     from chronus_py.profiler import Profile

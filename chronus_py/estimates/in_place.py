@@ -13,7 +13,7 @@ The world this stage simulates (README, "Deadlines without oracle runtimes"):
   ``exp(e)``, ``e ~ Normal(0, sqrt(sigma^2 + cv^2 / n))`` (``n`` iterations observed, ``cv`` the
   per-iteration spread, ``sigma`` the profiler's error on top), with the band the profiler knows
   (``z * cv / sqrt(n)``), exactly the error model of the profiling pool
-  (``chronus_py.replay.profiling``), so the two are compared like for like. The job is then
+  (``chronus_py.engine.profiling``), so the two are compared like for like. The job is then
   offered admission (the promise becomes firm or is refused: see ``report``).
 - Online re-estimation, as the engine does it: every ``recheck`` seconds, a job whose measured
   progress reached ``window + confirm`` reports its iteration rate, which with its iteration
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from chronus_py.estimates import draw
-from chronus_py.model import Job
-from chronus_py.state import JobState, Status
+from chronus_py.jobs.model import Job
+from chronus_py.jobs.state import JobState, Status
 
 MEASURE_WINDOW = 300.0
 """Seconds of progress past warm-up a first estimate needs (the default ``window``)."""

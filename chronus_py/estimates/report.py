@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from chronus_py.estimates.in_place import measured
-from chronus_py.state import JobState, Status
+from chronus_py.jobs.state import JobState, Status
 
 
 class Phase(StrEnum):

@@ -6,8 +6,8 @@ sweep grids, the service) builds a policy from untrusted options: Chronus takes 
 :class:`~chronus_py.selector.ChronusSettings`, LAS its queue thresholds, the others nothing.
 
 The elastic policies (``ELASTIC``: elastic Chronus, the ElasticFlow-style peer, elastic EDF,
-``chronus_py.elastic.policies``) are registered here too; they name every job's size at each
-event rather than order a queue, so they replay (``chronus_py.replay.replay`` runs them on the
+``chronus_py.policies.elastic``) are registered here too; they name every job's size at each
+event rather than order a queue, so they replay (``chronus_py.engine.replay`` runs them on the
 elastic event loop) but do not plan a round. The two lease-planning ones take the lease
 planner's settings of the same ChronusSettings (``lease``, ``headroom``; elastic Chronus also
 ``backend`` and ``time_limit_s``) from elastic mode's defaults (``ELASTIC_DEFAULTS``).
@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable, Mapping
 
-from chronus_py.elastic.policies import ElasticEDF, elastic_chronus, elasticflow
 from chronus_py.errors import InputError
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Policy, View
 from chronus_py.policies.chronus import Chronus
+from chronus_py.policies.elastic import ElasticEDF, elastic_chronus, elasticflow
 from chronus_py.policies.las import LAS
 from chronus_py.policies.priority import EDF, FIFO, SRTF, SRTFGPU
 from chronus_py.selector import ChronusSettings

@@ -29,8 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Mapping, Protocol, Sequence
 
-from chronus_py.model import DeadlineOption, Job
-from chronus_py.state import JobState
+from chronus_py.jobs.model import DeadlineOption, Job
+from chronus_py.jobs.overhead import Overhead
+from chronus_py.jobs.state import JobState
 
 if TYPE_CHECKING:
     from chronus_py.selector import SelectorStats
@@ -221,3 +222,37 @@ class OrderPolicy:
             if view.now + state.overhead + (state.estimate - state.service) <= deadline:
                 return n
         return min(sizes, key=lambda n: (job.at[n].estimate, n))
+
+
+# -- elastic policies: they name every job's size at each event instead of ordering a queue --
+@dataclass(frozen=True)
+class ElasticView:
+    """What an elastic policy may know of the cluster (the elastic counterpart of the rigid
+    policies' ``View``): its GPUs and the overhead model it will be charged."""
+
+    gpus: int
+    overhead: Overhead
+
+
+class ElasticPolicy(Protocol):
+    """A policy that names every active job's size at each event (registered in
+    ``chronus_py.policies.POLICIES`` with ``elastic`` True)."""
+
+    name: str
+    elastic: bool
+    arrival_window: float
+
+    def admit(
+        self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
+    ) -> None:
+        """Decide each newcomer: set ``guaranteed`` (promised), ``dropped``, or neither (run
+        unpromised)."""
+
+    def assign(
+        self, now: float, active: list[JobState], cluster: ElasticView
+    ) -> tuple[dict[str, int], float]:
+        """Every active job's size now (absent = 0), and when to be asked again (inf: at the next
+        arrival or completion)."""
+
+    def finished(self, run: JobState) -> None:
+        """A job completed or was dropped: forget it."""

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any, Collection, Mapping, Sequence
 
-from chronus_py.model import DeadlineOption
+from chronus_py.jobs.model import DeadlineOption
+from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
 from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier, lease_of
-from chronus_py.state import JobState, Status
 
 POOL = (
     "no deadline option fits the lease plan's free capacity; competes in the pool by remaining "

@@ -12,8 +12,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from chronus_py.jobs.state import JobState
 from chronus_py.policies.base import OrderPolicy
-from chronus_py.state import JobState
 
 HOUR = 3600.0
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from chronus_py.jobs.state import JobState
 from chronus_py.policies.base import OrderPolicy
-from chronus_py.state import JobState
 
 
 class FIFO(OrderPolicy):

@@ -16,7 +16,7 @@ from types import ModuleType
 
 from chronus_py.errors import InputError
 from chronus_py.inputs import read_text
-from chronus_py.model import Job
+from chronus_py.jobs.model import Job
 from chronus_py.readers import chronus_csv, elasticflow_csv, plain_csv
 from chronus_py.readers.detect import detect_format
 from chronus_py.readers.field_csv import (

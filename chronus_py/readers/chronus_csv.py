@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from chronus_py.inputs import show
-from chronus_py.model import DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS
 

@@ -4,7 +4,7 @@ a rigid replay, plus what an elastic job needs beyond a rigid one (iterations, g
 Every format is read through a column mapping (:class:`~chronus_py.readers.field_csv.FieldFormat`):
 the ITP traces through :data:`ITP`, ElasticFlow's Philly trace through its preset, a plain trace
 through ``--columns``. A job may run on any power-of-two size its throughput curve allows
-(:func:`chronus_py.elastic.jobs.make_job`); a row whose ``elastic`` column is 0, or whose
+(:func:`chronus_py.jobs.sizes.make_job`); a row whose ``elastic`` column is 0, or whose
 (model, batch size) has no curve, is rigid.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from chronus_py.elastic.jobs import make_job
-from chronus_py.elastic.throughputs import ThroughputTable
 from chronus_py.errors import InputError
 from chronus_py.inputs import read_text
-from chronus_py.model import Job
+from chronus_py.jobs.model import Job
+from chronus_py.jobs.sizes import make_job
+from chronus_py.jobs.throughputs import ThroughputTable
 from chronus_py.readers import Chosen, TraceRead, choose_format, describe, trace_path
 from chronus_py.readers.field_csv import TIME_UNITS, FieldFormat, read_ids, read_times
 from chronus_py.readers.table import HEADER_LINE, Table, read_header

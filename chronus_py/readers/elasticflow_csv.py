@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chronus_py.model import DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from chronus_py.errors import InputError
-from chronus_py.model import DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import HEADER_LINE, Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS, too_large
 

@@ -51,7 +51,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from chronus_py.model import DeadlineOption
+from chronus_py.jobs.model import DeadlineOption
+from chronus_py.jobs.state import JobState, Status
 from chronus_py.selector.leases import (
     block_end,
     deadline_window,
@@ -60,7 +61,6 @@ from chronus_py.selector.leases import (
     room,
 )
 from chronus_py.selector.settings import ADAPTIVE, ChronusSettings
-from chronus_py.state import JobState, Status
 from placement import round_up
 from solvers import (
     LeaseJob,

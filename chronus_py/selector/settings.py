@@ -6,7 +6,7 @@ flags (generated from the fields below), and sweep grids' ``options``. ``from_ma
 checked path from untrusted values (a file, a request, a grid) to settings: an unknown or bad key
 raises one ``ValueError`` naming it, so a typo never silently falls back to a default.
 
-Elastic mode (``chronus_py.elastic``) reads the same settings (``lease`` and ``headroom`` for its
+Elastic mode (``chronus_py.jobs``) reads the same settings (``lease`` and ``headroom`` for its
 lease plan, ``backend`` and ``time_limit_s`` for its admission) from its own defaults,
 ``ELASTIC_DEFAULTS`` below.
 
@@ -132,7 +132,7 @@ ELASTIC_DEFAULTS: Mapping[str, Any] = {
     "backend": "greedy",
     "time_limit_s": 0.5,
 }
-"""Where elastic mode's lease planner (``chronus_py.elastic``) starts from, under the options a
+"""Where elastic mode's lease planner (``chronus_py.jobs``) starts from, under the options a
 user gives: the same settings, its own defaults. Leases of 60 s are ElasticFlow's slots (a plan
 revised per minute fits jobs that resize every few minutes; 1200 s would hold a resized job to a
 size for 20 minutes); no headroom, since an elastic plan's leftover GPUs go to every job by

@@ -36,7 +36,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chronus_py.service.backend import BackendUnavailable
+from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 

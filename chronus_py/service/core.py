@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from chronus_py.elastic.throughputs import ThroughputTable
-from chronus_py.model import Cluster, DeadlineOption, Node
+from chronus_py.backends.base import Backend, BackendUnavailable, RunState
+from chronus_py.jobs.model import Cluster, DeadlineOption, Node
+from chronus_py.jobs.throughputs import ThroughputTable
 from chronus_py.service import rounds
-from chronus_py.service.backend import Backend, BackendUnavailable, RunState
 from chronus_py.service.db import TERMINAL, Database
 from chronus_py.service.jobspec import (
     FieldError,
@@ -643,7 +643,7 @@ class Service:
         """The throughput tables elastic jobs are sized by (``--throughputs``, else the bundled
         A100 tables), read on the first elastic job."""
         if self._table is None:
-            from chronus_py.elastic.throughputs import read_throughputs
+            from chronus_py.jobs.throughputs import read_throughputs
 
             self._table = read_throughputs(self._throughputs_dir)
         return self._table

@@ -21,7 +21,7 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
     elastic: {min_gpus: 1, max_gpus: 16, batch: 256, iterations: 40000}
                                 # an elastic job (model required, no gpus, no estimate_seconds):
                                 #   admission gives it its smallest size that still meets its
-                                #   deadline (chronus_py/elastic/sizing.py); its work is the
+                                #   deadline (chronus_py/jobs/sizing.py); its work is the
                                 #   iterations at the --throughputs curve of (model, batch)
 """
 
@@ -33,9 +33,9 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from chronus_py.elastic.sizing import Elastic, elastic_spec
-from chronus_py.elastic.throughputs import ThroughputTable
-from chronus_py.model import DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind
+from chronus_py.jobs.sizing import Elastic, elastic_spec
+from chronus_py.jobs.throughputs import ThroughputTable
 
 FIELDS = (
     "id",

@@ -17,11 +17,13 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from chronus_py.backends.base import JobReport
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW, measured
 from chronus_py.estimates.report import describe
-from chronus_py.model import Cluster, DeadlineOption, Job
-from chronus_py.overhead import restart_overhead
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job
+from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.jobs.state import JobState, Status
 from chronus_py.plan import Action
 from chronus_py.policies import make_policy
 from chronus_py.policies.base import LeaseReport
@@ -31,9 +33,7 @@ from chronus_py.round import choose_size, new_scheduler, reason
 from chronus_py.round import restore as restore
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
-from chronus_py.service.backend import JobReport
 from chronus_py.service.jobspec import JobSpec
-from chronus_py.state import JobState, Status
 
 GUARANTEED, NOT_GUARANTEED, REJECTED = "guaranteed", "not_guaranteed", "rejected"
 TENTATIVE = "tentative"
@@ -157,7 +157,7 @@ def admit(
 
 
 def size_elastic(scheduler: Scheduler, spec: JobSpec, now: float) -> JobSpec | str:
-    """An elastic submission at the size admission gives it (``chronus_py.elastic.sizing``),
+    """An elastic submission at the size admission gives it (``chronus_py.jobs.sizing``),
     or why it cannot run on this cluster."""
     elastic = spec.elastic.up_to(scheduler.total_gpus)
     if elastic is None:

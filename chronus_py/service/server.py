@@ -32,11 +32,11 @@ from typing import Any
 
 import yaml
 
+from chronus_py.backends import BACKENDS, DEFAULT_BACKEND, backend_module
+from chronus_py.backends.base import BackendUnavailable
 from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.inputs import load_yaml
-from chronus_py.service.backend import BackendUnavailable
-from chronus_py.service.backends import BACKENDS, DEFAULT_BACKEND, backend_module
 from chronus_py.service.rounds import SchedulerSettings
 
 log = logging.getLogger("chronus.serve")
@@ -196,7 +196,7 @@ def resolve(args: argparse.Namespace) -> Options:
     if (args.layers_dir is None) != (args.hosts is None):
         raise InputError("--layers-dir/--hosts", "give both or neither")
     if args.throughputs is not None:
-        from chronus_py.elastic.throughputs import read_throughputs
+        from chronus_py.jobs.throughputs import read_throughputs
 
         read_throughputs(args.throughputs)  # a bad directory is refused at start, not per job
     return Options(

@@ -1,7 +1,7 @@
 """The sweep grid: which runs a comparison makes, and the one frozen record that names a run.
 
 A grid is the product of traces x policies x parameters, and every parameter is an option of the
-one replay setup (:class:`~chronus_py.replay.setup.ReplaySetup`), so anything ``chronus replay``
+one replay setup (:class:`~chronus_py.engine.setup.ReplaySetup`), so anything ``chronus replay``
 can do can be swept: cluster size or HiveD config, slowdown, the profiling stage, load, error.
 Parameters that cannot change a run are not multiplied out: the lease only exists for policies
 that take one (Chronus), and the seed only matters when estimates are drawn (``sigma`` above 0,
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from chronus_py.engine.setup import ESTIMATES, ReplaySetup
 from chronus_py.errors import InputError
 from chronus_py.inputs import load_yaml, show
 from chronus_py.policies import ELASTIC as ELASTIC_POLICIES
 from chronus_py.policies import POLICIES, policy_options
-from chronus_py.replay.setup import ESTIMATES, ReplaySetup
 
 RIGID_ONLY = {
     "load": 1.0,

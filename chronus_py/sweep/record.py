@@ -13,8 +13,8 @@ from typing import Collection, Iterable
 
 import numpy as np
 
+from chronus_py.jobs.state import JobState
 from chronus_py.policies.base import Policy, View
-from chronus_py.state import JobState
 
 HOUR = 3600.0
 

@@ -1,7 +1,7 @@
 """One run of a sweep: a pure function of its :class:`RunConfig`, so any executor gives the same
 row.
 
-``run`` replays the run's :class:`~chronus_py.replay.setup.ReplaySetup` (the same setup
+``run`` replays the run's :class:`~chronus_py.engine.setup.ReplaySetup` (the same setup
 ``chronus replay`` builds), or for an elastic policy the elastic replay of ``chronus replay
 --elastic``, and returns the metrics row (plus the run's parameters) and a few small series the
 plots need. Nothing
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from chronus_py.replay.metrics import met_index
+from chronus_py.engine.metrics import met_index
 from chronus_py.sweep.grid import RunConfig
 from chronus_py.sweep.record import BusyRecorder, hourly_busy
 
@@ -79,8 +79,8 @@ def run(config: RunConfig) -> RunResult:
     """Replay one grid point. Raises on bad input (``safe_run`` turns that into a row)."""
     if config.elastic:
         return run_elastic(config)
-    from chronus_py.replay import summarize
-    from chronus_py.replay.setup import run_setup
+    from chronus_py.engine import summarize
+    from chronus_py.engine.setup import run_setup
 
     recorders: list[BusyRecorder] = []
 
@@ -102,7 +102,7 @@ def run_elastic(config: RunConfig) -> RunResult:
     preemption counts."""
     from pathlib import Path
 
-    from chronus_py.elastic.replay import replay_trace
+    from chronus_py.engine.elastic_setup import replay_trace
 
     metrics, result = replay_trace(
         config.trace,

@@ -214,8 +214,8 @@ def write_comparison(out: Path, grid, *, hours: float = HOURS) -> Path:
     """The report of ``chronus compare --out DIR``: the first run of the grid, replayed again in
     this process for its schedule (a run is a pure function of its configuration, so this is the
     schedule the sweep measured), with the comparison's plots."""
-    from chronus_py.replay import summarize, write_jobs_csv
-    from chronus_py.replay.setup import run_setup
+    from chronus_py.engine import summarize, write_jobs_csv
+    from chronus_py.engine.setup import run_setup
 
     configs = [c for c in grid.runs() if not c.elastic]
     if not configs:

@@ -27,7 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
-from chronus_py.service.backend import BackendUnavailable
+from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.core import ApiError, Caller
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures

@@ -4,7 +4,7 @@ import csv
 import json
 
 from chronus_py.cli import main
-from chronus_py.replay.metrics import JOB_COLUMNS
+from chronus_py.engine.metrics import JOB_COLUMNS
 
 
 def test_help_lists_commands(capsys):
@@ -188,9 +188,9 @@ def test_chronus_settings_are_refused_for_other_policies(write, capsys):
 def test_the_selector_rounds_to_the_clusters_nodes():
     """A 10-GPU job holds three 4-GPU nodes in the plan of a 4-GPU-node cluster (12 GPUs), two
     8-GPU nodes on 8-GPU nodes (16)."""
-    from chronus_py.model import DeadlineOption, Job, JobKind
+    from chronus_py.jobs.model import DeadlineOption, Job, JobKind
+    from chronus_py.jobs.state import JobState
     from chronus_py.selector import ChronusSettings, LeaseSelector
-    from chronus_py.state import JobState
 
     job = Job(
         "a", "default", 10, 0.0, JobKind.STRICT_SLO, (DeadlineOption(1e5, 1.0),), duration=600.0

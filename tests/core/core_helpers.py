@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import Status
 from chronus_py.policies import Chronus
 from chronus_py.round import advance
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import ChronusSettings
-from chronus_py.state import Status
 
 Check = Callable[[Scheduler, Moves, float], None]
 

@@ -16,7 +16,7 @@ from core_helpers import chronus, job
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronus_py.model import Cluster, DeadlineOption
+from chronus_py.jobs.model import Cluster, DeadlineOption
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import ChronusSettings, LeaseSelector, Tier

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 from core_helpers import chronus, drive, job
 
-from chronus_py.model import Cluster
+from chronus_py.jobs.model import Cluster
 
 
 def run(jobs):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from core_helpers import chronus, job
 
 from chronus_py.estimates import Fixed
-from chronus_py.model import Cluster, DeadlineOption
+from chronus_py.jobs.model import Cluster, DeadlineOption
 from chronus_py.round import advance, run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import Tier

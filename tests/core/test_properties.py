@@ -25,12 +25,12 @@ from core_helpers import chronus, drive, job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chronus_py.model import Cluster
+from chronus_py.jobs.model import Cluster
+from chronus_py.jobs.state import Status
 from chronus_py.policies import Chronus, make_policy
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import Tier
 from chronus_py.selector.leases import block_end
-from chronus_py.state import Status
 from placement import round_up
 
 rows = st.lists(

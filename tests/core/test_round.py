@@ -7,7 +7,7 @@ import pytest
 from core_helpers import chronus, job
 
 from chronus_py.errors import InputError
-from chronus_py.model import Cluster
+from chronus_py.jobs.model import Cluster
 from chronus_py.policies import make_policy
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler

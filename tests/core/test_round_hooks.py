@@ -14,13 +14,13 @@ from dataclasses import replace
 
 from core_helpers import chronus, job
 
-from chronus_py.model import Cluster
-from chronus_py.overhead import restart_overhead
+from chronus_py.jobs.model import Cluster
+from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.jobs.state import JobState
 from chronus_py.policies.base import OrderPolicy, Sizes
 from chronus_py.policies.chronus import POOL
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler
-from chronus_py.state import JobState
 
 
 class Shortest(OrderPolicy):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from core_helpers import chronus, job
 
-from chronus_py.model import Cluster, DeadlineOption, Node
+from chronus_py.jobs.model import Cluster, DeadlineOption, Node
 from chronus_py.policies import make_policy
 from chronus_py.round import advance, run_round
 from chronus_py.scheduler import Scheduler

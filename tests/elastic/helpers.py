@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
-from chronus_py.replay import ReplayResult
-from chronus_py.replay import replay as replay_jobs
-from chronus_py.state import JobState
+from chronus_py.engine import ReplayResult
+from chronus_py.engine import replay as replay_jobs
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import JobState
 
 
 def job(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.elastic.policies import ElasticChronus, ElasticEDF, ElasticFlowStyle
+from chronus_py.policies.elastic import ElasticChronus, ElasticEDF, ElasticFlowStyle
 from placement import CellAllocator, load_config
 from tests.elastic.helpers import job, replay
 

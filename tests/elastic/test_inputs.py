@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from chronus_py.elastic.jobs import elastic_sizes
-from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
+from chronus_py.jobs.sizes import elastic_sizes
+from chronus_py.jobs.throughputs import read_throughputs
 from chronus_py.readers import traces_dir
 from chronus_py.readers.elastic import read_elastic_trace
 
@@ -148,7 +148,7 @@ def test_bundled_itp_traces_read_as_elasticflow_rows(name, rows):
 
 
 def test_load_compresses_arrivals_and_keeps_each_deadlines_offset():
-    from chronus_py.elastic.replay import scale_load
+    from chronus_py.engine.elastic_setup import scale_load
     from tests.elastic.helpers import job
 
     a, b = scale_load([job("a", 0, 100, 10), job("b", 60, 160, 10)], 2.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chronus_py.elastic.leaseplan import Timeline, size_tables
+from chronus_py.selector.timeline import Timeline, size_tables
 from tests.elastic.helpers import job
 
 

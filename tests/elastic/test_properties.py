@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from chronus_py.elastic.policies import ElasticChronus, ElasticEDF, ElasticFlowStyle
+from chronus_py.policies.elastic import ElasticChronus, ElasticEDF, ElasticFlowStyle
 from placement import ConsolidatedAllocator
 from tests.elastic.helpers import job, replay
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.elastic.policies import ElasticChronus, ElasticEDF, ElasticFlowStyle
-from chronus_py.overhead import PauseOverhead
+from chronus_py.jobs.overhead import PauseOverhead
+from chronus_py.policies.elastic import ElasticChronus, ElasticEDF, ElasticFlowStyle
 from tests.elastic.helpers import by_id, job, replay
 
 

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
+from chronus_py.engine import replay
 from chronus_py.estimates.in_place import InPlaceEstimation
 from chronus_py.estimates.report import Phase, Promise, describe
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
-from chronus_py.overhead import restart_overhead
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.policies import make_policy
-from chronus_py.replay import replay
 from chronus_py.round import advance
 from chronus_py.scheduler import Scheduler
 

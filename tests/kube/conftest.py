@@ -1,11 +1,11 @@
 """A private Kubernetes control plane for the kueue backend's tests
-(``chronus_py/service/kueue/lab.py``): etcd, kube-apiserver, kube-controller-manager,
+(``chronus_py/backends/kueue/lab.py``): etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, kwok and Kueue, built from pinned Go modules by
 ``tests/kube/controlplane/build.sh``.
 
 Fixtures:
 
-- ``control_plane`` (session): the :class:`~chronus_py.service.kueue.lab.ControlPlane`,
+- ``control_plane`` (session): the :class:`~chronus_py.backends.kueue.lab.ControlPlane`,
   started once, with no nodes and no queues.
 - ``kube`` (function): the same control plane with every daemon up (the API server restarted if
   a test stopped it); nodes the test added are removed when it ends.
@@ -26,7 +26,7 @@ import secrets
 
 import pytest
 
-from chronus_py.service.kueue.lab import ControlPlane, why_not_here
+from chronus_py.backends.kueue.lab import ControlPlane, why_not_here
 
 
 @pytest.fixture(scope="session")

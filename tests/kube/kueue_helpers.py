@@ -10,11 +10,11 @@ from pathlib import Path
 
 from lightkube.resources.core_v1 import Node
 
-from chronus_py.service.backend import BackendUnavailable
-from chronus_py.service.kueue import harness
-from chronus_py.service.kueue.kube import Workload, config
-from chronus_py.service.kueue.lab import ControlPlane, job
-from chronus_py.service.kueue.watch import Kind, Watches, name_key, namespaced_key
+from chronus_py.backends.base import BackendUnavailable
+from chronus_py.backends.kueue import harness
+from chronus_py.backends.kueue.kube import Workload, config
+from chronus_py.backends.kueue.lab import ControlPlane, job
+from chronus_py.backends.kueue.watch import Kind, Watches, name_key, namespaced_key
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 

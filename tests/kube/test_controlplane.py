@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from chronus_py.service.kueue.lab import GPU, job
+from chronus_py.backends.kueue.lab import GPU, job
 
 
 def wait_for(what, check, timeout=60.0):

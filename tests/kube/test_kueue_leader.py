@@ -13,7 +13,7 @@ pytest.importorskip("lightkube")
 
 from kueue_helpers import make_setup, wait  # noqa: E402
 
-from chronus_py.service.kueue import harness  # noqa: E402
+from chronus_py.backends.kueue import harness  # noqa: E402
 
 LEASE_SECONDS = 3.0
 

@@ -26,7 +26,7 @@ from kueue_helpers import (  # noqa: E402
     watch_all,
 )
 
-from chronus_py.service.kueue import harness  # noqa: E402
+from chronus_py.backends.kueue import harness  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The watch-fed copies (``chronus_py/service/kueue/watch.py``) against the real API server: they
+"""The watch-fed copies (``chronus_py/backends/kueue/watch.py``) against the real API server: they
 follow creations, changes and deletions. (That they refuse to be read while the API server is
 away and follow it again once it is back is checked in test_kueue_serve.py's restart test: one
 restart for all.)"""

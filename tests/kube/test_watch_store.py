@@ -1,4 +1,4 @@
-"""The watch-fed copy (``chronus_py/service/kueue/watch.py``, :class:`Store`): what a round reads
+"""The watch-fed copy (``chronus_py/backends/kueue/watch.py``, :class:`Store`): what a round reads
 instead of listing every Workload. No control plane: the objects are what the API server sends."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ pytest.importorskip("lightkube")
 from lightkube.models.meta_v1 import ObjectMeta  # noqa: E402
 from lightkube.resources.core_v1 import Node  # noqa: E402
 
-from chronus_py.service.backend import BackendUnavailable  # noqa: E402
-from chronus_py.service.kueue.watch import Store, name_key, namespaced_key  # noqa: E402
+from chronus_py.backends.base import BackendUnavailable  # noqa: E402
+from chronus_py.backends.kueue.watch import Store, name_key, namespaced_key  # noqa: E402
 
 
 def wl(name: str, rv: int, state: str = "Pending") -> dict:

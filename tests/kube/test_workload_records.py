@@ -8,11 +8,11 @@ import pytest
 
 pytest.importorskip("lightkube")
 
-from chronus_py.model import DeadlineOption  # noqa: E402
-from chronus_py.service.backend import JobReport  # noqa: E402
-from chronus_py.service.kueue import workloads as wls  # noqa: E402
-from chronus_py.service.kueue.annotations import AnnotationError, job_fields  # noqa: E402
-from chronus_py.service.kueue.backend import message  # noqa: E402
+from chronus_py.backends.base import JobReport  # noqa: E402
+from chronus_py.backends.kueue import workloads as wls  # noqa: E402
+from chronus_py.backends.kueue.annotations import AnnotationError, job_fields  # noqa: E402
+from chronus_py.backends.kueue.backend import message  # noqa: E402
+from chronus_py.jobs.model import DeadlineOption  # noqa: E402
 
 
 def fields(notes: dict[str, str], gpus: int = 2):

@@ -10,8 +10,8 @@ import pytest
 from plan_helpers import REPO, write_state
 
 from chronus_py.cli import main
-from chronus_py.elastic.throughputs import read_throughputs
-from chronus_py.overhead import restart_overhead
+from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.jobs.throughputs import read_throughputs
 
 TABLE = read_throughputs(REPO / "traces" / "elasticflow" / "throughputs_A100")
 RATE = TABLE.curve("resnet50", 256)  # GPUs -> iterations per second

@@ -10,13 +10,13 @@ from plan_helpers import base, write_state
 
 from chronus_py.cli import main
 from chronus_py.estimates import Fixed
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import Status
 from chronus_py.plan import Action
 from chronus_py.policies import SRTF, Chronus
 from chronus_py.round import advance, decide, run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import ChronusSettings
-from chronus_py.state import Status
 
 
 class Const:

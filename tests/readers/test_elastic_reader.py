@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.elastic.throughputs import read_throughputs
 from chronus_py.errors import InputError
-from chronus_py.model import JobKind
+from chronus_py.jobs.model import JobKind
+from chronus_py.jobs.throughputs import read_throughputs
 from chronus_py.readers import read_trace, traces_dir
 from chronus_py.readers.elastic import read_elastic_trace
 

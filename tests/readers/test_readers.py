@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from chronus_py.errors import InputError
-from chronus_py.model import JobKind
+from chronus_py.jobs.model import JobKind
 from chronus_py.readers import BUNDLED, read_trace
 from tests.conftest import CHRONUS_HEADER, ELASTICFLOW_HEADER
 

@@ -7,10 +7,10 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
-from chronus_py.overhead import restart_overhead
+from chronus_py.engine import replay, summarize
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.policies import EDF, FIFO, LAS, SRTF
-from chronus_py.replay import replay, summarize
 from placement import ConsolidatedAllocator
 
 jobs_strategy = st.lists(

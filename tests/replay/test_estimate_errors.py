@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from chronus_py.estimates import EstimateErrors
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import JobState
 from chronus_py.policies import SRTF
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import ChronusSettings, LeaseSelector
-from chronus_py.state import JobState
 
 
 def be(id, duration):

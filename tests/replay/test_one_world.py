@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from chronus_py.engine import replay, summarize, write_jobs_csv
 from chronus_py.errors import InputError
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import ELASTIC, POLICIES, make_policy
-from chronus_py.replay import replay, summarize, write_jobs_csv
 from chronus_py.scheduler import Scheduler
 
 

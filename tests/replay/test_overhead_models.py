@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.elastic.policies import ElasticEDF
+from chronus_py.engine import replay
 from chronus_py.errors import InputError
-from chronus_py.model import Cluster, Job, JobKind
-from chronus_py.overhead import PauseOverhead, make_overhead, restart_overhead
+from chronus_py.jobs.model import Cluster, Job, JobKind
+from chronus_py.jobs.overhead import PauseOverhead, make_overhead, restart_overhead
 from chronus_py.policies import FIFO
-from chronus_py.replay import replay
+from chronus_py.policies.elastic import ElasticEDF
 from tests.elastic.helpers import job as elastic_job
 from tests.elastic.helpers import replay as elastic_replay
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.engine import replay
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies import EDF, FIFO, LAS, SRTF, SRTFGPU
-from chronus_py.replay import replay
 
 
 def job(id, submit, duration, gpus=1, deadline=None):

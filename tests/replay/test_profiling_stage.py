@@ -6,13 +6,13 @@ import math
 
 import pytest
 
+from chronus_py.engine import replay
+from chronus_py.engine.profiling import ProfilingPool
 from chronus_py.estimates import Fixed, Noisy
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import JobState
 from chronus_py.policies import SRTF
-from chronus_py.replay import replay
-from chronus_py.replay.profiling import ProfilingPool
 from chronus_py.selector import ChronusSettings, LeaseSelector
-from chronus_py.state import JobState
 
 
 def job(id, submit, duration, gpus=1, iterations=None):

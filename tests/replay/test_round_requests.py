@@ -1,8 +1,8 @@
 """``round_requests``: the allocator gets each job's {1, 2, 4, whole nodes} round-up."""
 
-from chronus_py.model import Cluster, Job, JobKind
+from chronus_py.engine import replay
+from chronus_py.jobs.model import Cluster, Job, JobKind
 from chronus_py.policies import FIFO
-from chronus_py.replay import replay
 
 
 def jobs() -> list[Job]:

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.engine import replay, summarize
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import JobState
 from chronus_py.policies import Chronus
-from chronus_py.replay import replay, summarize
 from chronus_py.selector import ChronusSettings, LeaseSelector
-from chronus_py.state import JobState
 
 
 def job(id, submit, duration, gpus=1, deadlines=()):

@@ -11,7 +11,7 @@ import pytest
 from serving import TOKENS, A, running
 from test_api import wait_for
 
-from chronus_py.elastic.throughputs import read_throughputs
+from chronus_py.jobs.throughputs import read_throughputs
 
 REPO = Path(__file__).resolve().parents[2]
 RATE = read_throughputs(REPO / "traces" / "elasticflow" / "throughputs_A100").curve("resnet50", 256)

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from chronus_py.model import DeadlineOption, Job, JobKind
-from chronus_py.service.backend import RunState
+from chronus_py.backends.base import RunState
+from chronus_py.backends.sim import SimBackend, trace_fields
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.db import Database
 from chronus_py.service.rounds import SchedulerSettings
-from chronus_py.service.sim import SimBackend, trace_fields
 
 ADMIN = Caller("ops", admin=True)
 

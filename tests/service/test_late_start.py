@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from chronus_py.backends.sim import SimBackend
 from chronus_py.service.core import Caller, Service
 from chronus_py.service.db import Database
 from chronus_py.service.rounds import SchedulerSettings
-from chronus_py.service.sim import SimBackend
 
 
 @pytest.fixture

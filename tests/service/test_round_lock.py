@@ -9,12 +9,12 @@ import time
 
 import httpx
 
+from chronus_py.backends.sim import SimBackend
 from chronus_py.service.api import build_app
 from chronus_py.service.core import Service
 from chronus_py.service.db import Database
 from chronus_py.service.metrics import ServiceMetrics
 from chronus_py.service.rounds import SchedulerSettings
-from chronus_py.service.sim import SimBackend
 
 
 def service(tmp_path) -> tuple[Service, ServiceMetrics]:

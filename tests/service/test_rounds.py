@@ -3,7 +3,7 @@ and a withdrawn job leaves no trace in the queues or on the GPUs."""
 
 from __future__ import annotations
 
-from chronus_py.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.policies.chronus import POOL
 from chronus_py.service import rounds
 

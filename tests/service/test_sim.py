@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from chronus_py.model import Job, JobKind
-from chronus_py.overhead import restart_overhead
-from chronus_py.service.backend import BackendUnavailable, RunState
-from chronus_py.service.sim import SimBackend
+from chronus_py.backends.base import BackendUnavailable, RunState
+from chronus_py.backends.sim import SimBackend
+from chronus_py.jobs.model import Job, JobKind
+from chronus_py.jobs.overhead import restart_overhead
 
 NODES = [("n0", 4), ("n1", 4)]
 

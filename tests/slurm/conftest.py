@@ -1,4 +1,4 @@
-"""A private Slurm cluster for the Slurm backend's tests (``chronus_py/service/slurm/lab.py``).
+"""A private Slurm cluster for the Slurm backend's tests (``chronus_py/backends/slurm/lab.py``).
 
 The Slurm installation is the system's, or the one under ``$CHRONUS_TEST_SLURM`` (a prefix, e.g.
 the Slurm 24.11 that ``.ci/slurm.sh`` builds); ``.ci/run`` runs the suite against both. Without
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from chronus_py.service.slurm.lab import SlurmLab, default_prefix, why_not_here
+from chronus_py.backends.slurm.lab import SlurmLab, default_prefix, why_not_here
 
 
 @pytest.fixture(scope="session")

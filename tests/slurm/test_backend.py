@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from chronus_py.service.backend import RunState
-from chronus_py.service.slurm.backend import SlurmBackend
-from chronus_py.service.slurm.lab import workload
-from chronus_py.service.slurm.rest import SlurmRest
+from chronus_py.backends.base import RunState
+from chronus_py.backends.slurm.backend import SlurmBackend
+from chronus_py.backends.slurm.lab import workload
+from chronus_py.backends.slurm.rest import SlurmRest
 
 
 def backend(lab, **kw) -> SlurmBackend:
@@ -102,7 +102,7 @@ def test_user_may_not_pick_an_id(lab):
 
 
 def test_a_forgotten_user_job_is_over_not_recreated(lab):
-    from chronus_py.model import Job, JobKind
+    from chronus_py.jobs.model import Job, JobKind
 
     b = backend(lab)
     before = len(b.rest.jobs())
@@ -234,7 +234,7 @@ def test_api_submission_is_a_held_marked_job(lab):
 
 
 def test_jwt_over_tcp(lab):
-    from chronus_py.service.slurm.rest import SlurmError, SlurmUnreachable
+    from chronus_py.backends.slurm.rest import SlurmError, SlurmUnreachable
 
     token = lab.token()
     rest = SlurmRest(f"http://127.0.0.1:{lab.rest_port}", token=token, user="root", retries=1)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from chronus_py.model import Cluster
-from chronus_py.overhead import restart_overhead
+from chronus_py.backends.slurm.backend import SlurmBackend
+from chronus_py.jobs.model import Cluster
+from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.service import rounds
-from chronus_py.service.slurm.backend import SlurmBackend
 
 
 def test_every_start_the_plan_charges_includes_the_backends_latency():
@@ -37,7 +37,7 @@ def test_a_late_run_owes_its_start_latency_once():
     """The plan charged 240 s of latency on this start; Slurm began the run 100 s after the
     round, so progress counts from then and 100 s of that charge are paid: the remaining work
     is the estimate, the restart overhead and the unpaid 140 s, less the 50 s run so far."""
-    from chronus_py.model import Job, JobKind
+    from chronus_py.jobs.model import Job, JobKind
 
     scheduler = rounds.scheduler_for(
         rounds.SchedulerSettings(),

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from chronus_py.service.slurm.api_v0040 import RestV0040, job_state, number
-from chronus_py.service.slurm.backend import trouble
+from chronus_py.backends.slurm.api_v0040 import RestV0040, job_state, number
+from chronus_py.backends.slurm.backend import trouble
 
 
 def test_numbers():

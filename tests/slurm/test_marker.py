@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from chronus_py.service.slurm import marker
-from chronus_py.service.slurm.model import expand_hostlist, gpu_count, placement
+from chronus_py.backends.slurm import marker
+from chronus_py.backends.slurm.model import expand_hostlist, gpu_count, placement
 
 
 def fields(comment: str, submit: float = 1000.0, gpus: int = 2) -> dict:

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
+from chronus_py.backends.slurm import backend
 from chronus_py.errors import InputError
-from chronus_py.service.slurm import backend
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
+from chronus_py.backends.slurm import backend, rest
+from chronus_py.backends.slurm.model import JobChange, NewJob
+from chronus_py.backends.slurm.rest import LAYERS, SlurmError, SlurmRest, SlurmUnreachable
 from chronus_py.errors import InputError
-from chronus_py.service.slurm import backend, rest
-from chronus_py.service.slurm.model import JobChange, NewJob
-from chronus_py.service.slurm.rest import LAYERS, SlurmError, SlurmRest, SlurmUnreachable
 
 
 def spoken(lab) -> list[str]:

@@ -11,9 +11,9 @@ import json
 import re
 import time
 
-from chronus_py.service.slurm.harness import ServeProcess
-from chronus_py.service.slurm.lab import workload
-from chronus_py.service.slurm.rest import SlurmRest
+from chronus_py.backends.slurm.harness import ServeProcess
+from chronus_py.backends.slurm.lab import workload
+from chronus_py.backends.slurm.rest import SlurmRest
 
 
 def decisions(serve: ServeProcess) -> list[dict]:
@@ -193,7 +193,7 @@ def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
 def test_the_trace_harness_reads_back_what_happened(lab, tmp_path):
     """``replay.run`` (the demo's and benchmarks/slurm_trace.py's harness): three jobs through
     ``chronus serve`` in compressed time, each outcome read back from Slurm and chronus."""
-    from chronus_py.service.slurm.replay import TraceJob, run, summary
+    from chronus_py.backends.slurm.replay import TraceJob, run, summary
 
     jobs = [
         TraceJob(at=0.0, gpus=1, work=120.0, deadline=7200.0),

@@ -3,8 +3,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chronus_py.model import DeadlineOption, Job, JobKind
-from chronus_py.replay.setup import scale_load
+from chronus_py.engine.setup import scale_load
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.sweep import RunConfig, run, safe_run, same_metrics
 from chronus_py.sweep.store import COLUMNS
 

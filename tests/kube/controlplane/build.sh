@@ -8,7 +8,7 @@
 #
 # The cache is ${CHRONUS_KUBE_CACHE:-$HOME/.cache/chronus-kube/<key>}, where <key> is the first
 # 16 hex digits of the SHA-256 of go.mod, go.sum, kwok/go.mod and kwok/go.sum, concatenated in
-# that order (chronus_py/service/kueue/lab.py computes the same key to find it). A finished build
+# that order (chronus_py/backends/kueue/lab.py computes the same key to find it). A finished build
 # writes the key into <cache>/STAMP; a cache whose STAMP matches is reused as it is.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

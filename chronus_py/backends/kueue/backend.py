@@ -1,0 +1,667 @@
+"""The ``kueue`` backend: chronus as a Kueue AdmissionCheck controller.
+
+A ClusterQueue that lists an AdmissionCheck whose ``spec.controllerName`` is chronus's
+(``chronus.io/deadline`` by default) hands the start decisions of its Workloads to chronus; Kueue
+keeps its quotas, cohorts and fair sharing. The mapping (see the README's design note for why):
+
+- arrival: a Workload of such a ClusterQueue once Kueue has reserved quota for it
+  (``QuotaReserved``), with chronus annotations on its Job or itself (``annotations.py``). Only
+  such Workloads are ever started, so chronus never runs more than Kueue reserved. A bad
+  annotation sets the check ``Rejected`` with a message naming it (Kueue deactivates the
+  Workload); the controller goes on.
+- start: the check turns ``Ready`` with ``podSetUpdates`` whose nodeSelector pins every pod to
+  the node the allocator chose (several nodes: a label chronus puts on exactly those nodes);
+  Kueue admits the Workload and unsuspends the Job.
+- preempt: the check turns ``Retry`` on the admitted Workload: Kueue evicts it (the Job is
+  suspended, its pods get their termination grace to checkpoint), releases its quota and
+  requeues it at once; once Kueue reserves again, chronus resumes it when its plan says.
+- cancel: the check turns ``Rejected`` (Kueue deactivates the Workload); a Job deleted by its
+  owner, or a Workload deactivated by hand, is a cancelled chronus job.
+- what users see: the check's ``message`` says the decision ("guaranteed to finish by T",
+  "planned start T", "not guaranteed: why"), updated when a round changes it (``publish``).
+- nodes: Node objects with allocatable GPUs; one not Ready, cordoned or tainted NoSchedule /
+  NoExecute is unhealthy.
+
+All state lives in the cluster (``workloads.py`` lists chronus's records), so a restarted or
+newly elected controller rebuilds from the API server alone. Every write is a server-side apply
+by chronus's field manager of chronus's own fields only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lightkube.resources.core_v1 import Node
+
+from chronus_py.backends.base import (
+    BackendUnavailable,
+    JobReport,
+    NodeInfo,
+    ObservedJob,
+    RunState,
+)
+from chronus_py.backends.kueue import annotations as notes
+from chronus_py.backends.kueue import workloads as wls
+from chronus_py.backends.kueue.kube import Kube, Workload, config
+from chronus_py.backends.kueue.leader import LeaderElector
+from chronus_py.backends.kueue.watch import Kind, Watches, name_key, namespaced_key
+from chronus_py.errors import ChronusError, InputError
+from chronus_py.jobs.model import Job
+from chronus_py.service.clock import CompressedTime
+
+log = logging.getLogger("chronus.kueue")
+CONTROLLER = "chronus.io/deadline"
+FIELD_MANAGER = "chronus"
+GPU = "nvidia.com/gpu"
+ACTIVE_EVERY = 30.0
+RESERVE_WAIT = 3.0
+SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at start
+_BAD_TAINTS = {"NoSchedule", "NoExecute"}
+
+
+class KueueBackend(CompressedTime):
+    """Drive the Workloads of chronus's admission checks through the API server ``kube``."""
+
+    name = "kueue"
+    even_gangs = True  # every pod of a pod set asks the same GPUs
+    records_promises = True
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        controller: str = CONTROLLER,
+        resource: str = GPU,
+        node_selector: Mapping[str, str] | None = None,
+        poll: float = 1.0,
+        time_scale: float = 1.0,
+        time_origin: float = 0.0,
+        elector: LeaderElector | None = None,
+    ):
+        self.kube = kube
+        self.controller = controller
+        self.resource = resource
+        self.node_selector = dict(node_selector or {})
+        self.poll = poll
+        self.scale = time_scale
+        self.origin = time_origin
+        self.elector = elector
+        self.checks: frozenset[str] = frozenset()
+        self._checks_at = -float("inf")
+        self._listed: dict[str, dict] = {}  # chronus id -> Workload, as last seen or written
+        self._listed_at = -float("inf")
+        self._tracked: set[str] = set()  # accepted ids seen in the cluster
+        self._gone: dict[str, float] = {}  # accepted ids whose Workload vanished -> when seen
+        self._arrived: set[str] = set()
+        self._why: dict[str, str] = {}  # id -> why chronus refuses it (for the check's message)
+        self._hostnames: dict[str, str] = {}
+        self._follow_checks(force=True)
+        self.watches = Watches(
+            kube.cfg,
+            {
+                "workloads": Kind(Workload, namespaced_key, namespaced=True),
+                "nodes": Kind(Node, name_key, namespaced=False),
+            },
+        ).start()
+        if not self.watches.wait_synced(SYNC_WAIT):
+            self.watches.stop()
+            raise BackendUnavailable(
+                f"kueue: the first list of Workloads and Nodes took over {SYNC_WAIT:g} s"
+            )
+
+    def close(self) -> None:
+        self.watches.stop()
+        if self.elector is not None:
+            self.elector.release()
+        self.kube.close()
+
+    # -- admission checks: which are chronus's, and telling Kueue they are served ---------------
+    def _follow_checks(self, *, force: bool = False) -> None:
+        if not force and time.monotonic() < self._checks_at + ACTIVE_EVERY:
+            return
+        self._checks_at = time.monotonic()
+        ours = [
+            c
+            for c in self.kube.admission_checks()
+            if (c.get("spec") or {}).get("controllerName") == self.controller
+        ]
+        self.checks = frozenset(c["metadata"]["name"] for c in ours)
+        if self.elector is not None and not self.elector.held:
+            return
+        for c in ours:
+            active = next(
+                (
+                    x
+                    for x in (c.get("status") or {}).get("conditions") or []
+                    if x.get("type") == "Active"
+                ),
+                None,
+            )
+            if active is not None and active.get("status") == "True":
+                continue
+            self.kube.apply_check_active(
+                c["metadata"]["name"],
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "the chronus controller serves this check",
+                    "lastTransitionTime": wls.rfc3339(time.time()),
+                    "observedGeneration": c["metadata"].get("generation", 0),
+                },
+            )
+
+    # -- reading the cluster -----------------------------------------------------------------------
+    def _ours(self) -> dict[str, dict]:
+        """chronus id -> Workload, for every Workload with one of chronus's checks, from the
+        watch-fed copy (``watch.py``); picked anew at most every tenth of a second (one round
+        asks several times)."""
+        if time.monotonic() - self._listed_at > 0.1:
+            self._follow_checks()
+            listed = {}
+            for wl in self.watches.stores["workloads"].snapshot().values():
+                if wls.check_entry(wl, self.checks) is not None:
+                    listed[wls.job_id(*wls.key(wl))] = wl
+            self._listed, self._listed_at = listed, time.monotonic()
+        return self._listed
+
+    def _seen(self, job_id: str, wl: dict) -> dict:
+        """A Workload as a write or a read just returned it: newer than the watch may be."""
+        self.watches.stores["workloads"].put(wl)
+        self._listed[job_id] = wl
+        return wl
+
+    def _fresh(self, job_id: str) -> dict | None:
+        """The Workload as the API server has it now (commands act on nothing older)."""
+        wl = self._ours().get(job_id)
+        if wl is None:
+            return None
+        got = self.kube.workload(*wls.key(wl))
+        if got is None:
+            self._listed.pop(job_id, None)
+            return None
+        return self._seen(job_id, got)
+
+    def nodes(self) -> Sequence[NodeInfo]:
+        out = []
+        for n in self.watches.stores["nodes"].snapshot().values():
+            labels = n.metadata.labels or {}
+            if any(labels.get(k) != v for k, v in self.node_selector.items()):
+                continue
+            gpus = (n.status.allocatable or {}).get(self.resource) if n.status else None
+            if gpus is None or wls._quantity(gpus) < 1:
+                continue
+            self._hostnames[n.metadata.name] = labels.get(wls.HOSTNAME, n.metadata.name)
+            out.append(
+                NodeInfo(
+                    n.metadata.name,
+                    tuple(range(wls._quantity(gpus))),
+                    healthy=not (why := _unhealthy(n)),
+                    reason=why,
+                )
+            )
+        return out
+
+    def jobs(self) -> Sequence[ObservedJob]:
+        now = self.now()
+        out = []
+        seen = set()
+        for job_id, wl in self._ours().items():
+            fields = wls.accepted(wl)
+            if fields is None:
+                continue
+            seen.add(job_id)
+            obs = self._observe(job_id, wl, fields, now)
+            if obs.state not in (RunState.RUNNING, RunState.PENDING):
+                self._unpin_gang(job_id, wl, obs)
+            out.append(obs)
+        for job_id in self._tracked - seen:
+            self._gone.setdefault(job_id, now)
+        self._tracked = seen
+        out += [
+            ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
+            for job_id, at in self._gone.items()
+        ]
+        self._gone.clear()  # reported once: the service ends them now
+        return out
+
+    def _unpin_gang(self, job_id: str, wl: dict, obs: ObservedJob) -> None:
+        """Take a multi-node run's label off its nodes once the run is over, and close the run
+        in the records (so this happens once)."""
+        nodes, _ = wls.placement(wl)
+        if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
+            return
+        try:
+            for node in nodes:
+                self.kube.label_node(node, self._gang_label(job_id), on=False)
+            done = {"seconds": round(obs.work_done or 0.0, 3), "runs": obs.starts}
+            self._record(wl, work_done=done, placement=None)
+        except BackendUnavailable as exc:  # housekeeping: tried again at the next look
+            log.warning(json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)}))
+
+    def _observe(self, job_id: str, wl: dict, fields: dict, now: float) -> ObservedJob:
+        done, runs = wls.work_done(wl)
+        spec = {k: v for k, v in fields.items() if k != "submit"}
+        promise = wls.guarantee(wl)
+        common = dict(spec=spec, guaranteed=promise)
+        finished = wls.condition(wl, "Finished")
+        if finished is not None and finished.get("status") == "True":
+            at = wls.unix(finished.get("lastTransitionTime"))
+            _, since = wls.placement(wl)
+            if since is not None:
+                done += max(self._v(at or time.time()) - since, 0.0)
+                runs += 1
+            state = RunState.FINISHED if finished.get("reason") == "Succeeded" else RunState.FAILED
+            return ObservedJob(
+                job_id,
+                state,
+                ended_at=now if at is None else self._v(at),
+                work_done=done,
+                starts=runs,
+                **common,
+            )
+        if wls.meta(wl).get("deletionTimestamp") or not wls.active(wl):
+            return ObservedJob(
+                job_id, RunState.CANCELLED, ended_at=now, work_done=done, starts=runs, **common
+            )
+        entry = wls.check_entry(wl, self.checks) or {}
+        nodes, since = wls.placement(wl)
+        if entry.get("state") == "Ready" and wls.reserved(wl) and nodes and since is not None:
+            return ObservedJob(
+                job_id,
+                RunState.RUNNING,
+                placement=nodes,
+                run_since=since,
+                work_done=done + max(now - since, 0.0),
+                starts=runs + 1,
+                **common,
+            )
+        return ObservedJob(job_id, RunState.PENDING, work_done=done, starts=runs, **common)
+
+    def arrivals(self) -> Sequence[Mapping[str, Any]]:
+        out = []
+        for job_id, wl in self._ours().items():
+            if wls.accepted(wl) is not None:
+                continue
+            entry = wls.check_entry(wl, self.checks)
+            why = wls.annotations(wl).get(wls.REFUSED)
+            if why is not None:
+                if entry is not None and entry.get("state") == "Pending" and not wls.active(wl):
+                    # Kueue resets every check to Pending when it evicts the Workload it
+                    # deactivated: say again why, where the user looks (it stays inactive)
+                    self._require_leader()
+                    self._check(wl, "Rejected", f"chronus refused it: {why}")
+                continue
+            if entry is None or entry.get("state") != "Pending" or not wls.reserved(wl):
+                continue
+            if not wls.active(wl) or wls.meta(wl).get("deletionTimestamp"):
+                continue
+            if wls.is_true(wl, "Finished"):
+                continue
+            ns, name = wls.key(wl)
+            given = wls.annotations(wl)
+            job = wls.owner_job(wl)
+            if job is not None:
+                given = {**self.kube.job_annotations(ns, job), **given}
+            created = wls.unix(wls.meta(wl).get("creationTimestamp")) or time.time()
+            try:
+                fields = notes.job_fields(
+                    given,
+                    job_id=job_id,
+                    gpus=wls.gpus(wl, self.resource),
+                    submit=self._v(created),
+                    tenant=ns,
+                )
+            except notes.AnnotationError as exc:
+                self._refuse(job_id, wl, str(exc))
+                continue
+            self._arrived.add(job_id)
+            out.append(fields)
+        return out
+
+    # -- commands ----------------------------------------------------------------------------------
+    def _require_leader(self) -> None:
+        if self.elector is not None:
+            self.elector.require()
+
+    def _record(self, wl: dict, **changes: Any) -> dict:
+        """Apply chronus's annotations on ``wl`` with ``changes`` (None removes one)."""
+        mine = wls.records(wl)
+        for name, value in changes.items():
+            full = notes.PREFIX + name.replace("_", "-")
+            if value is None:
+                mine.pop(full, None)
+            else:
+                mine[full] = value if isinstance(value, str) else wls.encode(value)
+        ns, name = wls.key(wl)
+        return self._seen(
+            wls.job_id(ns, name), self.kube.apply_workload_annotations(ns, name, mine)
+        )
+
+    def _check(self, wl: dict, state: str, message: str, updates: list[dict] | None = None) -> dict:
+        entry = wls.check_entry(wl, self.checks)
+        check = entry["name"] if entry else sorted(self.checks)[0]
+        status = wls.check_status(
+            wl, check, state, message, now_wall=time.time(), pod_set_updates=updates
+        )
+        ns, name = wls.key(wl)
+        return self._seen(wls.job_id(ns, name), self.kube.apply_workload_status(ns, name, status))
+
+    def _refuse(self, job_id: str, wl: dict, why: str) -> None:
+        """A Workload chronus will not run: ``Rejected`` with the reason; Kueue deactivates it."""
+        self._require_leader()
+        log.warning(json.dumps({"event": "kueue_refuse", "job": job_id, "reason": why}))
+        wl = self._record(wl, refused=why)
+        self._check(wl, "Rejected", f"chronus refused it: {why}")
+
+    def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Only Workloads are run: a job submitted to chronus's API has no pods to start."""
+        if job.id in self._arrived:
+            return None
+        return (
+            "id",
+            "the kueue backend runs Kubernetes Jobs submitted to a ClusterQueue that lists "
+            "chronus's admission check; submit the Job with kubectl",
+        )
+
+    def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
+        self._arrived.discard(job.id)
+        wl = self._fresh(job.id)
+        if wl is None:
+            if job.id not in self._gone:
+                self._gone[job.id] = self.now()
+            return
+        if wls.accepted(wl) is None:
+            self._require_leader()
+            fields = dict(spec or {"id": job.id, "gpus": job.gpus, "tenant": job.tenant})
+            fields["submit"] = job.submit
+            self._record(wl, job=fields)
+            self._tracked.add(job.id)
+
+    def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        self._require_leader()
+        wl = self._fresh(job_id)
+        if wl is None:
+            raise BackendUnavailable(f"kueue: workload of job {job_id} is gone")
+        entry = wls.check_entry(wl, self.checks) or {}
+        if entry.get("state") == "Ready":
+            return  # started already: never twice
+        if not wls.reserved(wl):
+            wl = self._await_reservation(job_id) or wl
+        if not wls.reserved(wl):
+            raise BackendUnavailable(
+                f"kueue: job {job_id}: Kueue holds no quota for it now (requeued after an "
+                "eviction?); chronus starts only Workloads with QuotaReserved"
+            )
+        sets = wls.pod_sets(wl, self.resource)
+        per_pod = {p.gpus_per_pod for p in sets if p.gpus_per_pod}
+        bad = [n for n, g in placement.items() if any(len(g) % k for k in per_pod)]
+        if bad:
+            raise BackendUnavailable(
+                f"kueue: job {job_id}: the plan puts {dict(placement)} GPUs on nodes, which "
+                f"whole pods of {sorted(per_pod)} GPUs cannot fill exactly"
+            )
+        if len(placement) == 1:
+            (node,) = placement
+            selector = {wls.HOSTNAME: self._hostnames.get(node, node)}
+        else:
+            selector = {self._gang_label(job_id): "true"}
+            for node in placement:
+                self.kube.label_node(node, self._gang_label(job_id), on=True)
+        since = self.now()
+        nodes = {n: list(g) for n, g in sorted(placement.items())}
+        wl = self._record(wl, placement={"nodes": nodes, "since": since})
+        where = ", ".join(f"{n} ({len(g)} GPUs)" for n, g in nodes.items())
+        self._check(
+            wl,
+            "Ready",
+            f"chronus started it on {where} at {wls.rfc3339(since)}",
+            wls.pin(sets, selector),
+        )
+
+    def _await_reservation(self, job_id: str) -> dict | None:
+        """Wait up to ``RESERVE_WAIT`` wall seconds for Kueue to reserve quota again: a
+        Workload chronus preempted is requeued at once, but its new reservation takes Kueue a
+        moment, often until the GPUs the round just freed are released in its books too."""
+        end = time.monotonic() + RESERVE_WAIT
+        while time.monotonic() < end:
+            time.sleep(0.1)
+            wl = self._fresh(job_id)
+            if wl is None or wls.reserved(wl):
+                return wl
+        return None
+
+    def _gang_label(self, job_id: str) -> str:
+        return notes.PREFIX + "gang-" + hashlib.sha256(job_id.encode()).hexdigest()[:16]
+
+    def preempt(self, job_id: str) -> None:
+        self._require_leader()
+        wl = self._fresh(job_id)
+        if wl is None:
+            return
+        entry = wls.check_entry(wl, self.checks) or {}
+        nodes, since = wls.placement(wl)
+        if entry.get("state") != "Ready":
+            return
+        done, runs = wls.work_done(wl)
+        if since is not None:
+            done += max(self.now() - since, 0.0)
+            runs += 1
+        # The check first: a crash between the two leaves a stopped run uncounted (less work
+        # credited, never more), while a Ready check without its placement would look pending.
+        wl = self._check(
+            wl,
+            "Retry",
+            f"chronus preempted it at {wls.rfc3339(self.now())} (lease boundary): Kueue suspends "
+            f"the Job and requeues it; it resumes when chronus's plan says",
+        )
+        self._record(wl, work_done={"seconds": round(done, 3), "runs": runs}, placement=None)
+        if len(nodes) > 1:
+            for node in nodes:
+                self.kube.label_node(node, self._gang_label(job_id), on=False)
+
+    def cancel(self, job_id: str) -> None:
+        wl = self._fresh(job_id)
+        if wl is None or not wls.active(wl) or wls.is_true(wl, "Finished"):
+            return
+        self._require_leader()
+        why = self._why.pop(job_id, None) or (
+            "cancelled through chronus's API"
+            if wls.accepted(wl) is not None
+            else "it cannot run on chronus's nodes (more GPUs than they have, or its last "
+            "deadline has passed; see chronus's decision log)"
+        )
+        if wls.accepted(wl) is None:
+            wl = self._record(wl, refused=why)
+        self._check(wl, "Rejected", f"chronus: {why}")
+
+    # -- what users see ----------------------------------------------------------------------------
+    def publish(self, reports: Mapping[str, JobReport]) -> None:
+        """Record each promise on its Workload, then say the decision in the check's message
+        (the record first: a promise a user can read is always one a new leader can rebuild)."""
+        for job_id, report in reports.items():
+            wl = self._listed.get(job_id)
+            if wl is None or wls.accepted(wl) is None:
+                continue
+            promise = report.guaranteed
+            if promise != wls.guarantee(wl):
+                self._require_leader()
+                value = None if promise is None else {"at": promise.at, "value": promise.value}
+                wl = self._record(wl, guarantee=value)
+            entry = wls.check_entry(wl, self.checks)
+            if entry is None or entry.get("state") not in ("Pending", "Ready"):
+                continue
+            text = message(report)
+            if entry.get("state") == "Ready":
+                text = entry.get("message", "").split("; ", 1)[0] + "; " + text
+            if entry.get("message") == text:
+                continue
+            self._require_leader()
+            self._check(wl, entry["state"], text, entry.get("podSetUpdates"))
+
+
+def message(report: JobReport) -> str:
+    """The decision in words, for ``kubectl describe workload``."""
+    if report.guaranteed is not None:
+        text = f"guaranteed to finish by {wls.rfc3339(report.guaranteed.at)}"
+        if report.guaranteed.value != 1:
+            text += f" (deadline option of value {report.guaranteed.value:g})"
+        if report.planned_start is not None:
+            text += f"; planned start {wls.rfc3339(report.planned_start)}"
+        return text
+    text = f"not guaranteed: {report.reason}"
+    return text if report.running else text + "; waits for free GPUs"
+
+
+def _unhealthy(node) -> str:
+    """Why placement must avoid a node ('' if it may use it)."""
+    why = []
+    if node.spec is not None and node.spec.unschedulable:
+        why.append("cordoned")
+    ready = (
+        next((c for c in (node.status.conditions or []) if c.type == "Ready"), None)
+        if node.status
+        else None
+    )
+    if ready is None or ready.status != "True":
+        why.append("not Ready")
+    for taint in (node.spec.taints or []) if node.spec else []:
+        if taint.effect in _BAD_TAINTS and taint.key != "node.kubernetes.io/unschedulable":
+            why.append(f"taint {taint.key}:{taint.effect}")
+    return ", ".join(why)
+
+
+# -- chronus serve --backend kueue ---------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("kueue backend (--backend kueue)")
+    g.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: in-cluster service account, else $KUBECONFIG)",
+    )
+    g.add_argument(
+        "--kueue-controller-name",
+        default=None,
+        help=f"spec.controllerName of chronus's AdmissionChecks (default {CONTROLLER})",
+    )
+    g.add_argument(
+        "--kueue-gpu-resource",
+        default=None,
+        help=f"the extended resource counted as GPUs (default {GPU})",
+    )
+    g.add_argument(
+        "--kueue-node-selector",
+        default=None,
+        help="schedule only nodes with these labels: key=value[,key=value] (default: every "
+        "node with GPUs)",
+    )
+    g.add_argument(
+        "--kueue-poll", type=float, default=None, help="seconds between looks at the cluster (1)"
+    )
+    g.add_argument(
+        "--kueue-lease",
+        default=None,
+        help="leader election: NAMESPACE/NAME of the coordination.k8s.io Lease; replicas "
+        "given the same one elect a leader, the others wait (default: no election)",
+    )
+    g.add_argument(
+        "--kueue-lease-duration",
+        type=float,
+        default=None,
+        help="seconds a leader's Lease lasts without renewal (default 15; renewed every "
+        "2 s, given up after 10)",
+    )
+    g.add_argument(
+        "--kueue-time-scale",
+        type=float,
+        default=None,
+        help="compressed-time runs (tests, demos, benchmarks): one wall second is this many "
+        "seconds of chronus time (default 1)",
+    )
+    g.add_argument(
+        "--kueue-time-origin",
+        type=float,
+        default=None,
+        help="the Unix time from which --kueue-time-scale counts (required with a scale)",
+    )
+
+
+def _selector(text: str | None) -> dict[str, str]:
+    out = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise InputError("--kueue-node-selector", f"expected key=value, got {item!r}")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _lease(text: str | None) -> tuple[str, str] | None:
+    if not text:
+        return None
+    namespace, sep, name = str(text).partition("/")
+    if not sep or not namespace or not name:
+        raise InputError("--kueue-lease", f"expected NAMESPACE/NAME, got {text!r}")
+    return namespace, name
+
+
+def from_args(
+    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
+) -> KueueBackend:
+    """A Kueue backend from the serve options; with ``--kueue-lease`` this blocks until this
+    replica leads. ``nodes`` (a HiveD config) is not used: the nodes are the cluster's."""
+    poll = 1.0 if args.kueue_poll is None else float(args.kueue_poll)
+    scale = 1.0 if args.kueue_time_scale is None else float(args.kueue_time_scale)
+    for flag, value in (("--kueue-poll", poll), ("--kueue-time-scale", scale)):
+        if not value > 0:
+            raise InputError(flag, f"must be > 0, got {value}")
+    if scale != 1.0 and args.kueue_time_origin is None:
+        raise InputError("--kueue-time-origin", "required with --kueue-time-scale other than 1")
+    selector = _selector(args.kueue_node_selector)
+    lease = _lease(args.kueue_lease)
+    duration = 15.0 if args.kueue_lease_duration is None else float(args.kueue_lease_duration)
+    if lease is not None and not duration >= 0.5:
+        raise InputError("--kueue-lease-duration", f"must be >= 0.5, got {duration}")
+    cfg = config(args.kubeconfig)  # the flags first: a bad one is refused without a cluster
+    for name in ("httpx", "httpx2", "httpcore", "httpcore2"):  # a line per request otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
+    elector = None
+    if lease is not None:
+        elector = LeaderElector(
+            Kube(cfg, manager=FIELD_MANAGER),
+            namespace=lease[0],
+            name=lease[1],
+            duration=duration,
+            renew_deadline=duration * 2 / 3,
+            retry=duration * 2 / 15,
+        )
+    kube = Kube(cfg, manager=FIELD_MANAGER)
+    try:
+        kube.admission_checks()
+    except BackendUnavailable as exc:
+        raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None
+    if elector is not None:
+        elector.acquire()
+    try:
+        return KueueBackend(
+            kube,
+            controller=args.kueue_controller_name or CONTROLLER,
+            resource=args.kueue_gpu_resource or GPU,
+            node_selector=selector,
+            poll=poll,
+            time_scale=scale,
+            time_origin=float(args.kueue_time_origin or 0.0),
+            elector=elector,
+        )
+    except BackendUnavailable as exc:
+        error = ChronusError(f"--backend kueue: cannot read the cluster: {exc}")
+        error.exit_code = 1
+        raise error from None

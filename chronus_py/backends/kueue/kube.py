@@ -1,0 +1,232 @@
+"""The Kubernetes API calls of the kueue backend, through lightkube, as plain dicts.
+
+lightkube was chosen for server-side apply with a field manager (every chronus write is an apply
+by its own manager, so it owns only the fields it sets and never clobbers Kueue's), watches, and
+generic resources for Kueue's CRDs without generated models. Every failure to reach the API
+server, or an answer other than the ones a caller handles, is raised as
+:class:`~chronus_py.backends.base.BackendUnavailable`, so the service decides nothing until
+the API server answers again. Reads of many objects are not here: the Workloads and Nodes a
+round looks at come from watch-fed copies (``watch.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import httpx2
+import yaml
+from lightkube import ApiError, Client, KubeConfig
+from lightkube.config.kubeconfig import SingleConfig
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Node
+from lightkube.types import PatchType
+
+from chronus_py.backends.base import BackendUnavailable
+from chronus_py.errors import InputError
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+Workload = create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads")
+AdmissionCheck = create_global_resource(
+    "kueue.x-k8s.io", "v1beta2", "AdmissionCheck", "admissionchecks"
+)
+T = TypeVar("T")
+
+
+def config(kubeconfig: str | None) -> SingleConfig:
+    """The API server to talk to: ``kubeconfig`` (its current context), else the Pod's service
+    account (in-cluster), else ``$KUBECONFIG`` or ``~/.kube/config``. A file that is not a
+    kubeconfig is one line naming it."""
+    if kubeconfig is None:
+        try:
+            return KubeConfig.from_env().get()
+        except Exception as exc:  # noqa: BLE001 - lightkube raises several kinds
+            raise InputError(
+                "--kubeconfig",
+                f"not in a cluster, and no usable $KUBECONFIG or ~/.kube/config: {_why(exc)}",
+            ) from None
+    path = Path(kubeconfig).expanduser()
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the kubeconfig: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = None if where is None else where.line + 1
+        raise InputError(str(path), "not a kubeconfig: not valid YAML", line=line) from None
+    if not isinstance(doc, dict):
+        raise InputError(
+            str(path),
+            "not a kubeconfig: expected a YAML mapping with clusters, contexts and users, "
+            f"got {'nothing' if doc is None else type(doc).__name__}",
+        )
+    try:
+        return KubeConfig.from_dict(doc, fname=path).get()
+    except Exception as exc:  # noqa: BLE001 - lightkube raises several kinds for a bad config
+        raise InputError(str(path), f"not a usable kubeconfig: {_why(exc)}") from None
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r}"
+    return str(exc) or type(exc).__name__
+
+
+class Kube:
+    """One connection to the API server; ``manager`` is the field manager of every apply."""
+
+    def __init__(self, cfg: SingleConfig, *, manager: str, timeout: float = 10.0):
+        self.cfg = cfg
+        self.manager = manager
+        self.client = Client(cfg, timeout=httpx2.Timeout(timeout), field_manager=manager)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def call(self, what: str, fn: Callable[[], T], *, missing_ok: bool = False) -> T | None:
+        """``fn()``; None for a missing object when ``missing_ok``; any other failure is a
+        :class:`BackendUnavailable` naming ``what``."""
+        try:
+            return fn()
+        except ApiError as exc:
+            if missing_ok and exc.status.code == 404:
+                return None
+            raise BackendUnavailable(f"kueue: {what}: {exc.status.message}") from None
+        except (httpx2.HTTPError, OSError) as exc:
+            raise BackendUnavailable(f"kueue: {what}: {exc}") from None
+
+    # -- reads -------------------------------------------------------------------------------------
+    def workload(self, namespace: str, name: str) -> dict | None:
+        got = self.call(
+            f"get workload {namespace}/{name}",
+            lambda: self.client.get(Workload, name, namespace=namespace),
+            missing_ok=True,
+        )
+        return None if got is None else dict(got)
+
+    def admission_checks(self) -> list[dict]:
+        return self.call(
+            "list admissionchecks", lambda: [dict(a) for a in self.client.list(AdmissionCheck)]
+        )
+
+    def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
+        """The annotations of a ``batch/v1`` Job ({} if it is gone)."""
+        job = self.call(
+            f"get job {namespace}/{name}",
+            lambda: self.client.get(Job, name, namespace=namespace),
+            missing_ok=True,
+        )
+        return {} if job is None else dict(job.metadata.annotations or {})
+
+    # -- writes (server-side apply, chronus's field manager) ---------------------------------------
+    def apply_workload_status(self, namespace: str, name: str, status: dict) -> dict:
+        """Apply chronus's part of a Workload's status (its own admission check entry). Forced:
+        Kueue resets every check's entry on eviction with an update, which makes it co-owner of
+        the entry's fields; the entry is chronus's to decide, so chronus takes them back."""
+        body = {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name}}
+        body["status"] = status
+        return self.call(
+            f"apply status of workload {namespace}/{name}",
+            lambda: dict(
+                self.client.patch(
+                    Workload.Status,
+                    name,
+                    body,
+                    namespace=namespace,
+                    patch_type=PatchType.APPLY,
+                    force=True,
+                )
+            ),
+        )
+
+    def apply_workload_annotations(
+        self, namespace: str, name: str, annotations: dict[str, str]
+    ) -> dict:
+        """Apply chronus's records on a Workload: exactly these annotations are chronus's after
+        the call (one it no longer sends is removed, the user's and Kueue's stay)."""
+        body = {
+            "apiVersion": KUEUE,
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        }
+        return self.call(
+            f"record on workload {namespace}/{name}",
+            lambda: dict(
+                self.client.patch(
+                    Workload,
+                    name,
+                    body,
+                    namespace=namespace,
+                    patch_type=PatchType.APPLY,
+                    force=True,
+                )
+            ),
+        )
+
+    def apply_check_active(self, name: str, condition: dict[str, Any]) -> None:
+        body = {
+            "apiVersion": KUEUE,
+            "kind": "AdmissionCheck",
+            "metadata": {"name": name},
+            "status": {"conditions": [condition]},
+        }
+        self.call(
+            f"set admissioncheck {name} active",
+            lambda: self.client.patch(
+                AdmissionCheck.Status, name, body, patch_type=PatchType.APPLY, force=True
+            ),
+        )
+
+    def label_node(self, node: str, label: str, *, on: bool) -> None:
+        """Put ``label=true`` on a node (a server-side apply by a field manager of the label's
+        own, so chronus's gang labels never touch the node's other labels), or take it off (a
+        merge patch: a node deleted meanwhile has no label to take off)."""
+        if on:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node, "labels": {label: "true"}},
+            }
+            self.call(
+                f"label node {node}",
+                lambda: self.client.patch(
+                    Node,
+                    node,
+                    body,
+                    patch_type=PatchType.APPLY,
+                    field_manager=f"{self.manager}-{label.rpartition('-')[2]}",
+                    force=True,
+                ),
+            )
+            return
+        self.call(
+            f"unlabel node {node}",
+            lambda: self.client.patch(
+                Node, node, {"metadata": {"labels": {label: None}}}, patch_type=PatchType.MERGE
+            ),
+            missing_ok=True,
+        )
+
+    # -- leases (leader election) ------------------------------------------------------------------
+    def lease(self, namespace: str, name: str) -> Lease | None:
+        return self.call(
+            f"get lease {namespace}/{name}",
+            lambda: self.client.get(Lease, name, namespace=namespace),
+            missing_ok=True,
+        )
+
+    def write_lease(self, lease: Lease, *, create: bool) -> Lease | None:
+        """Create or replace (at its resourceVersion) a Lease; None if another replica wrote it
+        first (a conflict or an existing object): the caller lost this attempt."""
+        try:
+            if create:
+                return self.client.create(lease)
+            return self.client.replace(lease)
+        except ApiError as exc:
+            if exc.status.code in (409, 422):
+                return None
+            raise BackendUnavailable(f"kueue: write lease: {exc.status.message}") from None
+        except (httpx2.HTTPError, OSError) as exc:
+            raise BackendUnavailable(f"kueue: write lease: {exc}") from None

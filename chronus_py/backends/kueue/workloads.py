@@ -1,0 +1,217 @@
+"""Reading a Kueue Workload (a plain dict of API ``kueue.x-k8s.io/v1beta2``) and the records
+chronus keeps on it; pure functions, so the backend's decisions can be read without a cluster.
+
+Chronus's records are annotations it owns (server-side apply, its own field manager)::
+
+    chronus.io/job        the accepted job's fields (POST /v1/jobs), absolute deadlines: accepted
+    chronus.io/guarantee  {"at": T, "value": V}: the promise, before any message shows it
+    chronus.io/work-done  {"seconds": S, "runs": N}: work and run count of the runs that ended
+    chronus.io/placement  {"nodes": {node: [gpu, ...]}, "since": T}: the current run's GPUs
+    chronus.io/refused    why chronus will not run it (a bad annotation): never looked at again
+
+so a controller that starts with an empty database rebuilds every job, run and promise from the
+API server alone. Times are on the backend's clock (``KueueBackend.now``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from chronus_py.backends.kueue.annotations import PREFIX
+from chronus_py.jobs.model import DeadlineOption
+
+JOB, GUARANTEE = PREFIX + "job", PREFIX + "guarantee"
+WORK_DONE, PLACEMENT, REFUSED = PREFIX + "work-done", PREFIX + "placement", PREFIX + "refused"
+RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED)
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def unix(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def job_id(namespace: str, name: str) -> str:
+    """The chronus id of a Workload: ``namespace.name`` (a namespace has no dot), or a hashed
+    tail when that passes the 128 characters chronus ids may have."""
+    full = f"{namespace}.{name}"
+    if len(full) <= 128:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:12]
+    return f"{full[:115]}-{digest}"
+
+
+def meta(wl: Mapping[str, Any]) -> Mapping[str, Any]:
+    return wl.get("metadata") or {}
+
+
+def key(wl: Mapping[str, Any]) -> tuple[str, str]:
+    m = meta(wl)
+    return m.get("namespace", ""), m.get("name", "")
+
+
+def annotations(wl: Mapping[str, Any]) -> dict[str, str]:
+    return dict(meta(wl).get("annotations") or {})
+
+
+def records(wl: Mapping[str, Any]) -> dict[str, str]:
+    """Chronus's own annotations on the Workload."""
+    return {k: v for k, v in annotations(wl).items() if k in RECORDS}
+
+
+def condition(wl: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for c in (wl.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return c
+    return None
+
+
+def is_true(wl: Mapping[str, Any], kind: str) -> bool:
+    c = condition(wl, kind)
+    return c is not None and c.get("status") == "True"
+
+
+def check_entry(wl: Mapping[str, Any], checks: frozenset[str]) -> Mapping[str, Any] | None:
+    """The Workload's entry of one of chronus's admission checks (None: not chronus's)."""
+    for entry in (wl.get("status") or {}).get("admissionChecks") or []:
+        if entry.get("name") in checks:
+            return entry
+    return None
+
+
+def reserved(wl: Mapping[str, Any]) -> bool:
+    """Kueue holds quota for it (the only Workloads chronus may start) and has not evicted it."""
+    return is_true(wl, "QuotaReserved") and not is_true(wl, "Evicted")
+
+
+def active(wl: Mapping[str, Any]) -> bool:
+    return (wl.get("spec") or {}).get("active", True) is not False
+
+
+def owner_job(wl: Mapping[str, Any]) -> str | None:
+    """The name of the ``batch/v1`` Job the Workload belongs to, if it is one's."""
+    for ref in meta(wl).get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return ref.get("name")
+    return None
+
+
+def _quantity(value: Any) -> int:
+    text = str(value)
+    return int(float(text[:-1]) * 1000) // 1000 if text.endswith("m") else int(float(text))
+
+
+def pod_gpus(template: Mapping[str, Any], resource: str) -> int:
+    """GPUs one pod of a pod set asks (its containers' limits, else requests)."""
+    total = 0
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        amount = (res.get("limits") or {}).get(resource, (res.get("requests") or {}).get(resource))
+        if amount is not None:
+            total += _quantity(amount)
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int
+    gpus_per_pod: int
+
+
+def pod_sets(wl: Mapping[str, Any], resource: str) -> list[PodSet]:
+    """The pod sets, at the counts Kueue reserved (a partial admission reserves fewer)."""
+    admitted = {
+        a.get("name"): a.get("count")
+        for a in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    }
+    out = []
+    for ps in (wl.get("spec") or {}).get("podSets") or []:
+        count = admitted.get(ps.get("name")) or ps.get("count", 1)
+        out.append(PodSet(ps.get("name", "main"), int(count), pod_gpus(ps["template"], resource)))
+    return out
+
+
+def gpus(wl: Mapping[str, Any], resource: str) -> int:
+    return sum(p.count * p.gpus_per_pod for p in pod_sets(wl, resource))
+
+
+# -- chronus's records ---------------------------------------------------------------------------
+def _json(wl: Mapping[str, Any], name: str) -> Any:
+    text = annotations(wl).get(name)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def accepted(wl: Mapping[str, Any]) -> dict | None:
+    """The job fields chronus accepted the Workload with (None: not accepted)."""
+    value = _json(wl, JOB)
+    return value if isinstance(value, dict) else None
+
+
+def guarantee(wl: Mapping[str, Any]) -> DeadlineOption | None:
+    value = _json(wl, GUARANTEE)
+    if isinstance(value, dict) and "at" in value:
+        return DeadlineOption(float(value["at"]), float(value.get("value", 1.0)))
+    return None
+
+
+def work_done(wl: Mapping[str, Any]) -> tuple[float, int]:
+    """(seconds of work, runs) of the Workload's runs that ended."""
+    value = _json(wl, WORK_DONE) or {}
+    return float(value.get("seconds", 0.0)), int(value.get("runs", 0))
+
+
+def placement(wl: Mapping[str, Any]) -> tuple[dict[str, tuple[int, ...]], float | None]:
+    """The GPUs chronus started the current run on, and when."""
+    value = _json(wl, PLACEMENT) or {}
+    nodes = {n: tuple(int(g) for g in gs) for n, gs in (value.get("nodes") or {}).items()}
+    return nodes, value.get("since")
+
+
+def encode(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+# -- chronus's admission check entry ------------------------------------------------------------
+def check_status(
+    wl: Mapping[str, Any],
+    check: str,
+    state: str,
+    message: str,
+    *,
+    now_wall: float,
+    pod_set_updates: list[dict] | None = None,
+) -> dict:
+    """The status to apply for chronus's entry: ``state`` with ``message``; the transition time
+    is kept unless the state changes (Kueue counts ``Retry`` back-off from it)."""
+    old = check_entry(wl, frozenset({check})) or {}
+    since = old.get("lastTransitionTime") if old.get("state") == state else None
+    entry: dict[str, Any] = {
+        "name": check,
+        "state": state,
+        "message": message[:32768],
+        "lastTransitionTime": since or rfc3339(now_wall),
+    }
+    if pod_set_updates:
+        entry["podSetUpdates"] = pod_set_updates
+    return {"admissionChecks": [entry]}
+
+
+def pin(sets: list[PodSet], selector: Mapping[str, str]) -> list[dict]:
+    """podSetUpdates that add ``selector`` to every pod set's nodeSelector (Kueue merges them
+    into the Job's pod template when it admits the Workload; additive only)."""
+    return [{"name": p.name, "nodeSelector": dict(selector)} for p in sets]

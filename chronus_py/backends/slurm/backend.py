@@ -1,0 +1,743 @@
+"""The ``slurm`` backend: chronus decides, a real Slurm cluster runs, through slurmrestd.
+
+Users submit as they are used to, with ``sbatch --hold`` and the chronus marker in ``--comment``
+(``marker.py``); jobs submitted through chronus's API become such held jobs too. Chronus never
+touches a job without the marker. The mapping of decisions to Slurm:
+
+- start: release the held job onto the planned node(s) (``nodelist``, ``hold: false``; after a
+  preemption also ``begin_time: now``); the next observation first waits until Slurm shows it
+  RUNNING (or holds it again after ``start_timeout``). Slurm chooses the
+  GPU indices inside a node (untyped GRES cannot be pinned on a pending job); the backend reports
+  the indices Slurm chose, as it reports everything it observes.
+- preempt: signal the job (``--slurm-signal``, default USR1) so it can checkpoint; once
+  ``--slurm-grace`` seconds have passed, record the work done in the comment, then ``scontrol
+  requeuehold`` (slurmrestd v0.0.38 has no requeue), and wait until the job has left its GPUs.
+  The wait happens before the next start or observation, so every job one round preempts shares
+  one grace: preempting four jobs for a wide one takes 30 s with the default grace, not 2 min
+  (during which the service, holding its round, would answer no request).
+- cancel: ``DELETE /job/{id}``. A job cancelled in Slurm (``scancel``) is a cancelled chronus job.
+- nodes: the partition's nodes with their GPU count; a down, drained, draining, failing or
+  unresponsive node is unhealthy.
+
+All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment), where
+they run, their run count (``restart_cnt``) and the work of their past runs (``done=`` in the
+comment). So a restarted daemon rebuilds from Slurm alone, and a start is idempotent: a job that
+runs is never released again. A marked job that Slurm would start on its own (released by hand,
+or requeued after a node failure) is held again, since only chronus places it.
+
+Every REST failure is retried with backoff (``rest.py``) and then raised as
+:class:`BackendUnavailable`, so the service decides nothing until Slurm answers again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import logging
+import math
+import os
+import subprocess
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
+from chronus_py.backends.slurm import marker
+from chronus_py.backends.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
+from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
+from chronus_py.errors import InputError
+from chronus_py.jobs.model import Job
+from chronus_py.service.clock import CompressedTime
+
+_RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
+_ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
+_UNHEALTHY_STATES = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
+_UNHEALTHY_FLAGS = {
+    "DRAIN",
+    "DRAINED",
+    "DRAINING",
+    "FAIL",
+    "NOT_RESPONDING",
+    "MAINTENANCE",
+    "REBOOT_REQUESTED",
+    "POWERED_DOWN",
+    "POWER_DOWN",
+}
+
+log = logging.getLogger("chronus.slurm")
+
+LATENCY_SAMPLES = 20
+"""Starts the start latency is the longest of: recent enough to follow the cluster's load."""
+
+DEFAULT_SCRIPT = """#!/bin/sh
+# chronus API job: a stand-in workload of CHRONUS_DURATION_SECONDS seconds of work, done in
+# 1-second steps, each checkpointed in the working directory. It does what a job script under
+# chronus must do: trap the checkpoint signal (USR1) rather than die of it, keep its progress
+# where a requeued run finds it, and resume from there ($SLURM_RESTART_COUNT > 0).
+ckpt="$PWD/chronus-ckpt-$SLURM_JOB_ID"
+trap 'echo "checkpoint signal: $(cat "$ckpt" 2>/dev/null || echo 0) s done"' USR1
+done=$(cat "$ckpt" 2>/dev/null || echo 0)
+echo "run ${SLURM_RESTART_COUNT:-0} of $CHRONUS_JOB_ID from $done s"
+while [ "$done" -lt "${CHRONUS_DURATION_SECONDS:-60}" ]; do
+    sleep 1
+    done=$((done + 1))
+    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+done
+rm -f "$ckpt"
+"""
+
+
+def trouble(n: SlurmNode) -> str:
+    """Why placement must not use a node (empty: it may): down, drained, draining, failing,
+    unresponsive, ..., with Slurm's reason."""
+    bad = sorted({n.state} & _UNHEALTHY_STATES | set(n.flags) & _UNHEALTHY_FLAGS)
+    return "" if not bad else "/".join(bad) + (f": {n.reason}" if n.reason else "")
+
+
+def _fail(what: str, exc: Exception) -> BackendUnavailable:
+    return BackendUnavailable(f"slurm: {what}: {exc}")
+
+
+class SlurmBackend(CompressedTime):
+    """Drive the Slurm cluster behind ``rest``; ``partition`` limits nodes and jobs to one
+    partition (None: every node, every partition)."""
+
+    name = "slurm"
+    even_gangs = True  # a job asks the same --gres=gpu:N of every node it spans
+
+    def __init__(
+        self,
+        rest: SlurmRest,
+        *,
+        partition: str | None = None,
+        grace: float = 30.0,
+        signal: str = "USR1",
+        poll: float = 2.0,
+        start_timeout: float = 30.0,
+        scontrol: str = "scontrol",
+        script: str = DEFAULT_SCRIPT,
+        workdir: str = "/tmp",
+        env: Mapping[str, str] | None = None,
+        time_scale: float = 1.0,
+        time_origin: float = 0.0,
+    ):
+        self.rest = rest
+        self.partition = partition
+        self.grace = grace
+        self.signal = signal
+        self.poll = poll
+        self.scale = time_scale
+        self.origin = time_origin
+        self.start_timeout = start_timeout
+        self.scontrol = scontrol
+        self.script = script
+        self.workdir = workdir
+        self._env = dict(os.environ if env is None else env)
+        # Slurm id -> (monotonic deadline to be running, wall time its start was decided)
+        self._released: dict[int, tuple[float, float]] = {}
+        # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
+        self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
+        self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
+        self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
+        self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
+        self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
+
+    def close(self) -> None:
+        """Nothing to release: every request opens its own connection."""
+
+    def start_latency(self) -> float:
+        """Chronus seconds from the moment the plan had a job start to it running, the longest of
+        the last :data:`LATENCY_SAMPLES` starts (wall seconds times the time scale): noticing
+        the freed GPUs or the arrival (up to one observation period), the round's solve, the
+        release, Slurm's scheduling pass and launch, and the grace of the jobs a start
+        displaced, which it waits out. Before the first start, one grace plus one poll."""
+        wall = max(self._latencies, default=self.grace + self.poll)
+        return wall * self.scale
+
+    # -- reading Slurm -----------------------------------------------------------------------------
+    def _slurm(self, what: str, call, *args):
+        try:
+            return call(*args)
+        except (SlurmUnreachable, SlurmError) as exc:
+            raise _fail(what, exc) from None
+
+    def nodes(self) -> Sequence[NodeInfo]:
+        out = []
+        for n in self._slurm("list nodes", self.rest.nodes):
+            if self.partition is not None and self.partition not in n.partitions:
+                continue
+            why = trouble(n)
+            out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
+        return out
+
+    def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, str | None]]:
+        """Every job with the marker in our partition: (job, parsed marker or None, error)."""
+        out = []
+        for j in self._slurm("list jobs", self.rest.jobs):
+            if not marker.is_marked(j.comment):
+                continue
+            if self.partition is not None and j.partition != self.partition:
+                continue
+            try:
+                m = marker.parse(j.comment)
+            except marker.MarkerError as exc:
+                out.append((j, None, str(exc)))
+                continue
+            out.append((j, m, None))
+            job_id = self._chronus_id(j, m)
+            self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
+        return out
+
+    @staticmethod
+    def _chronus_id(j: SlurmJob, m: marker.Marker) -> str:
+        return m.user.get("id", f"slurm-{j.id}")
+
+    def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
+        """The Slurm job behind a chronus id (the newest, if a user reused an id): read alone
+        when an earlier listing named it (a round's starts would each list every job, which
+        takes a second with a few hundred v0.0.42 jobs), else found in a listing."""
+        known = self._ids.get(job_id)
+        if known is not None:
+            j = self._slurm(f"job {known}", self.rest.job, known)
+            if j is not None and marker.is_marked(j.comment):
+                try:
+                    m = marker.parse(j.comment)
+                except marker.MarkerError:
+                    m = None
+                if m is not None and self._chronus_id(j, m) == job_id:
+                    return j, m
+        found = [
+            (j, m)
+            for j, m, _ in self._marked()
+            if m is not None and self._chronus_id(j, m) == job_id
+        ]
+        return max(found, key=lambda jm: jm[0].id) if found else None
+
+    def jobs(self) -> Sequence[ObservedJob]:
+        self._stop()
+        self._settle()
+        now = self.now()
+        out = []
+        for j, m, _ in self._marked():
+            if m is None or not m.accepted:
+                continue
+            if j.state == "PENDING" and not j.held:
+                self._hold(j)  # only chronus places a marked job
+            out.append(self._observe(j, m, now))
+        out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
+        self._observed.append(time.time())
+        return out
+
+    def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
+        job_id = self._chronus_id(j, m)
+        try:
+            spec = marker.job_fields(
+                m,
+                slurm_id=j.id,
+                gpus=j.gpus_per_node * j.node_count,
+                submit=self._v(j.submit_time),
+                tenant=self._tenant(j),
+            )
+            spec.pop("submit")
+        except marker.MarkerError:
+            spec = None
+        if j.state in _RUNNING:
+            current = 0.0 if j.start_time == m.done_run else now - self._v(j.start_time)
+            if any(j.placement.values()):
+                self._placements[j.id] = dict(j.placement)
+            # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
+            placement = self._placements.get(j.id) or {
+                n: tuple(range(j.gpus_per_node)) for n in j.nodes
+            }
+            return ObservedJob(
+                job_id,
+                RunState.RUNNING,
+                placement=placement,
+                spec=spec,
+                run_since=self._v(j.start_time),
+                work_done=m.done + max(current, 0.0),
+                starts=j.restart_cnt + 1,
+            )
+        self._placements.pop(j.id, None)
+        if j.state == "PENDING":
+            return ObservedJob(
+                job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt, spec=spec
+            )
+        ran = j.start_time > 0 and j.start_time != m.done_run and j.end_time >= j.start_time
+        work = m.done + ((j.end_time - j.start_time) * self.scale if ran else 0.0)
+        return ObservedJob(
+            job_id,
+            _ENDED.get(j.state, RunState.FAILED),
+            ended_at=self._v(j.end_time) if j.end_time else now,
+            work_done=work,
+            spec=spec,
+            starts=j.restart_cnt + (1 if ran else 0),
+        )
+
+    @staticmethod
+    def _tenant(j: SlurmJob) -> str:
+        return j.account or j.user or "default"
+
+    def arrivals(self) -> Sequence[Mapping[str, Any]]:
+        out = []
+        for j, m, error in self._marked():
+            if not j.held or (m is not None and m.accepted):
+                continue
+            if error is None and "id" in m.user:
+                error = "id: set by chronus for the jobs it submits itself; leave it out"
+            if error is None:
+                try:
+                    out.append(
+                        marker.job_fields(
+                            m,
+                            slurm_id=j.id,
+                            gpus=j.gpus_per_node * j.node_count,
+                            submit=self._v(j.submit_time),
+                            tenant=self._tenant(j),
+                        )
+                    )
+                    continue
+                except marker.MarkerError as exc:
+                    error = str(exc)
+            self._refuse(j, error)
+        return out
+
+    # -- commands ----------------------------------------------------------------------------------
+    def _hold(self, j: SlurmJob) -> None:
+        self._released.pop(j.id, None)
+        try:
+            self.rest.update(j.id, JobChange(hold=True))
+        except SlurmError:
+            pass  # it started meanwhile: the next observation shows it running
+        except SlurmUnreachable as exc:
+            raise _fail(f"hold job {j.id}", exc) from None
+
+    def _refuse(self, j: SlurmJob, why: str) -> None:
+        """A marked job chronus will not run: say why in its comment, and cancel it."""
+        comment = f"{marker.REFUSED} {why} [{j.comment.strip()}]"
+        log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
+        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, JobChange(comment=comment))
+        self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
+
+    def _cancel_slurm(self, slurm_id: int) -> None:
+        try:
+            self.rest.cancel(slurm_id)
+        except SlurmError:
+            job = self.rest.job(slurm_id)
+            if job is not None and job.state in _RUNNING | {"PENDING"}:
+                raise
+
+    def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Slurm runs any checked job: the work is the job's own."""
+        return None
+
+    def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
+        found = self._find(job.id)
+        if found is not None:
+            j, m = found
+            if not m.accepted and j.state == "PENDING":
+                comment = marker.render(m.user, accepted=True)
+                self._slurm(
+                    f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
+                )
+            return
+        if job.id.startswith("slurm-"):
+            # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
+            # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
+            self._vanished.add(job.id)
+            return
+        fields = dict(
+            spec
+            or {
+                "id": job.id,
+                "estimate_seconds": job.duration or 60,
+                "deadlines": [{"at": d.at, "value": d.value} for d in job.deadlines],
+            }
+        )
+        fields["id"] = job.id
+        comment = marker.render(marker.for_api_job(fields), accepted=True)
+        duration = float(fields.get("duration_seconds") or fields.get("estimate_seconds") or 60)
+        duration /= self.scale
+        new = NewJob(
+            name=job.id,
+            comment=comment,
+            script=self.script,
+            gpus_per_node=job.gpus,
+            workdir=self.workdir,
+            output=f"{self.workdir}/chronus-{job.id}-%j.out",
+            environment={
+                "PATH": "/usr/bin:/bin",
+                "CHRONUS_JOB_ID": job.id,
+                "CHRONUS_DURATION_SECONDS": str(max(math.ceil(duration), 1)),
+            },
+            partition=self.partition,
+        )
+        self._slurm(f"submit job {job.id}", self.rest.submit, new)
+
+    def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker]:
+        found = self._find(job_id)
+        if found is None:
+            raise BackendUnavailable(f"slurm: job {job_id} is not in Slurm")
+        return found
+
+    def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        # the plan had it start when its GPUs came free or it arrived, which the round saw one
+        # observation later at most: count from the observation before the round's own (or from
+        # the signal to the first job it displaces, if earlier)
+        planned = self._observed[0] if self._observed else time.time()
+        decided = min([t for _, _, t in self._stopping.values()] + [planned])
+        self._stop()  # the GPUs of the jobs preempted for this one must be free first
+        j, m = self._require(job_id)
+        if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
+            return  # running (never released twice) or over: the next observation says so
+        counts = {len(g) for g in placement.values()}
+        if len(counts) != 1:
+            raise BackendUnavailable(
+                f"slurm: job {job_id}: Slurm gives every node of a job the "
+                f"same GPU count; the plan split it as {dict(placement)}"
+            )
+        per_node = counts.pop()
+        change = JobChange(
+            hold=False,
+            nodes=tuple(placement),
+            # left alone when equal: a typed request stays typed
+            gpus_per_node=per_node if per_node != j.gpus_per_node else None,
+            node_count=len(placement) if len(placement) != j.node_count else None,
+            begin_now=j.restart_cnt > 0,
+        )
+        if j.restart_cnt > 0:
+            self._after_requeue_second(j.id)
+        self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
+        self._released[j.id] = (time.monotonic() + self.start_timeout, decided)
+
+    def _settle(self) -> None:
+        """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
+        runs, so observations never show a started job as pending; one that Slurm did not start
+        in time is held again and shows as pending, which the service then re-plans. Starts of
+        one round are released together and settle together, in about one Slurm scheduling
+        pass rather than one per job. Each start seen running is one sample of the start
+        latency (up to one poll late, so it errs long)."""
+        delay = 0.05
+        while self._released:
+            now = time.monotonic()
+            for slurm_id, (until, decided) in list(self._released.items()):
+                j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
+                if j is None or j.state != "PENDING":
+                    del self._released[slurm_id]
+                    if j is not None and j.state in _RUNNING:
+                        self._latencies.append(max(time.time() - decided, 0.0))
+                elif now >= until:
+                    del self._released[slurm_id]
+                    log.warning(
+                        json.dumps(
+                            {"event": "slurm_start_timeout", "slurm_job": j.id, "reason": j.reason}
+                        )
+                    )
+                    self._hold(j)
+            if self._released:
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
+
+    def preempt(self, job_id: str) -> None:
+        j, m = self._require(job_id)
+        if j.state == "PENDING":
+            if not j.held:
+                self._hold(j)
+            return
+        if j.state not in _RUNNING or j.id in self._stopping:
+            return
+        if self.grace > 0:
+            try:
+                self.rest.signal(j.id, f"SIG{self.signal}")
+            except SlurmError:
+                pass  # it ended meanwhile; _stop finds out
+            except SlurmUnreachable as exc:
+                raise _fail(f"signal job {j.id}", exc) from None
+        self._stopping[j.id] = (time.monotonic() + self.grace, m, time.time())
+
+    def _stop(self) -> None:
+        """Requeue and hold every job ``preempt`` signalled once its grace is over, then wait
+        until all have left their GPUs. A job that completes (or is cancelled) within its grace
+        needs nothing; one that died of the checkpoint signal (FAILED: a script that does not
+        trap it) is requeued at once, like one that ran through its grace: it was stopped, not
+        broken, and resumes from its last checkpoint."""
+        requeued = []
+        delay = 0.05
+        while self._stopping:
+            for slurm_id, (until, m, _) in list(self._stopping.items()):
+                j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
+                if j is None or j.state not in _RUNNING and j.state != "FAILED":
+                    del self._stopping[slurm_id]  # it finished during the grace
+                elif j.state == "FAILED" or time.monotonic() >= until:
+                    del self._stopping[slurm_id]
+                    self._requeue(j, m)
+                    requeued.append(slurm_id)
+            if self._stopping:
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.5)
+        if requeued:  # a requeue older than a second no longer matters (_after_requeue_second)
+            self._requeued = {i: t for i, t in self._requeued.items() if time.time() - t < 2.0}
+        for slurm_id in requeued:
+            self._wait(
+                slurm_id,
+                lambda s: (
+                    s is None or s.state == "PENDING" and s.reason != "None" and not s.placement
+                ),
+                self.start_timeout,
+            )
+            self._requeued[slurm_id] = time.time()
+
+    def _after_requeue_second(self, slurm_id: int) -> None:
+        """Wait, if needed, until the wall second after this job's requeue. A requeue revokes
+        the job's credential on its nodes, stamped in whole seconds; a run started on one of
+        them within the same second carries a credential no newer than the revocation, and
+        slurmd kills it ("Job credential revoked"): the job would end FAILED, lost."""
+        requeued = self._requeued.pop(slurm_id, None)
+        if requeued is not None:
+            time.sleep(max(math.floor(requeued) + 1.05 - time.time(), 0.0))
+
+    def _requeue(self, j: SlurmJob, m: marker.Marker) -> None:
+        """Record the work of the run being stopped in the comment, then requeue-and-hold (a
+        job that has ended takes no update: requeued first, then recorded)."""
+        self._released.pop(j.id, None)  # stopped before it was seen running
+        running = j.state in _RUNNING
+        if not running:
+            self._requeuehold(j.id)
+        if m.done_run != j.start_time:
+            ran = self.now() if running else self._v(j.end_time)
+            done = m.done + max(ran - self._v(j.start_time), 0.0)
+            comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
+            self._slurm(
+                f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
+            )
+        if running:
+            self._requeuehold(j.id)
+
+    def _requeuehold(self, slurm_id: int) -> None:
+        try:
+            out = subprocess.run(
+                [self.scontrol, "requeuehold", str(slurm_id)],
+                env=self._env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise _fail(f"scontrol requeuehold {slurm_id}", exc) from None
+        if out.returncode != 0:
+            raise BackendUnavailable(
+                f"slurm: scontrol requeuehold {slurm_id}: {(out.stderr or out.stdout).strip()}"
+            )
+
+    def cancel(self, job_id: str) -> None:
+        found = self._find(job_id)
+        if found is None:
+            return
+        j, m = found
+        if j.state not in _RUNNING and j.state != "PENDING":
+            return
+        if not m.accepted:
+            self._refuse(j, "refused by the chronus service (see its decision log)")
+            return
+        self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
+        # the GPUs are free once Slurm has cleaned the job up, not when it accepted the cancel
+        self._wait(
+            j.id, lambda s: s is None or s.state not in _RUNNING | {"PENDING"}, self.start_timeout
+        )
+
+    def _wait(self, slurm_id: int, done, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            if done(self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)):
+                return
+            if time.monotonic() >= end:
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+
+# -- chronus serve --backend slurm ---------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("slurm backend (--backend slurm)")
+    g.add_argument(
+        "--slurmrestd",
+        default=None,
+        help="slurmrestd: unix:PATH (local auth) or http://HOST:PORT (JWT)",
+    )
+    g.add_argument(
+        "--partition",
+        "--slurm-partition",
+        dest="slurm_partition",
+        default=None,
+        help="schedule only this partition's nodes and jobs (default: all)",
+    )
+    g.add_argument(
+        "--slurm-token-file",
+        default=None,
+        help="file holding the JWT for http:// (default: $SLURM_JWT)",
+    )
+    g.add_argument(
+        "--slurm-user",
+        default=None,
+        help="user name sent with the JWT (default: $SLURM_USER_NAME or yours)",
+    )
+    g.add_argument(
+        "--slurm-grace",
+        type=float,
+        default=None,
+        help="seconds between the checkpoint signal and the requeue (default 30)",
+    )
+    g.add_argument(
+        "--slurm-signal",
+        default=None,
+        help="signal sent to a job before it is preempted (default USR1)",
+    )
+    g.add_argument(
+        "--slurm-poll", type=float, default=None, help="seconds between looks at Slurm (default 2)"
+    )
+    g.add_argument(
+        "--slurm-script",
+        default=None,
+        help="batch script for jobs submitted through the API (default: a checkpointed "
+        "stand-in that works for the job's duration_seconds)",
+    )
+    g.add_argument(
+        "--slurm-time-scale",
+        type=float,
+        default=None,
+        help="compressed-time runs (tests, demos, benchmarks): one wall second is this "
+        "many seconds of chronus time (default 1: real time)",
+    )
+    g.add_argument(
+        "--slurm-time-origin",
+        type=float,
+        default=None,
+        help="the Unix time from which --slurm-time-scale counts; keep it across "
+        "restarts (required with a scale other than 1)",
+    )
+    g.add_argument(
+        "--slurm-workdir",
+        default=None,
+        help="working directory and output place of API-submitted jobs (default /tmp)",
+    )
+
+
+def from_args(
+    args: argparse.Namespace,
+    *,
+    db_path: Path | None,
+    nodes: Sequence[tuple[str, int]] | None = None,
+) -> SlurmBackend:
+    """A Slurm backend from the serve options, once slurmrestd has answered and its API version
+    is chosen. ``nodes`` (a HiveD config's, ``--cluster``) must be the partition's Slurm nodes
+    with their GPU counts: the cell tree then places jobs on Slurm's nodes by name."""
+    if not args.slurmrestd:
+        raise InputError(
+            "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
+        )
+    grace = 30.0 if args.slurm_grace is None else float(args.slurm_grace)
+    poll = 2.0 if args.slurm_poll is None else float(args.slurm_poll)
+    token = None
+    env = dict(os.environ)
+    if args.slurmrestd.startswith("unix:"):
+        pass
+    elif args.slurm_token_file is not None:
+        try:
+            token = Path(args.slurm_token_file).read_text().strip()
+        except OSError as exc:
+            raise InputError(
+                str(args.slurm_token_file), f"cannot read the token: {exc.strerror}"
+            ) from None
+    else:
+        token = os.environ.get("SLURM_JWT")
+        if not token:
+            raise InputError(
+                "--slurmrestd", "http:// needs a JWT: --slurm-token-file or $SLURM_JWT"
+            )
+    if token:
+        env["SLURM_JWT"] = token
+    user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
+    for flag, value in (("--slurm-grace", grace), ("--slurm-poll", poll)):
+        if not value >= 0:
+            raise InputError(flag, f"must be >= 0, got {value}")
+    script = DEFAULT_SCRIPT
+    if args.slurm_script is not None:
+        try:
+            script = Path(args.slurm_script).read_text()
+        except OSError as exc:
+            raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
+    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
+    if not scale > 0:
+        raise InputError("--slurm-time-scale", f"must be > 0, got {scale}")
+    if scale != 1.0 and args.slurm_time_origin is None:
+        raise InputError(
+            "--slurm-time-origin",
+            "required with --slurm-time-scale other than 1 (e.g. the Unix time the run began)",
+        )
+    try:
+        rest = SlurmRest(args.slurmrestd, token=token, user=user)
+    except ValueError as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    try:
+        rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
+    except SlurmUnreachable as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    backend = SlurmBackend(
+        rest,
+        partition=args.slurm_partition,
+        grace=grace,
+        signal=args.slurm_signal or "USR1",
+        poll=max(poll, 0.1),
+        script=script,
+        workdir=args.slurm_workdir or "/tmp",
+        env=env,
+        time_scale=scale,
+        time_origin=float(args.slurm_time_origin or 0.0),
+    )
+    if nodes is not None:
+        try:
+            slurm = {n.name: len(n.gpus) for n in backend.nodes()}
+        except BackendUnavailable as exc:
+            raise InputError("--slurmrestd", str(exc)) from None
+        why = topology_mismatch(dict(nodes), slurm)
+        if why is not None:
+            raise InputError("--cluster", why)
+    return backend
+
+
+def topology_mismatch(cells: Mapping[str, int], slurm: Mapping[str, int]) -> str | None:
+    """Why a HiveD config's nodes (name -> GPUs) are not the Slurm partition's, or None."""
+    extra = sorted(set(cells) - set(slurm))
+    if extra:
+        return f"nodes {', '.join(extra)} are not in Slurm (it has {', '.join(sorted(slurm))})"
+    missing = sorted(set(slurm) - set(cells))
+    if missing:
+        return f"Slurm nodes {', '.join(missing)} are in no cell: add them to the config"
+    for name in sorted(cells):
+        if cells[name] != slurm[name]:
+            return f"node {name} has {cells[name]} GPUs here but {slurm[name]} in Slurm"
+    return None
+
+
+def check(
+    args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """What ``chronus serve --check`` reports for Slurm: slurmrestd reached, the Slurm release
+    behind it, the API versions it offers and the one chronus will use, and the nodes chronus
+    would schedule. Raises :class:`InputError` (one line) where ``serve`` would fail."""
+    backend = from_args(args, db_path=None, nodes=nodes)
+    try:
+        return {
+            "slurmrestd": args.slurmrestd,
+            "slurm": backend.rest.release(),
+            "offered": backend.rest.offered(),
+            "api": backend.rest.version,
+            "nodes": len(backend.nodes()),
+        }
+    except (SlurmUnreachable, SlurmError, BackendUnavailable) as exc:
+        raise InputError("--slurmrestd", str(exc)) from None

@@ -1,0 +1,115 @@
+"""Live job state: the one mutable record, owned by the :class:`~chronus_py.scheduler.Scheduler`.
+
+Everything here is observable by a real cluster manager (start times, service received, restarts);
+the job's true duration is not. ``estimate`` is what the estimate stage believes the job's work is;
+``known`` is False while that is only a placeholder (the job is not measured yet), and no
+guarantee is planned on it (``chronus_py.estimates.in_place``).
+
+Progress, for rigid and elastic jobs alike: ``service`` is work done in the job's unit
+(:class:`~chronus_py.jobs.model.Job`: seconds without a throughput curve, iterations with one),
+banked when a run stops or changes; a running job adds ``speed`` units per second from
+``run_since`` on, or from ``paused_until`` if later (a start or resize that pauses it: checkpoint,
+restart, warm-up). ``speed`` is the placement slowdown of a rigid job (1 at full speed), the
+throughput of its size for an elastic one. The elastic engine also keeps ``size`` (the GPUs it runs
+on now, 0 stopped), the resizes and pauses it paid, its GPU-seconds and the GPUs it used since its
+last start (``known_gpus``: a shrink onto them is cheap).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Mapping
+
+from chronus_py.jobs.model import DeadlineOption, Job
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(slots=True, eq=False)
+class JobState:
+    job: Job
+    seq: int
+    estimate: float
+    overhead: float
+    uncertainty: float = 0.0
+    observed: bool = False
+    status: Status = Status.PENDING
+    service: float = 0.0
+    wall: float = 0.0
+    run_since: float | None = None
+    speed: float = 1.0
+    starts: int = 0
+    preemptions: int = 0
+    first_start: float | None = None
+    finish: float | None = None
+    placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    guaranteed: DeadlineOption | None = None
+    was_guaranteed: DeadlineOption | None = None
+    known: bool = True  # False while ``estimate`` is only a placeholder (nothing measured yet)
+    paused_until: float = -math.inf
+    size: int = 0
+    dropped: bool = False  # a policy gave up on it: it never runs again
+    resizes: int = 0
+    overhead_seconds: float = 0.0
+    overhead_gpu_seconds: float = 0.0
+    gpu_seconds: float = 0.0
+    known_gpus: set = field(default_factory=set)
+    id: str = field(init=False)
+    gpus: int = field(init=False)
+    deadline: float = field(init=False)
+    rate_of: dict[int, float] = field(init=False, repr=False)
+    next_size: dict[int, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Copies of the job's, as plain slots: the scheduler reads them millions of times a replay,
+        # elastic policies the per-size lookups thousands of times per event.
+        job = self.job
+        self.id = job.id
+        self.gpus = job.gpus
+        self.deadline = job.first_deadline
+        self.rate_of = {0: 0.0, **{n: job.rate(n) for n in job.sizes}}
+        self.next_size = dict(zip((0,) + job.sizes, job.sizes))
+
+    def service_at(self, now: float) -> float:
+        """Work done so far (in the job's unit), including the current run."""
+        if self.run_since is None:
+            return self.service
+        start = self.run_since if self.run_since >= self.paused_until else self.paused_until
+        if now <= start:
+            return self.service
+        return self.service + (now - start) * self.speed
+
+    def completes_at(self, work: float) -> float:
+        """When the current run has done ``work`` in all if nothing changes (inf if stopped)."""
+        if self.run_since is None:
+            return math.inf
+        start = self.run_since if self.run_since >= self.paused_until else self.paused_until
+        return start + max(work - self.service, 0.0) / self.speed
+
+    def stop(self, now: float) -> None:
+        """Bank the current run's progress and wall time (on preemption or completion)."""
+        if self.run_since is not None:
+            self.service = self.service_at(now)
+            self.wall += now - self.run_since
+            self.run_since = None
+
+    def remaining(self, now: float) -> float:
+        """Estimated seconds of work left, counting the restart overhead of every start so far
+        and, when pending, of the start it still needs."""
+        charged = self.starts + (self.status is Status.PENDING)
+        return max(self.estimate + charged * self.overhead - self.service_at(now), 0.0)
+
+    def attained(self, now: float) -> float:
+        """GPU-seconds of service so far (Tiresias' attained service)."""
+        return self.service_at(now) * self.job.gpus
+
+    def slack(self, now: float) -> float:
+        """Seconds to spare before the guaranteed (else first) deadline if run from now on."""
+        deadline = self.guaranteed.at if self.guaranteed else self.job.first_deadline
+        return deadline - now - self.remaining(now) if math.isfinite(deadline) else math.inf
