@@ -435,6 +435,7 @@ class Service:
         try:
             with self.backend.lock:  # a start of it in flight ends first, or is never issued
                 self._drop_commands(job_id)
+                done = self._take_done(job_id)
                 self.backend.cancel(job_id)
         except BackendUnavailable as exc:
             self._backend_failed("cancel", job_id, exc)
@@ -444,6 +445,8 @@ class Service:
             self._placements_changed = True
         self.promised.pop(job_id, None)
         with self.db.transaction():
+            for command in done:  # issued before the cancellation: recorded before it
+                self._record_command(command)
             self.db.set_state(job_id, "cancelled", finished=now)
             self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
         decision_log("cancel", job=job_id, by=caller.tenant, now=now)
@@ -709,6 +712,18 @@ class Service:
                 starts=rounds.starts(self.scheduler, c.job_id),
             )
         self.db.decision(c.at, c.job_id, c.action, c.placement, c.reason)
+
+    def _take_done(self, job_id: str) -> list[Command]:
+        """Take a job's commands that took effect but are not recorded yet out of the outcomes
+        (the caller holds the backend's lock, and records them)."""
+        mine = [o.command for o in self._outcomes if o.command.job_id == job_id and not o.error]
+        if mine:
+            self._outcomes = [o for o in self._outcomes if o.command not in mine]
+            for c in mine:
+                decision_log(
+                    c.action, job=c.job_id, placement=c.placement, reason=c.reason, now=c.at
+                )
+        return mine
 
     def _drop_commands(self, job_id: str) -> None:
         """Take a job's queued commands out (the caller holds the backend's lock)."""
