@@ -30,19 +30,24 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from chronus_py.model import Job
+
 CLOCK = frozenset({"now", "wall_seconds_until"})
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """One backend command a round decided: ``preempt`` or ``start`` (with its placement), the
-    reason for the decision log, and the round's instant."""
+    """One backend command a round decided: ``submit`` (an arrival the round admitted, with
+    its job and fields), ``preempt`` or ``start`` (with its placement), the reason for the
+    decision log, and the round's instant."""
 
     action: str
     job_id: str
     placement: Mapping[str, tuple[int, ...]] | None
     reason: str
     at: float
+    job: Job | None = None
+    fields: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -300,7 +300,13 @@ class Service:
         return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
 
     def intake(
-        self, body: Any, origin: Origin, now: float, *, dry_run: bool = False
+        self,
+        body: Any,
+        origin: Origin,
+        now: float,
+        *,
+        dry_run: bool = False,
+        in_round: bool = False,
     ) -> tuple[JobSpec, rounds.Admission]:
         """The one way in for a new job, a request's or a backend arrival's: its fields read by
         the rules of its ``origin``, its id checked against every id ever accepted, then what
@@ -334,7 +340,7 @@ class Service:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
             return spec, admission
-        return spec, self.accept(spec, now)
+        return spec, self.accept(spec, now, in_round=in_round)
 
     def _read(self, body: Any, origin: Origin, now: float) -> JobSpec:
         """A job's fields, checked (``jobspec.read_job``); what is wrong is an ApiError naming
@@ -367,8 +373,13 @@ class Service:
         """A job's id as ``caller`` names it (``Origin.shown``)."""
         return Origin.request(caller.tenant, admin=caller.admin).shown(job_id)
 
-    def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
-        """Admit a checked job: commit it and its promise, then tell the backend."""
+    def accept(self, spec: JobSpec, now: float, *, in_round: bool = False) -> rounds.Admission:
+        """Admit a checked job: commit it and its promise, then tell the backend: at once for a
+        request, and for a round's arrival (``in_round``) as the first of the round's commands,
+        so a round admitting 60 Workloads does not hold requests up for 60 backend writes. The
+        queue keeps the submit before any start of the job; a kill before it is issued is the
+        crash between commit and submit that ``rebuild`` repairs (it submits what the backend
+        lacks)."""
         job = spec.job
         self.estimates[job.id] = rounds.planned_work(spec.estimate)
         stats = rounds.solver_stats(self.scheduler)
@@ -397,6 +408,10 @@ class Service:
         )
         self._count(admission.decision)
         self._publish_due = True
+        if in_round:
+            with self.backend.lock:
+                self._queue.append(Command("submit", job.id, None, "", now, job, spec.fields))
+            return admission
         try:
             self.backend.submit(job, spec.fields)
         except BackendUnavailable as exc:
@@ -671,7 +686,9 @@ class Service:
                     self.needs_resync = True
 
     def _issue(self, command: Command) -> None:
-        if command.action == "start":
+        if command.action == "submit":
+            self.backend.submit(command.job, command.fields)
+        elif command.action == "start":
             self.backend.start(command.job_id, command.placement)
         else:
             self.backend.preempt(command.job_id)
@@ -683,7 +700,7 @@ class Service:
         try:
             with self.backend.lock:
                 outcomes, self._outcomes = self._outcomes, []
-            done = [o.command for o in outcomes if o.error is None]
+            done = [o.command for o in outcomes if o.error is None and o.command.action != "submit"]
             for o in outcomes:
                 if o.error is not None:
                     self._backend_failed(o.command.action, o.command.job_id or None, o.error)
@@ -716,7 +733,11 @@ class Service:
     def _take_done(self, job_id: str) -> list[Command]:
         """Take a job's commands that took effect but are not recorded yet out of the outcomes
         (the caller holds the backend's lock, and records them)."""
-        mine = [o.command for o in self._outcomes if o.command.job_id == job_id and not o.error]
+        mine = [
+            o.command
+            for o in self._outcomes
+            if o.command.job_id == job_id and not o.error and o.command.action != "submit"
+        ]
         if mine:
             self._outcomes = [o for o in self._outcomes if o.command not in mine]
             for c in mine:
@@ -753,7 +774,7 @@ class Service:
         for fields in self.backend.arrivals():
             now = self.backend.now()
             try:
-                self.intake(dict(fields), _record_origin(fields, now), now)
+                self.intake(dict(fields), _record_origin(fields, now), now, in_round=True)
             except ApiError as exc:
                 decision_log("refuse", job=fields.get("id"), reason=exc.line())
                 if exc.status != 409:  # a taken id names a job chronus accepted: keep it

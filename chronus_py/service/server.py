@@ -403,7 +403,9 @@ async def _loop(
     while not stop.is_set():
         if service.replan is not None and (collecting is None or collecting.done()):
             collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
-        due = service.next_wakeup()
+        # in a worker thread: the backend's next event takes the backend's lock, which a
+        # request's command (a cancellation) may hold, and the event loop must never wait
+        due = await asyncio.to_thread(service.next_wakeup)
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
         )

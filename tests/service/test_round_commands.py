@@ -13,6 +13,7 @@ import threading
 import httpx
 import pytest
 
+from chronus_py.model import DeadlineOption, Job, JobKind
 from chronus_py.service.api import build_app
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.db import Database
@@ -39,8 +40,8 @@ class GatedSim(SimBackend):
         super().start(job_id, placement)
 
 
-def build(tmp_path) -> Service:
-    backend = GatedSim(tmp_path / "world.sim", [("n0", 8), ("n1", 8)], speed=10.0)
+def build(tmp_path, trace=()) -> Service:
+    backend = GatedSim(tmp_path / "world.sim", [("n0", 8), ("n1", 8)], speed=10.0, trace_jobs=trace)
     return Service(backend, Database(tmp_path / "chronus.db"), SchedulerSettings())
 
 
@@ -143,6 +144,31 @@ def test_a_kill_between_decisions_and_commands_loses_nothing_and_starts_once(tmp
     again.tick()
     assert commands(again, "j1") == ["submit", "start"]
     assert again.db.job("j1")["state"] == "running"
+    again.db.close()
+
+
+def test_an_arrival_is_made_known_to_the_backend_by_the_rounds_commands_first(tmp_path):
+    """A round's arrivals are committed in ``decide`` and submitted to the backend by ``act``,
+    ahead of their starts; a kill in between is repaired on restart, and each runs once."""
+    trace = tuple(
+        Job(f"t{i}", "t", 8, 0.0, JobKind.STRICT_SLO, (DeadlineOption(90_000.0, 1.0),), 600.0)
+        for i in range(3)
+    )
+    first = build(tmp_path, trace)
+    first.decide()
+    assert [(c.action, c.job_id) for c in first._queue][:3] == [
+        ("submit", "t0"),
+        ("submit", "t1"),
+        ("submit", "t2"),
+    ]
+    assert all(commands(first, f"t{i}") == [] for i in range(3))  # not issued yet
+    first.db.close()  # the kill
+    again = build(tmp_path, trace)  # rebuild submits what the database has and the sim lacks
+    assert all(commands(again, f"t{i}") == ["submit"] for i in range(3))
+    again.tick()
+    again.tick()
+    logs = [commands(again, f"t{i}") for i in range(3)]
+    assert sorted(logs) == [["submit"], ["submit", "start"], ["submit", "start"]]
     again.db.close()
 
 
