@@ -11,12 +11,13 @@ Order of effects, which is what makes a crash at any instant safe:
 - on start, the scheduler is rebuilt from what the backend says runs where, plus the promises
   and estimates of the database.
 
-A round is three steps (``tick`` runs them in one go): ``decide`` observes, plans, records the
-promises and the lease plan and queues the backend commands; ``act`` issues them; ``record``
-writes each command that took effect to the database. The server runs ``decide`` and ``record``
-under the one lock every request takes, and ``act`` without it, so a request never waits for a
-round's batch of commands (``commands.py`` says how a cancellation and an in-flight start are
-ordered). Every other method, and ``decide``/``record``, is called one at a time (the server
+A round is steps (``tick`` runs them in a row): ``take_arrivals`` admits the backend's
+arrivals and queues their submits; ``act`` issues them; ``decide`` observes, plans, records the
+promises and the lease plan and queues the starts and preemptions; ``act`` issues those;
+``record`` writes each command that took effect to the database. The server runs every step
+but ``act`` under the one lock every request takes, and ``act`` without it, so a request never
+waits for a round's batch of commands (``commands.py`` says how a cancellation and an in-flight
+start are ordered). Every other method, and the locked steps, is called one at a time (the server
 holds the lock, in worker threads so the event loop stays free for ``/healthz``): the scheduler
 and the database are never used by two threads at once; ``act`` reads neither.
 
@@ -375,9 +376,9 @@ class Service:
 
     def accept(self, spec: JobSpec, now: float, *, in_round: bool = False) -> rounds.Admission:
         """Admit a checked job: commit it and its promise, then tell the backend: at once for a
-        request, and for a round's arrival (``in_round``) as the first of the round's commands,
+        request, and for a round's arrival (``in_round``) by ``act`` before the round decides,
         so a round admitting 60 Workloads does not hold requests up for 60 backend writes. The
-        queue keeps the submit before any start of the job; a kill before it is issued is the
+        submit thus comes before any start of the job; a kill before it is issued is the
         crash between commit and submit that ``rebuild`` repairs (it submits what the backend
         lacks)."""
         job = spec.job
@@ -619,29 +620,45 @@ class Service:
 
     # -- the round ---------------------------------------------------------------------------------
     def tick(self) -> None:
-        """One whole round, its three steps in a row (what a caller without the server's loop
-        runs). Backend failures are logged and leave the service to resync and retry on the
-        next tick."""
+        """One whole round, its steps in a row (what a caller without the server's loop runs).
+        Backend failures are logged and leave the service to resync and retry on the next
+        tick."""
         try:
+            self.take_arrivals()
+            self.act()
             self.decide()
             self.act()
         finally:
             self.record()
 
-    def decide(self) -> None:
-        """Under the request lock: observe, take the backend's arrivals, plan, record the
-        promises and the lease plan, and queue the backend commands (``act`` issues them)."""
+    def take_arrivals(self) -> None:
+        """Under the request lock, a round's first step: resync if due, start a due re-plan,
+        and admit the backend's arrivals, queueing their submits (``act`` issues them before
+        ``decide`` observes: a submit is where the backend says an arrival's object is gone,
+        which the round must know before it decides to start it)."""
         self.counters.round_began = time.monotonic()
         with self.backend.lock:
             if self._queue or self._outcomes:
-                # The loop runs act and record before the next decide; anything else is a bug
-                # that could issue one round's commands after the next round's.
+                # The loop records a round before the next begins; anything else is a bug that
+                # could issue one round's commands after the next round's.
                 raise RuntimeError("a round began before the last one's commands were recorded")
         try:
             if self.needs_resync:
                 self.rebuild()
             self._replan_if_due(self.backend.now(), notify=False)
             self._arrivals()
+        except BackendUnavailable as exc:
+            self._backend_failed("round", None, exc)
+
+    def decide(self) -> None:
+        """Under the request lock, once the arrivals are submitted: observe, plan, record the
+        promises and the lease plan, and queue the backend commands (``act`` issues them)."""
+        if self.counters.round_began is None:
+            self.counters.round_began = time.monotonic()
+        with self.backend.lock:
+            if self._queue:
+                raise RuntimeError("a round decided before its queued commands were issued")
+        try:
             self._observe()
             if time.monotonic() >= self._health_at:
                 self._follow_health()

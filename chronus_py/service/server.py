@@ -421,10 +421,14 @@ async def _loop(
             await asyncio.sleep(gap)
         began = time.monotonic()
         try:
-            # decide under the request lock, act (the backend commands) outside it, record under
-            # it again; this loop is the only caller, so one round's commands are all issued
-            # and recorded before the next round decides (core.py, commands.py)
+            # the round's steps under the request lock, its backend commands (the arrivals'
+            # submits, then the starts and preemptions) outside it; this loop is the only caller,
+            # so one round's commands are all issued and recorded before the next round begins
+            # (core.py, commands.py)
             try:
+                async with lock:
+                    await asyncio.to_thread(service.take_arrivals)
+                await asyncio.to_thread(service.act)
                 async with lock:
                     await asyncio.to_thread(service.decide)
                 await asyncio.to_thread(service.act)

@@ -148,14 +148,15 @@ def test_a_kill_between_decisions_and_commands_loses_nothing_and_starts_once(tmp
 
 
 def test_an_arrival_is_made_known_to_the_backend_by_the_rounds_commands_first(tmp_path):
-    """A round's arrivals are committed in ``decide`` and submitted to the backend by ``act``,
-    ahead of their starts; a kill in between is repaired on restart, and each runs once."""
+    """A round's arrivals are committed in ``take_arrivals`` and submitted to the backend by
+    ``act`` before the round decides their starts; a kill in between is repaired on restart,
+    and each runs once."""
     trace = tuple(
         Job(f"t{i}", "t", 8, 0.0, JobKind.STRICT_SLO, (DeadlineOption(90_000.0, 1.0),), 600.0)
         for i in range(3)
     )
     first = build(tmp_path, trace)
-    first.decide()
+    first.take_arrivals()
     assert [(c.action, c.job_id) for c in first._queue][:3] == [
         ("submit", "t0"),
         ("submit", "t1"),
@@ -175,8 +176,10 @@ def test_an_arrival_is_made_known_to_the_backend_by_the_rounds_commands_first(tm
 def test_a_round_never_begins_before_the_last_ones_commands_are_recorded(svc):
     submit(svc, "j1")
     svc.decide()
-    with pytest.raises(RuntimeError, match="before the last one's commands"):
+    with pytest.raises(RuntimeError, match="before its queued commands were issued"):
         svc.decide()
+    with pytest.raises(RuntimeError, match="before the last one's commands"):
+        svc.take_arrivals()
     svc.act()
     svc.record()
     svc.tick()
