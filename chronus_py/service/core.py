@@ -717,6 +717,9 @@ class Service:
         try:
             with self.backend.lock:
                 outcomes, self._outcomes = self._outcomes, []
+                if self._queue:  # a step failed before act: never issued, decided again
+                    self._queue.clear()
+                    self.needs_resync = True
             done = [o.command for o in outcomes if o.error is None and o.command.action != "submit"]
             for o in outcomes:
                 if o.error is not None:

@@ -217,3 +217,18 @@ def test_the_loop_answers_requests_while_a_rounds_start_is_in_flight(svc):
 
     asyncio.run(scenario())
     assert commands(svc, "j1") == ["submit", "start"]
+
+
+def test_commands_a_failed_step_left_unissued_are_dropped_and_decided_again(tmp_path):
+    """The loop records a round whatever happened in it: commands a step that raised left in
+    the queue are never issued late; the service resyncs and the next round decides anew."""
+    trace = (Job("t0", "t", 8, 0.0, JobKind.STRICT_SLO, (DeadlineOption(90_000.0, 1.0),), 600.0),)
+    svc = build(tmp_path, trace)
+    svc.take_arrivals()
+    assert [c.action for c in svc._queue] == ["submit"]
+    svc.record()  # as after a step raised before act
+    assert not svc._queue and svc.needs_resync
+    svc.tick()  # rebuilt: the job the database has and the sim lacks is submitted
+    svc.tick()
+    assert commands(svc, "t0") == ["submit", "start"]
+    svc.db.close()
