@@ -4,7 +4,7 @@ lock, and the one lock every backend call goes through.
 Why: a command is a few requests to the cluster manager (three to the kube-apiserver for a Kueue
 start, REST calls to slurmrestd for Slurm). A round that started 60 Workloads issued them all
 while holding the lock every request takes, so a cheap read such as ``GET /v1/cluster`` waited
-up to 14.7 s (benchmarks/RESULTS.md, "Issue 24: scale"). A round is now steps
+up to 14.7 s (benchmarks/RESULTS.md, "Issue 24: scale"). A round is now five steps
 (``Service.take_arrivals``, ``act``, ``decide``, ``act``, ``record``); only ``act`` runs without
 the request lock, and it touches nothing but the backend and the queue below.
 

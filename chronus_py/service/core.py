@@ -11,7 +11,7 @@ Order of effects, which is what makes a crash at any instant safe:
 - on start, the scheduler is rebuilt from what the backend says runs where, plus the promises
   and estimates of the database.
 
-A round is steps (``tick`` runs them in a row): ``take_arrivals`` admits the backend's
+A round is five steps (``tick`` runs them in a row): ``take_arrivals`` admits the backend's
 arrivals and queues their submits; ``act`` issues them; ``decide`` observes, plans, records the
 promises and the lease plan and queues the starts and preemptions; ``act`` issues those;
 ``record`` writes each command that took effect to the database. The server runs every step
