@@ -11,9 +11,19 @@ Order of effects, which is what makes a crash at any instant safe:
 - on start, the scheduler is rebuilt from what the backend says runs where, plus the promises
   and estimates of the database.
 
-Methods are called one at a time (the server holds one lock around each call and each round,
-and runs them in worker threads so the event loop stays free for ``/healthz``): the scheduler is
-never used by two threads at once.
+A round is five steps (``tick`` runs them in a row): ``take_arrivals`` admits the backend's
+arrivals and queues their submits; ``act`` issues them; ``decide`` observes, plans, records the
+promises and the lease plan and queues the starts and preemptions; ``act`` issues those;
+``record`` writes each command that took effect to the database. The server runs every step
+but ``act`` under the one lock every request takes, and ``act`` without it, so a request never
+waits for a round's batch of commands (``commands.py`` says how a cancellation and an in-flight
+start are ordered). Every other method, and the locked steps, is called one at a time (the server
+holds the lock, in worker threads so the event loop stays free for ``/healthz``): the scheduler
+and the database are never used by two threads at once; ``act`` reads neither.
+
+A kill between ``decide`` and ``record`` is the crash between a command and its record that
+could always happen: on restart the scheduler is rebuilt from what the backend runs, so a
+command issued is found running and one never issued is decided again.
 """
 
 from __future__ import annotations
@@ -21,14 +31,16 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from chronus_py.backends.base import Backend, BackendUnavailable, RunState
+from chronus_py.backends.base import Backend, BackendUnavailable, NodeInfo, RunState
 from chronus_py.jobs.model import Cluster, DeadlineOption, Node
 from chronus_py.jobs.throughputs import ThroughputTable
 from chronus_py.service import rounds
+from chronus_py.service.commands import Command, Outcome, SerialBackend
 from chronus_py.service.db import TERMINAL, Database
 from chronus_py.service.jobspec import (
     FieldError,
@@ -116,7 +128,10 @@ class Service:
         replan_in_child: bool = False,
         on_replan: Callable[[], None] | None = None,
     ):
-        self.backend = backend
+        self.backend = SerialBackend(backend)
+        self._queue: deque[Command] = deque()  # under backend.lock: decided, not yet issued
+        self._outcomes: list[Outcome] = []  # under backend.lock: issued, not yet recorded
+        self._reports: dict | None = None  # what ``act`` publishes after the commands
         self.replan_in_child = replan_in_child
         self.on_replan = on_replan or (lambda: None)
         self.replan: rounds.Replan | None = None
@@ -130,7 +145,8 @@ class Service:
         self.counters = Counters()
         self.layers = layers
         self._placements_changed = True
-        nodes = backend.nodes()
+        nodes = self.backend.nodes()
+        self.nodes_seen: list[NodeInfo] = list(nodes)
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
         self.needs_resync = False
         self.rebuild()
@@ -285,7 +301,13 @@ class Service:
         return 201, {"id": shown, "submitted": True, "now": now, "admission": admission.to_dict()}
 
     def intake(
-        self, body: Any, origin: Origin, now: float, *, dry_run: bool = False
+        self,
+        body: Any,
+        origin: Origin,
+        now: float,
+        *,
+        dry_run: bool = False,
+        in_round: bool = False,
     ) -> tuple[JobSpec, rounds.Admission]:
         """The one way in for a new job, a request's or a backend arrival's: its fields read by
         the rules of its ``origin``, its id checked against every id ever accepted, then what
@@ -319,7 +341,7 @@ class Service:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
             return spec, admission
-        return spec, self.accept(spec, now)
+        return spec, self.accept(spec, now, in_round=in_round)
 
     def _read(self, body: Any, origin: Origin, now: float) -> JobSpec:
         """A job's fields, checked (``jobspec.read_job``); what is wrong is an ApiError naming
@@ -352,8 +374,13 @@ class Service:
         """A job's id as ``caller`` names it (``Origin.shown``)."""
         return Origin.request(caller.tenant, admin=caller.admin).shown(job_id)
 
-    def accept(self, spec: JobSpec, now: float) -> rounds.Admission:
-        """Admit a checked job: commit it and its promise, then tell the backend."""
+    def accept(self, spec: JobSpec, now: float, *, in_round: bool = False) -> rounds.Admission:
+        """Admit a checked job: commit it and its promise, then tell the backend: at once for a
+        request, and for a round's arrival (``in_round``) by ``act`` before the round decides,
+        so a round admitting 60 Workloads does not hold requests up for 60 backend writes. The
+        submit thus comes before any start of the job; a kill before it is issued is the
+        crash between commit and submit that ``rebuild`` repairs (it submits what the backend
+        lacks)."""
         job = spec.job
         self.estimates[job.id] = rounds.planned_work(spec.estimate)
         stats = rounds.solver_stats(self.scheduler)
@@ -382,6 +409,10 @@ class Service:
         )
         self._count(admission.decision)
         self._publish_due = True
+        if in_round:
+            with self.backend.lock:
+                self._queue.append(Command("submit", job.id, None, "", now, job, spec.fields))
+            return admission
         try:
             self.backend.submit(job, spec.fields)
         except BackendUnavailable as exc:
@@ -418,7 +449,10 @@ class Service:
             )
         now = self.backend.now()
         try:
-            self.backend.cancel(job_id)
+            with self.backend.lock:  # a start of it in flight ends first, or is never issued
+                self._drop_commands(job_id)
+                done = self._take_done(job_id)
+                self.backend.cancel(job_id)
         except BackendUnavailable as exc:
             self._backend_failed("cancel", job_id, exc)
             raise ApiError(503, f"the backend did not take the cancellation: {exc}") from None
@@ -427,6 +461,8 @@ class Service:
             self._placements_changed = True
         self.promised.pop(job_id, None)
         with self.db.transaction():
+            for command in done:  # issued before the cancellation: recorded before it
+                self._record_command(command)
             self.db.set_state(job_id, "cancelled", finished=now)
             self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
         decision_log("cancel", job=job_id, by=caller.tenant, now=now)
@@ -555,7 +591,9 @@ class Service:
         return None
 
     def cluster_view(self) -> dict:
-        nodes = self.backend.nodes()
+        """The cluster as the scheduler places on it: nodes and their health as the rounds last
+        read them (``HEALTH_EVERY``), so this read never waits for a backend command."""
+        nodes = self.nodes_seen
         used: dict[str, int] = {}
         for placement in rounds.placements(self.scheduler).values():
             for node, gpus in placement.items():
@@ -582,35 +620,158 @@ class Service:
 
     # -- the round ---------------------------------------------------------------------------------
     def tick(self) -> None:
-        """Observe, take the backend's arrivals, plan, apply. Backend failures are logged and
-        leave the service to resync and retry on the next tick."""
+        """One whole round, its steps in a row (what a caller without the server's loop runs).
+        Backend failures are logged and leave the service to resync and retry on the next
+        tick."""
+        try:
+            self.take_arrivals()
+            self.act()
+            self.decide()
+            self.act()
+        finally:
+            self.record()
+
+    def take_arrivals(self) -> None:
+        """Under the request lock, a round's first step: resync if due, start a due re-plan,
+        and admit the backend's arrivals, queueing their submits (``act`` issues them before
+        ``decide`` observes: a submit is where the backend says an arrival's object is gone,
+        which the round must know before it decides to start it)."""
         self.counters.round_began = time.monotonic()
+        with self.backend.lock:
+            if self._queue or self._outcomes:
+                # The loop records a round before the next begins; anything else is a bug that
+                # could issue one round's commands after the next round's.
+                raise RuntimeError("a round began before the last one's commands were recorded")
         try:
             if self.needs_resync:
                 self.rebuild()
             self._replan_if_due(self.backend.now(), notify=False)
             self._arrivals()
+        except BackendUnavailable as exc:
+            self._backend_failed("round", None, exc)
+
+    def decide(self) -> None:
+        """Under the request lock, once the arrivals are submitted: observe, plan, record the
+        promises and the lease plan, and queue the backend commands (``act`` issues them)."""
+        if self.counters.round_began is None:
+            self.counters.round_began = time.monotonic()
+        with self.backend.lock:
+            if self._queue:
+                raise RuntimeError("a round decided before its queued commands were issued")
+        try:
             self._observe()
             if time.monotonic() >= self._health_at:
                 self._follow_health()
             self._round()
-            self._publish()
+            self._reports = None
+            if self._publish_due and not self.needs_resync and hasattr(self.backend, "publish"):
+                self._publish_due = False
+                self._reports = rounds.reports(self.scheduler, self.backend.now())
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
+
+    def act(self) -> None:
+        """Without the request lock, in the loop's thread: issue the queued commands in order,
+        each under the backend's lock, then publish. It reads neither the scheduler nor the
+        database. After a failure nothing more is issued (today's rule: nothing is decided or
+        done until the scheduler is rebuilt from the backend's view); a command a cancellation
+        dropped from the queue meanwhile is never issued."""
+        try:
+            while True:
+                with self.backend.lock:
+                    if not self._queue or self.needs_resync:
+                        break
+                    command = self._queue.popleft()
+                    try:
+                        self._issue(command)
+                    except BackendUnavailable as exc:
+                        self.needs_resync = True  # at once: no submission is promised meanwhile
+                        self._outcomes.append(Outcome(command, exc))
+                        break
+                    self._outcomes.append(Outcome(command))
+            if self._reports is not None and not self.needs_resync:
+                self.backend.publish(self._reports)
+        except BackendUnavailable as exc:  # publish failed: the next round resyncs
+            self.needs_resync = True
+            with self.backend.lock:
+                self._outcomes.append(Outcome(Command("publish", "", None, "", 0.0), exc))
+        finally:
+            self._reports = None
+            with self.backend.lock:
+                if self._queue:  # not issued (a failure before them): decided again after resync
+                    self._queue.clear()
+                    self.needs_resync = True
+
+    def _issue(self, command: Command) -> None:
+        if command.action == "submit":
+            self.backend.submit(command.job, command.fields)
+        elif command.action == "start":
+            self.backend.start(command.job_id, command.placement)
+        else:
+            self.backend.preempt(command.job_id)
+
+    def record(self) -> None:
+        """Under the request lock: write each command that took effect to the database (the job's
+        state only while it is still active: a cancellation after its start has the last word),
+        count the failures, and keep the layers current."""
+        try:
+            with self.backend.lock:
+                outcomes, self._outcomes = self._outcomes, []
+                if self._queue:  # a step failed before act: never issued, decided again
+                    self._queue.clear()
+                    self.needs_resync = True
+            done = [o.command for o in outcomes if o.error is None and o.command.action != "submit"]
+            for o in outcomes:
+                if o.error is not None:
+                    self._backend_failed(o.command.action, o.command.job_id or None, o.error)
+            if done:
+                self._placements_changed = True
+                with self.db.transaction():
+                    for c in done:
+                        self._record_command(c)
+                for c in done:
+                    decision_log(
+                        c.action, job=c.job_id, placement=c.placement, reason=c.reason, now=c.at
+                    )
         finally:
             self.counters.round_began = None
         if self.layers is not None and self._placements_changed:
             self._placements_changed = False
             self._write_layers()
 
-    def _publish(self) -> None:
-        """Hand a backend that shows decisions to the jobs' owners (``publish``) what the
-        rounds decided, after a round that started, stopped, admitted or re-planned."""
-        publish = getattr(self.backend, "publish", None)
-        if publish is None or not self._publish_due or self.needs_resync:
-            return
-        self._publish_due = False
-        publish(rounds.reports(self.scheduler, self.backend.now()))
+    def _record_command(self, c: Command) -> None:
+        if rounds.active_job(self.scheduler, c.job_id) is not None:
+            self.db.set_state(
+                c.job_id,
+                "running" if c.action == "start" else "pending",
+                placement=c.placement,
+                started=c.at if c.action == "start" else None,
+                starts=rounds.starts(self.scheduler, c.job_id),
+            )
+        self.db.decision(c.at, c.job_id, c.action, c.placement, c.reason)
+
+    def _take_done(self, job_id: str) -> list[Command]:
+        """Take a job's commands that took effect but are not recorded yet out of the outcomes
+        (the caller holds the backend's lock, and records them)."""
+        mine = [
+            o.command
+            for o in self._outcomes
+            if o.command.job_id == job_id and not o.error and o.command.action != "submit"
+        ]
+        if mine:
+            self._outcomes = [o for o in self._outcomes if o.command not in mine]
+            for c in mine:
+                decision_log(
+                    c.action, job=c.job_id, placement=c.placement, reason=c.reason, now=c.at
+                )
+        return mine
+
+    def _drop_commands(self, job_id: str) -> None:
+        """Take a job's queued commands out (the caller holds the backend's lock)."""
+        kept = [c for c in self._queue if c.job_id != job_id]
+        if len(kept) != len(self._queue):
+            decision_log("dropped_commands", job=job_id, commands=len(self._queue) - len(kept))
+            self._queue = deque(kept)
 
     def _write_layers(self) -> None:
         running = {
@@ -633,7 +794,7 @@ class Service:
         for fields in self.backend.arrivals():
             now = self.backend.now()
             try:
-                self.intake(dict(fields), _record_origin(fields, now), now)
+                self.intake(dict(fields), _record_origin(fields, now), now, in_round=True)
             except ApiError as exc:
                 decision_log("refuse", job=fields.get("id"), reason=exc.line())
                 if exc.status != 409:  # a taken id names a job chronus accepted: keep it
@@ -654,7 +815,8 @@ class Service:
         the backend's business: it ends or keeps them, and observation follows."""
         self._health_at = time.monotonic() + HEALTH_EVERY
         known = {n.name for n in self.cluster.nodes}
-        nodes = {n.name: n for n in self.backend.nodes() if n.name in known}
+        self.nodes_seen = [n for n in self.backend.nodes() if n.name in known]
+        nodes = {n.name: n for n in self.nodes_seen}
         bad = {name for name, n in nodes.items() if not n.healthy}
         for name in sorted(bad - self.bad_nodes):
             rounds.set_health(self.scheduler, name, healthy=False)
@@ -777,49 +939,24 @@ class Service:
                 )
         if decided.started or decided.preempted or (stats is not None and stats.rounds != before):
             self._publish_due = True
-        reasons = rounds.reasons(self.scheduler, decided)
-        for state in decided.preempted:
-            self._apply(
-                "preempt",
-                state.id,
-                None,
-                reasons.get(state.id, ""),
-                now,
-                lambda s=state: self.backend.preempt(s.id),
-            )
-        for state in decided.started:
-            placement = {n: tuple(g) for n, g in state.placement.items()}
-            self._apply(
-                "start",
-                state.id,
-                placement,
-                reasons.get(state.id, ""),
-                now,
-                lambda s=state, p=placement: self.backend.start(s.id, p),
-            )
-
-    def _apply(
-        self, action: str, job_id: str, placement, reason: str, now: float, call: Callable[[], None]
-    ) -> None:
         if self.needs_resync:
             return
-        try:
-            call()
-        except BackendUnavailable as exc:
-            self._backend_failed(action, job_id, exc)
-            return
-        starts = rounds.starts(self.scheduler, job_id)
-        self._placements_changed = True
-        with self.db.transaction():
-            self.db.set_state(
-                job_id,
-                "running" if action == "start" else "pending",
-                placement=placement,
-                started=now if action == "start" else None,
-                starts=starts,
+        reasons = rounds.reasons(self.scheduler, decided)
+        queued = [
+            Command("preempt", s.id, None, reasons.get(s.id, ""), now) for s in decided.preempted
+        ]
+        queued += [
+            Command(
+                "start",
+                s.id,
+                {n: tuple(g) for n, g in s.placement.items()},
+                reasons.get(s.id, ""),
+                now,
             )
-            self.db.decision(now, job_id, action, placement, reason)
-        decision_log(action, job=job_id, placement=placement, reason=reason, now=now)
+            for s in decided.started
+        ]
+        with self.backend.lock:
+            self._queue.extend(queued)
 
     def _backend_failed(self, what: str, job_id: str | None, exc: Exception) -> None:
         """Nothing more is decided until the scheduler is rebuilt from the backend's view."""

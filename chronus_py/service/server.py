@@ -1,8 +1,10 @@
 """The daemon: options (flags over a config file), the scheduling loop, and the HTTP server.
 
-The loop and the request handlers share one lock, so a round and a request never interleave;
-both run the service in a worker thread, so the event loop still answers ``/healthz`` during a
-long round. The lease re-plan, seconds long with
+The loop and the request handlers share one lock, so a round's decisions and a request never
+interleave; both run the service in a worker thread, so the event loop still answers
+``/healthz`` during a long round. A round's backend commands (starts, preemptions) are issued
+between its decisions and their records, without that lock (``commands.py``): a request waits
+for a round's planning, never for its batch of commands. The lease re-plan, seconds long with
 thousands of guarantees, runs in a child process on a fork of the scheduler and is committed
 under the lock when it is done (``rounds.start_replan``): no request waits for it.
 
@@ -402,7 +404,9 @@ async def _loop(
     while not stop.is_set():
         if service.replan is not None and (collecting is None or collecting.done()):
             collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
-        due = service.next_wakeup()
+        # in a worker thread: the backend's next event takes the backend's lock, which a
+        # request's command (a cancellation) may hold, and the event loop must never wait
+        due = await asyncio.to_thread(service.next_wakeup)
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
         )
@@ -418,8 +422,20 @@ async def _loop(
             await asyncio.sleep(gap)
         began = time.monotonic()
         try:
-            async with lock:
-                await asyncio.to_thread(service.tick)
+            # the round's steps under the request lock, its backend commands (the arrivals'
+            # submits, then the starts and preemptions) outside it; this loop is the only caller,
+            # so one round's commands are all issued and recorded before the next round begins
+            # (core.py, commands.py)
+            try:
+                async with lock:
+                    await asyncio.to_thread(service.take_arrivals)
+                await asyncio.to_thread(service.act)
+                async with lock:
+                    await asyncio.to_thread(service.decide)
+                await asyncio.to_thread(service.act)
+            finally:
+                async with lock:
+                    await asyncio.to_thread(service.record)
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
             log.exception("round failed; the scheduler is rebuilt from the backend next round")
             service.needs_resync = True
