@@ -75,15 +75,24 @@ DEFAULT_SCRIPT = """#!/bin/sh
 # chronus API job: a stand-in workload of CHRONUS_DURATION_SECONDS seconds of work, done in
 # 1-second steps, each checkpointed in the working directory. It does what a job script under
 # chronus must do: trap the checkpoint signal (USR1) rather than die of it, keep its progress
-# where a requeued run finds it, and resume from there ($SLURM_RESTART_COUNT > 0).
+# where a requeued run finds it, resume from there ($SLURM_RESTART_COUNT > 0), and never exit 0
+# before its work is done. Slurm signals every process of the job and a child does not keep
+# the trap, so the checkpoint is read with the read builtin, not $(cat ...) (killed, it reads
+# as no progress), and a step whose sleep the signal cut short is done again.
 ckpt="$PWD/chronus-ckpt-$SLURM_JOB_ID"
-trap 'echo "checkpoint signal: $(cat "$ckpt" 2>/dev/null || echo 0) s done"' USR1
-done=$(cat "$ckpt" 2>/dev/null || echo 0)
+total="${CHRONUS_DURATION_SECONDS:-60}"
+done=0
+trap 'echo "checkpoint signal: $done s done"' USR1
+if [ -f "$ckpt" ]; then read -r done < "$ckpt" || exit 1; fi
+for n in "$done" "$total"; do
+    case "$n" in ''|*[!0-9]*) echo "not a whole number of seconds: '$n'" >&2; exit 1;; esac
+done
 echo "run ${SLURM_RESTART_COUNT:-0} of $CHRONUS_JOB_ID from $done s"
-while [ "$done" -lt "${CHRONUS_DURATION_SECONDS:-60}" ]; do
-    sleep 1
-    done=$((done + 1))
-    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+while [ "$done" -lt "$total" ]; do
+    if sleep 1; then
+        done=$((done + 1))
+        echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+    fi
 done
 rm -f "$ckpt"
 """
@@ -461,8 +470,10 @@ class SlurmBackend(CompressedTime):
 
     def _stop(self) -> None:
         """Requeue and hold every job ``preempt`` signalled once its grace is over, then wait
-        until all have left their GPUs. A job that completes (or is cancelled) within its grace
-        needs nothing; one that died of the checkpoint signal (FAILED: a script that does not
+        until all have left their GPUs. A job that ends COMPLETED (or cancelled) within its grace
+        is over, as Slurm says: its work was done (a script must never exit 0 on the signal, and
+        chronus's own scripts never do), so it is not requeued, and a log line says so. One that
+        died of the checkpoint signal (FAILED: a script that does not
         trap it) is requeued at once, like one that ran through its grace: it was stopped, not
         broken, and resumes from its last checkpoint."""
         requeued = []
@@ -471,7 +482,16 @@ class SlurmBackend(CompressedTime):
             for slurm_id, (until, m, _) in list(self._stopping.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
                 if j is None or j.state not in _RUNNING and j.state != "FAILED":
-                    del self._stopping[slurm_id]  # it finished during the grace
+                    del self._stopping[slurm_id]  # it ended during the grace: none to requeue
+                    log.warning(
+                        json.dumps(
+                            {
+                                "event": "slurm_ended_in_grace",
+                                "slurm_job": slurm_id,
+                                "state": j.state if j is not None else "gone",
+                            }
+                        )
+                    )
                 elif j.state == "FAILED" or time.monotonic() >= until:
                     del self._stopping[slurm_id]
                     self._requeue(j, m)
