@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import time
 from collections import deque
@@ -49,7 +50,12 @@ from chronus_py.service.backend import BackendUnavailable, NodeInfo, ObservedJob
 from chronus_py.service.clock import CompressedTime
 from chronus_py.service.slurm import marker
 from chronus_py.service.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
-from chronus_py.service.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
+from chronus_py.service.slurm.rest import (
+    SlurmError,
+    SlurmRest,
+    SlurmUnreachable,
+    parse_endpoint,
+)
 
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
 _ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
@@ -660,11 +666,41 @@ def from_args(
         raise InputError(
             "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
         )
-    grace = 30.0 if args.slurm_grace is None else float(args.slurm_grace)
-    poll = 2.0 if args.slurm_poll is None else float(args.slurm_poll)
+    try:
+        unix = parse_endpoint(args.slurmrestd)[0] is not None
+    except ValueError as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    grace = _seconds("--slurm-grace", args.slurm_grace, 30.0)
+    poll = _seconds("--slurm-poll", args.slurm_poll, 2.0)
+    try:
+        sig = signal_name(args.slurm_signal or "USR1")
+    except ValueError as exc:
+        raise InputError("--slurm-signal", str(exc)) from None
+    if args.slurm_partition is not None and not args.slurm_partition.strip():
+        raise InputError("--partition", "empty: name a Slurm partition, or leave it out for all")
+    workdir = args.slurm_workdir or "/tmp"
+    if not workdir.startswith("/"):
+        raise InputError("--slurm-workdir", f"must be an absolute path, got {workdir!r}")
+    script = DEFAULT_SCRIPT
+    if args.slurm_script is not None:
+        try:
+            script = Path(args.slurm_script).read_text()
+        except OSError as exc:
+            raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
+    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
+    if not 0 < scale < math.inf:
+        raise InputError("--slurm-time-scale", f"must be a number > 0, got {scale}")
+    if scale != 1.0 and args.slurm_time_origin is None:
+        raise InputError(
+            "--slurm-time-origin",
+            "required with --slurm-time-scale other than 1 (e.g. the Unix time the run began)",
+        )
+    origin = float(args.slurm_time_origin or 0.0)
+    if not math.isfinite(origin):
+        raise InputError("--slurm-time-origin", f"must be a Unix time, got {origin}")
     token = None
     env = dict(os.environ)
-    if args.slurmrestd.startswith("unix:"):
+    if unix:
         pass
     elif args.slurm_token_file is not None:
         try:
@@ -673,6 +709,8 @@ def from_args(
             raise InputError(
                 str(args.slurm_token_file), f"cannot read the token: {exc.strerror}"
             ) from None
+        if not token:
+            raise InputError(str(args.slurm_token_file), "empty: it must hold the JWT")
     else:
         token = os.environ.get("SLURM_JWT")
         if not token:
@@ -682,27 +720,7 @@ def from_args(
     if token:
         env["SLURM_JWT"] = token
     user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
-    for flag, value in (("--slurm-grace", grace), ("--slurm-poll", poll)):
-        if not value >= 0:
-            raise InputError(flag, f"must be >= 0, got {value}")
-    script = DEFAULT_SCRIPT
-    if args.slurm_script is not None:
-        try:
-            script = Path(args.slurm_script).read_text()
-        except OSError as exc:
-            raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
-    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
-    if not scale > 0:
-        raise InputError("--slurm-time-scale", f"must be > 0, got {scale}")
-    if scale != 1.0 and args.slurm_time_origin is None:
-        raise InputError(
-            "--slurm-time-origin",
-            "required with --slurm-time-scale other than 1 (e.g. the Unix time the run began)",
-        )
-    try:
-        rest = SlurmRest(args.slurmrestd, token=token, user=user)
-    except ValueError as exc:
-        raise InputError("--slurmrestd", str(exc)) from None
+    rest = SlurmRest(args.slurmrestd, token=token, user=user)
     try:
         rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
     except SlurmUnreachable as exc:
@@ -711,14 +729,18 @@ def from_args(
         rest,
         partition=args.slurm_partition,
         grace=grace,
-        signal=args.slurm_signal or "USR1",
+        signal=sig,
         poll=max(poll, 0.1),
         script=script,
-        workdir=args.slurm_workdir or "/tmp",
+        workdir=workdir,
         env=env,
         time_scale=scale,
-        time_origin=float(args.slurm_time_origin or 0.0),
+        time_origin=origin,
     )
+    if args.slurm_partition is not None:
+        why = partition_missing(args.slurm_partition, backend)
+        if why is not None:
+            raise InputError("--partition", why)
     if nodes is not None:
         try:
             slurm = {n.name: len(n.gpus) for n in backend.nodes()}
@@ -728,6 +750,40 @@ def from_args(
         if why is not None:
             raise InputError("--cluster", why)
     return backend
+
+
+def _seconds(flag: str, value: float | None, default: float) -> float:
+    """A duration option: ``default`` if not given, else a finite number >= 0."""
+    seconds = default if value is None else float(value)
+    if not 0 <= seconds < math.inf:
+        raise InputError(flag, f"must be a number of seconds >= 0, got {seconds}")
+    return seconds
+
+
+def signal_name(text: str) -> str:
+    """The checkpoint signal's name as Slurm takes it after ``SIG`` (``USR1``), from ``USR1``,
+    ``SIGUSR1``, ``usr1`` or its number; ValueError naming the text for anything else."""
+    name = text.strip().upper().removeprefix("SIG")
+    if name.isdigit():
+        try:
+            return signal.Signals(int(name)).name.removeprefix("SIG")
+        except ValueError:
+            pass
+    elif f"SIG{name}" in signal.Signals.__members__:
+        return name
+    raise ValueError(f"{text!r} is not a signal (e.g. USR1, USR2, TERM)")
+
+
+def partition_missing(partition: str, backend: SlurmBackend) -> str | None:
+    """Why ``--partition`` names no partition with nodes in Slurm, or None."""
+    try:
+        nodes = backend.rest.nodes()
+    except (SlurmUnreachable, SlurmError) as exc:
+        return f"cannot list Slurm's nodes: {exc}"
+    known = sorted({p for n in nodes for p in n.partitions})
+    if partition in known:
+        return None
+    return f"Slurm has no partition {partition!r} with nodes (it has {', '.join(known) or 'none'})"
 
 
 def topology_mismatch(cells: Mapping[str, int], slurm: Mapping[str, int]) -> str | None:
