@@ -304,7 +304,7 @@ def test_the_default_script_survives_preemption(lab):
 
     b = backend(lab, workdir=str(lab.root / "jobs"), grace=1.0)
     spec = parse_job(
-        {"id": "api-ckpt", "gpus": 1, "estimate_seconds": 10, "duration_seconds": 10},
+        {"id": "api-ckpt", "gpus": 1, "estimate_seconds": 4, "duration_seconds": 4},
         now=b.now(),
         tenant="t",
     )

@@ -16,7 +16,7 @@ def parse(*argv: str) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-U = ("--slurmrestd", "unix:/s")
+U = ("--slurmrestd", "unix:/")  # exists: only the flag under test is wrong
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ U = ("--slurmrestd", "unix:/s")
             ("--slurmrestd", "http://ctl", "--slurm-token-file", "/dev/null"),
             "/dev/null: empty: it must hold the JWT",
         ),
-        (("--slurmrestd", "unix:/nonexistent/slurmrestd.sock"), "--slurmrestd: slurmrestd at"),
+        (("--slurmrestd", "unix:/nonexistent/s.sock"), "--slurmrestd: no socket at /nonexistent"),
     ],
 )
 def test_bad_options_are_one_line_naming_the_flag(argv, message, tmp_path, monkeypatch):

@@ -667,9 +667,12 @@ def from_args(
             "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
         )
     try:
-        unix = parse_endpoint(args.slurmrestd)[0] is not None
+        socket_path = parse_endpoint(args.slurmrestd)[0]
     except ValueError as exc:
         raise InputError("--slurmrestd", str(exc)) from None
+    unix = socket_path is not None
+    if unix and not os.path.exists(socket_path):  # not worth the retries: say so at once
+        raise InputError("--slurmrestd", f"no socket at {socket_path}: is slurmrestd running?")
     grace = _seconds("--slurm-grace", args.slurm_grace, 30.0)
     poll = _seconds("--slurm-poll", args.slurm_poll, 2.0)
     try:
