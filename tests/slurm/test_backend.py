@@ -157,6 +157,26 @@ def test_a_job_runs_on_as_many_nodes_as_its_placement_spans(lab):
     assert o.state is RunState.RUNNING and dict(o.placement) == {"n2": (0, 1, 2, 3)}
 
 
+def test_a_job_whose_work_ends_within_its_grace_is_finished_not_requeued(lab):
+    # It keeps working through the signal and its last step ends before the grace does: Slurm
+    # says COMPLETED, its work is done, and there is no run to requeue.
+    b = backend(lab, grace=8.0)
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=2s", script=workload(2)
+    )
+    jid = f"slurm-{sid}"
+    accept_all(b)
+    b.start(jid, {"n1": (0,)})
+    out = lab.root / "jobs" / f"{sid}.out"
+    wait_for(lambda: out.exists() and " from 0" in out.read_text())  # its trap is set
+    began = time.monotonic()
+    b.preempt(jid)
+    o = observed(b, jid)
+    assert time.monotonic() - began < 8.0  # it ended; the grace was not waited out
+    assert o.state is RunState.FINISHED and o.starts == 1 and o.work_done >= 2
+    assert b.rest.job(sid).restart_cnt == 0 and "done=" not in b.rest.job(sid).comment
+
+
 def test_the_jobs_one_round_preempts_share_one_grace(lab):
     # Each job keeps running through the checkpoint signal (it only logs it), so each stop
     # takes the whole grace: one after the other, three would take three graces.
@@ -284,7 +304,7 @@ def test_the_default_script_survives_preemption(lab):
 
     b = backend(lab, workdir=str(lab.root / "jobs"), grace=1.0)
     spec = parse_job(
-        {"id": "api-ckpt", "gpus": 1, "estimate_seconds": 10, "duration_seconds": 10},
+        {"id": "api-ckpt", "gpus": 1, "estimate_seconds": 4, "duration_seconds": 4},
         now=b.now(),
         tenant="t",
     )

@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import time
 from collections import deque
@@ -46,7 +47,7 @@ from typing import Any, Mapping, Sequence
 from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.backends.slurm import marker
 from chronus_py.backends.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
-from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable
+from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable, parse_endpoint
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
@@ -75,15 +76,24 @@ DEFAULT_SCRIPT = """#!/bin/sh
 # chronus API job: a stand-in workload of CHRONUS_DURATION_SECONDS seconds of work, done in
 # 1-second steps, each checkpointed in the working directory. It does what a job script under
 # chronus must do: trap the checkpoint signal (USR1) rather than die of it, keep its progress
-# where a requeued run finds it, and resume from there ($SLURM_RESTART_COUNT > 0).
+# where a requeued run finds it, resume from there ($SLURM_RESTART_COUNT > 0), and never exit 0
+# before its work is done. Slurm signals every process of the job and a child does not keep
+# the trap, so the checkpoint is read with the read builtin, not $(cat ...) (killed, it reads
+# as no progress), and a step whose sleep the signal cut short is done again.
 ckpt="$PWD/chronus-ckpt-$SLURM_JOB_ID"
-trap 'echo "checkpoint signal: $(cat "$ckpt" 2>/dev/null || echo 0) s done"' USR1
-done=$(cat "$ckpt" 2>/dev/null || echo 0)
+total="${CHRONUS_DURATION_SECONDS:-60}"
+done=0
+trap 'echo "checkpoint signal: $done s done"' USR1
+if [ -f "$ckpt" ]; then read -r done < "$ckpt" || exit 1; fi
+for n in "$done" "$total"; do
+    case "$n" in ''|*[!0-9]*) echo "not a whole number of seconds: '$n'" >&2; exit 1;; esac
+done
 echo "run ${SLURM_RESTART_COUNT:-0} of $CHRONUS_JOB_ID from $done s"
-while [ "$done" -lt "${CHRONUS_DURATION_SECONDS:-60}" ]; do
-    sleep 1
-    done=$((done + 1))
-    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+while [ "$done" -lt "$total" ]; do
+    if sleep 1; then
+        done=$((done + 1))
+        echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+    fi
 done
 rm -f "$ckpt"
 """
@@ -461,8 +471,10 @@ class SlurmBackend(CompressedTime):
 
     def _stop(self) -> None:
         """Requeue and hold every job ``preempt`` signalled once its grace is over, then wait
-        until all have left their GPUs. A job that completes (or is cancelled) within its grace
-        needs nothing; one that died of the checkpoint signal (FAILED: a script that does not
+        until all have left their GPUs. A job that ends COMPLETED (or cancelled) within its grace
+        is over, as Slurm says: its work was done (a script must never exit 0 on the signal, and
+        chronus's own scripts never do), so it is not requeued, and a log line says so. One that
+        died of the checkpoint signal (FAILED: a script that does not
         trap it) is requeued at once, like one that ran through its grace: it was stopped, not
         broken, and resumes from its last checkpoint."""
         requeued = []
@@ -471,7 +483,16 @@ class SlurmBackend(CompressedTime):
             for slurm_id, (until, m, _) in list(self._stopping.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
                 if j is None or j.state not in _RUNNING and j.state != "FAILED":
-                    del self._stopping[slurm_id]  # it finished during the grace
+                    del self._stopping[slurm_id]  # it ended during the grace: none to requeue
+                    log.warning(
+                        json.dumps(
+                            {
+                                "event": "slurm_ended_in_grace",
+                                "slurm_job": slurm_id,
+                                "state": j.state if j is not None else "gone",
+                            }
+                        )
+                    )
                 elif j.state == "FAILED" or time.monotonic() >= until:
                     del self._stopping[slurm_id]
                     self._requeue(j, m)
@@ -640,11 +661,44 @@ def from_args(
         raise InputError(
             "--slurmrestd", "required with --backend slurm (unix:PATH or http://HOST:PORT)"
         )
-    grace = 30.0 if args.slurm_grace is None else float(args.slurm_grace)
-    poll = 2.0 if args.slurm_poll is None else float(args.slurm_poll)
+    try:
+        socket_path = parse_endpoint(args.slurmrestd)[0]
+    except ValueError as exc:
+        raise InputError("--slurmrestd", str(exc)) from None
+    unix = socket_path is not None
+    if unix and not os.path.exists(socket_path):  # not worth the retries: say so at once
+        raise InputError("--slurmrestd", f"no socket at {socket_path}: is slurmrestd running?")
+    grace = _seconds("--slurm-grace", args.slurm_grace, 30.0)
+    poll = _seconds("--slurm-poll", args.slurm_poll, 2.0)
+    try:
+        sig = signal_name(args.slurm_signal or "USR1")
+    except ValueError as exc:
+        raise InputError("--slurm-signal", str(exc)) from None
+    if args.slurm_partition is not None and not args.slurm_partition.strip():
+        raise InputError("--partition", "empty: name a Slurm partition, or leave it out for all")
+    workdir = args.slurm_workdir or "/tmp"
+    if not workdir.startswith("/"):
+        raise InputError("--slurm-workdir", f"must be an absolute path, got {workdir!r}")
+    script = DEFAULT_SCRIPT
+    if args.slurm_script is not None:
+        try:
+            script = Path(args.slurm_script).read_text()
+        except OSError as exc:
+            raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
+    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
+    if not 0 < scale < math.inf:
+        raise InputError("--slurm-time-scale", f"must be a number > 0, got {scale}")
+    if scale != 1.0 and args.slurm_time_origin is None:
+        raise InputError(
+            "--slurm-time-origin",
+            "required with --slurm-time-scale other than 1 (e.g. the Unix time the run began)",
+        )
+    origin = float(args.slurm_time_origin or 0.0)
+    if not math.isfinite(origin):
+        raise InputError("--slurm-time-origin", f"must be a Unix time, got {origin}")
     token = None
     env = dict(os.environ)
-    if args.slurmrestd.startswith("unix:"):
+    if unix:
         pass
     elif args.slurm_token_file is not None:
         try:
@@ -653,6 +707,8 @@ def from_args(
             raise InputError(
                 str(args.slurm_token_file), f"cannot read the token: {exc.strerror}"
             ) from None
+        if not token:
+            raise InputError(str(args.slurm_token_file), "empty: it must hold the JWT")
     else:
         token = os.environ.get("SLURM_JWT")
         if not token:
@@ -662,27 +718,7 @@ def from_args(
     if token:
         env["SLURM_JWT"] = token
     user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
-    for flag, value in (("--slurm-grace", grace), ("--slurm-poll", poll)):
-        if not value >= 0:
-            raise InputError(flag, f"must be >= 0, got {value}")
-    script = DEFAULT_SCRIPT
-    if args.slurm_script is not None:
-        try:
-            script = Path(args.slurm_script).read_text()
-        except OSError as exc:
-            raise InputError(str(args.slurm_script), exc.strerror or "unreadable") from None
-    scale = 1.0 if args.slurm_time_scale is None else float(args.slurm_time_scale)
-    if not scale > 0:
-        raise InputError("--slurm-time-scale", f"must be > 0, got {scale}")
-    if scale != 1.0 and args.slurm_time_origin is None:
-        raise InputError(
-            "--slurm-time-origin",
-            "required with --slurm-time-scale other than 1 (e.g. the Unix time the run began)",
-        )
-    try:
-        rest = SlurmRest(args.slurmrestd, token=token, user=user)
-    except ValueError as exc:
-        raise InputError("--slurmrestd", str(exc)) from None
+    rest = SlurmRest(args.slurmrestd, token=token, user=user)
     try:
         rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
     except SlurmUnreachable as exc:
@@ -691,14 +727,18 @@ def from_args(
         rest,
         partition=args.slurm_partition,
         grace=grace,
-        signal=args.slurm_signal or "USR1",
+        signal=sig,
         poll=max(poll, 0.1),
         script=script,
-        workdir=args.slurm_workdir or "/tmp",
+        workdir=workdir,
         env=env,
         time_scale=scale,
-        time_origin=float(args.slurm_time_origin or 0.0),
+        time_origin=origin,
     )
+    if args.slurm_partition is not None:
+        why = partition_missing(args.slurm_partition, backend)
+        if why is not None:
+            raise InputError("--partition", why)
     if nodes is not None:
         try:
             slurm = {n.name: len(n.gpus) for n in backend.nodes()}
@@ -708,6 +748,40 @@ def from_args(
         if why is not None:
             raise InputError("--cluster", why)
     return backend
+
+
+def _seconds(flag: str, value: float | None, default: float) -> float:
+    """A duration option: ``default`` if not given, else a finite number >= 0."""
+    seconds = default if value is None else float(value)
+    if not 0 <= seconds < math.inf:
+        raise InputError(flag, f"must be a number of seconds >= 0, got {seconds}")
+    return seconds
+
+
+def signal_name(text: str) -> str:
+    """The checkpoint signal's name as Slurm takes it after ``SIG`` (``USR1``), from ``USR1``,
+    ``SIGUSR1``, ``usr1`` or its number; ValueError naming the text for anything else."""
+    name = text.strip().upper().removeprefix("SIG")
+    if name.isdigit():
+        try:
+            return signal.Signals(int(name)).name.removeprefix("SIG")
+        except ValueError:
+            pass
+    elif f"SIG{name}" in signal.Signals.__members__:
+        return name
+    raise ValueError(f"{text!r} is not a signal (e.g. USR1, USR2, TERM)")
+
+
+def partition_missing(partition: str, backend: SlurmBackend) -> str | None:
+    """Why ``--partition`` names no partition with nodes in Slurm, or None."""
+    try:
+        nodes = backend.rest.nodes()
+    except (SlurmUnreachable, SlurmError) as exc:
+        return f"cannot list Slurm's nodes: {exc}"
+    known = sorted({p for n in nodes for p in n.partitions})
+    if partition in known:
+        return None
+    return f"Slurm has no partition {partition!r} with nodes (it has {', '.join(known) or 'none'})"
 
 
 def topology_mismatch(cells: Mapping[str, int], slurm: Mapping[str, int]) -> str | None:

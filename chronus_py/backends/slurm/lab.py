@@ -95,17 +95,27 @@ def workload(seconds: int) -> str:
     one (in ``ckpt-$SLURM_JOB_ID``), so a requeued run resumes where the last
     one stopped (in the working directory); the checkpoint signal (USR1) is caught and logged,
     as a training job would. The checkpoint is replaced by a rename, so a run killed while
-    writing it leaves the last whole one."""
+    writing it leaves the last whole one.
+
+    Slurm signals every process of the job, and a child does not keep the shell's trap, so the
+    script reads its checkpoint with the ``read`` builtin (a ``$(cat ...)`` the signal killed
+    read as no progress, the loop test failed, and the script exited 0 having done nothing:
+    COMPLETED in Slurm, a preempted job counted finished) and counts a step only when its
+    ``sleep`` was not cut short. A signal before the trap is set kills the script (FAILED),
+    which the backend requeues like any stopped job."""
     return f"""#!/bin/sh
 ckpt="$PWD/ckpt-$SLURM_JOB_ID"
-trap 'echo "checkpoint at $(cat "$ckpt" 2>/dev/null || echo 0)"' USR1
-done=$(cat "$ckpt" 2>/dev/null || echo 0)
+done=0
+trap 'echo "checkpoint at $done"' USR1
+if [ -f "$ckpt" ]; then read -r done < "$ckpt" || exit 1; fi
+case "$done" in ''|*[!0-9]*) echo "unreadable checkpoint $ckpt: '$done'" >&2; exit 1;; esac
 echo "start $(date +%s.%N)"
 echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME gpus $CUDA_VISIBLE_DEVICES from $done"
 while [ "$done" -lt {int(seconds)} ]; do
-    sleep 1
-    done=$((done + 1))
-    echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+    if sleep 1; then
+        done=$((done + 1))
+        echo "$done" > "$ckpt.new" && mv "$ckpt.new" "$ckpt"
+    fi
 done
 """
 

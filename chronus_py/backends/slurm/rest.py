@@ -128,6 +128,33 @@ def mismatch(endpoint: str, offered: list[str], release: str | None) -> str:
     )
 
 
+def parse_endpoint(endpoint: str) -> tuple[str | None, str, int]:
+    """(unix socket path or None, host, port) of a slurmrestd address: ``unix:PATH`` or
+    ``http://HOST[:PORT]`` (port 6820 by default). Raises ValueError saying what is wrong."""
+    expected = "give unix:PATH (a local socket) or http://HOST:PORT"
+    if endpoint.startswith("unix:"):
+        path = endpoint[len("unix:") :]
+        if not path:
+            raise ValueError(f"{endpoint!r} names no socket: {expected}")
+        return path, "localhost", 80
+    parts = urlsplit(endpoint)
+    if parts.scheme == "https":
+        raise ValueError(f"{endpoint!r}: slurmrestd speaks plain http: {expected}")
+    if parts.scheme != "http":
+        raise ValueError(f"{endpoint!r} is not a slurmrestd address: {expected}")
+    try:
+        port = 6820 if parts.port is None else parts.port
+    except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        raise ValueError(f"{endpoint!r}: the port is not a number from 1 to 65535")
+    if not parts.hostname:
+        raise ValueError(f"{endpoint!r} names no host: {expected}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{endpoint!r}: nothing may follow the port: {expected}")
+    return None, parts.hostname, port
+
+
 class SlurmRest:
     """slurmrestd at ``endpoint``; ``token``/``user`` for JWT over TCP."""
 
@@ -144,15 +171,7 @@ class SlurmRest:
         version: str | None = None,
     ):
         self.endpoint = endpoint
-        if endpoint.startswith("unix:"):
-            self._unix: str | None = endpoint[len("unix:") :]
-            self._host, self._port = "localhost", 80
-        else:
-            parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-            if parts.scheme != "http" or not parts.hostname:
-                raise ValueError(f"expected unix:PATH or http://HOST:PORT, got {endpoint!r}")
-            self._unix = None
-            self._host, self._port = parts.hostname, parts.port or 6820
+        self._unix, self._host, self._port = parse_endpoint(endpoint)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if token:
             self._headers["X-SLURM-USER-TOKEN"] = token
