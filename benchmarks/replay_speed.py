@@ -10,8 +10,9 @@ benchmarks/results/replay_speed.json and prints a table. Usage:
 ``chronus replay --json`` processes, each run with its own checkout's code, alternating which
 side goes first. A shared machine's load then falls on both sides alike, so the ratio of the
 medians (this / other) is the number to quote, not either time; the ratio of CPU seconds is
-reported beside it, as it moves less with the load. The metrics (``--json`` less
-``wall_seconds``) of every run are compared too; any difference is reported and fails the run.
+reported beside it, as it moves less with the load, and the load averages before and after.
+The metrics (``--json`` less ``wall_seconds``) of every run are compared too; any difference is
+reported and fails the run.
 Writes benchmarks/results/replay_speed_ab.json (or ``--out``):
 
     python benchmarks/replay_speed.py --against ../base --policies chronus --pairs 3
@@ -119,6 +120,7 @@ def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> 
             times: dict[str, list[float]] = {"this": [], "other": []}
             cpu: dict[str, list[float]] = {"this": [], "other": []}
             metrics: dict[str, dict] = {}
+            load_before = os.getloadavg()
             for pair in range(pairs):
                 order = ("other", "this") if turn % 2 == 0 else ("this", "other")
                 turn += 1
@@ -152,6 +154,8 @@ def compare(other: Path, traces: list[str], policies: list[str], pairs: int) -> 
                     "other_cpu_seconds": cpu["other"],
                     "cpu_ratio": statistics.median(cpu["this"]) / statistics.median(cpu["other"]),
                     "pair_ratios": ratios,
+                    "load_average_before": load_before,
+                    "load_average_after": os.getloadavg(),
                     "same_metrics": same,
                     "differing": sorted(
                         k

@@ -104,8 +104,14 @@ def _take_all_hints(
     """Keep every valid hinted placement at once when together they fit ``free`` (then updated
     in place). Invalid ones (wrong length, outside the window) are left for packing, as the
     one-by-one check would, so the result is the same from a few array operations. False
-    (nothing changed): the valid ones overflow some slot; the caller goes one by one."""
-    flat = flatten(problem, hint)
+    (nothing changed): the valid ones overflow some slot; the caller goes one by one.
+
+    A hint with the wrong number of slots is invalid whatever its slots are, so it is left out
+    before its slots are flattened: the selector's hints are its previous plan, whose leases
+    include the restarts it charged, and the first solve of a re-plan plans work alone (Philly
+    MIX1, first 4,000 jobs: 2,036 of 58,718 hints had the right length)."""
+    jobs, index = problem.jobs, problem.index()
+    flat = flatten(problem, {j: p for j, p in hint.items() if _right_length(jobs, index, j, p)})
     used = flat.usage(flat.valid, free.size)
     if used.size > free.size or np.any(used > free):
         return False
@@ -113,6 +119,18 @@ def _take_all_hints(
     for i, placed in flat.placements(flat.valid).items():
         assignment[problem.jobs[i].id] = placed
     return True
+
+
+def _right_length(
+    jobs: tuple[LeaseJob, ...], index: dict[str, int], job_id: str, placed: Placement
+) -> bool:
+    """Whether a hinted placement names a job and option of the problem and has as many slots
+    as that option needs (the cheap part of ``FlatAssignment.valid``)."""
+    i = index.get(job_id)
+    if i is None:
+        return False
+    options = jobs[i].options
+    return 0 <= placed[0] < len(options) and len(placed[1]) == options[placed[0]].leases_needed
 
 
 def pack(

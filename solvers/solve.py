@@ -134,11 +134,12 @@ def _finish(
         reason: str | None = None,
     ) -> LeaseSolution:
         dropped = tuple(j.id for j in problem.jobs if j.fixed and j.id not in assignment)
+        final = start_score if assignment is start.assignment else score(problem, assignment)
         stats = SolveStats(
             backend=name,
             status=status,
             wall_s=time.perf_counter() - started,
-            objective=objective_value(problem, score(problem, assignment)),
+            objective=objective_value(problem, final),
             greedy_objective=greedy_obj,
             fallback_reason=reason,
             solver_status=solver_status,

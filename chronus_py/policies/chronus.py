@@ -72,9 +72,15 @@ class Chronus(OrderPolicy):
         return changed | self.selector.due(view.active, view.now)
 
     def key(self, job: JobState, now: float) -> tuple:
-        tier = self.selector.tier(job.id) if self.selector else Tier.SPOT
-        if job.status is Status.RUNNING and tier in (Tier.AHEAD, Tier.SPOT) and self.selector:
-            if self.selector.stop_breaks_plan(job, now):
+        """Asked for every active job at every decision (Philly MIX1: 991,190 times), so the
+        tier is read from the selector's table directly and only a guaranteed job asks
+        whether a stop breaks its plan."""
+        selector = self.selector
+        if selector is None:
+            return (Tier.SPOT, job.remaining(now) * job.gpus, job.seq)
+        tier = selector.tiers.get(job.id, Tier.SPOT)
+        if job.status is Status.RUNNING and (tier is Tier.SPOT or tier is Tier.AHEAD):
+            if job.id in selector.booked and selector.stop_breaks_plan(job, now):
                 return (Tier.SPOT, PROTECTED, job.seq)
             tier = Tier.SPOT
         return (tier, job.remaining(now) * job.gpus, job.seq)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import accumulate, chain
@@ -593,11 +594,12 @@ class LeaseSelector:
     def _planned_tier(self, state: JobState, now: float) -> Tier:
         """MUST_RUN if the plan needs the job in the current lease now, else AHEAD (with a
         trigger queued for the instant its laxity runs out, if that is within this lease)."""
-        leases = self.booked[state.id]
-        if self.lease_index not in leases:
+        leases = self.booked[state.id]  # sorted and distinct: one block iff its ends say so
+        i = bisect_left(leases, self.lease_index)
+        if i == len(leases) or leases[i] != self.lease_index:
             return Tier.AHEAD
         end, by = block_end(leases, self.guarantees[state.id].at, self.settings.lease)
-        if leases != tuple(range(end - len(leases), end)):
+        if leases[0] != end - len(leases) or leases[-1] != end - 1:
             return Tier.MUST_RUN
         trigger = by - self._cover(state, now)
         if trigger <= now:
@@ -675,10 +677,11 @@ class LeaseSelector:
         if kept is not None and kept[0] is leases and kept[1] == self.lease_index:
             return kept[2]
         at, lease = self.guarantees[job_id].at, self.settings.lease
-        if self.lease_index in leases:
+        i = bisect_left(leases, self.lease_index)  # booked leases are sorted
+        if i < len(leases) and leases[i] == self.lease_index:
             facts = (True, block_end(leases, at, lease)[1], 0)
         else:
-            later = [k for k in leases if k > self.lease_index]
+            later = leases[i:]
             facts = (False, room(later, at, lease), _restarts(later, running=False))
         self._facts[job_id] = (leases, self.lease_index, facts)
         return facts
