@@ -12,7 +12,7 @@ import sys
 import pytest
 from serving import running
 
-MAX_EXAMPLES = 30
+MAX_EXAMPLES = 20
 
 
 @pytest.fixture(scope="module")
