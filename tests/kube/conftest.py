@@ -21,6 +21,7 @@ failure instead, since CI builds the control plane first (``.ci/kube-controlplan
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 
@@ -28,12 +29,17 @@ import pytest
 
 from chronus_py.backends.kueue.lab import ControlPlane, why_not_here
 
+CI = os.environ.get("CI", "").lower() == "true"
+if CI and importlib.util.find_spec("lightkube") is None:
+    # the test modules skip without it (``importorskip``): in CI that skip must be a failure
+    raise pytest.UsageError("CI=true but lightkube is not installed: pip install '.[kube]'")
+
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory):
     why = why_not_here()
     if why is not None:
-        if os.environ.get("CI", "").lower() == "true":
+        if CI:
             pytest.fail(f"CI=true but the Kubernetes tests cannot run: {why}")
         pytest.skip(why)
     cp = ControlPlane(tmp_path_factory.mktemp("kube"))
