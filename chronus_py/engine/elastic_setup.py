@@ -5,7 +5,6 @@ runs on its event loop) and the summary and ``jobs.csv`` are the rigid replay's.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -42,7 +41,7 @@ def run_elastic_setup(
     )
     if on_read is not None:
         on_read(trace)
-    model = overhead_model(replace(setup, overhead=setup.overhead or "pause"))
+    model = overhead_model(setup)
     backend = setup.elastic_backend
     options = {**setup.options, **({"backend": backend} if backend != "greedy" else {})}
     chosen = make_policy(setup.policy, options)

@@ -103,6 +103,8 @@ class ReplaySetup:
             )
         if self.cluster is None and self.tenant_map is not None:
             raise InputError("--tenant-map", "only applies with --cluster")
+        if not (math.isfinite(self.resize_scale) and self.resize_scale >= 0):
+            raise InputError("--resize-scale", "must be >= 0")
         if not (math.isfinite(self.load) and self.load > 0):
             raise InputError("--load", f"must be > 0, got {self.load}")
         if not (math.isfinite(self.sigma) and self.sigma >= 0):
@@ -130,8 +132,6 @@ class ReplaySetup:
         given = [flag for flag, on in rigid_only.items() if on]
         if given:
             raise InputError("--elastic", f"does not combine with {', '.join(given)} yet")
-        if not (math.isfinite(self.resize_scale) and self.resize_scale >= 0):
-            raise InputError("--resize-scale", "must be >= 0")
         if self.elastic_backend not in ELASTIC_BACKENDS:
             raise InputError("--elastic-backend", f"must be one of {', '.join(ELASTIC_BACKENDS)}")
         if self.elastic_backend != "greedy" and self.policy != "elastic-chronus":
@@ -202,13 +202,12 @@ def scale_load(jobs: Sequence[Job], load: float) -> tuple[Job, ...]:
     return tuple(out)
 
 
-def overhead_model(setup: ReplaySetup) -> Overhead | None:
-    """The overhead model ``setup`` names, scaled by ``resize_scale`` (None: the replay's
-    default for its kind of policy)."""
-    if setup.overhead is None:
-        return None
+def overhead_model(setup: ReplaySetup) -> Overhead:
+    """The overhead model ``setup`` names (else its kind's: ``pause`` for an elastic replay,
+    ``chronus-restart`` for a rigid one), scaled by ``resize_scale``."""
+    name = setup.overhead or ("pause" if setup.elastic else "chronus-restart")
     try:
-        return make_overhead(setup.overhead, setup.resize_scale)
+        return make_overhead(name, setup.resize_scale)
     except ValueError as exc:
         raise InputError("--overhead", str(exc)) from None
 
