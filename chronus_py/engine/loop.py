@@ -22,7 +22,7 @@ from chronus_py.engine.profiling import ProfilingPool
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Oracle
 from chronus_py.jobs.model import Cluster, Job
-from chronus_py.jobs.overhead import Overhead, make_overhead, per_start
+from chronus_py.jobs.overhead import Overhead, default_overhead, make_overhead, per_start
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import Policy
 from chronus_py.round import advance
@@ -83,7 +83,7 @@ def replay(
     started_at = time.perf_counter()
     if overhead is None or isinstance(overhead, str):
         try:
-            model = make_overhead(overhead or ("pause" if _elastic(policy) else "chronus-restart"))
+            model = make_overhead(overhead or default_overhead(_elastic(policy)))
         except ValueError as exc:
             raise InputError("--overhead", str(exc)) from None
     else:

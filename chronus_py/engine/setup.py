@@ -36,7 +36,7 @@ from chronus_py.estimates import Noisy
 from chronus_py.estimates.in_place import InPlaceEstimation
 from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.jobs.model import Cluster, Job, Node
-from chronus_py.jobs.overhead import Overhead, make_overhead
+from chronus_py.jobs.overhead import Overhead, default_overhead, make_overhead
 from chronus_py.policies import ELASTIC, make_policy
 from chronus_py.policies.base import Policy
 from chronus_py.readers import DEFAULT_TRACE, TraceRead, read_trace
@@ -205,7 +205,7 @@ def scale_load(jobs: Sequence[Job], load: float) -> tuple[Job, ...]:
 def overhead_model(setup: ReplaySetup) -> Overhead:
     """The overhead model ``setup`` names (else its kind's: ``pause`` for an elastic replay,
     ``chronus-restart`` for a rigid one), scaled by ``resize_scale``."""
-    name = setup.overhead or ("pause" if setup.elastic else "chronus-restart")
+    name = setup.overhead or default_overhead(setup.elastic)
     try:
         return make_overhead(name, setup.resize_scale)
     except ValueError as exc:

@@ -99,6 +99,13 @@ OVERHEADS: dict[str, Callable[[float], Overhead]] = {
 }
 
 
+def default_overhead(elastic: bool) -> str:
+    """The overhead model a replay charges unless told otherwise: ElasticFlow's pause for an
+    elastic policy, the Chronus artifact's per-start work for a rigid one (what each world's
+    published results were measured with)."""
+    return "pause" if elastic else "chronus-restart"
+
+
 def make_overhead(name: str, scale: float = 1.0) -> Overhead:
     """The overhead model ``name`` scaled by ``scale``; ValueError naming the choices if unknown
     or if ``scale`` is negative (callers name the option)."""
