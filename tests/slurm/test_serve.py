@@ -92,6 +92,7 @@ def test_workload_placement_preemption_deadlines(lab, tmp_path):
         seen: dict[int, list] = {}
         jobs = watch(lab, serve, ids, 120, seen)
         check_runs_match_decisions(lab, serve, ids)
+        assert not serve.events("resync"), "every run was where chronus placed it"
         preempted = {d["job"] for d in decisions(serve) if d["event"] == "preempt"}
         assert preempted, "the short jobs should have displaced a long one"
         rest = SlurmRest(f"unix:{lab.socket}")

@@ -153,6 +153,11 @@ class SlurmBackend(CompressedTime):
         self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
+        # Slurm id -> the placement its start asked for. Slurm honours a start's nodes and GPU
+        # count per node but picks the GPU indices itself (a request cannot name them); a job
+        # running as released is reported where chronus placed it, so indices alone never
+        # look like a move, which made the service rebuild its scheduler and re-plan mid-lease.
+        self._asked: dict[int, dict[str, tuple[int, ...]]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
 
@@ -259,10 +264,14 @@ class SlurmBackend(CompressedTime):
             current = 0.0 if j.start_time == m.done_run else now - self._v(j.start_time)
             if any(j.placement.values()):
                 self._placements[j.id] = dict(j.placement)
-            # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
-            placement = self._placements.get(j.id) or {
-                n: tuple(range(j.gpus_per_node)) for n in j.nodes
-            }
+            placement = self._asked.get(j.id)
+            if placement is None or {n: len(g) for n, g in placement.items()} != {
+                n: j.gpus_per_node for n in j.nodes
+            }:
+                # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
+                placement = self._placements.get(j.id) or {
+                    n: tuple(range(j.gpus_per_node)) for n in j.nodes
+                }
             return ObservedJob(
                 job_id,
                 RunState.RUNNING,
@@ -273,6 +282,7 @@ class SlurmBackend(CompressedTime):
                 starts=j.restart_cnt + 1,
             )
         self._placements.pop(j.id, None)
+        self._asked.pop(j.id, None)
         if j.state == "PENDING":
             return ObservedJob(
                 job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt, spec=spec
@@ -423,6 +433,7 @@ class SlurmBackend(CompressedTime):
             self._after_requeue_second(j.id)
         self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
         self._released[j.id] = (time.monotonic() + self.start_timeout, decided)
+        self._asked[j.id] = dict(placement)
 
     def _settle(self) -> None:
         """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
