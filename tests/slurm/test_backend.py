@@ -148,8 +148,11 @@ def test_a_started_job_is_reported_on_the_gpus_chronus_chose(lab):
     )
     jid = f"slurm-{sid}"
     accept_all(b)
+    released = time.time()
     b.start(jid, {"n1": (2, 3)})
-    assert dict(observed(b, jid).placement) == {"n1": (2, 3)}
+    o = observed(b, jid)
+    assert dict(o.placement) == {"n1": (2, 3)}
+    assert o.run_since >= released  # though Slurm stamps its start in whole seconds
     assert dict(b.rest.job(sid).placement) == {"n1": (0, 1)}  # Slurm's own choice
     b.preempt(jid)
     assert observed(b, jid).state is RunState.PENDING
