@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -59,6 +60,12 @@ def main() -> int:
         type=float,
         default=0.5,
         help="chronus's solver time limit per plan, s (the service's --time-limit)",
+    )
+    p.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="copy each chronus run's service log and database into DIR (the lab is temporary)",
     )
     args = p.parse_args()
     why = why_not_here()
@@ -106,6 +113,10 @@ def main() -> int:
                 )
                 s = summary(outcomes)
                 s["wall_s"] = round(time.monotonic() - t0, 1)
+                if args.keep is not None and mode == "chronus":
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    for name in ("chronus.log", "chronus.db"):
+                        shutil.copy(Path(tmp) / name, args.keep / name)
         out["runs"][mode] = s
         print(mode, json.dumps(s), flush=True)
     out["load_after"] = os.getloadavg()

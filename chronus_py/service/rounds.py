@@ -184,12 +184,13 @@ def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) ->
 def run_began(scheduler: Scheduler, job_id: str, at: float, now: float) -> JobState:
     """A run the backend began at ``at``, later than the round that started it: progress counts
     from then, and the start latency the plan charged for this start (the part of the job's
-    overhead beyond the restart overhead, see :func:`build_scheduler`) is paid, up to how late
-    the run began, since it elapsed before the run; else it would be owed twice."""
+    overhead beyond the restart overhead, see :func:`scheduler_for`) is paid in full. It is time
+    before the run, not work in it: a run that began sooner than charged does not owe the rest
+    (kept, it made a running job look hopeless and demoted it, issue 26 session 11), and one
+    that began later has lost that time on the clock, not in its work."""
     state = scheduler.active[job_id]
     if is_running(state) and state.run_since is not None and at > state.run_since:
-        latency = max(state.overhead - restart_overhead(state.gpus), 0.0)
-        state.service += min(min(at, now) - state.run_since, latency)
+        state.service += max(state.overhead - restart_overhead(state.gpus), 0.0)
     return scheduler.run_began(job_id, at, now)
 
 

@@ -138,6 +138,28 @@ def test_start_preempt_resume_and_finish(lab):
     assert o.starts == 2 and o.work_done >= 4  # its 4 s of work, over two runs
 
 
+def test_a_started_job_is_reported_on_the_gpus_chronus_chose(lab):
+    # Slurm honours a start's node and GPU count but picks the GPUs (the lowest free here):
+    # reported by Slurm's indices, the run looked moved to the service, which then rebuilt
+    # its scheduler and re-planned mid-lease (issue 26: a guarantee broken that way).
+    b = backend(lab)
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=30s", script=workload(30)
+    )
+    jid = f"slurm-{sid}"
+    accept_all(b)
+    released = time.time()
+    b.start(jid, {"n1": (2, 3)})
+    o = observed(b, jid)
+    assert dict(o.placement) == {"n1": (2, 3)}
+    assert o.run_since >= released  # though Slurm stamps its start in whole seconds
+    assert dict(b.rest.job(sid).placement) == {"n1": (0, 1)}  # Slurm's own choice
+    b.preempt(jid)
+    assert observed(b, jid).state is RunState.PENDING
+    b.start(jid, {"n2": (0, 1)})
+    assert dict(observed(b, jid).placement) == {"n2": (0, 1)}
+
+
 def test_a_job_runs_on_as_many_nodes_as_its_placement_spans(lab):
     # Slurm fixes a job's node count at submission; a start on another count must change it
     # (v0.0.38 refused the "maximum_nodes" key this once sent, so every such start failed).

@@ -33,10 +33,11 @@ def test_before_any_start_one_grace_and_one_poll_in_chronus_time():
     assert b.start_latency() == pytest.approx(180.0)  # the longest recent start
 
 
-def test_a_late_run_owes_its_start_latency_once():
+def test_a_run_that_began_owes_no_start_latency():
     """The plan charged 240 s of latency on this start; Slurm began the run 100 s after the
-    round, so progress counts from then and 100 s of that charge are paid: the remaining work
-    is the estimate, the restart overhead and the unpaid 140 s, less the 50 s run so far."""
+    round, so progress counts from then and the whole charge is paid (it was time before the
+    run): the remaining work is the estimate and the restart overhead, less the 50 s run so
+    far. A second start is charged the latency again."""
     from chronus_py.jobs.model import Job, JobKind
 
     scheduler = rounds.scheduler_for(
@@ -51,4 +52,8 @@ def test_a_late_run_owes_its_start_latency_once():
     assert rounds.is_running(state) and state.run_since == 0.0
     rounds.run_began(scheduler, "j", 100.0, 150.0)
     assert state.run_since == 100.0
-    assert state.remaining(150.0) == pytest.approx(1000.0 + restart_overhead(2) + 140.0 - 50.0)
+    assert state.remaining(150.0) == pytest.approx(1000.0 + restart_overhead(2) - 50.0)
+    rounds.run_began(scheduler, "j", 100.0, 200.0)  # the same run, seen again: paid once
+    assert state.remaining(200.0) == pytest.approx(1000.0 + restart_overhead(2) - 100.0)
+    scheduler._preempt(state, 200.0)
+    assert state.remaining(200.0) == pytest.approx(1000.0 + 2 * restart_overhead(2) + 240.0 - 100.0)

@@ -46,6 +46,19 @@ def submit(lab, gpus: int, seconds: int, extra: str = "") -> int:
     )
 
 
+def until(what: str, pred, timeout: float = 30.0) -> None:
+    """Wait for a condition instead of sleeping for it."""
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, f"{what}: not within {timeout:g}s"
+        time.sleep(0.2)
+
+
+def running(serve, ids) -> bool:
+    jobs = serve.jobs()
+    return all(jobs.get(f"slurm-{i}", {}).get("state") == "running" for i in ids)
+
+
 def watch(lab, serve, ids, timeout, seen=None, during=None):
     """Wait until chronus reports every job finished; record each job's Slurm states."""
     rest = SlurmRest(f"unix:{lab.socket}", retries=0)
@@ -84,14 +97,15 @@ def test_workload_placement_preemption_deadlines(lab, tmp_path):
     unmarked = lab.sbatch("--hold", "--gres=gpu:1", script=workload(1))
     foreign = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "team note", script=workload(1))
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
-        long = [submit(lab, 4, 20), submit(lab, 4, 20)]
-        time.sleep(3)
+        long = [submit(lab, 4, 12), submit(lab, 4, 12)]
+        until("both long jobs running", lambda: running(serve, long))
         short = [submit(lab, 4, 4), submit(lab, 2, 3), submit(lab, 1, 3)]
         slo = [submit(lab, 2, 5, "deadline=+3h"), submit(lab, 2, 5, "deadline=+3h:1,+4h:0.5")]
         ids = long + short + slo
         seen: dict[int, list] = {}
         jobs = watch(lab, serve, ids, 120, seen)
         check_runs_match_decisions(lab, serve, ids)
+        assert not serve.events("resync"), "every run was where chronus placed it"
         preempted = {d["job"] for d in decisions(serve) if d["event"] == "preempt"}
         assert preempted, "the short jobs should have displaced a long one"
         rest = SlurmRest(f"unix:{lab.socket}")
@@ -116,7 +130,7 @@ def test_kill9_restart_and_slurm_outages(lab, tmp_path):
     serve = ServeProcess(lab, db).start()
     try:
         ids = [submit(lab, 4, 12), submit(lab, 4, 12), submit(lab, 2, 8), submit(lab, 2, 4)]
-        time.sleep(4)
+        until("the first two running", lambda: running(serve, ids[:2]))
         serve.kill9()
         late = submit(lab, 2, 4)  # arrives while the daemon is dead
         serve = ServeProcess(lab, db).start()
@@ -149,18 +163,15 @@ def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
         lab.run("scontrol", "update", "nodename=n2", "state=drain", "reason=disk")
         try:
-            time.sleep(2)  # more than one health read
+            until("n2 seen drained", lambda: serve.events("node_unhealthy"))
             first = [submit(lab, 4, 3), submit(lab, 4, 3)]
             watch(lab, serve, first, 90)
             assert [node for i in first for node, _ in runs(lab, i)] == ["n1", "n1"]
-            unhealthy = [
-                json.loads(m.group(1))
-                for m in re.finditer(r"(\{.*\"node_unhealthy\".*\})", serve.log.read_text())
-            ]
+            unhealthy = serve.events("node_unhealthy")
             assert unhealthy and unhealthy[0]["node"] == "n2" and "disk" in unhealthy[0]["reason"]
         finally:
             lab.run("scontrol", "update", "nodename=n2", "state=resume")
-        time.sleep(2)
+        until("n2 seen resumed", lambda: serve.events("node_healthy"))
         second = [submit(lab, 4, 3), submit(lab, 4, 3)]
         watch(lab, serve, second, 90)
         assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
@@ -170,16 +181,8 @@ def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
     """With 1 GPU free on each node, a 2-GPU job runs as 1 + 1 on both, as Slurm can run it
     (the same count on every node), and starts at once: no failed start, no resync."""
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
-        big = [submit(lab, 3, 15), submit(lab, 3, 15)]
-
-        def both_running():
-            jobs = serve.jobs()
-            return all(jobs.get(f"slurm-{i}", {}).get("state") == "running" for i in big)
-
-        end = time.monotonic() + 30
-        while not both_running():
-            assert time.monotonic() < end, serve.jobs()
-            time.sleep(0.2)
+        big = [submit(lab, 3, 10), submit(lab, 3, 10)]
+        until("both 3-GPU jobs running", lambda: running(serve, big))
         split = submit(lab, 2, 3)
         watch(lab, serve, [split], 60)
         assert serve.jobs()[f"slurm-{split}"]["starts"] == 1

@@ -153,6 +153,14 @@ class SlurmBackend(CompressedTime):
         self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
+        # Slurm id -> (the placement its start asked for, wall time of its release). Slurm
+        # honours a start's nodes and GPU count per node but picks the GPU indices itself (a
+        # request cannot name them); a job running as released is reported where chronus
+        # placed it, so indices alone never look like a move, which made the service rebuild
+        # its scheduler and re-plan mid-lease. Its run began after its release, although
+        # Slurm stamps the start in whole seconds (up to a second earlier: two minutes at
+        # 120x), so the service always sees when it began (``Service._observe``).
+        self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
 
@@ -256,23 +264,31 @@ class SlurmBackend(CompressedTime):
         except marker.MarkerError:
             spec = None
         if j.state in _RUNNING:
-            current = 0.0 if j.start_time == m.done_run else now - self._v(j.start_time)
-            if any(j.placement.values()):
-                self._placements[j.id] = dict(j.placement)
-            # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
-            placement = self._placements.get(j.id) or {
-                n: tuple(range(j.gpus_per_node)) for n in j.nodes
-            }
+            began = j.start_time
+            placement, released = self._asked.get(j.id, (None, 0.0))
+            if placement is not None and {n: len(g) for n, g in placement.items()} == {
+                n: j.gpus_per_node for n in j.nodes
+            }:
+                began = max(began, released)
+            else:
+                if any(j.placement.values()):
+                    self._placements[j.id] = dict(j.placement)
+                # a COMPLETING job still holds its GPUs but Slurm no longer lists their indices
+                placement = self._placements.get(j.id) or {
+                    n: tuple(range(j.gpus_per_node)) for n in j.nodes
+                }
+            current = 0.0 if j.start_time == m.done_run else now - self._v(began)
             return ObservedJob(
                 job_id,
                 RunState.RUNNING,
                 placement=placement,
                 spec=spec,
-                run_since=self._v(j.start_time),
+                run_since=self._v(began),
                 work_done=m.done + max(current, 0.0),
                 starts=j.restart_cnt + 1,
             )
         self._placements.pop(j.id, None)
+        self._asked.pop(j.id, None)
         if j.state == "PENDING":
             return ObservedJob(
                 job_id, RunState.PENDING, work_done=m.done, starts=j.restart_cnt, spec=spec
@@ -423,6 +439,7 @@ class SlurmBackend(CompressedTime):
             self._after_requeue_second(j.id)
         self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
         self._released[j.id] = (time.monotonic() + self.start_timeout, decided)
+        self._asked[j.id] = (dict(placement), time.time())
 
     def _settle(self) -> None:
         """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
