@@ -76,6 +76,12 @@ class JobState:
         self.rate_of = {0: 0.0, **{n: job.rate(n) for n in job.sizes}}
         self.next_size = dict(zip((0,) + job.sizes, job.sizes))
 
+    @property
+    def segment(self) -> int:
+        """Which run segment the job is in: it counts every start and resize, so a completion
+        stamped with it is stale once the job moved (``chronus_py.engine.clock``)."""
+        return self.starts + self.resizes
+
     def service_at(self, now: float) -> float:
         """Work done so far (in the job's unit), including the current run."""
         if self.run_since is None:
