@@ -1,12 +1,23 @@
-"""The replay world: true work, restart overheads and completions, driving a Scheduler.
+"""The one replay loop: true work, completions and arrivals on one clock, driving a stage.
 
-The engine plays the cluster manager. It knows each job's true work (the trace duration unless a
-``truth`` function says otherwise) and the placement slowdown; the scheduler sees only estimates
-and observed service. Same-instant order is fixed: completions free GPUs first, then every
-arrival at that instant is submitted (or sent to the profiling pool first), then one decision is
-taken. When estimates can be wrong, the engine re-estimates every ``reestimate_every`` seconds:
-a job that has run for ``observe`` seconds reports its iteration rate, which with its known
-iteration count gives its true work, and the scheduler gets that figure.
+The loop plays the cluster manager for any trace and policy. The stage is the rigid
+:class:`~chronus_py.scheduler.Scheduler` for a policy that orders a queue, the
+:class:`~chronus_py.engine.elastic.ElasticScheduler` for one that names every job's size; both
+take ``submit``, ``finish``, ``next_wakeup`` and a round (``select``, ``place`` ->
+:class:`~chronus_py.scheduler.Moves`: started, preempted, resized). The loop knows each job's
+true work (the trace duration unless a ``truth`` function says otherwise; an elastic job's
+iterations) and the placement slowdown; the stage sees only estimates and observed service.
+
+Each instant is the earliest of the next arrival group, the next completion and the next
+wake-up (the stage's, the profiling pool's, a re-estimate). Same-instant order is fixed:
+completions free GPUs first (in submission order), then every arrival of the instant is
+submitted (or sent to the profiling pool first), then one decision is taken, and each run it
+started or resized gets its completion on the clock, stamped with the run segment
+(``JobState.segment``) so a later move makes it stale. An elastic job also counts as done
+within a tolerance of its work (``ElasticScheduler.due``). When estimates can be wrong (rigid
+policies), the loop re-estimates every ``reestimate_every`` seconds: a job that has run for
+``observe`` seconds reports its iteration rate, which with its known iteration count gives its
+true work, and the scheduler gets that figure.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ Progress, for rigid and elastic jobs alike: ``service`` is work done in the job'
 banked when a run stops or changes; a running job adds ``speed`` units per second from
 ``run_since`` on, or from ``paused_until`` if later (a start or resize that pauses it: checkpoint,
 restart, warm-up). ``speed`` is the placement slowdown of a rigid job (1 at full speed), the
-throughput of its size for an elastic one. The elastic engine also keeps ``size`` (the GPUs it runs
-on now, 0 stopped), the resizes and pauses it paid, its GPU-seconds and the GPUs it used since its
-last start (``known_gpus``: a shrink onto them is cheap).
+throughput of its size for an elastic one. The elastic scheduler also keeps ``size`` (the GPUs
+it runs on now, 0 stopped), the resizes and pauses it paid, its GPU-seconds and the GPUs it used
+since its last start (``known_gpus``: a shrink onto them is cheap).
 """
 
 from __future__ import annotations
