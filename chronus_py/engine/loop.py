@@ -48,8 +48,9 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class ReplayResult:
-    """Every job's record after a replay. An elastic replay also counts its CPU seconds, events
-    and the sizes the allocator could not place (``elastic`` True)."""
+    """Every job's record after a replay, its CPU seconds and instants (``events``); an elastic
+    replay (``elastic`` True) also counts the sizes the allocator could not place, and its summary
+    reports all three."""
 
     jobs: tuple[JobState, ...]
     cluster: Cluster
