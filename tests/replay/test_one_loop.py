@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from chronus_py.engine import replay
 from chronus_py.engine.clock import Clock
 from chronus_py.engine.elastic import ElasticScheduler
@@ -99,3 +101,21 @@ def test_the_elastic_scheduler_takes_the_rigid_schedulers_calls():
     stage.finish("b", 100.0)
     assert b.finish == 100.0 and list(stage.active) == ["a"]
     assert advance(stage, 100.0).resized == (a,) and a.size == 4
+
+
+def test_a_job_with_no_work_left_when_it_starts_is_done_at_the_next_instant():
+    # z (0 iterations) starts at 0 and is paused by its start until 29 s; y's arrival at 10 is
+    # the next instant, and z is done there, as the elastic engine before the one loop had it
+    jobs = [elastic("z", 0, 0.0, 1000), elastic("y", 10, 40, 1000)]
+    result = replay(jobs, Cluster.uniform(1, 4), ElasticEDF())
+    assert [(r.id, r.finish) for r in result.jobs] == [("z", 10), ("y", 49.0)]
+    assert result.events == 3
+
+
+def test_a_policy_asking_to_wake_now_is_refused():
+    class Stuck(ElasticEDF):
+        def assign(self, now, active, cluster):
+            return {}, now
+
+    with pytest.raises(RuntimeError, match="policy elastic-edf asked to wake at 0 <= now 0"):
+        replay([elastic("a", 0, 10, 100)], Cluster.uniform(1, 4), Stuck())
