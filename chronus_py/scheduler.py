@@ -30,11 +30,13 @@ SpeedModel = Callable[[Job, Mapping[str, tuple[int, ...]]], float]
 
 @dataclass(frozen=True)
 class Moves:
-    """What one ``place`` call changed: jobs started (with placements) and jobs preempted."""
+    """What one ``place`` call changed: jobs started (with placements), jobs preempted, and
+    running jobs moved to another size (elastic ones; ``chronus_py.engine.elastic``)."""
 
     now: float
     started: tuple[JobState, ...]
     preempted: tuple[JobState, ...]
+    resized: tuple[JobState, ...] = ()
 
 
 class Scheduler:

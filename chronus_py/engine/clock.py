@@ -1,23 +1,31 @@
-"""The event clock: arrivals in submission order, completions in a heap, and wake-ups.
+"""The event clock of every replay: arrivals in submission order, completions in a heap, and
+wake-ups.
 
-Time never ticks; ``next_time`` jumps to the earliest pending instant. A completion is stamped
-with the run (start count) it belongs to, and a completion of an earlier run — the job was
-preempted since — is dropped when popped, so preemption never has to search the heap.
+Time never ticks; ``next_time`` jumps to the earliest pending instant. Arrivals come in groups:
+the jobs submitted at one instant, or (``window`` > 0) within one ``window``-second slot, shown
+together at the last of their submission times, since a policy cannot see a job before it is
+submitted (ElasticFlow merges arrivals per slot of its plan). A completion is stamped with the
+run segment it belongs to (``JobState.segment``: it counts starts and resizes); once the job
+moves - preempted, resized, finished - the entry is stale and the stage drops it when popped,
+so a move never has to search the heap.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 from chronus_py.jobs.model import Job
 
+Due = Callable[[str, int, float], bool]
+
 
 class Clock:
-    def __init__(self, jobs: Sequence[Job]):
-        self.arrivals = jobs
-        self.next_arrival = 0
+    def __init__(self, jobs: Sequence[Job], window: float = 0.0):
+        """``jobs`` in submission order."""
+        self.groups = _arrival_groups(jobs, window)
+        self.next_group = 0
         self.completions: list[tuple[float, int, str, int]] = []
         self._seq = 0
 
@@ -25,30 +33,61 @@ class Clock:
         self._seq += 1
         heapq.heappush(self.completions, (at, self._seq, job_id, run))
 
-    def next_time(self, wakeup: float | None) -> float:
+    def next_time(
+        self, wakeup: float | None, live: Callable[[str, int], bool] | None = None
+    ) -> float:
+        """The next instant anything happens. With ``live``, stale completions at the head are
+        dropped first, so they never make an instant of their own."""
+        if live is not None:
+            while self.completions and not live(self.completions[0][2], self.completions[0][3]):
+                heapq.heappop(self.completions)
         candidates = [math.inf if wakeup is None else wakeup]
-        if self.next_arrival < len(self.arrivals):
-            candidates.append(self.arrivals[self.next_arrival].submit)
+        if self.next_group < len(self.groups):
+            candidates.append(self.groups[self.next_group][0])
         if self.completions:
             candidates.append(self.completions[0][0])
         return min(candidates)
 
-    def pop_completions(self, now: float) -> list[tuple[str, int]]:
-        out = []
-        while self.completions and self.completions[0][0] <= now:
-            _, _, job_id, run = heapq.heappop(self.completions)
-            out.append((job_id, run))
+    def pop_completions(
+        self, now: float, within: float = 0.0, due: Due | None = None
+    ) -> list[tuple[str, int]]:
+        """The completions at or before ``now``, as (job id, run). With ``within`` > 0 also the
+        later ones up to ``now + within`` that ``due(job_id, run, now)`` says are done already
+        (a world that counts a job done within a tolerance of its work); the others stay."""
+        out: list[tuple[str, int]] = []
+        later = []
+        limit = now + within if within else now
+        while self.completions and self.completions[0][0] <= limit:
+            entry = heapq.heappop(self.completions)
+            at, _, job_id, run = entry
+            if at <= now or due is None or due(job_id, run, now):
+                out.append((job_id, run))
+            else:
+                later.append(entry)
+        for entry in later:
+            heapq.heappush(self.completions, entry)
         return out
 
     def pop_arrivals(self, now: float) -> list[Job]:
-        start = self.next_arrival
-        while (
-            self.next_arrival < len(self.arrivals)
-            and self.arrivals[self.next_arrival].submit <= now
-        ):
-            self.next_arrival += 1
-        return list(self.arrivals[start : self.next_arrival])
+        out: list[Job] = []
+        while self.next_group < len(self.groups) and self.groups[self.next_group][0] <= now:
+            out.extend(self.groups[self.next_group][1])
+            self.next_group += 1
+        return out
 
-    @property
-    def done(self) -> bool:
-        return self.next_arrival >= len(self.arrivals) and not self.completions
+
+def _arrival_groups(jobs: Sequence[Job], window: float) -> list[tuple[float, list[Job]]]:
+    """Consecutive jobs with the same submission time, or the same ``window`` slot, as one group
+    at the last of their submission times."""
+    groups: list[tuple[float, list[Job]]] = []
+    key_of = (lambda t: t) if window <= 0 else (lambda t: int(t // window))
+    last_key = None
+    for job in jobs:
+        key = key_of(job.submit)
+        if groups and key == last_key:
+            groups[-1][1].append(job)
+            groups[-1] = (job.submit, groups[-1][1])
+        else:
+            groups.append((job.submit, [job]))
+        last_key = key
+    return groups

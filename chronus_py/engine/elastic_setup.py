@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Callable
 
 from chronus_py.engine import ReplayResult, replay, summarize
-from chronus_py.engine.setup import ReplaySetup, overhead_model, scale_load
+from chronus_py.engine.setup import ReplaySetup, overhead_model, read_setup_trace, scale_load
 from chronus_py.jobs.model import Cluster
-from chronus_py.jobs.throughputs import read_throughputs
 from chronus_py.policies import make_policy
 from chronus_py.readers import TraceRead
-from chronus_py.readers.elastic import read_elastic_trace
 
 
 def run_elastic_setup(
@@ -28,17 +26,8 @@ def run_elastic_setup(
     where its greedy plan refuses (the metrics then count those calls); ``overhead`` names the
     overhead model (``chronus_py.jobs.overhead``; default the pause), scaled by ``resize_scale``."""
     setup.check()
-    table = read_throughputs(setup.throughputs)
     cluster = Cluster.uniform(setup.nodes, setup.gpus_per_node)
-    trace = read_elastic_trace(
-        setup.trace,
-        table,
-        cluster_gpus=cluster.gpus,
-        format=setup.format,
-        columns=setup.columns,
-        time_unit=setup.time_unit,
-        skip_bad_rows=setup.skip_bad_rows,
-    )
+    trace = read_setup_trace(setup, cluster_gpus=cluster.gpus)
     if on_read is not None:
         on_read(trace)
     model = overhead_model(setup)

@@ -1,12 +1,23 @@
-"""The replay world: true work, restart overheads and completions, driving a Scheduler.
+"""The one replay loop: true work, completions and arrivals on one clock, driving a stage.
 
-The engine plays the cluster manager. It knows each job's true work (the trace duration unless a
-``truth`` function says otherwise) and the placement slowdown; the scheduler sees only estimates
-and observed service. Same-instant order is fixed: completions free GPUs first, then every
-arrival at that instant is submitted (or sent to the profiling pool first), then one decision is
-taken. When estimates can be wrong, the engine re-estimates every ``reestimate_every`` seconds:
-a job that has run for ``observe`` seconds reports its iteration rate, which with its known
-iteration count gives its true work, and the scheduler gets that figure.
+The loop plays the cluster manager for any trace and policy. The stage is the rigid
+:class:`~chronus_py.scheduler.Scheduler` for a policy that orders a queue, the
+:class:`~chronus_py.engine.elastic.ElasticScheduler` for one that names every job's size; both
+take ``submit``, ``finish``, ``next_wakeup`` and a round (``select``, ``place`` ->
+:class:`~chronus_py.scheduler.Moves`: started, preempted, resized). The loop knows each job's
+true work (the trace duration unless a ``truth`` function says otherwise; an elastic job's
+iterations) and the placement slowdown; the stage sees only estimates and observed service.
+
+Each instant is the earliest of the next arrival group, the next completion and the next
+wake-up (the stage's, the profiling pool's, a re-estimate). Same-instant order is fixed:
+completions free GPUs first (in submission order), then every arrival of the instant is
+submitted (or sent to the profiling pool first), then one decision is taken, and each run it
+started or resized gets its completion on the clock, stamped with the run segment
+(``JobState.segment``) so a later move makes it stale. An elastic job also counts as done
+within a tolerance of its work (``ElasticScheduler.due``). When estimates can be wrong (rigid
+policies), the loop re-estimates every ``reestimate_every`` seconds: a job that has run for
+``observe`` seconds reports its iteration rate, which with its known iteration count gives its
+true work, and the scheduler gets that figure.
 """
 
 from __future__ import annotations
@@ -17,17 +28,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from chronus_py.engine.clock import Clock
-from chronus_py.engine.elastic import ElasticEngine, ElasticPolicy
+from chronus_py.engine.elastic import ElasticScheduler
 from chronus_py.engine.profiling import ProfilingPool
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Oracle
 from chronus_py.jobs.model import Cluster, Job
 from chronus_py.jobs.overhead import Overhead, default_overhead, make_overhead, per_start
 from chronus_py.jobs.state import JobState, Status
-from chronus_py.policies.base import Policy
+from chronus_py.policies.base import ElasticPolicy, Policy
 from chronus_py.round import advance
 from chronus_py.scheduler import Scheduler, SpeedModel
-from placement import Allocator, ConsolidatedAllocator
+from placement import Allocator
 
 if TYPE_CHECKING:
     from chronus_py.estimates.in_place import InPlaceEstimation
@@ -37,8 +48,9 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class ReplayResult:
-    """Every job's record after a replay. An elastic replay also counts its CPU seconds, events
-    and the sizes the allocator could not place (``elastic`` True)."""
+    """Every job's record after a replay, its CPU seconds and instants (``events``); an elastic
+    replay (``elastic`` True) also counts the sizes the allocator could not place, and its summary
+    reports all three."""
 
     jobs: tuple[JobState, ...]
     cluster: Cluster
@@ -76,114 +88,121 @@ def replay(
     seconds added to their work, an elastic policy's jobs pause.
 
     An elastic policy (``policy.elastic``: it names every job's size instead of ordering a queue)
-    runs on the elastic event loop (``chronus_py.engine.elastic``), which shares the job, its
-    state and progress model, the overhead models and the result, but not yet the estimate
-    stages: with one, ``profiling``, ``estimation``, ``truth``, ``speed`` and the rest are
-    refused."""
-    started_at = time.perf_counter()
-    if overhead is None or isinstance(overhead, str):
-        try:
-            model = make_overhead(overhead or default_overhead(_elastic(policy)))
-        except ValueError as exc:
-            raise InputError("--overhead", str(exc)) from None
-    else:
-        model = overhead
-    if _elastic(policy):
-        given = [
-            name
-            for name, value in (
-                ("estimator", estimator),
-                ("truth", truth),
-                ("speed", speed),
-                ("profiling", profiling),
-                ("reestimate_every", reestimate_every),
-                ("round_requests", round_requests),
-                ("estimation", estimation),
-            )
-            if value
-        ]
-        if given:
-            raise InputError(policy.name, f"an elastic policy does not take {given[0]} yet")
-        return _replay_elastic(jobs, cluster, policy, allocator, model, on_progress, started_at)
+    runs on :class:`~chronus_py.engine.elastic.ElasticScheduler` in the same loop. It takes none
+    of the estimate stages (``estimator``, ``truth``, ``speed``, ``profiling``,
+    ``reestimate_every``, ``round_requests``, ``estimation``): they estimate seconds at the size a
+    job asks for, while an elastic job's work is iterations on a throughput curve, and its
+    policies plan on that work."""
+    started_at, cpu = time.perf_counter(), time.process_time()
+    elastic = _elastic(policy)
+    model = _overhead_model(overhead, elastic)
     ordered = sorted(jobs, key=lambda j: j.submit)
     widest = max(n.gpus for n in cluster.nodes) * len(cluster.nodes)
     for job in ordered:
-        if job.gpus > cluster.gpus or job.gpus > widest:
-            raise InputError(job.id, f"needs {job.gpus} GPUs, the cluster has {cluster.gpus}")
-    per_start_work = per_start(model, cluster.gpus)
-    scheduler = Scheduler(
-        cluster,
-        policy,
-        allocator=allocator,
-        estimator=profiling or estimation or estimator,
-        overhead=per_start_work,
-        speed=speed,
-        round_requests=round_requests,
-    )
-    truth = truth or Oracle()
-    work = {job.id: truth.estimate(job) for job in ordered}
-    clock = Clock(ordered)
+        if job.min_size > cluster.gpus or job.min_size > widest:
+            raise InputError(job.id, f"needs {job.min_size} GPUs, the cluster has {cluster.gpus}")
+    stage: Scheduler | ElasticScheduler
+    if elastic:
+        _refuse_estimates(
+            policy,
+            estimator=estimator,
+            truth=truth,
+            speed=speed,
+            profiling=profiling,
+            reestimate_every=reestimate_every,
+            round_requests=round_requests,
+            estimation=estimation,
+        )
+        stage = ElasticScheduler(cluster, policy, overhead=model, allocator=allocator)
+        work = {job.id: job.work for job in ordered}
+    else:
+        stage = Scheduler(
+            cluster,
+            policy,
+            allocator=allocator,
+            estimator=profiling or estimation or estimator,
+            overhead=per_start(model, cluster.gpus),
+            speed=speed,
+            round_requests=round_requests,
+        )
+        truth = truth or Oracle()
+        work = {job.id: truth.estimate(job) for job in ordered}
+    clock = Clock(ordered, policy.arrival_window if elastic else 0.0)
+
+    def live(job_id: str, run: int) -> bool:
+        state = stage.running.get(job_id)
+        return state is not None and state.segment == run
+
     profiled: list[JobState] = []
     unsure: set[str] = set()
     next_check = math.inf
     finished = 0
+    events = 0
     now = 0.0
     while True:
         wakeups = [
             t
             for t in (
-                scheduler.next_wakeup(now),
+                stage.next_wakeup(now),
                 next_check,
                 profiling.next_time() if profiling else None,
                 estimation.next_time() if estimation else None,
             )
             if t is not None
         ]
-        now = clock.next_time(min(wakeups, default=None))
+        now = clock.next_time(min(wakeups, default=None), live)
         if now == math.inf:
             break
-        for job_id, run in clock.pop_completions(now):
-            state = scheduler.running.get(job_id)
-            if state is not None and state.starts == run:
-                scheduler.finish(job_id, now)
-                finished += 1
+        events += 1
+        if elastic:
+            popped = clock.pop_completions(now, stage.within, stage.due)
+        else:
+            popped = clock.pop_completions(now)
+        done = {job_id: stage.running[job_id] for job_id, run in popped if live(job_id, run)}
+        for state in sorted(done.values(), key=lambda s: s.seq):
+            stage.finish(state.id, now)
+            finished += 1
         for job in clock.pop_arrivals(now):
             if profiling:
                 profiling.arrive(job, work[job.id])
             elif estimation:
-                estimation.arrive(scheduler.submit(job), work[job.id])
+                estimation.arrive(stage.submit(job), work[job.id])
             else:
-                unsure.add(scheduler.submit(job).id)
-        for job, start, done, end in profiling.pop(now) if profiling else ():
-            if done:
+                unsure.add(stage.submit(job).id)
+        for job, start, done_in_pool, end in profiling.pop(now) if profiling else ():
+            if done_in_pool:
                 profiled.append(_finished_in_pool(job, start, end, work[job.id]))
                 finished += 1
             else:
-                unsure.add(scheduler.submit(job).id)
-        unsure = {i for i in unsure if scheduler.jobs[i].estimate != work[i]}
+                unsure.add(stage.submit(job).id)
+        unsure = {i for i in unsure if stage.jobs[i].estimate != work[i]}
         if now >= next_check:
-            unsure = _reestimate(scheduler, unsure, work, now, observe)
+            unsure = _reestimate(stage, unsure, work, now, observe)
             next_check = math.inf
         if reestimate_every and unsure and next_check == math.inf:
             next_check = now + reestimate_every
         if estimation:
-            estimation.update(scheduler, now)
-        decided = advance(scheduler, now)
-        for state in decided.started:
-            left = work[state.id] + state.starts * state.overhead - state.service
-            clock.add_completion(now + max(left, 0.0) / state.speed, state.id, state.starts)
+            estimation.update(stage, now)
+        decided = advance(stage, now)
+        for state in decided.started + decided.resized:
+            target = work[state.id] + state.starts * state.overhead
+            clock.add_completion(state.completes_at(target), state.id, state.segment)
             if estimation:
                 estimation.started(state, now)
-        if on_progress and (decided.started or decided.preempted):
+        if on_progress and (decided.started or decided.preempted or decided.resized):
             on_progress(finished, len(ordered))
-    stuck = [s.id for s in scheduler.jobs.values() if s.status is not Status.FINISHED]
+    stuck = [s.id for s in stage.jobs.values() if s.status is not Status.FINISHED and not s.dropped]
     if stuck:
         raise InputError(stuck[0], f"{len(stuck)} job(s) could never be placed on this cluster")
     return ReplayResult(
-        jobs=tuple(scheduler.jobs.values()) + tuple(profiled),
+        jobs=tuple(stage.jobs.values()) + tuple(profiled),
         cluster=cluster,
         policy=policy.name,
         wall_seconds=time.perf_counter() - started_at,
+        elastic=elastic,
+        cpu_seconds=time.process_time() - cpu,
+        events=events,
+        placement_failures=stage.placement_failures if elastic else 0,
     )
 
 
@@ -191,29 +210,19 @@ def _elastic(policy: Policy | ElasticPolicy) -> bool:
     return getattr(policy, "elastic", False)
 
 
-def _replay_elastic(
-    jobs: Sequence[Job],
-    cluster: Cluster,
-    policy: ElasticPolicy,
-    allocator: Allocator | None,
-    model: Overhead,
-    on_progress: Progress | None,
-    started_at: float,
-) -> ReplayResult:
-    cpu = time.process_time()
-    allocator = allocator or ConsolidatedAllocator((n.name, n.gpus) for n in cluster.nodes)
-    engine = ElasticEngine(jobs, allocator, cluster, policy, model)
-    states = engine.run(on_progress=on_progress)
-    return ReplayResult(
-        jobs=tuple(states),
-        cluster=cluster,
-        policy=policy.name,
-        wall_seconds=time.perf_counter() - started_at,
-        elastic=True,
-        cpu_seconds=time.process_time() - cpu,
-        events=engine.events,
-        placement_failures=engine.placement_failures,
-    )
+def _overhead_model(overhead: str | Overhead | None, elastic: bool) -> Overhead:
+    if overhead is not None and not isinstance(overhead, str):
+        return overhead
+    try:
+        return make_overhead(overhead or default_overhead(elastic))
+    except ValueError as exc:
+        raise InputError("--overhead", str(exc)) from None
+
+
+def _refuse_estimates(policy: ElasticPolicy, **stages) -> None:
+    given = [name for name, value in stages.items() if value]
+    if given:
+        raise InputError(policy.name, f"an elastic policy does not take {given[0]}")
 
 
 def _finished_in_pool(job: Job, start: float, end: float, work: float) -> JobState:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -37,12 +37,15 @@ from chronus_py.estimates.in_place import InPlaceEstimation
 from chronus_py.inputs import as_input_error, load_yaml
 from chronus_py.jobs.model import Cluster, Job, Node
 from chronus_py.jobs.overhead import Overhead, default_overhead, make_overhead
+from chronus_py.jobs.throughputs import read_throughputs
 from chronus_py.policies import ELASTIC, make_policy
 from chronus_py.policies.base import Policy
 from chronus_py.readers import DEFAULT_TRACE, TraceRead, read_trace
+from chronus_py.readers.elastic import read_elastic_trace
 from chronus_py.scheduler import SpeedModel
+from chronus_py.selector import ChronusSettings
 from placement import Allocator, CellAllocator, PlacementError, load_config
-from placement.limits import MAX_GPUS_PER_NODE, MAX_NODES
+from placement.limits import MAX_GPUS_PER_NODE, MAX_JOB_SECONDS, MAX_NODES
 from placement.slowdown import speed_factor
 
 REESTIMATE_EVERY = 300.0
@@ -119,6 +122,7 @@ class ReplaySetup:
             raise InputError(
                 "--profiling", "is the pool model; it cannot go with --estimates realistic"
             )
+        check_settings(self.options)
 
     def check_elastic(self) -> None:
         rigid_only = {
@@ -138,6 +142,40 @@ class ReplaySetup:
             raise InputError(
                 "--elastic-backend", f"only elastic-chronus has one, not {self.policy}"
             )
+
+
+def check_settings(options: Mapping[str, Any]) -> None:
+    """Refuse a bad policy setting naming its flag (``--lease``), for rigid and elastic replays
+    alike: each given setting is checked on its own by :class:`ChronusSettings` (the others at
+    their defaults), and a lease may be at most ``MAX_JOB_SECONDS`` (366 days, the longest run
+    time a trace may hold: a longer lease is one plan for every job's whole run, and the elastic
+    slot grid of 1e308-second slots overflowed to no guarantee at all)."""
+    flags = {f.name: f.metadata["flag"] for f in fields(ChronusSettings)}
+    for name, value in options.items():
+        if name not in flags:
+            continue  # an option the policy does not take: make_policy names it
+        try:
+            ChronusSettings.from_mapping({name: value})
+        except (TypeError, ValueError) as exc:
+            raise InputError(flags[name], str(exc).removeprefix(f"{name}: ")) from None
+        if name == "lease" and value > MAX_JOB_SECONDS:
+            raise InputError(flags[name], f"must be <= {MAX_JOB_SECONDS:,.0f} seconds (366 days)")
+
+
+def read_setup_trace(setup: ReplaySetup, *, cluster_gpus: int | None = None) -> TraceRead:
+    """The trace as ``setup`` reads it, with its format, column map, time unit and bad-row
+    choice: rigid jobs, or for an elastic replay jobs on the throughput tables
+    (``setup.throughputs``) with sizes up to ``cluster_gpus``."""
+    options = {
+        "format": setup.format,
+        "columns": setup.columns,
+        "time_unit": setup.time_unit,
+        "skip_bad_rows": setup.skip_bad_rows,
+    }
+    if setup.elastic:
+        table = read_throughputs(setup.throughputs)
+        return read_elastic_trace(setup.trace, table, cluster_gpus=cluster_gpus, **options)
+    return read_trace(setup.trace, **options)
 
 
 @dataclass(frozen=True)
@@ -243,13 +281,7 @@ def run_setup(
     ``setup``, and replay. ``on_read`` sees the trace as read (the CLI says which format it
     detected); ``wrap_policy`` lets a caller observe the policy (a sweep records busy GPUs so)."""
     setup.check()
-    trace = trace or read_trace(
-        setup.trace,
-        format=setup.format,
-        skip_bad_rows=setup.skip_bad_rows,
-        columns=setup.columns,
-        time_unit=setup.time_unit,
-    )
+    trace = trace or read_setup_trace(setup)
     if on_read is not None:
         on_read(trace)
     if not trace.jobs:

@@ -10,9 +10,9 @@ Progress, for rigid and elastic jobs alike: ``service`` is work done in the job'
 banked when a run stops or changes; a running job adds ``speed`` units per second from
 ``run_since`` on, or from ``paused_until`` if later (a start or resize that pauses it: checkpoint,
 restart, warm-up). ``speed`` is the placement slowdown of a rigid job (1 at full speed), the
-throughput of its size for an elastic one. The elastic engine also keeps ``size`` (the GPUs it runs
-on now, 0 stopped), the resizes and pauses it paid, its GPU-seconds and the GPUs it used since its
-last start (``known_gpus``: a shrink onto them is cheap).
+throughput of its size for an elastic one. The elastic scheduler also keeps ``size`` (the GPUs
+it runs on now, 0 stopped), the resizes and pauses it paid, its GPU-seconds and the GPUs it used
+since its last start (``known_gpus``: a shrink onto them is cheap).
 """
 
 from __future__ import annotations
@@ -75,6 +75,12 @@ class JobState:
         self.deadline = job.first_deadline
         self.rate_of = {0: 0.0, **{n: job.rate(n) for n in job.sizes}}
         self.next_size = dict(zip((0,) + job.sizes, job.sizes))
+
+    @property
+    def segment(self) -> int:
+        """Which run segment the job is in: it counts every start and resize, so a completion
+        stamped with it is stale once the job moved (``chronus_py.engine.clock``)."""
+        return self.starts + self.resizes
 
     def service_at(self, now: float) -> float:
         """Work done so far (in the job's unit), including the current run."""

@@ -7,8 +7,8 @@ sweep grids, the service) builds a policy from untrusted options: Chronus takes 
 
 The elastic policies (``ELASTIC``: elastic Chronus, the ElasticFlow-style peer, elastic EDF,
 ``chronus_py.policies.elastic``) are registered here too; they name every job's size at each
-event rather than order a queue, so they replay (``chronus_py.engine.replay`` runs them on the
-elastic event loop) but do not plan a round. The two lease-planning ones take the lease
+event rather than order a queue, so they replay (``chronus_py.engine.replay`` runs them behind its
+``ElasticScheduler``) but do not plan a round. The two lease-planning ones take the lease
 planner's settings of the same ChronusSettings (``lease``, ``headroom``; elastic Chronus also
 ``backend`` and ``time_limit_s``) from elastic mode's defaults (``ELASTIC_DEFAULTS``).
 """

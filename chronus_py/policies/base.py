@@ -236,7 +236,10 @@ class ElasticView:
 
 class ElasticPolicy(Protocol):
     """A policy that names every active job's size at each event (registered in
-    ``chronus_py.policies.POLICIES`` with ``elastic`` True)."""
+    ``chronus_py.policies.POLICIES`` with ``elastic`` True). The replay loop runs it behind
+    ``chronus_py.engine.elastic.ElasticScheduler``: ``admit`` and ``assign`` are that stage's
+    ``select``, ``finished`` follows its ``finish``; arrivals within one ``arrival_window``
+    (seconds, 0: only simultaneous ones) reach ``admit`` together."""
 
     name: str
     elastic: bool

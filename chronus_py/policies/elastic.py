@@ -1,4 +1,4 @@
-"""Three policies on the elastic engine, so they compare side by side.
+"""Three elastic policies, so they compare side by side on the one replay loop.
 
 - ``ElasticChronus``: admits each job on its own against the lease plan (its minimum satisfactory
   share must fit without breaking any earlier lease); each lease holds one (re)start overhead's
@@ -14,8 +14,8 @@
 
 They are registered in ``chronus_py.policies.POLICIES`` beside the rigid ones (``elastic`` marks
 them: they name every job's size at each event instead of ordering a queue, so
-``chronus_py.engine.replay`` runs them on the elastic event loop). Their lease planner reads the
-one :class:`~chronus_py.selector.ChronusSettings` (``lease`` is the slot length, ``headroom``
+``chronus_py.engine.replay`` runs them behind its ``ElasticScheduler``). Their lease planner reads
+the one :class:`~chronus_py.selector.ChronusSettings` (``lease`` is the slot length, ``headroom``
 the share kept unpromised) from elastic mode's own defaults, ``ELASTIC_DEFAULTS``.
 """
 

@@ -266,3 +266,19 @@ def test_elastic_lease_planners_take_lease_and_headroom_and_any_overhead_model(w
     assert (
         err == "chronus replay: --lease: a Chronus setting that policy elastic-edf does not take\n"
     )
+
+
+def test_a_bad_setting_names_its_flag_in_rigid_and_elastic_replays(write, capsys):
+    """One check for both kinds: the flag, not ``--policy``, and a lease of at most 366 days (a
+    1e308-second lease gave elastic Chronus a slot grid that overflowed to no guarantee)."""
+    path = write(RENAMED)
+    base = ["replay", "--trace", str(path), "--nodes", "1", "--columns", RENAMED_COLUMNS]
+    for kind in (["--policy", "chronus"], ["--elastic"], ["--elastic", "elasticflow"]):
+        assert main(base + kind + ["--lease", "-5"]) == 2
+        assert capsys.readouterr().err == "chronus replay: --lease: must be > 0, got -5.0\n"
+        assert main(base + kind + ["--lease", "1e308"]) == 2
+        assert capsys.readouterr().err == (
+            "chronus replay: --lease: must be <= 31,622,400 seconds (366 days)\n"
+        )
+        assert main(base + kind + ["--headroom", "3"]) == 2
+        assert capsys.readouterr().err == "chronus replay: --headroom: must be <= 1, got 3.0\n"

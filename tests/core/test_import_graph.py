@@ -234,3 +234,17 @@ def test_every_module_imports_in_any_order():
     for seed, run in zip((1, 2, 3), runs):
         _, err = run.communicate(timeout=300)
         assert run.returncode == 0, f"order of seed {seed} failed:\n{err}"
+
+
+def test_one_event_loop_owns_the_clock():
+    """Issue 25: rigid and elastic replays run one loop; the elastic scheduler is a stage behind
+    it (no clock, no loop of its own) and its allocation moves have their own module."""
+    graph = import_graph("chronus_py", all_imports)
+    assert {m for m, targets in graph.items() if "chronus_py.engine.clock" in targets} == {
+        "chronus_py.engine.loop"
+    }
+    assert graph["chronus_py.engine.loop"] >= {
+        "chronus_py.engine.elastic",
+        "chronus_py.scheduler",
+    }
+    assert "chronus_py.engine.resize" in graph["chronus_py.engine.elastic"]

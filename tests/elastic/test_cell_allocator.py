@@ -1,4 +1,4 @@
-"""The elastic engine places chosen sizes through the HiveD-style cell allocator too."""
+"""The elastic scheduler places chosen sizes through the HiveD-style cell allocator too."""
 
 from __future__ import annotations
 
