@@ -4,13 +4,11 @@ and each job's tier for the current lease.
 Guarantees are only ever given against a plan: an SLO job is guaranteed when its remaining work
 fits, in leases, into the capacity the existing guarantees leave before its deadline (the lease
 the deadline falls in only for a last piece of work that fits before it: ``leases.py``).
-New guarantees no wider than the share ``headroom`` leaves them (``GPUs - int(headroom x
-GPUs)`` per lease) keep to that share, so the rest stays with the SRTF pool, which serves short
-unguaranteed jobs best; a wider job takes any leases with room, but only while the share is not
-contested: no SLO job was refused a guarantee since the last re-plan (see ``_place``). Long
-multi-GPU guarantees deferred to their deadlines otherwise fill whole days of the plan, and
-thousands of 1-GPU jobs miss behind them (first session, Philly SLO: first-deadline ratio 0.775
-with no headroom).
+New guarantees leave ``headroom`` of each lease's GPUs to the SRTF pool, which serves short
+unguaranteed jobs best, but never more than leaves a job its own width: a wider job may take a
+lease no other guarantee uses (see ``_place``). Long multi-GPU guarantees deferred to their
+deadlines otherwise fill whole days of the plan, and thousands of 1-GPU jobs miss behind them
+(first session, Philly SLO: first-deadline ratio 0.775 with no headroom).
 Arrivals are admitted as a batch at the decision point they arrive at (first come, first served,
 each with its best deadline option that fits). At every lease boundary every guaranteed job is
 re-planned from its current remaining work by ``solvers.solve`` (greedy latest-slot packing,

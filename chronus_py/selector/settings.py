@@ -39,13 +39,9 @@ class ChronusSettings:
     0.9952 / 0.9947 / 0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time,
     meets more deadlines than guarantees carved out of it. ``guard`` 60 s and 2 h measure the
     same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short.
-    ``headroom`` means the same at every size: guarantees no wider than the GPUs it leaves
-    them per lease (``GPUs - int(headroom x GPUs)``: 96 of 960, 26 of 256, 4 of 32) hold at
-    most those GPUs of any lease; a wider job, which that share alone could never hold, is
-    promised in any leases with room, but only while the share is not contested (no SLO job
-    was refused a guarantee since the last re-plan), so on an overloaded cluster it stays in
-    the pool, which meets more deadlines with its GPUs (issue 28, ``LeaseSelector._place``).
-    At 960 GPUs no Philly job is wider than the share: those figures stand."""
+    Since issue 28 the share kept per lease is never more than leaves a job its own width, so
+    any job the cluster holds can be promised (``LeaseSelector._place``); jobs no wider than
+    the share, every Philly job at 960 GPUs, are admitted as those figures were measured."""
 
     lease: float = _knob(
         1200.0, "--lease", "seconds per lease; the plan is revised at every lease end"
@@ -71,9 +67,9 @@ class ChronusSettings:
     headroom: float = _knob(
         0.9,
         "--headroom",
-        "share of each lease's GPUs that guarantees no wider than the rest leave to the SRTF "
-        "pool; a wider job takes any leases with room while no SLO job was refused since "
-        "the last re-plan; 1 promises nothing",
+        "share of each lease's GPUs new guarantees leave to the SRTF pool, but never more "
+        "than leaves a job its own width (a wider job takes leases no guarantee uses); "
+        "1 promises nothing",
     )
     margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
     guard: float = _knob(

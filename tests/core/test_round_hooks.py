@@ -5,8 +5,7 @@ and Chronus answers each from its lease plan. The round and the service ask only
 Arithmetic as in test_admission.py: a restart costs 30 s x (1 + log2 GPUs); a pending job's
 remaining work counts the start it still needs, and the plan one more restart; a deadline D may
 use the leases before floor(D / lease); at headroom 0.5 a new guarantee may use half a lease's
-GPUs, or, if it is wider, any lease with room while no SLO job was refused since the last
-re-plan."""
+GPUs, or a whole lease no other guarantee uses if it is wider."""
 
 from __future__ import annotations
 
@@ -86,7 +85,7 @@ def test_chronus_sizes_by_what_its_plan_can_guarantee():
     e = job("E", deadlines=[(1800, 1)])
     assert policy.size(sizes(e, ELASTIC), scheduler.view(0.0)) == 4
     # C (4 GPUs, 1500 + 180 s: leases 0-2) takes the 4 GPUs new guarantees may use in each, and
-    # leaves 4, too few for 8 GPUs: no size can be guaranteed, so the largest,
+    # 8 GPUs would need a lease no guarantee uses: no size can be guaranteed, so the largest,
     # where the deadline alone would give 4 (90 + 1000 <= 1800).
     scheduler.submit(job("C", gpus=4, duration=1500, deadlines=[(1800, 1)]))
     scheduler.select(0.0)
