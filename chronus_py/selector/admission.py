@@ -299,24 +299,16 @@ class LeaseSelector:
         """The leases a new guarantee of ``work`` seconds on ``gpus`` GPUs by ``at`` takes (the
         latest ones with room, from lease ``first`` on), or None if it does not fit.
 
-        The headroom leaves guarantees a share of each lease, ``GPUs - int(headroom x GPUs)``.
-        A job no wider than the share fits where the guarantees no wider than it hold less than
-        the share (``_wide``, the GPUs of wider ones, does not count). A wider job fits any
-        leases with room, but only while the share is not contested: no SLO job was refused a
-        guarantee since the last re-plan (``_refused``). Measured (issue 28, benchmarks/
-        RESULTS.md), against what lost:
-        - the share alone refused every job wider than it at any deadline (nothing above 4
-          GPUs on 32 at the default 0.9);
-        - a floor of the job's width per lease (a wider job takes leases no guarantee uses)
-          blocked the share of the narrow jobs in every lease a wide one took, and on an
-          overloaded cluster its wide promises cost the pool more deadlines than they kept:
-          Philly MIX1 on 32 GPUs, 221 8-GPU jobs promised, 16 more of them met and 212 fewer
-          1-GPU jobs (first-deadline ratio 0.8152 against 0.8245); on the wide mix it promised
-          22% of the 64+ GPU jobs with 2-3x slack against 93% of the 1-8 GPU ones;
-        - wide jobs limited by capacity alone, or by a share of GPU-time in their window with
-          a floor of their width: MIX1 on 32 GPUs fell to 0.7940 (the latter);
-        - a share of GPU-time over the window for every job: wide bookings used up the share
-          of every narrow job whose window they fell in (MIX1 on 32 GPUs: 0.7987)."""
+        Each lease keeps ``int(headroom x GPUs)`` of its GPUs from new guarantees for the pool,
+        but never more than would leave the job its own width: a job wider than the share may
+        take a lease no other guarantee uses. Without that floor the headroom refused every job
+        wider than ``1 - headroom`` of the cluster at any deadline (issue 28: nothing wider than
+        4 GPUs on 32 at the default 0.9); with it, any job the cluster can hold can be
+        promised, reserving the latest free leases before its deadline. A share of GPU-time over
+        the window to the deadline instead of a cap per lease was measured too, and lost: wide
+        bookings used up the share of every narrow job whose window they fell in (Philly MIX1 on
+        32 GPUs: 28.7% of SLO jobs guaranteed against 45.2%, first-deadline ratio 0.7987
+        against 0.8245; benchmarks/RESULTS.md)."""
         headroom = self.settings.headroom if headroom is None else headroom
         end, need = self._window(at, work, first, spare)
         if end - first < need or headroom >= 1.0 or gpus > self.capacity:
@@ -370,12 +362,6 @@ class LeaseSelector:
         if self._place(at, gpus, bare, first, restart, headroom=0.0) is None:
             return "capacity before its deadline (the GPUs not yet promised do not hold its work)"
         if self._place(at, gpus, work, first, spare, headroom=0.0) is not None:
-            if gpus > self._share:
-                return (
-                    f"the headroom (a job wider than the {self._share} GPUs per lease it leaves "
-                    "to guarantees is promised only while no SLO job is refused one, and one "
-                    "was since the last re-plan)"
-                )
             return (
                 f"the headroom (each lease keeps {self.settings.headroom:.0%} of its GPUs "
                 "from new guarantees for the pool)"

@@ -5,8 +5,8 @@ Arithmetic used throughout: a restart costs 30 s x (1 + log2 GPUs) (30, 60, 90, 
 8 GPUs; 77.55 s for 3); a pending job's remaining work counts the start it still needs; the plan
 needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may use the leases
 before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
-of each lease (the share, counting only guarantees no wider than it), a wider one any lease with
-room while no SLO job was refused since the last re-plan, and take the latest leases that fit.
+of each lease, or a whole lease no other guarantee uses if they are wider, and take the latest
+leases that fit.
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
     )
 
 
-def test_headroom_keeps_a_share_of_each_lease_and_a_wider_job_takes_leases_with_room():
-    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees, or any
-    # lease with room for a job wider than 4 while no SLO job was refused a guarantee.
+def test_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_jobs_width():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees, or a
+    # whole lease no other guarantee uses for a job wider than 4.
     # W (8 GPUs): 1000 + 120 (its start) = 1120 s, one lease run through, the latest free one
     #   before floor(12000 / 1200) = 10: lease 9. (A cap of 4 per lease refused it at any
     #   deadline.)
@@ -111,43 +111,6 @@ def test_headroom_keeps_a_share_of_each_lease_and_a_wider_job_takes_leases_with_
     scheduler.select(0.0)
     # L: 1150 + 120 = 1270 s, two leases, + 120 for the gap = 1390 s: still two, 8 and 9.
     assert policy.selector.booked == {"L": (8, 9)}
-
-
-def test_a_wide_guarantee_leaves_the_share_to_narrow_ones_and_waits_for_an_open_share():
-    # 2 nodes x 8 GPUs, lease 1200 s, headroom 0.75: the share is 16 - int(12.0) = 4 GPUs.
-    # W (8 GPUs, wider than the share): 1000 + 120 = 1120 s, one lease before floor(12000 /
-    #   1200) = 10, nobody refused yet: the latest with room, lease 9.
-    # N (4 GPUs): 1000 + 90 = 1090 s, one lease by 12000: W's 8 GPUs are not the share's, so
-    #   lease 9 holds it too (4 of 4 narrow, 12 of 16 in all). The width floor (a wide job
-    #   takes leases no guarantee uses) had put N in lease 8.
-    # O, P (4 GPUs, by 2400): leases 1 and 0. Q (the same): the share of both is taken:
-    #   refused, by the headroom.
-    # X (8 GPUs, by 2400): 8 of 12 GPUs are free in lease 1, but Q was refused since the last
-    #   re-plan: X is not promised either, and says why.
-    jobs = [
-        job("W", gpus=8, deadlines=[(12000, 1)]),
-        job("N", gpus=4, deadlines=[(12000, 1)]),
-        job("O", gpus=4, deadlines=[(2400, 1)]),
-        job("P", gpus=4, deadlines=[(2400, 1)]),
-        job("Q", gpus=4, deadlines=[(2400, 1)]),
-        job("X", gpus=8, deadlines=[(2400, 1)]),
-    ]
-    policy = chronus(lease=1200.0, headroom=0.75)
-    scheduler = Scheduler(Cluster.uniform(2, 8), policy)
-    for j in jobs:
-        scheduler.submit(j)
-    scheduler.select(0.0)
-    selector = policy.selector
-    assert selector.booked == {"W": (9,), "N": (9,), "O": (1,), "P": (0,)}
-    assert selector.why_not(scheduler.jobs["Q"], 0.0).startswith("the headroom (each lease keeps")
-    assert selector.why_not(scheduler.jobs["X"], 0.0) == (
-        "the headroom (a job wider than the 4 GPUs per lease it leaves to guarantees is "
-        "promised only while no SLO job is refused one, and one was since the last re-plan)"
-    )
-    # With the share open again (as after a re-plan that refused nobody), X fits lease 1.
-    selector._refused = False
-    assert selector.why_not(scheduler.jobs["X"], 0.0) is None
-    assert selector.probe(scheduler.jobs["X"], 0.0) == DeadlineOption(2400.0, 1.0)
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
@@ -245,36 +208,26 @@ def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_r
     st.integers(1, 128),
     st.integers(1, 6),
     st.integers(1, 12),
-    st.booleans(),
 )
-def test_the_headroom_holds_narrow_guarantees_to_its_share_and_wider_ones_to_an_open_share(
-    capacity, headroom, bookings, gpus, need, end, refused
+def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did(
+    capacity, headroom, bookings, gpus, need, end
 ):
-    """A job no wider than the share the headroom leaves fits leases where the guarantees no
-    wider than the share hold at most the share with it (with no wider booking, the cap per
-    lease it always was: the Philly replays at 960 GPUs, no job above 32, do not move); a wider
-    job fits leases with room for it, unless an SLO job was refused since the last re-plan.
-    Expected leases are worked out from the bookings themselves, not the selector's arrays."""
+    """For a job no wider than the share the headroom leaves, admission is the cap per lease
+    it always was (so the Philly replays at 960 GPUs, no job above 32, do not move); a wider
+    job fits only leases no guarantee uses."""
     selector = LeaseSelector(
         ChronusSettings(lease=100.0, headroom=headroom, guard=0.0), capacity, node_gpus=1
     )
-    share = capacity - int(headroom * capacity)
-    used, narrow = np.zeros(12, dtype=int), np.zeros(12, dtype=int)
     for i, (width, lease) in enumerate(bookings):
-        if used[lease] + width <= capacity:
+        if selector._free(0, 12)[lease] >= width:
             selector._book(f"b{i}", width, np.array([lease]))
-            used[lease] += width
-            narrow[lease] += width if width <= share else 0
-    selector._refused = refused
     gpus = min(gpus, capacity)
     placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0)
-    free = capacity - used[:end]
-    if gpus <= share:
-        room = np.minimum(free, share - narrow[:end])
-    else:
-        room = free if not refused else np.zeros(end, dtype=int)
+    free = selector._free(0, end)
+    cap = capacity - int(headroom * capacity)
+    room = free - int(headroom * capacity) if gpus <= cap else np.where(free == capacity, gpus, 0)
     fits = np.flatnonzero(room >= gpus)
-    expected = fits[-need:] if len(fits) >= need and headroom < 1.0 else None
+    expected = fits[-need:] if len(fits) >= need else None
     if expected is None:
         assert placed is None
     else:
