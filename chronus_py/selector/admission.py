@@ -121,8 +121,6 @@ class LeaseSelector:
 
     def __post_init__(self) -> None:
         self._used = np.zeros(64, dtype=np.int64)
-        self._wide = np.zeros(64, dtype=np.int64)  # of _used, the GPUs of jobs wider than _share
-        self._share = self.capacity - int(self.settings.headroom * self.capacity)
         self._base = 0  # the lease _used[0] stands for: plans never look back past the current one
         self._cap = SLACK_LEASES  # leases past `first` a deadline can reach (see _window)
         self._triggers: list[tuple[float, str]] = []
@@ -242,8 +240,6 @@ class LeaseSelector:
         self.booked[job_id] = tuple(leases.tolist())
         self._grow(int(leases[-1]) + 1)
         self._used[leases - self._base] += gpus
-        if gpus > self._share:
-            self._wide[leases - self._base] += gpus
 
     # -- arrivals ---------------------------------------------------------------------------------
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
@@ -313,14 +309,8 @@ class LeaseSelector:
         end, need = self._window(at, work, first, spare)
         if end - first < need or headroom >= 1.0 or gpus > self.capacity:
             return None  # headroom 1 keeps everything for the pool
-        free = self._free(first, end)
-        share = self.capacity - int(headroom * self.capacity)
-        if gpus <= share:  # the narrow guarantees in a lease hold at most the share
-            narrow = self.capacity - free - self._wide[first - self._base : end - self._base]
-            free = np.minimum(free, share - narrow)
-        elif self._refused:
-            return None
-        slots = latest_slots(free, gpus, 0, end - first, need)
+        keep = min(int(headroom * self.capacity), self.capacity - gpus)
+        slots = latest_slots(self._free(first, end) - keep, gpus, 0, end - first, need)
         return None if slots is None else slots + first
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
@@ -436,11 +426,9 @@ class LeaseSelector:
             count=sum(sizes),
         )
         self._used = np.zeros(max(64, horizon + 1), dtype=np.int64)
-        self._wide = np.zeros_like(self._used)
         self._base = first
         gpus = np.array([job.gpus for job in planned], dtype=np.int64)
         np.add.at(self._used, slots, np.repeat(gpus, sizes))
-        np.add.at(self._wide, slots, np.repeat(np.where(gpus > self._share, gpus, 0), sizes))
         flat = (slots + first).tolist()
         self.booked = {
             job.id: tuple(flat[end - size : end])
@@ -769,7 +757,6 @@ class LeaseSelector:
         if shift <= 0:
             return
         self._used = self._used[shift:] if shift < self._used.size else np.zeros(64, dtype=np.int64)
-        self._wide = self._wide[shift:] if shift < self._wide.size else np.zeros_like(self._used)
         self._base = first
 
     def _grow(self, last: int) -> None:
@@ -777,7 +764,6 @@ class LeaseSelector:
         if size > self._used.size:
             extra = max(size, 2 * self._used.size) - self._used.size
             self._used = np.concatenate([self._used, np.zeros(extra, dtype=np.int64)])
-            self._wide = np.concatenate([self._wide, np.zeros(extra, dtype=np.int64)])
 
 
 def _restarts(slots: Iterable[int], *, running: bool) -> int:
