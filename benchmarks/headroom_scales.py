@@ -152,10 +152,12 @@ def by_band(jobs: list[dict], keep) -> dict[str, list[int]]:
     return dict(counts)
 
 
-def measured(checkout: Path, config: str, wide: Path) -> dict:
-    """The result of ``config`` at ``checkout``'s commit, replayed only if not kept already."""
+def measured(checkout: Path, config: str, wide: Path, seed: int = 0) -> dict:
+    """The result of ``config`` at ``checkout``'s commit, replayed only if not kept already (a
+    wide mix of another seed than 0 is kept under its own name: 20 wide jobs per seed are few)."""
     side = commit_of(checkout)
-    path = OUT / f"{side}-{config}.json"
+    named = f"{config}-seed{seed}" if config == "wide-256" and seed else config
+    path = OUT / f"{side}-{named}.json"
     if path.exists():
         return json.loads(path.read_text())
     result = replay(checkout, config, wide)
@@ -203,7 +205,7 @@ def main() -> None:
         if config not in CONFIGS:
             raise SystemExit(f"--configs: unknown {config!r} (have: {', '.join(CONFIGS)})")
         for name, checkout in sides.items():
-            print(show(config, name, measured(checkout, config, wide)), flush=True)
+            print(show(config, name, measured(checkout, config, wide, args.seed)), flush=True)
 
 
 if __name__ == "__main__":
