@@ -165,19 +165,25 @@ class Chronus(OrderPolicy):
     def replan_started(self, now: float) -> None:
         self.selector.lease_index = lease_of(now, self.settings.lease)
 
+    def catch_up(self, result: Any, arrived: Sequence[JobState], now: float) -> Collection[str]:
+        """Jobs admitted while the re-plan computed keep their promises: adopted, then booked
+        into the new plan (the result's own selector, not yet this policy's) where they fit;
+        one that does not is re-planned at the next lease like a restored one."""
+        selector, _ = result
+        selector.adopt(arrived)
+        return selector.admit_arrivals(arrived, now)
+
     def commit_replan(
         self, result: Any, arrived: Sequence[JobState], now: float
     ) -> Collection[str]:
-        """Jobs admitted while the re-plan computed keep their promises (adopted, then booked
-        into the new plan where they fit; one that does not is re-planned at the next lease
-        like a restored one)."""
+        """The last arrivals caught up (:meth:`catch_up`), then the new plan is this policy's."""
         if result is None:
             self.selector.lease_index -= 1  # the lease is due again: the next prepare re-plans
             return ()
         selector, changed = result
-        selector.adopt(arrived)
+        changed = set(changed) | set(self.catch_up(result, arrived, now))
         self.selector = selector
-        return set(changed) | selector.admit_arrivals(arrived, now)
+        return changed
 
     def size(self, job: Sizes, view: View) -> int:
         """An SLO job's smallest size the lease plan can guarantee now (the admission probe,

@@ -447,10 +447,13 @@ async def _loop(
 
 async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Event) -> None:
     """Wait (in a worker thread, without the lock) for the child computing the lease re-plan,
-    then commit its plan under the lock: requests wait only for the commit, not the re-plan."""
+    then commit its plan under the lock: requests wait only for a step of the commit, not the
+    re-plan."""
     result = await asyncio.to_thread(service.replan_result, replan)
-    async with lock:
-        service.commit_replan(replan, result)
+    done = False
+    while not done:  # in steps, each a short hold of the lock (``Service.commit_replan``)
+        async with lock:
+            done = await asyncio.to_thread(service.commit_replan, replan, result)
     wake.set()
 
 
