@@ -153,6 +153,7 @@ class Service:
         nodes = self.backend.nodes()
         self.nodes_seen: list[NodeInfo] = list(nodes)
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
+        self.cluster_gpus = self.cluster.gpus  # a sum over the nodes: not redone per request
         self.needs_resync = False
         self.rebuild()
 
@@ -328,8 +329,8 @@ class Service:
         job = spec.job
         if rounds.held(self.scheduler, job.id) or job.id in self.known:
             raise ApiError(409, f"you have a job with id {origin.shown(job.id)!r} already", "id")
-        if not spec.needs_size and job.gpus > self.cluster.gpus:
-            raise ApiError(422, f"expected at most the cluster's {self.cluster.gpus}", "gpus")
+        if not spec.needs_size and job.gpus > self.cluster_gpus:
+            raise ApiError(422, f"expected at most the cluster's {self.cluster_gpus}", "gpus")
         refused = rounds.reject_reason(
             self.scheduler, job, spec.estimate, now, sized=not spec.needs_size
         )
@@ -607,7 +608,7 @@ class Service:
         return {
             "backend": self.backend.name,
             "now": self.backend.now(),
-            "gpus": self.cluster.gpus,
+            "gpus": self.cluster_gpus,
             "free_gpus": rounds.free_gpus(self.scheduler),
             "pending": pending,
             "running": running,
