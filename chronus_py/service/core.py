@@ -908,7 +908,11 @@ class Service:
 
     def replan_result(self, replan: rounds.Replan):
         """The child's result (blocks: call it off the event loop, without the lock)."""
-        return rounds.replan_result(replan)
+        return rounds.replan_result(replan, self.scheduler)
+
+    def release_replaced(self) -> None:
+        """Free the plan the last commit replaced (off the event loop, without the lock)."""
+        rounds.release_replaced(self.scheduler)
 
     def commit_replan(self, replan: rounds.Replan, result) -> bool:
         """One step, under the lock, of making the child's plan the committed one; True once

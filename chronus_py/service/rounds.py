@@ -385,13 +385,26 @@ def defer_replan(scheduler: Scheduler, now: float) -> None:
     scheduler.policy.replan_started(now)
 
 
-def replan_result(replan: Replan) -> Any | None:
-    """The child's result, or None if it failed; blocks until it ends (call it from a worker
-    thread)."""
+def replan_result(replan: Replan, scheduler: Scheduler) -> Any | None:
+    """The child's result, or None if it failed; blocks until it ends, and reads the result in
+    steps (``Policy.replan_load``). Call it from a worker thread, without the lock: it uses
+    nothing of the scheduler but its policy's code."""
     with os.fdopen(replan.fd, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(replan.pid, 0)
-    return pickle.loads(data) if data and status == 0 else None
+    if not data or status != 0:
+        return None
+    result = pickle.loads(data)
+    for _ in scheduler.policy.replan_load(result):
+        pass
+    return result
+
+
+def release_replaced(scheduler: Scheduler) -> None:
+    """Free the plan the last commit replaced, in steps (``Policy.replan_release``): from a
+    worker thread, without the lock, once the commit is done."""
+    for _ in scheduler.policy.replan_release():
+        pass
 
 
 def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:

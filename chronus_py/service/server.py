@@ -455,6 +455,7 @@ async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Eve
         async with lock:
             done = await asyncio.to_thread(service.commit_replan, replan, result)
     wake.set()
+    await asyncio.to_thread(service.release_replaced)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -83,7 +83,7 @@ def test_a_replan_catches_up_in_steps_and_commits_what_one_step_would():
         late = [slo(f"n{i}", 4, 1200.0, 9000.0 + 600.0 * i) for i in range(4)]
         answers = [rounds.admit(s, job, 600.0)[1] for job in late]
         assert all(a.decision == rounds.GUARANTEED for a in answers)
-        result = rounds.replan_result(replan)
+        result = rounds.replan_result(replan, s)
         committed = dict(s.policy.lease_report().lease_plan)
         if steps:
             for taken in range(1, 4):  # a budget of 0 s: one job per step, the plan unchanged
