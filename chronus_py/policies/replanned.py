@@ -19,7 +19,7 @@ from typing import Iterator
 
 from chronus_py.selector import LeaseSelector
 
-PIECE = 64
+PIECE = 32
 """Jobs' bookings per piece: a few milliseconds to unpickle or free at 30 s leases."""
 
 
