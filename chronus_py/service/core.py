@@ -472,7 +472,10 @@ class Service:
             self.db.set_state(job_id, "cancelled", finished=now)
             self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
         decision_log("cancel", job=job_id, by=caller.tenant, now=now)
-        return self.job_view(self.db.job(job_id), caller)
+        # the row as set_state left it, without reading it back
+        return self.job_view(
+            {**row, "state": "cancelled", "placement": None, "finished_at": now}, caller
+        )
 
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
