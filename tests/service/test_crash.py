@@ -25,7 +25,6 @@ import random
 import sqlite3
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from serving import Server
@@ -183,12 +182,8 @@ def fold_commands(path) -> None:
 def test_sigkill_at_22_points_loses_nothing(serve, tmp_path):
     (tmp_path / "calm").mkdir()
     (tmp_path / "kills").mkdir()
-    # The uninterrupted run alongside the killed one (its own server and files): the killed
-    # run's 23 server starts take most of the time, the calm run fits in their shadow.
-    with ThreadPoolExecutor(1) as pool:
-        calm_run = pool.submit(run_workload, serve, tmp_path / "calm", kills=0)
-        jobs, answered, server = run_workload(serve, tmp_path / "kills", kills=KILLS)
-        calm, _, _ = calm_run.result()
+    calm, _, _ = run_workload(serve, tmp_path / "calm", kills=0)
+    jobs, answered, server = run_workload(serve, tmp_path / "kills", kills=KILLS)
     assert server.log.read_text().count('"event": "listening"') == KILLS + 1
     demoted = {
         job
