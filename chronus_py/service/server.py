@@ -5,8 +5,10 @@ interleave; both run the service in a worker thread, so the event loop still ans
 ``/healthz`` during a long round. A round's backend commands (starts, preemptions) are issued
 between its decisions and their records, without that lock (``commands.py``): a request waits
 for a round's planning, never for its batch of commands. The lease re-plan, seconds long with
-thousands of guarantees, runs in a child process on a fork of the scheduler and is committed
-under the lock when it is done (``rounds.start_replan``): no request waits for it.
+thousands of guarantees, runs in a child process on a fork of the scheduler
+(``rounds.start_replan``); its result is read and the plan it replaces freed in small pieces off
+the lock, and it is committed in steps of at most ``CATCH_UP_STEP`` under the lock
+(``Service.commit_replan``): no request waits for the re-plan, and none long for its commit.
 
 The loop sleeps until the earliest of: a submission or cancellation (woken at
 once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
