@@ -959,6 +959,9 @@ class Service:
 
     def _round(self) -> None:
         now = self.backend.now()
+        # A lease may have ended since the round took its arrivals: forked, not re-planned by
+        # this round's select under the lock (seconds with thousands of guarantees).
+        self._replan_if_due(now, notify=False)
         stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
         started = time.perf_counter()
