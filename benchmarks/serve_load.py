@@ -52,7 +52,7 @@ def free_port() -> int:
 class Conn:
     def __init__(self, port: int):
         self.port = port
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 
     def call(self, method: str, path: str, body=None):
         """One request; a keep-alive connection the server closed while idle is reopened once
@@ -66,7 +66,7 @@ class Conn:
                 return resp.status, json.loads(resp.read())
             except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
                 self.conn.close()
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
                 if attempt:
                     raise
 
@@ -255,6 +255,7 @@ def main() -> None:
             )
             churn["pending_after"] = Conn(port).call("GET", "/v1/cluster")[1]["pending"]
             churn["rss_mb"] = rss_mb(proc.pid)
+            churn["replans"] = replan_events(workdir / "serve.log")
             print("churn:", json.dumps(churn), flush=True)
             return write(args, checkout, {"fill": fill, "churn": churn})
         n = int(args.rate * args.seconds)
@@ -276,7 +277,11 @@ def main() -> None:
         print("memory:", memory, flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # still busy after a minute (base under a re-plan)
+            proc.kill()
+            proc.wait()
     write(args, checkout, {"fill": fill, "load": load, "memory": memory})
 
 
@@ -285,6 +290,16 @@ def cpu_seconds(pid: int) -> float:
     on how busy the machine is, where its latency does."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def replan_events(log: Path) -> list[dict]:
+    """The server's ``replan_started`` / ``replan_committed`` log lines (simulated times, the
+    jobs the commit caught up and in how many steps), in order."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        if '"event": "replan_' in line:
+            out.append(json.loads(line[line.index("{") :]))
+    return out
 
 
 def uptime() -> str:

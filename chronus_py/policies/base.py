@@ -17,8 +17,10 @@ so a policy that is only a key needs none of them (a lease-planning policy answe
 - ``probe``: would this job be guaranteed now, and at which deadline option (a dry run of
   admission, nothing booked); ``refusal``: why it is not;
 - ``solver_stats``: what its solver did (re-plans, fallbacks), for metrics;
-- ``replan_due``, ``replan``, ``replan_started``, ``commit_replan``: a re-plan computed elsewhere
-  (the service forks it off the request path) and committed later;
+- ``replan_due``, ``replan``, ``replan_started``, ``replan_load``, ``catch_up``,
+  ``commit_replan``, ``replan_release``: a re-plan computed elsewhere (the service forks it off
+  the request path), read back, brought up to date with the jobs that arrived meanwhile,
+  committed later, and the plan it replaced freed;
 - ``size``: the size a waiting job that may run at several starts at.
 Callers use these and never the policy's class or internals, so a new policy plugs into replay,
 ``chronus plan`` and the service alike.
@@ -27,7 +29,7 @@ Callers use these and never the policy's class or internals, so a new policy plu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from chronus_py.jobs.model import DeadlineOption, Job
 from chronus_py.jobs.overhead import Overhead
@@ -142,6 +144,21 @@ class Policy(Protocol):
         """The due re-plan is computing elsewhere: until ``commit_replan``, decide against the
         committed plan instead of re-planning in ``prepare``."""
 
+    def replan_load(self, result: Any) -> Iterable[None]:
+        """Finish reading ``result`` as it came back unpickled, in steps: the service runs them
+        in a worker thread without its lock, and other threads run between two steps (a large
+        plan read in one call would stop them all)."""
+
+    def replan_release(self) -> Iterable[None]:
+        """Free the plan the last ``commit_replan`` replaced, in steps (as ``replan_load``)."""
+
+    def catch_up(self, result: Any, arrived: Sequence[JobState], now: float) -> Collection[str]:
+        """Take the jobs that ``arrived`` while the re-plan computed into ``result`` (of
+        ``replan``), which is not this policy's plan yet: the service does it in short steps
+        under its lock, answering requests between them from the committed plan, so the commit
+        itself has only the last few to take in. Returns the ids whose key will change once
+        ``result`` is committed."""
+
     def commit_replan(
         self, result: Any, arrived: Sequence[JobState], now: float
     ) -> Collection[str]:
@@ -203,6 +220,15 @@ class OrderPolicy:
 
     def replan_started(self, now: float) -> None:
         return None
+
+    def replan_load(self, result: Any) -> Iterable[None]:
+        return ()
+
+    def replan_release(self) -> Iterable[None]:
+        return ()
+
+    def catch_up(self, result: Any, arrived: Sequence[JobState], now: float) -> Collection[str]:
+        return ()
 
     def commit_replan(
         self, result: Any, arrived: Sequence[JobState], now: float

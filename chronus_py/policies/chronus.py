@@ -21,11 +21,12 @@ GPUs for that job and the one running ahead only borrows them.
 
 from __future__ import annotations
 
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
+from chronus_py.policies.replanned import Replanned, release
 from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier, lease_of
 
 POOL = (
@@ -55,6 +56,7 @@ class Chronus(OrderPolicy):
         self.settings = settings or ChronusSettings()
         self.selector: LeaseSelector | None = None
         self._view: View | None = None  # the last decision point's, to say why a job waits
+        self._retired: LeaseSelector | None = None  # the plan the last re-plan replaced
 
     def prepare(self, view: View) -> Collection[str]:
         self._view = view
@@ -158,26 +160,51 @@ class Chronus(OrderPolicy):
 
     def replan(self, active: Mapping[str, JobState], now: float) -> Any:
         """The new lease's plan: the selector itself, re-planned, and the jobs whose tier
-        changed."""
+        changed (:class:`~chronus_py.policies.replanned.Replanned`)."""
         changed = self.selector.new_lease(active, now)
-        return self.selector, changed
+        return Replanned(self.selector, changed)
+
+    def replan_load(self, result: Any) -> Iterator[None]:
+        return result.load()
+
+    def replan_release(self) -> Iterator[None]:
+        retired, self._retired = self._retired, None
+        return release(retired)
 
     def replan_started(self, now: float) -> None:
         self.selector.lease_index = lease_of(now, self.settings.lease)
 
+    def catch_up(self, result: Any, arrived: Sequence[JobState], now: float) -> Collection[str]:
+        """Jobs admitted while the re-plan computed keep their promises: adopted, then booked
+        into the new plan (the result's own selector, not yet this policy's) where they fit;
+        one that does not is re-planned at the next lease like a restored one. Returns those
+        whose key differs from the one the committed plan gave them."""
+        selector = result.selector
+        selector.adopt(arrived)
+        changed = selector.admit_arrivals(arrived, now)
+        # Against the committed plan, whose tiers the queue's keys hold: a waiting job of the
+        # same tier keeps its key there (a running one's key also asks its bookings).
+        return [
+            state.id
+            for state in arrived
+            if state.id in changed
+            and (
+                state.status is Status.RUNNING
+                or selector.tier(state.id) is not self.selector.tier(state.id)
+            )
+        ]
+
     def commit_replan(
         self, result: Any, arrived: Sequence[JobState], now: float
     ) -> Collection[str]:
-        """Jobs admitted while the re-plan computed keep their promises (adopted, then booked
-        into the new plan where they fit; one that does not is re-planned at the next lease
-        like a restored one)."""
+        """The last arrivals caught up (:meth:`catch_up`), then the new plan is this policy's."""
         if result is None:
             self.selector.lease_index -= 1  # the lease is due again: the next prepare re-plans
             return ()
-        selector, changed = result
-        selector.adopt(arrived)
-        self.selector = selector
-        return set(changed) | selector.admit_arrivals(arrived, now)
+        changed = result.changed | set(self.catch_up(result, arrived, now))
+        self._retired = self.selector  # freed by replan_release, if the caller asks
+        self.selector = result.selector
+        return changed
 
     def size(self, job: Sizes, view: View) -> int:
         """An SLO job's smallest size the lease plan can guarantee now (the admission probe,

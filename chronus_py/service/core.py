@@ -54,6 +54,11 @@ from chronus_py.service.jobspec import (
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
+CATCH_UP_STEP = 0.02
+"""Seconds of one step of a re-plan's commit under the request lock (``Service.commit_replan``):
+a request waits at most about this long behind it."""
+CATCH_UP_STEPS = 500
+"""Steps after which a commit takes in all the arrivals left at once."""
 HEALTH_EVERY = 1.0
 """Wall seconds between two reads of node health: a drained node must stop getting new jobs
 within a round or two, and one read is one cheap call (one REST request for Slurm)."""
@@ -148,6 +153,7 @@ class Service:
         nodes = self.backend.nodes()
         self.nodes_seen: list[NodeInfo] = list(nodes)
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
+        self.cluster_gpus = self.cluster.gpus  # a sum over the nodes: not redone per request
         self.needs_resync = False
         self.rebuild()
 
@@ -323,8 +329,8 @@ class Service:
         job = spec.job
         if rounds.held(self.scheduler, job.id) or job.id in self.known:
             raise ApiError(409, f"you have a job with id {origin.shown(job.id)!r} already", "id")
-        if not spec.needs_size and job.gpus > self.cluster.gpus:
-            raise ApiError(422, f"expected at most the cluster's {self.cluster.gpus}", "gpus")
+        if not spec.needs_size and job.gpus > self.cluster_gpus:
+            raise ApiError(422, f"expected at most the cluster's {self.cluster_gpus}", "gpus")
         refused = rounds.reject_reason(
             self.scheduler, job, spec.estimate, now, sized=not spec.needs_size
         )
@@ -466,7 +472,10 @@ class Service:
             self.db.set_state(job_id, "cancelled", finished=now)
             self.db.decision(now, job_id, "cancel", None, f"cancelled by {caller.tenant}")
         decision_log("cancel", job=job_id, by=caller.tenant, now=now)
-        return self.job_view(self.db.job(job_id), caller)
+        # the row as set_state left it, without reading it back
+        return self.job_view(
+            {**row, "state": "cancelled", "placement": None, "finished_at": now}, caller
+        )
 
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
@@ -602,7 +611,7 @@ class Service:
         return {
             "backend": self.backend.name,
             "now": self.backend.now(),
-            "gpus": self.cluster.gpus,
+            "gpus": self.cluster_gpus,
             "free_gpus": rounds.free_gpus(self.scheduler),
             "pending": pending,
             "running": running,
@@ -887,7 +896,13 @@ class Service:
         """Start the lease re-plan in a child process when it is due, before anything selects:
         a re-plan of thousands of guarantees takes seconds, which no request should wait for.
         ``notify``: tell the loop (from a request; a round's loop sees it when the round ends)."""
-        if self.replan_in_child and self.replan is None and rounds.replan_due(self.scheduler, now):
+        if not self.replan_in_child or not rounds.replan_due(self.scheduler, now):
+            return
+        if self.replan is not None:
+            # due again before the last one is committed: not re-planned here, under the lock,
+            # but forked once that one is (its plan then holds the lease it was forked in)
+            rounds.defer_replan(self.scheduler, now)
+        else:
             self.replan = rounds.start_replan(self.scheduler, now)
             if self.replan is not None:
                 decision_log("replan_started", now=now, jobs=len(self.replan.known))
@@ -896,22 +911,57 @@ class Service:
 
     def replan_result(self, replan: rounds.Replan):
         """The child's result (blocks: call it off the event loop, without the lock)."""
-        return rounds.replan_result(replan)
+        return rounds.replan_result(replan, self.scheduler)
 
-    def commit_replan(self, replan: rounds.Replan, result) -> None:
-        """Make the child's plan the committed one (under the lock); the next round records the
-        promises it changed and the lease plan."""
+    def release_replaced(self) -> None:
+        """Free the plan the last commit replaced (off the event loop, without the lock)."""
+        rounds.release_replaced(self.scheduler)
+
+    def commit_replan(self, replan: rounds.Replan, result) -> bool:
+        """One step, under the lock, of making the child's plan the committed one; True once
+        done (or dropped), False if a step is still due (the caller releases the lock between
+        steps, so requests are answered in between).
+
+        While the child computed, the committed plan admitted every new job; each must be
+        booked into the child's plan too before it is committed (about 2,500 after a 26 s
+        re-plan of 5,000 guarantees, each an admission against the new plan: seconds in one
+        go). So each step books arrivals into the uncommitted result for at most
+        ``CATCH_UP_STEP`` seconds (``rounds.catch_up``) and the commit comes only in the step
+        that leaves none behind: it books the last few and swaps in one piece, and every answer
+        before it came from the committed plan, every answer after it from the new one, with
+        the jobs answered by the old plan booked in the new. New submissions cost the lock
+        what their catch-up costs, so each step gains on them; ``CATCH_UP_STEPS`` bounds the
+        steps anyway (a saturated server commits the rest at once, as it used to). The next
+        round records the promises the commit changed and the lease plan."""
         now = self.backend.now()
         if replan is not self.replan or self.needs_resync:
-            return  # the scheduler was rebuilt meanwhile: its own select re-plans it
+            return True  # the scheduler was rebuilt meanwhile: its own select re-plans it
+        replan.steps += 1
+        if (
+            result is not None
+            and replan.steps < CATCH_UP_STEPS
+            and not rounds.catch_up(self.scheduler, replan, result, now, CATCH_UP_STEP)
+        ):
+            return False
         self.replan = None
         rounds.commit_replan(self.scheduler, replan, result, now)
         self._fresh = True
         self._plan = None  # assembled again, from the committed plan, when next asked
-        decision_log("replan_committed", now=now, began=replan.now, ok=result is not None)
+        decision_log(
+            "replan_committed",
+            now=now,
+            began=replan.now,
+            ok=result is not None,
+            caught_up=len(replan.taken),
+            steps=replan.steps,
+        )
+        return True
 
     def _round(self) -> None:
         now = self.backend.now()
+        # A lease may have ended since the round took its arrivals: forked, not re-planned by
+        # this round's select under the lock (seconds with thousands of guarantees).
+        self._replan_if_due(now, notify=False)
         stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
         started = time.perf_counter()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -336,12 +337,17 @@ def free_gpus(scheduler: Scheduler) -> int:
 @dataclass
 class Replan:
     """A lease re-plan computing in a child process, on the fork of the scheduler as it was at
-    ``now``; ``known`` the jobs active then."""
+    ``now``; ``known`` the jobs active then; ``taken`` the later arrivals already taken into its
+    result (:func:`catch_up`), ``changed`` the jobs whose key that changed, and ``steps`` the
+    steps of its commit so far."""
 
     pid: int
     fd: int
     now: float
     known: frozenset[str]
+    taken: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
+    steps: int = 0
 
 
 def replan_due(scheduler: Scheduler, now: float) -> bool:
@@ -374,22 +380,68 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
     return Replan(pid, read, now, frozenset(scheduler.active))
 
 
-def replan_result(replan: Replan) -> Any | None:
-    """The child's result, or None if it failed; blocks until it ends (call it from a worker
-    thread)."""
+def defer_replan(scheduler: Scheduler, now: float) -> None:
+    """A re-plan fell due while the last one still computes or catches up: the committed plan
+    goes on deciding, as it does while the child computes, instead of re-planning at once."""
+    scheduler.policy.replan_started(now)
+
+
+def replan_result(replan: Replan, scheduler: Scheduler) -> Any | None:
+    """The child's result, or None if it failed; blocks until it ends, and reads the result in
+    steps (``Policy.replan_load``). Call it from a worker thread, without the lock: it uses
+    nothing of the scheduler but its policy's code."""
     with os.fdopen(replan.fd, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(replan.pid, 0)
-    return pickle.loads(data) if data and status == 0 else None
+    if not data or status != 0:
+        return None
+    result = pickle.loads(data)
+    for _ in scheduler.policy.replan_load(result):
+        pass
+    return result
+
+
+def release_replaced(scheduler: Scheduler) -> None:
+    """Free the plan the last commit replaced, in steps (``Policy.replan_release``): from a
+    worker thread, without the lock, once the commit is done."""
+    for _ in scheduler.policy.replan_release():
+        pass
+
+
+def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:
+    """Active jobs the re-plan's result does not hold yet, in submission order."""
+    return [
+        s for i, s in scheduler.active.items() if i not in replan.known and i not in replan.taken
+    ]
+
+
+def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budget: float) -> bool:
+    """Take the jobs that arrived since the fork into the re-plan's ``result`` one by one, at
+    least one and then until ``budget`` seconds have passed (the caller holds the scheduler);
+    True once none is left.
+
+    The result is not the scheduler's plan yet, so nothing a request sees changes: each job
+    is booked against the new plan exactly as the commit would book it, and every request in
+    between is still answered (and booked) by the committed plan, to be caught up in turn. A
+    job cancelled after it was taken in keeps its booking until the next re-plan, as a job
+    cancelled while the child computed does."""
+    stop = time.perf_counter() + budget
+    left = _untaken(scheduler, replan)
+    for n, state in enumerate(left, 1):
+        replan.changed.update(scheduler.policy.catch_up(result, [state], now))
+        replan.taken.add(state.id)
+        if n < len(left) and time.perf_counter() >= stop:
+            return False
+    return True
 
 
 def commit_replan(scheduler: Scheduler, replan: Replan, result: Any | None, now: float) -> None:
     """Make the child's plan the scheduler's, atomically (the caller holds the scheduler): the
-    policy takes in the jobs that arrived while it computed (``Policy.commit_replan``), and
-    every job whose key changed is re-sorted. A failed child: the re-plan runs here."""
-    arrived = [s for i, s in scheduler.active.items() if i not in replan.known]
-    changed = scheduler.policy.commit_replan(result, arrived, now)
+    policy takes in the jobs that arrived while it computed and :func:`catch_up` did not take
+    yet (``Policy.commit_replan``), and every job whose key changed is re-sorted. A failed
+    child: the re-plan runs here."""
+    changed = scheduler.policy.commit_replan(result, _untaken(scheduler, replan), now)
     if result is None:
         scheduler.select(now)
         return
-    scheduler._rekey(changed, now)
+    scheduler._rekey(replan.changed.union(changed), now)

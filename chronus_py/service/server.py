@@ -5,8 +5,10 @@ interleave; both run the service in a worker thread, so the event loop still ans
 ``/healthz`` during a long round. A round's backend commands (starts, preemptions) are issued
 between its decisions and their records, without that lock (``commands.py``): a request waits
 for a round's planning, never for its batch of commands. The lease re-plan, seconds long with
-thousands of guarantees, runs in a child process on a fork of the scheduler and is committed
-under the lock when it is done (``rounds.start_replan``): no request waits for it.
+thousands of guarantees, runs in a child process on a fork of the scheduler
+(``rounds.start_replan``); its result is read and the plan it replaces freed in small pieces off
+the lock, and it is committed in steps of at most ``CATCH_UP_STEP`` under the lock
+(``Service.commit_replan``): no request waits for the re-plan, and none long for its commit.
 
 The loop sleeps until the earliest of: a submission or cancellation (woken at
 once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
@@ -447,11 +449,15 @@ async def _loop(
 
 async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Event) -> None:
     """Wait (in a worker thread, without the lock) for the child computing the lease re-plan,
-    then commit its plan under the lock: requests wait only for the commit, not the re-plan."""
+    then commit its plan under the lock: requests wait only for a step of the commit, not the
+    re-plan."""
     result = await asyncio.to_thread(service.replan_result, replan)
-    async with lock:
-        service.commit_replan(replan, result)
+    done = False
+    while not done:  # in steps, each a short hold of the lock (``Service.commit_replan``)
+        async with lock:
+            done = await asyncio.to_thread(service.commit_replan, replan, result)
     wake.set()
+    await asyncio.to_thread(service.release_replaced)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -56,6 +56,8 @@ def test_submit_guarantee_status_plan_and_cancel(server):
     assert plan["lease_plan"]["j1"]
     r = http.delete("/v1/jobs/j1", headers=A)
     assert r.status_code == 200 and r.json()["state"] == "cancelled"
+    listed = http.get("/v1/jobs?state=cancelled", headers=A).json()["jobs"]
+    assert [r.json()] == [j for j in listed if j["id"] == "j1"]  # the answer is the record
     wait_for(lambda: http.get("/v1/cluster", headers=A).json()["free_gpus"] == 32)
 
 

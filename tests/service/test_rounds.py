@@ -64,3 +64,36 @@ def test_withdraw_frees_gpus_and_the_queue():
     running = next(iter(s.running))
     rounds.withdraw(s, running, 10.0)
     assert rounds.free_gpus(s) == 8 and running not in s.active
+
+
+def test_a_replan_catches_up_in_steps_and_commits_what_one_step_would():
+    # Two schedulers alike, each re-planned in a forked child at the lease end (600 s) while
+    # four jobs arrive: one commits in one go, the other catches up a job per step first.
+    plans = []
+    for steps in (False, True):
+        estimates = {"a": 3000.0, **{f"n{i}": 1200.0 for i in range(4)}}
+        s = rounds.scheduler_for(
+            rounds.SchedulerSettings(options={"headroom": 0.0, "lease": 600.0}),
+            Cluster.uniform(2, 8),
+            estimates=estimates,
+        )
+        rounds.admit(s, slo("a", 8, 3000.0, 20000.0), 0.0)
+        assert rounds.replan_due(s, 600.0)
+        replan = rounds.start_replan(s, 600.0)
+        late = [slo(f"n{i}", 4, 1200.0, 9000.0 + 600.0 * i) for i in range(4)]
+        answers = [rounds.admit(s, job, 600.0)[1] for job in late]
+        assert all(a.decision == rounds.GUARANTEED for a in answers)
+        result = rounds.replan_result(replan, s)
+        committed = dict(s.policy.lease_report().lease_plan)
+        if steps:
+            for taken in range(1, 4):  # a budget of 0 s: one job per step, the plan unchanged
+                assert not rounds.catch_up(s, replan, result, 600.0, 0.0)
+                assert len(replan.taken) == taken
+                assert s.policy.lease_report().lease_plan == committed
+            assert rounds.catch_up(s, replan, result, 600.0, 0.0)
+        rounds.commit_replan(s, replan, result, 600.0)
+        plan = s.policy.lease_report().lease_plan
+        assert set(plan) == {"a", "n0", "n1", "n2", "n3"}
+        assert not rounds.replan_due(s, 600.0)
+        plans.append((plan, rounds.guarantees(s), [st.id for st in s.pending()]))
+    assert plans[0] == plans[1]

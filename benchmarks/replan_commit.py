@@ -1,0 +1,153 @@
+"""How long a lease re-plan's commit holds the service's request lock, and how long reading its
+result and freeing the plan it replaced stop every thread (issue 27), at 8,192 GPUs with 6,024
+guarantees (1,024 running jobs, 5,000 waiting, every one with a deadline) and 30 s leases, with
+``--arrivals`` jobs admitted while the child re-planned. In-process, without HTTP: the service's
+own calls (``chronus_py.service.rounds``), timed in wall and CPU seconds (CPU does not depend on
+how busy the machine is).
+
+    python benchmarks/replan_commit.py [--arrivals 2500] [--before /path/to/other/checkout]
+
+``--before``: the same run with another checkout first (one that commits in one piece, as
+main at 54b357e does), so the two are compared side by side. Writes
+benchmarks/results/replan_commit.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def timed(fn, *args):
+    wall, cpu = time.perf_counter(), time.thread_time()
+    out = fn(*args)
+    return out, time.perf_counter() - wall, time.thread_time() - cpu
+
+
+def measure(arrivals: int) -> dict:
+    from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+    from chronus_py.service import rounds
+
+    rng = random.Random(1)
+    estimates: dict[str, float] = {}
+    s = rounds.scheduler_for(
+        rounds.SchedulerSettings(options={"headroom": 0.0, "lease": 30.0}),
+        Cluster.uniform(1024, 8),
+        estimates=estimates,
+    )
+
+    def job(i: int, now: float, gpus: int | None = None, work: float | None = None) -> Job:
+        work = work or rng.choice((7200.0, 14400.0, 28800.0, 57600.0))
+        estimates[f"b{i}"] = work
+        deadline = DeadlineOption(now + work * rng.uniform(1.5, 4.0), 1.0)
+        gpus = gpus or rng.choice((1, 1, 1, 2, 4, 8))
+        return Job(f"b{i}", "t", gpus, now, JobKind.STRICT_SLO, (deadline,), work)
+
+    for i in range(1024):
+        rounds.admit(s, job(i, 0.0, 8, 800.0), 0.0)
+    rounds.advance(s, 0.0)
+    for i in range(5000):
+        rounds.admit(s, job(1024 + i, 1.0), 1.0)
+    out: dict = {"guarantees_before": len(rounds.guarantees(s))}
+    replan = rounds.start_replan(s, 30.0)
+    for i in range(arrivals):
+        rounds.admit(s, job(100_000 + i, 30.0), 30.0)
+    calls: list[float] = []  # CPU of each unpickle call: no other thread runs during one
+    loads = pickle.loads
+
+    def counted(data):
+        cpu = time.thread_time()
+        try:
+            return loads(data)
+        finally:
+            calls.append(time.thread_time() - cpu)
+
+    rounds.pickle.loads = counted
+    stepped = hasattr(rounds, "catch_up")
+    result = rounds.replan_result(replan, s) if stepped else rounds.replan_result(replan)
+    out["result_longest_call_cpu_ms"] = 1000 * max(calls)
+    holds: list[tuple[float, float]] = []
+    if stepped:
+        while True:
+            done, wall, cpu = timed(rounds.catch_up, s, replan, result, 30.0, 0.02)
+            if done:
+                _, wall2, cpu2 = timed(rounds.commit_replan, s, replan, result, 30.0)
+                wall, cpu = wall + wall2, cpu + cpu2
+            holds.append((wall, cpu))
+            if done:
+                break
+        steps = []  # the replaced plan freed a piece per step (off the lock)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        for _ in s.policy.replan_release():
+            steps.append((time.perf_counter() - wall, time.thread_time() - cpu))
+            wall, cpu = time.perf_counter(), time.thread_time()
+        longest = max(steps, default=(0.0, 0.0))
+    else:
+        old = s.policy.selector
+        _, wall, cpu = timed(rounds.commit_replan, s, replan, result, 30.0)
+        holds.append((wall, cpu))
+        wall, cpu = time.perf_counter(), time.thread_time()
+        del old
+        longest = (time.perf_counter() - wall, time.thread_time() - cpu)
+    out.update(
+        arrivals=arrivals,
+        lock_holds=len(holds),
+        longest_hold_ms={
+            "wall": 1000 * max(h[0] for h in holds),
+            "cpu": 1000 * max(h[1] for h in holds),
+        },
+        total_hold_ms={
+            "wall": 1000 * sum(h[0] for h in holds),
+            "cpu": 1000 * sum(h[1] for h in holds),
+        },
+        freeing_replaced_longest_call_ms={"wall": 1000 * longest[0], "cpu": 1000 * longest[1]},
+        guarantees_after=len(rounds.guarantees(s)),
+        booked_after=len(rounds.lease_report(s).lease_plan),
+    )
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--arrivals", type=int, default=2500)
+    p.add_argument("--before", type=Path, help="another checkout, run first")
+    p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.arrivals)))
+        return
+    here = Path(__file__).resolve().parent.parent
+    runs = {}
+    for name, checkout in (("before", args.before), ("this", here)):
+        if checkout is None:
+            continue
+        load = os.getloadavg()
+        done = subprocess.run(
+            [sys.executable, __file__, "--measure", "--arrivals", str(args.arrivals)],
+            env={**os.environ, "PYTHONPATH": str(checkout.resolve())},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs[name] = {
+            "checkout": str(checkout),
+            "load_before": load,
+            "load_after": os.getloadavg(),
+            **json.loads(done.stdout),
+        }
+        print(name, json.dumps(runs[name]), flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "replan_commit.json").write_text(json.dumps(runs, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
