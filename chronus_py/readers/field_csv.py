@@ -26,14 +26,12 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import pandas as pd
 
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.readers.table import HEADER_LINE, Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS, MAX_SECONDS, too_large
 
-_EPOCH = pd.Timestamp(0, tz="UTC")
 FIELDS = (
     "id",
     "submit",
@@ -267,6 +265,8 @@ def _read(fmt: FieldFormat, table: Table, skip_bad_rows: bool) -> list[Job]:
 
 def read_times(table: Table, column: str, unit: float, *, optional: bool = False) -> np.ndarray:
     """Seconds: numbers in ``unit``, or dates (as seconds since the epoch, UTC)."""
+    import pandas as pd  # here, not at import: see table.py
+
     raw = table.text(column)
     values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=float)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -293,11 +293,15 @@ def read_times(table: Table, column: str, unit: float, *, optional: bool = False
 
 def _dates(raw: np.ndarray) -> np.ndarray:
     """Seconds since the epoch; NaN where a cell is not a date pandas can represent."""
+    import pandas as pd
+
     try:
         parsed = pd.to_datetime(
             pd.Series(raw, dtype=object), errors="coerce", format="ISO8601", utc=True
         )
-        seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=float, copy=True)
+        seconds = (
+            (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=float, copy=True)
+        )
     except (ValueError, OverflowError, TypeError):  # pandas raises for some out-of-range dates
         seconds = np.full(len(raw), np.nan)
     for i in np.flatnonzero(np.isnan(seconds)):
@@ -306,9 +310,11 @@ def _dates(raw: np.ndarray) -> np.ndarray:
 
 
 def _one_date(text: str) -> float:
+    import pandas as pd
+
     try:
         stamp = pd.to_datetime(text, format="mixed", utc=True)
-        return float((stamp - _EPOCH).total_seconds())
+        return float((stamp - pd.Timestamp(0, tz="UTC")).total_seconds())
     except (ValueError, OverflowError, TypeError):
         return math.nan
 
@@ -362,6 +368,8 @@ def describe_origin(origin: float) -> str:
     """How the times were shifted, in words (empty when they start at 0)."""
     if origin == 0 or not math.isfinite(origin):
         return ""
+    import pandas as pd
+
     try:
         when = pd.Timestamp(origin, unit="s", tz="UTC") if origin > 86400 * 365 else None
     except (ValueError, OverflowError):  # beyond pandas' dates (year 2262)
