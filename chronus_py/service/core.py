@@ -976,17 +976,7 @@ class Service:
         if self._fresh or (stats is not None and stats.rounds != before):
             # Guarantees change only at a re-plan, or when restored jobs are first admitted.
             self._fresh = False
-            with self.db.transaction():
-                self._record_promise_changes(now, in_transaction=True)
-                plan = self.plan
-                self.db.set_meta(
-                    "lease_plan",
-                    {
-                        "now": now,
-                        "lease_end": plan.lease_end,
-                        "plan": {j: list(s) for j, s in plan.lease_plan.items()},
-                    },
-                )
+            self._record_promise_changes(now)
         if decided.started or decided.preempted or (stats is not None and stats.rounds != before):
             self._publish_due = True
         if self.needs_resync:
