@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -64,6 +65,7 @@ class Tracked:
     owed: bool = False  # suspended after a run, its remainder not yet written
     end: float | None = None
     failed: bool = False
+    refused: bool = False  # its Workload deactivated (chronus refused it): it never runs
 
 
 def annotations(j: TraceJob) -> dict[str, str]:
@@ -90,6 +92,7 @@ class Run:
         self.late_patches = 0
         self.refused_patches = 0
         self.last_look = time.time()
+        self.looks = 0
 
     def go(self, jobs: list[TraceJob], timeout: float) -> float:
         """Run the trace; the wall time of its origin (trace time 0)."""
@@ -122,6 +125,9 @@ class Run:
     def look(self) -> None:
         now = time.time()
         dt, self.last_look = now - self.last_look, now
+        self.looks += 1
+        if self.looks % 8 == 0:
+            self.refusals(now)
         pods = self.cp.api("GET", f"/api/v1/namespaces/{self.ns}/pods")["items"]
         running: dict[str, set[str]] = {}
         for p in pods:
@@ -149,6 +155,17 @@ class Run:
             elif t.owed:  # resumed before the remainder was written: it replays the old one
                 self.late_patches += 1
                 t.owed, t.patched_for = False, t.runs
+
+    def refusals(self, now: float) -> None:
+        """Jobs whose Workload was deactivated end here: chronus refused them (a deadline
+        already past when Kueue first reserved quota for it), and they would never run."""
+        for wl in self.cp.api("GET", f"{KUEUE}/namespaces/{self.ns}/workloads")["items"]:
+            if wl["spec"].get("active", True):
+                continue
+            for ref in wl["metadata"].get("ownerReferences") or []:
+                t = self.tracked.get(ref.get("name"))
+                if t is not None and t.end is None:
+                    t.end, t.failed, t.refused = now, True, True
 
     def checkpoint(self, t: Tracked) -> None:
         """Set a suspended Job's remaining run time (its work less the time its pods ran). The
@@ -202,16 +219,18 @@ def summary(run: Run, origin: float, views: dict[str, dict], ids: dict[str, str]
                 "submit": round(v(t.submit), 1),
                 "end": None if t.end is None else round(v(t.end), 1),
                 "runs": t.runs,
+                "refused": t.refused,
                 "guaranteed": (view.get("admission") or {}).get("decision") == "guaranteed",
                 "met": met,
             }
         )
     slo = [r for r in rows if r["deadline"] is not None]
     guaranteed = [r for r in slo if r["guaranteed"]]
-    done = [r for r in rows if r["end"] is not None]
+    done = [r for r in rows if r["end"] is not None and not r["refused"]]
     return {
         "jobs": len(rows),
         "completed": len(done),
+        "refused": sum(r["refused"] for r in rows),
         "slo_jobs": len(slo),
         "deadlines_met": sum(bool(r["met"]) for r in slo),
         "deadline_ratio": round(sum(bool(r["met"]) for r in slo) / len(slo), 4) if slo else None,
@@ -231,18 +250,24 @@ def summary(run: Run, origin: float, views: dict[str, dict], ids: dict[str, str]
 
 
 def run_mode(
-    cp: ControlPlane, kubeconfig: Path, tmp: Path, mode: str, jobs: list[TraceJob], args
+    cp: ControlPlane,
+    kubeconfig: Path,
+    tmp: Path,
+    mode: str,
+    quota: int,
+    jobs: list[TraceJob],
+    args,
 ) -> dict:
-    ns = f"trace-{mode}"
+    ns = f"trace-{mode}-q{quota}"
     chronus = mode == "chronus"
-    cp.make_queues(ns, args.quota, ns, admission_checks=[CHECK] if chronus else [])
+    cp.make_queues(ns, quota, ns, admission_checks=[CHECK] if chronus else [])
     run = Run(cp, ns, ns, args.scale, args.poll)
     serve = None
     if chronus:
         serve = harness.ServeProcess(
             cp,
             kubeconfig,
-            tmp / "chronus.db",
+            tmp / f"chronus-q{quota}.db",
             f"--kueue-controller-name=chronus.io/{CHECK}",
             "--solver=cpsat",
             f"--time-limit={args.time_limit:g}",
@@ -260,10 +285,14 @@ def run_mode(
         if serve is not None:
             serve.stop()
             if args.log:
-                shutil.copyfile(serve.log, args.log)
+                shutil.copyfile(serve.log, f"{args.log}.q{quota}")
     out = summary(run, origin, views, chronus_ids(cp, ns) if chronus else {})
     out["wall_s"] = round(time.monotonic() - t0, 1)
     return out
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main() -> int:
@@ -274,7 +303,13 @@ def main() -> int:
     p.add_argument("--deadline-hours", type=float, nargs=2, default=(2.0, 6.0))
     p.add_argument("--nodes", type=int, default=4)
     p.add_argument("--gpus-per-node", type=int, default=4)
-    p.add_argument("--quota", type=int, default=32, help="GPU quota of each ClusterQueue")
+    p.add_argument(
+        "--quota",
+        type=int,
+        nargs="+",
+        default=[32],
+        help="GPU quota of each ClusterQueue; several: every mode at each",
+    )
     p.add_argument(
         "--modes", nargs="+", choices=("kueue-fifo", "chronus"), default=["kueue-fifo", "chronus"]
     )
@@ -283,12 +318,13 @@ def main() -> int:
     p.add_argument("--poll", type=float, default=0.25, help="the harness's look, wall s")
     p.add_argument("--timeout", type=float, default=1200.0, help="wall s after the last arrival")
     p.add_argument("--out", default="kueue_trace.json")
-    p.add_argument("--log", help="copy chronus serve's log here")
+    p.add_argument("--log", help="copy chronus serve's log to LOG.q<quota>")
     args = p.parse_args()
     why = why_not_here()
     if why:
         print(why, file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _interrupt)  # so every daemon is stopped on the way out
     jobs = synthetic_trace(args.jobs, seed=args.seed, deadline_hours=tuple(args.deadline_hours))
     out: dict = {
         "command": " ".join(sys.argv),
@@ -307,11 +343,12 @@ def main() -> int:
         for i in range(args.nodes):
             cp.add_node(f"gpu-{i + 1}", args.gpus_per_node)
         harness.admission_check(cp, CHECK, f"chronus.io/{CHECK}")
-        for mode in args.modes:
-            s = run_mode(cp, kubeconfig, tmp, mode, jobs, args)
-            out["runs"][mode] = s
-            brief = {k: v for k, v in s.items() if k not in ("broken", "missed")}
-            print(mode, json.dumps(brief), flush=True)
+        for quota in args.quota:
+            for mode in args.modes:
+                s = run_mode(cp, kubeconfig, tmp, mode, quota, jobs, args)
+                out["runs"][f"{mode}-q{quota}"] = s
+                brief = {k: v for k, v in s.items() if k not in ("broken", "missed")}
+                print(f"{mode} quota {quota}", json.dumps(brief), flush=True)
     out["load_after"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")
