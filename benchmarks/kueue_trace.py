@@ -19,10 +19,16 @@ after the Job was resumed is counted as ``late_patches``: that run replays the o
 
 Outcomes are stamped by the harness (it polls Jobs and pods every ``--poll`` wall seconds):
 submission when it creates the Job, end when it first sees the Job's ``Complete`` condition.
-Guarantees are chronus's own answer for each job (``GET /v1/jobs``).
+Guarantees are chronus's own answer for each job (``GET /v1/jobs``). A Job whose Workload was
+deactivated (chronus refused it: its deadline had passed when Kueue first reserved quota for it,
+and chronus only sees reserved Workloads) ends the wait as ``refused``: it never runs.
 
-    PYTHONPATH=. nice python benchmarks/kueue_trace.py [--jobs 200] [--scale 120] [--quota 32]
-        [--deadline-hours 2 6] [--modes kueue-fifo chronus]
+Quota: ``--quota`` GPUs per ClusterQueue (several values: every mode at each). Kueue reserves
+within it in FIFO order; chronus decides only among what Kueue reserved, so a quota close to the
+GPUs hides the queue from chronus, and a very large one hands it every Job.
+
+    PYTHONPATH=. nice python benchmarks/kueue_trace.py [--jobs 200] [--scale 120]
+        [--quota 32 10000] [--deadline-hours 2 6] [--modes kueue-fifo chronus]
 """
 
 from __future__ import annotations

@@ -334,6 +334,16 @@ class KueueBackend(CompressedTime):
             except notes.AnnotationError as exc:
                 self._refuse(job_id, wl, str(exc))
                 continue
+            deadlines = fields.get("deadlines")
+            if deadlines and deadlines[-1]["at"] <= self.now():
+                # Kueue queued it past its last deadline (chronus sees a Workload only once
+                # Kueue has reserved quota for it): it runs best-effort rather than not at all
+                log.info(
+                    json.dumps(
+                        {"event": "kueue_deadline_passed", "job": job_id, "at": deadlines[-1]["at"]}
+                    )
+                )
+                del fields["deadlines"]
             self._arrived.add(job_id)
             out.append(fields)
         return out
