@@ -670,6 +670,7 @@ class Service:
         try:
             self._observe()
             if time.monotonic() >= self._health_at:
+                self._follow_nodes()
                 self._follow_health()
             self._round()
             self._reports = None
@@ -817,6 +818,27 @@ class Service:
 
             self._table = read_throughputs(self._throughputs_dir)
         return self._table
+
+    def _follow_nodes(self) -> None:
+        """Take nodes that joined, left or changed their GPU count into the cluster, for a
+        backend whose nodes may change while it serves (``nodes_can_change``: Kubernetes Node
+        objects). The scheduler is then rebuilt on the new cluster from the backend's view, as
+        after a backend error: this round decides nothing, the next one starts from the rebuild
+        (a job running on a node that left is stopped there and scheduled again)."""
+        if not getattr(self.backend, "nodes_can_change", False):
+            return
+        seen = {n.name: len(n.gpus) for n in self.backend.nodes()}
+        had = {n.name: n.gpus for n in self.cluster.nodes}
+        if seen == had:
+            return
+        decision_log(
+            "cluster_changed",
+            joined=sorted(seen.keys() - had.keys()),
+            left=sorted(had.keys() - seen.keys()),
+            resized={n: [had[n], g] for n, g in sorted(seen.items()) if had.get(n, g) != g},
+        )
+        self.cluster = Cluster(tuple(Node(name, gpus) for name, gpus in seen.items()))
+        self.needs_resync = True
 
     def _follow_health(self) -> None:
         """Keep placement off nodes the backend reports unhealthy (Slurm: drained, down, not

@@ -20,7 +20,11 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
 - what users see: the check's ``message`` says the decision ("guaranteed to finish by T",
   "planned start T", "not guaranteed: why"), updated when a round changes it (``publish``).
 - nodes: Node objects with allocatable GPUs; one not Ready, cordoned or tainted NoSchedule /
-  NoExecute is unhealthy.
+  NoExecute is unhealthy. Nodes that join, leave or change their GPUs or labels are followed
+  while serving (``nodes_can_change``: the service rebuilds its cluster). With a HiveD config
+  (``--cluster``, its nodes named as Kubernetes names them) the cluster is the config's cell
+  tree instead: the cell allocator places every job, and a config node missing from the
+  cluster, or with fewer GPUs than the config gives it, is unhealthy.
 
 All state lives in the cluster (``workloads.py`` lists chronus's records), so a restarted or
 newly elected controller rebuilds from the API server alone. Every write is a server-side apply
@@ -83,8 +87,11 @@ class KueueBackend(CompressedTime):
         time_scale: float = 1.0,
         time_origin: float = 0.0,
         elector: LeaderElector | None = None,
+        topology: Mapping[str, int] | None = None,
     ):
         self.kube = kube
+        self.topology = None if topology is None else dict(topology)
+        self.nodes_can_change = topology is None
         self.controller = controller
         self.resource = resource
         self.node_selector = dict(node_selector or {})
@@ -189,6 +196,12 @@ class KueueBackend(CompressedTime):
         return self._seen(job_id, got)
 
     def nodes(self) -> Sequence[NodeInfo]:
+        seen = self.cluster_nodes()
+        return seen if self.topology is None else _in_cells(self.topology, seen)
+
+    def cluster_nodes(self) -> list[NodeInfo]:
+        """The Nodes with allocatable GPUs that match the node selector, as Kubernetes has
+        them (without a HiveD config, the cluster chronus schedules)."""
         out = []
         for n in self.watches.stores["nodes"].snapshot().values():
             labels = n.metadata.labels or {}
@@ -321,6 +334,16 @@ class KueueBackend(CompressedTime):
             except notes.AnnotationError as exc:
                 self._refuse(job_id, wl, str(exc))
                 continue
+            deadlines = fields.get("deadlines")
+            if deadlines and deadlines[-1]["at"] <= self.now():
+                # Kueue queued it past its last deadline (chronus sees a Workload only once
+                # Kueue has reserved quota for it): it runs best-effort rather than not at all
+                log.info(
+                    json.dumps(
+                        {"event": "kueue_deadline_passed", "job": job_id, "at": deadlines[-1]["at"]}
+                    )
+                )
+                del fields["deadlines"]
             self._arrived.add(job_id)
             out.append(fields)
         return out
@@ -537,6 +560,45 @@ def _unhealthy(node) -> str:
     return ", ".join(why)
 
 
+def _in_cells(cells: Mapping[str, int], seen: Sequence[NodeInfo]) -> list[NodeInfo]:
+    """The HiveD config's nodes as the cluster has them now: every cell node with the config's
+    GPUs, unhealthy if it is missing or has fewer GPUs (the cell tree cannot change while
+    serving; nodes outside it are not chronus's)."""
+    found = {n.name: n for n in seen}
+    out = []
+    for name, gpus in cells.items():
+        n = found.get(name)
+        why = (
+            "not in the cluster (no Node with allocatable GPUs matching the node selector)"
+            if n is None
+            else f"has {len(n.gpus)} GPUs, the config gives it {gpus}"
+            if len(n.gpus) < gpus
+            else n.reason
+        )
+        out.append(NodeInfo(name, tuple(range(gpus)), healthy=not why, reason=why))
+    return out
+
+
+def topology_mismatch(cells: Mapping[str, int], kube: Mapping[str, int]) -> str | None:
+    """Why a HiveD config's nodes (name -> GPUs) are not chronus's Kubernetes nodes, or None."""
+    extra = sorted(set(cells) - set(kube))
+    if extra:
+        return (
+            f"nodes {', '.join(extra)} are not Kubernetes nodes with allocatable GPUs matching "
+            f"--kueue-node-selector (there are: {', '.join(sorted(kube)) or 'none'})"
+        )
+    missing = sorted(set(kube) - set(cells))
+    if missing:
+        return (
+            f"Kubernetes nodes {', '.join(missing)} are in no cell: add them to the config, or "
+            "leave them out with --kueue-node-selector"
+        )
+    for name in sorted(cells):
+        if cells[name] != kube[name]:
+            return f"node {name} has {cells[name]} GPUs here but {kube[name]} in Kubernetes"
+    return None
+
+
 # -- chronus serve --backend kueue ---------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("kueue backend (--backend kueue)")
@@ -617,7 +679,9 @@ def from_args(
     args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
 ) -> KueueBackend:
     """A Kueue backend from the serve options; with ``--kueue-lease`` this blocks until this
-    replica leads. ``nodes`` (a HiveD config) is not used: the nodes are the cluster's."""
+    replica leads. ``nodes`` (a HiveD config's, ``--cluster``) must be chronus's Kubernetes
+    nodes with their allocatable GPUs when it starts: the cell tree then places jobs on them
+    by name."""
     poll = 1.0 if args.kueue_poll is None else float(args.kueue_poll)
     scale = 1.0 if args.kueue_time_scale is None else float(args.kueue_time_scale)
     for flag, value in (("--kueue-poll", poll), ("--kueue-time-scale", scale)):
@@ -651,7 +715,7 @@ def from_args(
     if elector is not None:
         elector.acquire()
     try:
-        return KueueBackend(
+        backend = KueueBackend(
             kube,
             controller=args.kueue_controller_name or CONTROLLER,
             resource=args.kueue_gpu_resource or GPU,
@@ -660,8 +724,15 @@ def from_args(
             time_scale=scale,
             time_origin=float(args.kueue_time_origin or 0.0),
             elector=elector,
+            topology=None if nodes is None else dict(nodes),
         )
     except BackendUnavailable as exc:
         error = ChronusError(f"--backend kueue: cannot read the cluster: {exc}")
         error.exit_code = 1
         raise error from None
+    if nodes is not None:
+        why = topology_mismatch(dict(nodes), {n.name: len(n.gpus) for n in backend.cluster_nodes()})
+        if why is not None:
+            backend.close()
+            raise InputError("--cluster", why)
+    return backend

@@ -1,0 +1,140 @@
+"""Nodes on the kueue backend: Nodes that join, leave or change while ``chronus serve`` runs are
+followed without a restart, and a HiveD cell tree keyed by Kubernetes node names places jobs
+through the cell allocator, with the pods pinned where it chose. On the session's control
+plane, each test in its own namespace with its own nodes (``kueue_helpers.Setup``)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from kueue_helpers import make_setup, wait  # noqa: E402
+
+from chronus_py.backends.kueue import harness  # noqa: E402
+from chronus_py.backends.kueue.lab import GPU  # noqa: E402
+from chronus_py.cli import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def chronus_kubeconfig(control_plane):
+    return harness.install_rbac(control_plane)
+
+
+@pytest.fixture
+def setup(kube, kube_ns, kube_queues, chronus_kubeconfig):
+    return make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig)
+
+
+def seen(serve) -> dict[str, int]:
+    """Node -> GPUs, as chronus's API says it schedules them now."""
+    return {n["name"]: n["gpus"] for n in serve.client.cluster()["nodes"]}
+
+
+def follows(serve, changes: int, nodes: dict[str, int], what: str) -> list[dict]:
+    """Wait for chronus's ``changes``-th cluster change and its API showing ``nodes``; the
+    changes so far. (Its API alone could show a node gone that the cluster never dropped: a
+    node seen missing by a rebuild and back before the next round looked.)"""
+    wait(
+        lambda: len(serve.events("cluster_changed")) >= changes and seen(serve) == nodes,
+        30,
+        f"chronus to follow {what}",
+    )
+    return serve.events("cluster_changed")
+
+
+def patch_node(cp, name: str, body: dict, sub: str = "") -> None:
+    cp.api("PATCH", f"/api/v1/nodes/{name}{sub}", body, content_type="application/merge-patch+json")
+
+
+def test_nodes_that_join_change_or_leave_are_followed_without_a_restart(setup, tmp_path):
+    """A node added while chronus serves gets work (the only schedulable one, the other being
+    cordoned); a changed allocatable count, a label that takes a node out of
+    ``--kueue-node-selector`` and back in, and a deleted node each change chronus's cluster."""
+    s = setup
+    (a,) = s.add_nodes("a")
+    with s.serve(tmp_path) as serve:
+        wait(lambda: seen(serve) == {a: 4}, 30, "chronus to see node a")
+        (b,) = s.add_nodes("b")
+        follows(serve, 1, {a: 4, b: 4}, "the new node b")
+        s.cp.cordon_node(a)
+        s.submit("on-b", gpus=4, run_seconds=2, notes={"chronus.io/estimate": "2m"})
+        wait(lambda: s.succeeded("on-b"), 60, "the Job to run on the new node")
+        assert {p["spec"]["nodeName"] for p in s.pods("on-b")} == {b}
+        s.cp.cordon_node(a, False)
+
+        patch_node(s.cp, b, {"status": {"allocatable": {GPU: "2"}}}, "/status")
+        follows(serve, 2, {a: 4, b: 2}, "b's GPUs down to 2")
+        patch_node(s.cp, a, {"metadata": {"labels": {"chronus-test": "elsewhere"}}})
+        follows(serve, 3, {b: 2}, "a out of the node selector")
+        patch_node(s.cp, a, {"metadata": {"labels": {"chronus-test": s.node_label}}})
+        follows(serve, 4, {a: 4, b: 2}, "a back in the node selector")
+        s.cp.remove_node(b)
+        changes = follows(serve, 5, {a: 4}, "b gone")
+
+        assert serve.proc.poll() is None  # the same process throughout
+        assert [c["joined"] for c in changes] == [[b], [], [], [a], []], changes
+        assert [c["left"] for c in changes] == [[], [], [a], [], [b]], changes
+        assert changes[1]["resized"] == {b: [4, 2]}, changes
+
+
+def hived(ns: str, a: str, b: str) -> str:
+    """A row of two 4-GPU nodes in GPU pairs, all of it the namespace's (its tenant's)
+    virtual cluster."""
+    return f"""physicalCluster:
+  cellTypes:
+    PAIR: {{childCellType: GPU, childCellNumber: 2}}
+    NODE: {{childCellType: PAIR, childCellNumber: 2, isNodeLevel: true}}
+    ROW: {{childCellType: NODE, childCellNumber: 2}}
+  physicalCells:
+  - cellType: ROW
+    cellAddress: row0
+    cellChildren: [{{cellAddress: {a}}}, {{cellAddress: {b}}}]
+virtualClusters:
+  {ns}:
+    virtualCells: [{{cellType: ROW, cellNumber: 1}}]
+"""
+
+
+def test_a_hived_cell_tree_places_jobs_on_kubernetes_nodes(setup, tmp_path, capsys):
+    """``--cluster hived.yaml`` naming the Kubernetes nodes: every gang is placed in a cell (a
+    2-GPU Job in a GPU pair, a 4-GPU Job in a whole node) and its pods run on the node chosen.
+    A config naming a node Kubernetes does not have is refused in one line."""
+    s = setup
+    a, b = s.add_nodes("a", "b")
+    config = tmp_path / "hived.yaml"
+    config.write_text(hived(s.ns, a, b))
+    with s.serve(tmp_path, "serve", f"--cluster={config}") as serve:
+        names = [
+            s.submit(f"j{i}", gpus=g, run_seconds=2, notes={"chronus.io/estimate": "2m"})
+            for i, g in enumerate((4, 2, 2, 2))
+        ]
+        for name in names:
+            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        ids = {s.chronus_id(n): n for n in names}
+        starts = {e["job"]: e["placement"] for e in serve.events("start")}
+        assert set(starts) == set(ids), starts
+        for job_id, placement in starts.items():
+            ((node, gpus),) = placement.items()
+            assert tuple(gpus) in ((0, 1), (2, 3), (0, 1, 2, 3)), placement  # whole cells
+            assert {p["spec"]["nodeName"] for p in s.pods(ids[job_id])} == {node}
+
+    config.write_text(hived(s.ns, a, f"{s.ns}-missing"))
+    code = main(
+        [
+            "serve",
+            "--backend=kueue",
+            f"--kubeconfig={s.kubeconfig}",
+            f"--kueue-node-selector=chronus-test={s.node_label}",
+            f"--kueue-controller-name=chronus.io/{s.ns}",
+            f"--cluster={config}",
+            f"--db={tmp_path / 'refused.db'}",
+            "--listen=127.0.0.1:0",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].endswith(
+        f"--cluster: nodes {s.ns}-missing are not Kubernetes nodes with allocatable GPUs "
+        f"matching --kueue-node-selector (there are: {a}, {b})"
+    ), err
