@@ -94,6 +94,7 @@ class LeaseProblem:
     value_units: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
     horizon: int = field(init=False, repr=False)
     _fit_prefix: dict = field(init=False, repr=False)
+    _index: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         cap = np.asarray(self.capacity)
@@ -117,13 +118,14 @@ class LeaseProblem:
             raise SolverError(
                 "objective", f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}"
             )
-        seen: set[str] = set()
+        index: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
             if not _plainly_valid(job, len(cap)):
                 _validate_job(f"jobs[{i}]", job, len(cap))
-            if job.id in seen:
+            if job.id in index:
                 raise SolverError(f"jobs[{i}].id", f"duplicate job id {job.id!r}")
-            seen.add(job.id)
+            index[job.id] = i
+        object.__setattr__(self, "_index", index)
         values = {o.value for j in self.jobs for o in j.options}  # a few distinct ones
         scale = next(
             (s for s in _VALUE_SCALES if all(abs(v * s - round(v * s)) < 1e-9 for v in values)),
@@ -161,8 +163,9 @@ class LeaseProblem:
         return LeaseProblem(self.capacity, self.jobs + tuple(jobs), self.objective)
 
     def index(self) -> dict[str, int]:
-        """Job id → position in ``jobs``."""
-        return {job.id: i for i, job in enumerate(self.jobs)}
+        """Job id → position in ``jobs``, built once with the duplicate check: a solve asks for
+        it several times (hints, packing, verification). Shared: do not change it."""
+        return self._index
 
 
 def _options(jobs: tuple[LeaseJob, ...]) -> Iterable[LeaseOption]:

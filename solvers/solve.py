@@ -19,7 +19,7 @@ from solvers.contract import Backend, BackendResult, SolveParams
 from solvers.formulation import model_size
 from solvers.greedy import GreedyPlan, pack
 from solvers.problem import LeaseProblem, SolverError
-from solvers.score import Bounds, bounds, objective_value, proven_optimal, score
+from solvers.score import Bounds, Score, bounds, objective_value, proven_optimal, score
 from solvers.solution import Assignment, LeaseSolution, Placement, SolveStats
 
 MAX_VARIABLES = 50_000
@@ -54,6 +54,14 @@ def greedy_start(problem: LeaseProblem, hint: Hint = None, b: Bounds | None = No
     """The best of up to three greedy plans: packed around ``hint`` (if given), fixed jobs in the
     given order, fixed jobs least slack first. Stops at the first that keeps every fixed job and
     reaches the value bound, since another order could then only shuffle slot 0."""
+    return _scored_greedy_start(problem, hint, b)[0]
+
+
+def _scored_greedy_start(
+    problem: LeaseProblem, hint: Hint = None, b: Bounds | None = None
+) -> tuple[GreedyPlan, Score]:
+    """``greedy_start`` and the plan's score, which ``solve`` needs again (scoring walks every
+    job's slots)."""
     b = bounds(problem) if b is None else b
     seed = as_assignment(hint)
     attempts = ([lambda: pack(problem, seed)] if seed else []) + [
@@ -61,15 +69,15 @@ def greedy_start(problem: LeaseProblem, hint: Hint = None, b: Bounds | None = No
         lambda: pack(problem, by_slack=True),
     ]
     n_fixed = sum(job.fixed for job in problem.jobs)
-    best, best_key = None, None
+    best, best_score = None, None
     for attempt in attempts:
         plan = attempt()
-        key = score(problem, plan.assignment).key
-        if best is None or key > best_key:
-            best, best_key = plan, key
-        if key[0] == n_fixed and key[1] == b.value_max:
+        scored = score(problem, plan.assignment)
+        if best is None or scored.key > best_score.key:
+            best, best_score = plan, scored
+        if scored.key[0] == n_fixed and scored.key[1] == b.value_max:
             break
-    return best
+    return best, best_score
 
 
 def solve(
@@ -106,8 +114,8 @@ def solve(
     name, fn = resolve_backend(backend)
     params = SolveParams(time_limit_s, threads, seed, deterministic_time)
     b = bounds(problem)
-    start = greedy_start(problem, hint, b)
-    return _finish(problem, name, fn, params, start, b, started, max_variables)
+    start, start_score = _scored_greedy_start(problem, hint, b)
+    return _finish(problem, name, fn, params, start, start_score, b, started, max_variables)
 
 
 def _finish(
@@ -116,13 +124,13 @@ def _finish(
     fn: Backend,
     params: SolveParams,
     start: GreedyPlan,
+    start_score: Score,
     b: Bounds,
     started: float,
     max_variables: int,
 ) -> LeaseSolution:
     """Steps 2-4 of the module docstring for an already packed greedy plan."""
     ids = tuple(job.id for job in problem.jobs)
-    start_score = score(problem, start.assignment)
     greedy_obj = objective_value(problem, start_score)
     require_feasible(problem, start.assignment, start.dropped)
 

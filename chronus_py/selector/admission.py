@@ -127,8 +127,9 @@ class LeaseSelector:
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
         self._changes: dict[str, DeadlineOption | None] = {}
         self._booked_leases = 0  # sum(map(len, booked.values())), kept as bookings change
-        self._previous: dict[str, Placement] = {}  # the plan a re-plan starts from (_hint)
+        self._previous: tuple[Mapping[str, tuple[int, ...]], int] = ({}, 0)  # see _hint
         self._facts: dict[str, tuple[tuple[int, ...], int, tuple[bool, float, int]]] = {}
+        self._memo: dict[str, float] | None = None  # remaining work during a re-plan
 
     # -- guarantees -----------------------------------------------------------------------------
     def adopt(self, states: Iterable[JobState]) -> None:
@@ -192,9 +193,25 @@ class LeaseSelector:
         observed yet gets at least ``estimate_pad``, what earlier estimates turned out to miss.
         Without ``band``: the estimate itself (only to say whether the band refused a job)."""
         if not band:
-            return state.remaining(now) * (1.0 + self.settings.margin)
+            return self._remaining(state, now) * (1.0 + self.settings.margin)
+        return self._remaining(state, now) * self._pad(state)
+
+    def _pad(self, state: JobState) -> float:
+        """The factor :meth:`_padded` scales remaining work by."""
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_pad)
-        return state.remaining(now) * (1.0 + self.settings.margin + band)
+        return 1.0 + self.settings.margin + band
+
+    def _remaining(self, state: JobState, now: float) -> float:
+        """``state.remaining(now)``, asked once per job in a re-plan: :meth:`new_lease` asks
+        for each job's need, options, plan, hopelessness and tier at one instant, with no job
+        changing meanwhile, and keeps the answers in ``_memo`` until it returns."""
+        memo = self._memo
+        if memo is None:
+            return state.remaining(now)
+        value = memo.get(state.id)
+        if value is None:
+            value = memo[state.id] = state.remaining(now)
+        return value
 
     def _options(
         self, state: JobState, now: float, first: int, work: float
@@ -227,7 +244,7 @@ class LeaseSelector:
         if not deadlines or not state.known:
             return False
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_cut)
-        return now + state.remaining(now) * max(1.0 - band, 0.0) > deadlines[-1].at
+        return now + self._remaining(state, now) * max(1.0 - band, 0.0) > deadlines[-1].at
 
     # -- the residual capacity of the plan -------------------------------------------------------
     def _free(self, first: int, last: int) -> np.ndarray:
@@ -259,7 +276,7 @@ class LeaseSelector:
 
     def _can_still_meet(self, state: JobState, now: float, before: float) -> bool:
         """Whether some deadline option before ``before`` can still be met from now on."""
-        finish = now + state.remaining(now)
+        finish = now + self._remaining(state, now)
         return any(finish <= d.at < before for d in state.job.deadlines)
 
     def _admission_start(self, now: float) -> int:
@@ -368,6 +385,13 @@ class LeaseSelector:
     # -- lease boundaries -------------------------------------------------------------------------
     def new_lease(self, active: Mapping[str, JobState], now: float) -> set[str]:
         """Re-plan every guarantee from remaining work, retry admission, and re-tier all jobs."""
+        self._memo = {}
+        try:
+            return self._replan(active, now)
+        finally:
+            self._memo = None
+
+    def _replan(self, active: Mapping[str, JobState], now: float) -> set[str]:
         self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
@@ -396,7 +420,7 @@ class LeaseSelector:
                 running=state.status is Status.RUNNING,
             )
             (fixed if job.fixed else candidates).append(job)
-        self._previous = _as_hint(self.booked, first)
+        self._previous = self.booked, first
         fixed, solution, horizon = self._charge_restarts(fixed, states, now, first)
         if solution.dropped:
             fixed, solution, horizon = self._fewest_dropped(
@@ -460,10 +484,23 @@ class LeaseSelector:
         return solution, horizon
 
     def _hint(self, problem: LeaseProblem) -> dict[str, Placement]:
-        """The previous plan's placements of ``problem``'s jobs (``_previous``, computed once per
-        re-plan: every solve of a re-plan starts from the same plan)."""
-        ids = problem.index()
-        return {j: p for j, p in self._previous.items() if j in ids}
+        """The previous plan's placements of ``problem``'s jobs from the re-plan's first lease on
+        (``_previous``: the plan and that lease, set once per re-plan), as solver slots (option
+        0: a fixed job carries only its guaranteed one). Only placements with as many leases
+        as the job's option needs are given: the packer drops any other before looking at its
+        slots, and the previous plan's leases include restarts the first solve does not ask
+        for, so most hints are of that kind and converting them all was a replay's
+        ``_as_hint`` time (issue 27)."""
+        plan, first = self._previous
+        hint = {}
+        for job in problem.jobs:
+            leases = plan.get(job.id)
+            if leases is None:
+                continue
+            past = bisect_left(leases, first)  # booked leases are sorted
+            if len(leases) - past == job.options[0].leases_needed:
+                hint[job.id] = Placement(0, tuple([t - first for t in leases[past:]]))
+        return hint
 
     def _charge_restarts(
         self,
@@ -646,7 +683,9 @@ class LeaseSelector:
                 changed.add(job_id)
         return changed
 
-    def stop_breaks_plan(self, state: JobState, now: float) -> bool:
+    def stop_breaks_plan(
+        self, state: JobState, now: float, remaining: float | None = None
+    ) -> bool:
         """Whether stopping a running guaranteed job now would break its plan, so it must not
         be stopped for pool jobs. A stop costs the restart it paid plus a new one:
         - in its block (planned in this lease), that moves its laxity trigger one restart
@@ -656,15 +695,18 @@ class LeaseSelector:
           between those leases, may outgrow them (each stop in the pool adds up to a restart:
           enough of them and it is demoted).
         At full speed neither answer changes while it runs on, so the key set at its start
-        stays right."""
+        stays right. ``remaining``: ``state.remaining(now)``, if the caller has it already."""
         leases = self.booked.get(state.id)
         if leases is None:
             return False
         restart = state.overhead if state.status is Status.RUNNING else 0.0
         in_block, by, gaps = self._plan_facts(state.id, leases)
+        if remaining is None:
+            remaining = self._remaining(state, now)
+        padded = remaining * self._pad(state)  # _padded, as _cover too, without asking again
         if in_block:
-            return by - self._cover(state, now) - restart <= now
-        work = self._padded(state, now) + restart + gaps * state.overhead
+            return by - (padded + state.overhead + self.settings.guard) - restart <= now
+        work = padded + restart + gaps * state.overhead
         return work > by + 1e-9 * self.settings.lease
 
     def _plan_facts(self, job_id: str, leases: tuple[int, ...]) -> tuple[bool, float, int]:
@@ -773,27 +815,3 @@ def _restarts(slots: Iterable[int], *, running: bool) -> int:
     steps = list(map(sub, ordered[1:], ordered))
     gaps = len(steps) - steps.count(1)
     return gaps + int(running and bool(ordered) and ordered[0] != 0)
-
-
-def _as_hint(plan: Mapping[str, tuple[int, ...]], first: int) -> dict[str, Placement]:
-    """The previous plan's leases from ``first`` on, as solver slots (option 0: fixed jobs carry
-    only their guaranteed one). One array pass over all jobs: plans hold thousands of leases."""
-    names = list(plan)
-    if not names:
-        return {}
-    sizes = np.fromiter((len(plan[j]) for j in names), dtype=np.int64, count=len(names))
-    slots = (
-        np.fromiter(
-            chain.from_iterable(plan[j] for j in names), dtype=np.int64, count=int(sizes.sum())
-        )
-        - first
-    )
-    ends = np.cumsum(sizes)
-    starts = ends - sizes
-    past = np.add.reduceat((slots < 0).astype(np.int64), starts)
-    flat = slots.tolist()
-    return {
-        j: Placement(0, tuple(flat[a + p : b]))
-        for j, a, p, b in zip(names, starts.tolist(), past.tolist(), ends.tolist())
-        if a + p < b
-    }
