@@ -400,7 +400,7 @@ def serve(options: Options) -> int:
 async def _loop(
     service, wake: asyncio.Event, stop: asyncio.Event, lock: asyncio.Lock, interval: float
 ) -> None:
-    last, spent = -math.inf, 0.0
+    last, held = -math.inf, 0.0
     wake.set()  # the first round at once: after a restart, work is waiting
     collecting: asyncio.Task | None = None
     while not stop.is_set():
@@ -417,34 +417,40 @@ async def _loop(
         wake.clear()
         if stop.is_set():
             break
-        # At most one round per ``interval``, and rounds take at most a third of the loop's
-        # time, so a burst of submissions is answered between rounds, not behind them.
-        gap = max(interval, 2 * spent) - (time.monotonic() - last)
+        # At most one round per ``interval``, and rounds hold the request lock at most a third
+        # of the loop's time, so a burst of submissions is answered between rounds, not behind
+        # them. Only the lock counts: a round's backend commands run outside it, and counting
+        # a slow API server's writes too held a Kueue round every 23 s (issue 24, session 11).
+        gap = max(interval, 2 * held) - (time.monotonic() - last)
         if gap > 0:
             await asyncio.sleep(gap)
-        began = time.monotonic()
+        held = 0.0
         try:
             # the round's steps under the request lock, its backend commands (the arrivals'
             # submits, then the starts and preemptions) outside it; this loop is the only caller,
             # so one round's commands are all issued and recorded before the next round begins
             # (core.py, commands.py)
             try:
-                async with lock:
-                    await asyncio.to_thread(service.take_arrivals)
+                held += await _locked(lock, service.take_arrivals)
                 await asyncio.to_thread(service.act)
-                async with lock:
-                    await asyncio.to_thread(service.decide)
+                held += await _locked(lock, service.decide)
                 await asyncio.to_thread(service.act)
             finally:
-                async with lock:
-                    await asyncio.to_thread(service.record)
+                held += await _locked(lock, service.record)
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
             log.exception("round failed; the scheduler is rebuilt from the backend next round")
             service.needs_resync = True
         last = time.monotonic()
-        spent = last - began
     if collecting is not None:
         await collecting
+
+
+async def _locked(lock: asyncio.Lock, step) -> float:
+    """Run ``step`` in a worker thread under the request lock; the seconds it held the lock."""
+    async with lock:
+        began = time.monotonic()
+        await asyncio.to_thread(step)
+        return time.monotonic() - began
 
 
 async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Event) -> None:
