@@ -190,8 +190,8 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
 
 def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
     """SIGKILL the controller while it decides; a new one with an empty database (a new Pod)
-    finds the running Job running (never started again: same pod), its promise kept, and the
-    waiting one started when the first ends."""
+    finds the running Job (never started again: same pod), its promise kept, and the waiting one
+    started when the first ends."""
     s = setup
     (node,) = s.add_nodes("a")
     first = s.serve(tmp_path, "first").start()
@@ -222,7 +222,9 @@ def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
         for name, job_id in ids.items():
             assert jobs[job_id]["guaranteed"] is not None, jobs[job_id]
             assert s.promise(name) == promised[name]
-        assert jobs[ids[runner]]["state"] == "running"
+        # running, or, on a loaded machine, already ended while no controller ran: either way
+        # the new controller adopted it and never started it again
+        assert jobs[ids[runner]]["state"] in ("running", "finished")
         assert not any(e["job"] == ids[runner] for e in second.events("start"))
         for name in ("g1", "g2"):
             wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
