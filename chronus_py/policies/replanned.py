@@ -37,7 +37,7 @@ class Replanned:
         selector.booked = {}
         # The hint a re-plan starts from is rebuilt from the bookings by the next re-plan, so
         # the one this re-plan started from need not cross (it is as large as the bookings).
-        selector._previous = {}
+        selector._previous = ({}, 0)
         return {
             "selector": selector,
             "changed": self.changed,
