@@ -97,10 +97,10 @@ def replay(
     elastic = _elastic(policy)
     model = _overhead_model(overhead, elastic)
     ordered = sorted(jobs, key=lambda j: j.submit)
-    widest = max(n.gpus for n in cluster.nodes) * len(cluster.nodes)
+    total = cluster.gpus  # a sum over the nodes: once, not per job (issue 27)
     for job in ordered:
-        if job.min_size > cluster.gpus or job.min_size > widest:
-            raise InputError(job.id, f"needs {job.min_size} GPUs, the cluster has {cluster.gpus}")
+        if job.min_size > total:
+            raise InputError(job.id, f"needs {job.min_size} GPUs, the cluster has {total}")
     stage: Scheduler | ElasticScheduler
     if elastic:
         _refuse_estimates(
