@@ -358,8 +358,10 @@ class CountingRest(SlurmRest):
 def test_a_round_lists_jobs_once_and_sees_its_own_commands(lab):
     rest = CountingRest(f"unix:{lab.socket}")
     b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
-    sid = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=30s deadline=+1h")
-    job_id = f"slurm-{sid}"
+    job_id, other = (
+        f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+        for _ in range(2)
+    )
     accept_all(b)  # arrivals, then the submit that accepts the arrival
     assert observed(b, job_id).state is RunState.PENDING  # accepted, as the shared listing shows
     assert rest.listings == 1
@@ -367,4 +369,9 @@ def test_a_round_lists_jobs_once_and_sees_its_own_commands(lab):
     b.start(job_id, {"n1": (0,)})  # a command drops the shared listing: the look is fresh
     assert observed(b, job_id).state is RunState.RUNNING
     assert rest.listings == 3
+    b.start(other, {"n2": (0,)})
+    b.arrivals()  # the next round's look, once the last round's starts run: shared again
+    assert observed(b, other).state is RunState.RUNNING
+    assert rest.listings == 4
     b.cancel(job_id)
+    b.cancel(other)

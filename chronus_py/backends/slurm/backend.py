@@ -326,6 +326,10 @@ class SlurmBackend(CompressedTime):
         return j.account or j.user or "default"
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
+        # the last round's stops and starts settle before the look, so that the same round's
+        # ``jobs`` can share it (else they would settle there, after the look)
+        self._stop()
+        self._settle()
         out = []
         listing, looked = self._marked(), time.time()
         for j, m, error in listing:
