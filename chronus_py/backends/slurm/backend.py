@@ -150,7 +150,7 @@ class SlurmBackend(CompressedTime):
         # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
         self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
-        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
+        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs`` looks
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         # Slurm id -> (the placement its start asked for, wall time of its release). Slurm
@@ -165,9 +165,10 @@ class SlurmBackend(CompressedTime):
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``arrivals`` took and its wall time, for the same round's ``jobs``: a
         # round lists every job twice otherwise (arrivals, then observation), and a v0.0.42
-        # listing of a few hundred jobs takes a second. Dropped by every command that changes
-        # a job chronus lists (see ``_changing``) and used once, so ``jobs`` sees what the
-        # round itself did; a job that ends meanwhile is seen at the next round's look.
+        # listing of 200 jobs takes a third of a second (benchmarks/slurm_listing.py).
+        # Dropped by every command that changes a job chronus lists (see ``_changing``) and
+        # used once, so ``jobs`` sees what the round itself did; a job that ends meanwhile is
+        # seen at the next round's look.
         self._shared: tuple[list[tuple[SlurmJob, marker.Marker | None, str | None]], float] | None
         self._shared = None
 
