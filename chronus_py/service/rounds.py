@@ -12,6 +12,8 @@ concrete policy.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import pickle
 import time
@@ -28,13 +30,15 @@ from chronus_py.jobs.state import JobState, Status
 from chronus_py.plan import Action
 from chronus_py.policies import make_policy
 from chronus_py.policies.base import LeaseReport
-from chronus_py.round import advance as advance
+from chronus_py.round import advance as _advance
 from chronus_py.round import assemble as assemble
 from chronus_py.round import choose_size, new_scheduler, reason
 from chronus_py.round import restore as restore
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
 from chronus_py.service.jobspec import JobSpec
+
+log = logging.getLogger("chronus.serve")
 
 GUARANTEED, NOT_GUARANTEED, REJECTED = "guaranteed", "not_guaranteed", "rejected"
 TENTATIVE = "tentative"
@@ -435,13 +439,67 @@ def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budg
     return True
 
 
+def advance(scheduler: Scheduler, now: float) -> Moves:
+    """The library's round (select, then place), logging the numbers behind every guarantee it
+    withdraws (:func:`_log_demotions`). Guarantees change only at a re-plan, so other rounds
+    skip the bookkeeping."""
+    if not replan_due(scheduler, now):
+        return _advance(scheduler, now)
+    before = guarantees(scheduler), _booked(scheduler)
+    moves = _advance(scheduler, now)
+    _log_demotions(scheduler, *before, now)
+    return moves
+
+
+def _booked(scheduler: Scheduler) -> Mapping[str, tuple[float, ...]]:
+    """The lease plan's booked starts per job, copied before a re-plan replaces them."""
+    lease = scheduler.policy.lease_report()
+    return {} if lease is None else dict(lease.lease_plan)
+
+
+def _log_demotions(
+    scheduler: Scheduler,
+    promised: Mapping[str, DeadlineOption],
+    booked: Mapping[str, tuple[float, ...]],
+    now: float,
+) -> None:
+    """One ``demotion_numbers`` line per guarantee just withdrawn from an active job: the
+    leases the plan had booked for it before, its work left as the plan counts it (with the
+    overhead of the start it still needs), and that overhead's parts, the restart overhead and
+    the cluster manager's start latency the plan charges (``Backend.start_latency``). Without
+    them a demoted job that never started cannot be explained from the log (issue 26)."""
+    for job_id, option in promised.items():
+        state = scheduler.active.get(job_id)
+        if state is None or state.guaranteed is not None:
+            continue
+        restart = restart_overhead(state.gpus)
+        log.info(
+            json.dumps(
+                {
+                    "event": "demotion_numbers",
+                    "job": job_id,
+                    "now": now,
+                    "deadline": option.at,
+                    "running": is_running(state),
+                    "booked": list(booked.get(job_id, ())),
+                    "remaining": round(state.remaining(now), 1),
+                    "done": round(state.service_at(now), 1),
+                    "restart_overhead": round(restart, 1),
+                    "latency_charge": round(max(state.overhead - restart, 0.0), 1),
+                }
+            )
+        )
+
+
 def commit_replan(scheduler: Scheduler, replan: Replan, result: Any | None, now: float) -> None:
     """Make the child's plan the scheduler's, atomically (the caller holds the scheduler): the
     policy takes in the jobs that arrived while it computed and :func:`catch_up` did not take
     yet (``Policy.commit_replan``), and every job whose key changed is re-sorted. A failed
     child: the re-plan runs here."""
+    before = guarantees(scheduler), _booked(scheduler)
     changed = scheduler.policy.commit_replan(result, _untaken(scheduler, replan), now)
     if result is None:
         scheduler.select(now)
-        return
-    scheduler._rekey(replan.changed.union(changed), now)
+    else:
+        scheduler._rekey(replan.changed.union(changed), now)
+    _log_demotions(scheduler, *before, now)

@@ -246,6 +246,7 @@ def test_released_by_hand_is_held_again(lab):
     sid = lab.sbatch("--hold", "--gres=gpu:4", "-w", "n1", "--comment", "chronus: estimate=60")
     accept_all(b)
     lab.run("scontrol", "release", str(sid))
+    b.arrivals()  # the next round's look, which its observation shares
     assert observed(b, f"slurm-{sid}").state is RunState.PENDING
     assert b.rest.job(sid).held
     assert b.rest.job(busy).state == "RUNNING" and "chronus" not in b.rest.job(busy).comment
@@ -342,3 +343,35 @@ def test_the_default_script_survives_preemption(lab):
     (out,) = (lab.root / "jobs").glob("chronus-api-ckpt-*.out")  # the last run's output
     ((run, done),) = re.findall(r"^run (\d+) of api-ckpt from (\d+) s$", out.read_text(), re.M)
     assert run == "1" and int(done) >= 1  # resumed from its checkpoint
+
+
+class CountingRest(SlurmRest):
+    """The real REST client, counting full job listings (the cost a round shares)."""
+
+    listings = 0
+
+    def jobs(self):
+        self.listings += 1
+        return super().jobs()
+
+
+def test_a_round_lists_jobs_once_and_sees_its_own_commands(lab):
+    rest = CountingRest(f"unix:{lab.socket}")
+    b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
+    job_id, other = (
+        f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+        for _ in range(2)
+    )
+    accept_all(b)  # arrivals, then the submit that accepts the arrival
+    assert observed(b, job_id).state is RunState.PENDING  # accepted, as the shared listing shows
+    assert rest.listings == 1
+    b.arrivals()
+    b.start(job_id, {"n1": (0,)})  # a command drops the shared listing: the look is fresh
+    assert observed(b, job_id).state is RunState.RUNNING
+    assert rest.listings == 3
+    b.start(other, {"n2": (0,)})
+    b.arrivals()  # the next round's look, once the last round's starts run: shared again
+    assert observed(b, other).state is RunState.RUNNING
+    assert rest.listings == 4
+    b.cancel(job_id)
+    b.cancel(other)

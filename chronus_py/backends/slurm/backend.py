@@ -150,7 +150,7 @@ class SlurmBackend(CompressedTime):
         # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
         self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
-        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs``
+        self._observed: deque[float] = deque(maxlen=2)  # wall times of the last two ``jobs`` looks
         self._requeued: dict[int, float] = {}  # Slurm id -> wall time its requeue was done
         self._placements: dict[int, dict[str, tuple[int, ...]]] = {}  # last seen while running
         # Slurm id -> (the placement its start asked for, wall time of its release). Slurm
@@ -163,6 +163,14 @@ class SlurmBackend(CompressedTime):
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
+        # The listing ``arrivals`` took and its wall time, for the same round's ``jobs``: a
+        # round lists every job twice otherwise (arrivals, then observation), and a v0.0.42
+        # listing of 200 jobs takes a third of a second (benchmarks/slurm_listing.py).
+        # Dropped by every command that changes a job chronus lists (see ``_changing``) and
+        # used once, so ``jobs`` sees what the round itself did; a job that ends meanwhile is
+        # seen at the next round's look.
+        self._shared: tuple[list[tuple[SlurmJob, marker.Marker | None, str | None]], float] | None
+        self._shared = None
 
     def close(self) -> None:
         """Nothing to release: every request opens its own connection."""
@@ -235,19 +243,29 @@ class SlurmBackend(CompressedTime):
         ]
         return max(found, key=lambda jm: jm[0].id) if found else None
 
+    def _changing(self) -> None:
+        """A command is about to change Slurm's jobs: the shared listing no longer holds."""
+        self._shared = None
+
     def jobs(self) -> Sequence[ObservedJob]:
+        if self._stopping or self._released:
+            self._changing()  # stops and starts settle now: a listing from before would miss them
         self._stop()
         self._settle()
         now = self.now()
         out = []
-        for j, m, _ in self._marked():
+        if self._shared is None:
+            listing, looked = self._marked(), time.time()
+        else:
+            (listing, looked), self._shared = self._shared, None
+        for j, m, _ in listing:
             if m is None or not m.accepted:
                 continue
             if j.state == "PENDING" and not j.held:
                 self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
-        self._observed.append(time.time())
+        self._observed.append(looked)
         return out
 
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
@@ -309,8 +327,13 @@ class SlurmBackend(CompressedTime):
         return j.account or j.user or "default"
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
+        # the last round's stops and starts settle before the look, so that the same round's
+        # ``jobs`` can share it (else they would settle there, after the look)
+        self._stop()
+        self._settle()
         out = []
-        for j, m, error in self._marked():
+        listing, looked = self._marked(), time.time()
+        for j, m, error in listing:
             if not j.held or (m is not None and m.accepted):
                 continue
             if error is None and "id" in m.user:
@@ -329,11 +352,23 @@ class SlurmBackend(CompressedTime):
                     continue
                 except marker.MarkerError as exc:
                     error = str(exc)
-            self._refuse(j, error)
+            self._refuse(j, error)  # refused jobs are not accepted: ``jobs`` skips them anyway
+        self._shared = (listing, looked)
         return out
+
+    def _accepted(self, slurm_id: int, comment: str) -> None:
+        """Show an arrival accepted in the shared listing, as its new comment has it in Slurm."""
+        if self._shared is not None:
+            listing, looked = self._shared
+            accepted = marker.parse(comment)
+            self._shared = (
+                [(j, accepted if j.id == slurm_id else m, e) for j, m, e in listing],
+                looked,
+            )
 
     # -- commands ----------------------------------------------------------------------------------
     def _hold(self, j: SlurmJob) -> None:
+        self._changing()
         self._released.pop(j.id, None)
         try:
             self.rest.update(j.id, JobChange(hold=True))
@@ -370,7 +405,9 @@ class SlurmBackend(CompressedTime):
                 self._slurm(
                     f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
                 )
+                self._accepted(j.id, comment)
             return
+        self._changing()
         if job.id.startswith("slurm-"):
             # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
             # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
@@ -416,6 +453,7 @@ class SlurmBackend(CompressedTime):
         # the signal to the first job it displaces, if earlier)
         planned = self._observed[0] if self._observed else time.time()
         decided = min([t for _, _, t in self._stopping.values()] + [planned])
+        self._changing()
         self._stop()  # the GPUs of the jobs preempted for this one must be free first
         j, m = self._require(job_id)
         if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
@@ -470,6 +508,7 @@ class SlurmBackend(CompressedTime):
                 delay = min(delay * 1.5, 0.5)
 
     def preempt(self, job_id: str) -> None:
+        self._changing()
         j, m = self._require(job_id)
         if j.state == "PENDING":
             if not j.held:
@@ -572,6 +611,7 @@ class SlurmBackend(CompressedTime):
             )
 
     def cancel(self, job_id: str) -> None:
+        self._changing()
         found = self._find(job_id)
         if found is None:
             return
