@@ -84,3 +84,20 @@ def kube_queues(kube, kube_ns):
     yield make
     for name in made:
         kube.delete_queues(name, kube_ns)
+
+
+@pytest.fixture(scope="module")
+def chronus_kubeconfig(control_plane):
+    """The controller's kubeconfig for its least-privilege ServiceAccount, RBAC installed once per
+    module (imported here: the modules check for lightkube before anything needs it)."""
+    from chronus_py.backends.kueue import harness
+
+    return harness.install_rbac(control_plane)
+
+
+@pytest.fixture
+def setup(kube, kube_ns, kube_queues, chronus_kubeconfig):
+    """A scenario's namespace, queues and controller access (``kueue_helpers.make_setup``)."""
+    from kueue_helpers import make_setup
+
+    return make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig)

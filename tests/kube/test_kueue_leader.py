@@ -18,11 +18,6 @@ from chronus_py.backends.kueue import harness  # noqa: E402
 LEASE_SECONDS = 3.0
 
 
-@pytest.fixture(scope="module")
-def chronus_kubeconfig(control_plane):
-    return harness.install_rbac(control_plane)
-
-
 def test_leader_failover_keeps_promises_and_never_double_starts(
     kube, kube_ns, kube_queues, chronus_kubeconfig, tmp_path
 ):

@@ -9,21 +9,10 @@ import pytest
 
 pytest.importorskip("lightkube")
 
-from kueue_helpers import make_setup, wait  # noqa: E402
+from kueue_helpers import wait  # noqa: E402
 
-from chronus_py.backends.kueue import harness  # noqa: E402
 from chronus_py.backends.kueue.lab import GPU  # noqa: E402
 from chronus_py.cli import main  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def chronus_kubeconfig(control_plane):
-    return harness.install_rbac(control_plane)
-
-
-@pytest.fixture
-def setup(kube, kube_ns, kube_queues, chronus_kubeconfig):
-    return make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig)
 
 
 def seen(serve) -> dict[str, int]:

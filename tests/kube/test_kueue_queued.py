@@ -16,13 +16,7 @@ pytest.importorskip("lightkube")
 
 from kueue_helpers import make_setup, wait  # noqa: E402
 
-from chronus_py.backends.kueue import harness  # noqa: E402
 from chronus_py.backends.kueue.lab import job  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def chronus_kubeconfig(control_plane):
-    return harness.install_rbac(control_plane)
 
 
 def test_partial_admission_and_a_deadline_passed_in_kueues_queue(

@@ -29,16 +29,6 @@ from kueue_helpers import (  # noqa: E402
 from chronus_py.backends.kueue import harness  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def chronus_kubeconfig(control_plane):
-    return harness.install_rbac(control_plane)
-
-
-@pytest.fixture
-def setup(kube, kube_ns, kube_queues, chronus_kubeconfig):
-    return make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig)
-
-
 @contextmanager
 def watches_stopped(watches):
     try:
