@@ -53,12 +53,13 @@ def new_scheduler(
     allocator=None,
     estimator: Estimator | None = None,
     even_gangs: bool = False,
+    whole_pods: bool = False,
     start_latency: Callable[[], float] | None = None,
 ) -> Scheduler:
     """An empty scheduler for rounds: the one place ``chronus plan`` and the service make one.
     ``start_latency`` is the cluster manager's measured time from a start decision to the job's
     work beginning: every start the plan charges then costs it on top of the restart overhead,
-    so a guarantee includes it. ``even_gangs`` as the cluster manager needs (see
+    so a guarantee includes it. ``even_gangs`` and ``whole_pods`` as the cluster manager needs (see
     :class:`~chronus_py.scheduler.Scheduler`)."""
     overhead = restart_overhead
     if start_latency is not None:
@@ -72,6 +73,7 @@ def new_scheduler(
         allocator=allocator,
         estimator=estimator,
         even_gangs=even_gangs,
+        whole_pods=whole_pods,
         overhead=overhead,
     )
 

@@ -46,7 +46,12 @@ class Scheduler:
 
     ``even_gangs``: every node a job spans holds the same number of its GPUs, for a cluster
     manager that asks GPUs per node (Slurm): a 12-GPU job on 8-GPU nodes is 2 x 6 or 3 x 4, never
-    8 + 4, and the default allocator spreads a gang only evenly."""
+    8 + 4, and the default allocator spreads a gang only evenly.
+
+    ``whole_pods``: the cluster manager runs a gang as the pods it was given and cannot reshape
+    them (Kueue: a Job's pods ask fixed GPUs each), so the default allocator never falls back to
+    spreading a gang's GPUs over nodes: a one-pod 4-GPU Job waits for a node with 4 free GPUs
+    instead of being planned as 2 + 2, which the cluster manager refuses round after round."""
 
     def __init__(
         self,
@@ -59,6 +64,7 @@ class Scheduler:
         speed: SpeedModel | None = None,
         round_requests: bool = False,
         even_gangs: bool = False,
+        whole_pods: bool = False,
     ):
         if getattr(policy, "elastic", False):
             raise InputError(
@@ -69,7 +75,7 @@ class Scheduler:
         self.cluster = cluster
         self.policy = policy
         self.allocator = allocator or ConsolidatedAllocator(
-            ((n.name, n.gpus) for n in cluster.nodes), even=even_gangs
+            ((n.name, n.gpus) for n in cluster.nodes), spread=not whole_pods, even=even_gangs
         )
         self.estimator = estimator or Oracle()
         self.overhead = overhead

@@ -91,6 +91,9 @@ class Backend(Protocol):
     even_gangs: bool
     """Whether every node of a job must hold the same number of its GPUs (Slurm asks GPUs per
     node); the scheduler then never plans a placement such as 3 GPUs here and 1 there."""
+    whole_pods: bool
+    """Whether the cluster manager runs a job as fixed pods it cannot reshape (Kueue); the
+    scheduler then never spreads a gang's GPUs over nodes to fit it."""
 
     def now(self) -> float:
         """The backend's clock, in absolute seconds."""

@@ -198,6 +198,7 @@ class SimBackend:
 
     name = "sim"
     even_gangs = False
+    whole_pods = False
 
     def __init__(
         self,

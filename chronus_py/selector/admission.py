@@ -683,9 +683,7 @@ class LeaseSelector:
                 changed.add(job_id)
         return changed
 
-    def stop_breaks_plan(
-        self, state: JobState, now: float, remaining: float | None = None
-    ) -> bool:
+    def stop_breaks_plan(self, state: JobState, now: float, remaining: float | None = None) -> bool:
         """Whether stopping a running guaranteed job now would break its plan, so it must not
         be stopped for pool jobs. A stop costs the restart it paid plus a new one:
         - in its block (planned in this lease), that moves its laxity trigger one restart

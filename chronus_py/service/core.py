@@ -180,6 +180,7 @@ class Service:
             allocator=self.allocator_factory(),
             estimates=self.estimates,
             even_gangs=self.backend.even_gangs,
+            whole_pods=self.backend.whole_pods,
             start_latency=getattr(self.backend, "start_latency", None),
         )
         self.specs: dict[str, JobSpec] = {}

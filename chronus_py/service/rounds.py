@@ -88,6 +88,7 @@ def scheduler_for(
     allocator=None,
     estimates: dict[str, float],
     even_gangs: bool = False,
+    whole_pods: bool = False,
     start_latency: Callable[[], float] | None = None,
 ) -> Scheduler:
     """The service's scheduler (``chronus_py.round.new_scheduler``), whose estimator reads
@@ -100,6 +101,7 @@ def scheduler_for(
         allocator=allocator,
         estimator=Fixed(estimates),
         even_gangs=even_gangs,
+        whole_pods=whole_pods,
         start_latency=start_latency,
     )
 

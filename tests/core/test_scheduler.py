@@ -64,6 +64,24 @@ def test_even_gangs_give_every_node_of_a_job_the_same_share(gpus, even, shares):
     assert sorted((len(g) for g in started.placement.values()), reverse=True) == shares
 
 
+@pytest.mark.parametrize(("whole_pods", "placed"), [(False, [1, 1, 2]), (True, None)])
+def test_whole_pods_never_spread_a_gang_that_does_not_fit_a_node(whole_pods, placed):
+    # Three 4-GPU nodes with 2, 1 and 1 GPUs free: the default allocator spreads a 4-GPU job
+    # over them, as the Chronus artifact does; a Kueue Job's one 4-GPU pod cannot be split, so
+    # with whole pods it waits instead of being planned where it cannot run.
+    scheduler = Scheduler(Cluster.uniform(3, 4), make_policy("fifo"), whole_pods=whole_pods)
+    for name, gpus in (("x", 2), ("y", 3), ("z", 3)):
+        scheduler.submit(job(name, gpus=gpus, duration=1e6))
+    advance(scheduler, 0.0)
+    scheduler.submit(job("A", gpus=4, submit=1.0))
+    started = advance(scheduler, 1.0).started
+    if placed is None:
+        assert not started and not scheduler.jobs["A"].placement
+    else:
+        (state,) = started
+        assert sorted(len(g) for g in state.placement.values()) == placed
+
+
 def test_a_run_that_began_late_counts_from_then_and_only_later_starts_move_it():
     scheduler = Scheduler(Cluster.uniform(1, 1), make_policy("srtf"))
     scheduler.submit(job("A", duration=1000))

@@ -74,6 +74,7 @@ class KueueBackend(CompressedTime):
 
     name = "kueue"
     even_gangs = True  # every pod of a pod set asks the same GPUs
+    whole_pods = True  # ... fixed by the Job: a one-pod 4-GPU Job is never 2 + 2
     records_promises = True
 
     def __init__(
