@@ -343,9 +343,9 @@ def free_gpus(scheduler: Scheduler) -> int:
 @dataclass
 class Replan:
     """A lease re-plan computing in a child process, on the fork of the scheduler as it was at
-    ``now``; ``known`` the jobs active then; ``seen`` each of them's starts and stops
-    (:func:`_moves`) as the result last planned it; ``taken`` the later arrivals already taken
-    into its result (:func:`catch_up`), ``changed`` the jobs whose key that changed, and
+    ``now``; ``known`` the jobs active then; ``seen`` the starts and stops (:func:`_moves`) of
+    each job the result holds, as it last planned the job; ``taken`` the later arrivals already
+    taken into its result (:func:`catch_up`), ``changed`` the jobs whose key that changed, and
     ``steps`` the steps of its commit so far."""
 
     pid: int
@@ -463,10 +463,10 @@ def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budg
     for n, (moved, state) in enumerate(left, 1):
         if moved:
             replan.changed.update(policy.recheck(result, [state], now))
-            replan.seen[state.id] = _moves(state)
         else:
             replan.changed.update(policy.catch_up(result, [state], now))
             replan.taken.add(state.id)
+        replan.seen[state.id] = _moves(state)  # re-planned again if it moves before the commit
         if n < len(left) and time.perf_counter() >= stop:
             return False
     return True
