@@ -17,10 +17,10 @@ so a policy that is only a key needs none of them (a lease-planning policy answe
 - ``probe``: would this job be guaranteed now, and at which deadline option (a dry run of
   admission, nothing booked); ``refusal``: why it is not;
 - ``solver_stats``: what its solver did (re-plans, fallbacks), for metrics;
-- ``replan_due``, ``replan``, ``replan_started``, ``replan_load``, ``catch_up``,
+- ``replan_due``, ``replan``, ``replan_started``, ``replan_load``, ``catch_up``, ``recheck``,
   ``commit_replan``, ``replan_release``: a re-plan computed elsewhere (the service forks it off
-  the request path), read back, brought up to date with the jobs that arrived meanwhile,
-  committed later, and the plan it replaced freed;
+  the request path), read back, brought up to date with the jobs that arrived, started or
+  stopped meanwhile, committed later, and the plan it replaced freed;
 - ``size``: the size a waiting job that may run at several starts at.
 Callers use these and never the policy's class or internals, so a new policy plugs into replay,
 ``chronus plan`` and the service alike.
@@ -159,12 +159,25 @@ class Policy(Protocol):
         itself has only the last few to take in. Returns the ids whose key will change once
         ``result`` is committed."""
 
+    def recheck(self, result: Any, moved: Sequence[JobState], now: float) -> Collection[str]:
+        """Plan again in ``result`` (as ``catch_up``, in steps before the commit) the jobs
+        that ``replan`` saw but that started or stopped since: it planned them as they were,
+        and a job it saw waiting may be running by the commit (issue 27: a guarantee the
+        re-plan dropped for a job it saw pending, with its start latency charged, was then
+        withdrawn from it running, and the job preempted as hopeless). Returns the ids whose
+        key will change once ``result`` is committed."""
+
     def commit_replan(
-        self, result: Any, arrived: Sequence[JobState], now: float
+        self,
+        result: Any,
+        arrived: Sequence[JobState],
+        now: float,
+        moved: Sequence[JobState] = (),
     ) -> Collection[str]:
         """Make ``result`` (of ``replan``) the policy's plan, taking in the jobs that
-        ``arrived`` meanwhile; returns the ids whose key changed. ``result`` None (the re-plan
-        failed): the re-plan is due again, at the next ``prepare``."""
+        ``arrived`` meanwhile and those that ``moved`` (``recheck``) and were not taken in yet;
+        returns the ids whose key changed. ``result`` None (the re-plan failed): the re-plan is
+        due again, at the next ``prepare``."""
 
     def size(self, job: Sizes, view: View) -> int:
         """The size a waiting job starts at this round, one of ``job.sizes``."""
@@ -230,8 +243,15 @@ class OrderPolicy:
     def catch_up(self, result: Any, arrived: Sequence[JobState], now: float) -> Collection[str]:
         return ()
 
+    def recheck(self, result: Any, moved: Sequence[JobState], now: float) -> Collection[str]:
+        return ()
+
     def commit_replan(
-        self, result: Any, arrived: Sequence[JobState], now: float
+        self,
+        result: Any,
+        arrived: Sequence[JobState],
+        now: float,
+        moved: Sequence[JobState] = (),
     ) -> Collection[str]:
         return ()
 

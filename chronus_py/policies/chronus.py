@@ -195,14 +195,29 @@ class Chronus(OrderPolicy):
             )
         ]
 
+    def recheck(self, result: Any, moved: Sequence[JobState], now: float) -> Collection[str]:
+        """Each job that started or stopped since the fork planned again in the new plan as it
+        is now (``LeaseSelector.recheck``), keeping the promise the committed plan gave it if
+        the new plan holds it. Such jobs are few (those a round or two started), so all are
+        re-sorted."""
+        for state in moved:
+            result.selector.recheck(state, self.selector.guarantee(state.id), now)
+        return [state.id for state in moved]
+
     def commit_replan(
-        self, result: Any, arrived: Sequence[JobState], now: float
+        self,
+        result: Any,
+        arrived: Sequence[JobState],
+        now: float,
+        moved: Sequence[JobState] = (),
     ) -> Collection[str]:
-        """The last arrivals caught up (:meth:`catch_up`), then the new plan is this policy's."""
+        """The last jobs that moved (:meth:`recheck`, first: their promises are older) and
+        arrivals (:meth:`catch_up`) caught up, then the new plan is this policy's."""
         if result is None:
             self.selector.lease_index -= 1  # the lease is due again: the next prepare re-plans
             return ()
-        changed = result.changed | set(self.catch_up(result, arrived, now))
+        changed = result.changed | set(self.recheck(result, moved, now))
+        changed |= set(self.catch_up(result, arrived, now))
         self._retired = self.selector  # freed by replan_release, if the caller asks
         self.selector = result.selector
         return changed

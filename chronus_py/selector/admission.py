@@ -438,6 +438,53 @@ class LeaseSelector:
                 self._refused = True
         return self._retier(active, now)
 
+    def recheck(self, state: JobState, promised: DeadlineOption | None, now: float) -> bool:
+        """Plan a job again as it is ``now`` after this plan was made on an older snapshot of
+        it (the service's re-plan computes on a fork, and the job started or was stopped before
+        the commit); True if its tier changed.
+
+        ``promised``: its promise in the plan being replaced. If this plan dropped it, it is
+        booked again where the plan's residual holds it as it is now (:meth:`_keep`); only a
+        job it does not fit stays demoted. A job this plan still books keeps its leases; its
+        tier is set again either way (a job seen pending and now running must not keep the
+        hopeless tier that the start latency charged to it earned it)."""
+        if promised is not None and state.id not in self.booked and state.known:
+            self._keep(state, promised, now)
+        return self._set_tier(state.id, self._tier(state, now))
+
+    def _keep(self, state: JobState, promised: DeadlineOption, now: float) -> None:
+        """Book ``promised`` again for a job as a kept promise (no headroom, from this plan's
+        lease on), if the leases left hold its remaining work from ``now``: a running job's in
+        one block from this lease on, which it runs through with no restart, else (or a
+        waiting job's) with one restart allowance, as a new guarantee. Unlike a re-plan's kept
+        promise, the part of this lease already gone counts as work: the commit comes late in
+        it, and the promise is checked from now, not from when it was first shown to fit."""
+        lease, first = self.settings.lease, self.lease_index
+        gone = max(now - first * lease, 0.0)
+        work = self._padded(state, now) + gone
+        gpus = self._gpus(state)
+        self.guarantees[state.id] = promised  # _kept_window reads it
+        slots = None
+        if state.status is Status.RUNNING:
+            self._cap = self._booked_leases + leases_needed(work, lease) + SLACK_LEASES
+            end, need = self._kept_window(state.id, work, first)
+            if end - first >= need and (self._free(first, first + need) >= gpus).all():
+                slots = np.arange(need)
+        if slots is None:
+            work = self._need_seconds(state, now, first) + gone
+            self._cap = self._booked_leases + leases_needed(work, lease) + SLACK_LEASES
+            end, need = self._kept_window(state.id, work, first)
+            if gpus <= self.capacity:
+                slots = latest_slots(self._free(first, end), gpus, 0, end - first, need)
+        if slots is None or not slots.size:
+            del self.guarantees[state.id]
+            return
+        self._promise(state.id, promised)
+        self._book(state.id, gpus, slots + first)
+        demoted = self.stats.demoted
+        if state.id in demoted:  # the demotion this plan counted did not happen
+            del demoted[len(demoted) - 1 - demoted[::-1].index(state.id)]
+
     def _rebook(
         self, fixed: list[LeaseJob], solution: LeaseSolution, horizon: int, first: int
     ) -> None:

@@ -952,10 +952,13 @@ class Service:
         ``CATCH_UP_STEP`` seconds (``rounds.catch_up``) and the commit comes only in the step
         that leaves none behind: it books the last few and swaps in one piece, and every answer
         before it came from the committed plan, every answer after it from the new one, with
-        the jobs answered by the old plan booked in the new. New submissions cost the lock
-        what their catch-up costs, so each step gains on them; ``CATCH_UP_STEPS`` bounds the
-        steps anyway (a saturated server commits the rest at once, as it used to). The next
-        round records the promises the commit changed and the lease plan."""
+        the jobs answered by the old plan booked in the new. Jobs the committed plan started
+        or stopped since the fork are re-planned in the same steps, first: the child planned
+        them as they were, and a job it saw pending may run by now (``rounds.catch_up``). New
+        submissions cost the lock what their catch-up costs, so each step gains on them;
+        ``CATCH_UP_STEPS`` bounds the steps anyway (a saturated server commits the rest at
+        once, as it used to). The next round records the promises the commit changed and the
+        lease plan."""
         now = self.backend.now()
         if replan is not self.replan or self.needs_resync:
             return True  # the scheduler was rebuilt meanwhile: its own select re-plans it

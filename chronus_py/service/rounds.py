@@ -343,14 +343,16 @@ def free_gpus(scheduler: Scheduler) -> int:
 @dataclass
 class Replan:
     """A lease re-plan computing in a child process, on the fork of the scheduler as it was at
-    ``now``; ``known`` the jobs active then; ``taken`` the later arrivals already taken into its
-    result (:func:`catch_up`), ``changed`` the jobs whose key that changed, and ``steps`` the
-    steps of its commit so far."""
+    ``now``; ``known`` the jobs active then; ``seen`` the starts and stops (:func:`_moves`) of
+    each job the result holds, as it last planned the job; ``taken`` the later arrivals already
+    taken into its result (:func:`catch_up`), ``changed`` the jobs whose key that changed, and
+    ``steps`` the steps of its commit so far."""
 
     pid: int
     fd: int
     now: float
     known: frozenset[str]
+    seen: dict[str, tuple[int, int]]
     taken: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
     steps: int = 0
@@ -383,7 +385,8 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
             os._exit(status)
     os.close(write)
     policy.replan_started(now)
-    return Replan(pid, read, now, frozenset(scheduler.active))
+    seen = {i: _moves(s) for i, s in scheduler.active.items()}
+    return Replan(pid, read, now, frozenset(seen), seen)
 
 
 def defer_replan(scheduler: Scheduler, now: float) -> None:
@@ -421,10 +424,32 @@ def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:
     ]
 
 
+def _moves(state: JobState) -> tuple[int, int]:
+    """What changes whenever a job starts or stops: its starts and preemptions so far."""
+    return state.starts, state.preemptions
+
+
+def _moved(scheduler: Scheduler, replan: Replan) -> list[JobState]:
+    """Active jobs the re-plan's result planned before they last started or stopped."""
+    active = scheduler.active
+    return [
+        state
+        for i, mark in replan.seen.items()
+        if (state := active.get(i)) is not None and _moves(state) != mark
+    ]
+
+
 def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budget: float) -> bool:
-    """Take the jobs that arrived since the fork into the re-plan's ``result`` one by one, at
-    least one and then until ``budget`` seconds have passed (the caller holds the scheduler);
-    True once none is left.
+    """Take the jobs that started or stopped since the fork (or since this took them in),
+    then those that arrived, into the re-plan's ``result`` one by one, at least one and then
+    until ``budget`` seconds have passed (the caller holds the scheduler); True once none is
+    left.
+
+    Why the moved jobs: the child planned each job as it was at the fork. A job it saw waiting,
+    with the start it still needs charged, may have been started by the committed plan since;
+    committed as planned, the re-plan withdrew a promise the running job could keep and the
+    next round preempted it as hopeless (Slurm 24.11, issue 26/27). Each is planned again as
+    it is now (``Policy.recheck``), keeping its promise where the new plan holds it.
 
     The result is not the scheduler's plan yet, so nothing a request sees changes: each job
     is booked against the new plan exactly as the commit would book it, and every request in
@@ -432,10 +457,16 @@ def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budg
     job cancelled after it was taken in keeps its booking until the next re-plan, as a job
     cancelled while the child computed does."""
     stop = time.perf_counter() + budget
-    left = _untaken(scheduler, replan)
-    for n, state in enumerate(left, 1):
-        replan.changed.update(scheduler.policy.catch_up(result, [state], now))
-        replan.taken.add(state.id)
+    policy = scheduler.policy
+    left = [(True, s) for s in _moved(scheduler, replan)]
+    left += [(False, s) for s in _untaken(scheduler, replan)]
+    for n, (moved, state) in enumerate(left, 1):
+        if moved:
+            replan.changed.update(policy.recheck(result, [state], now))
+        else:
+            replan.changed.update(policy.catch_up(result, [state], now))
+            replan.taken.add(state.id)
+        replan.seen[state.id] = _moves(state)  # re-planned again if it moves before the commit
         if n < len(left) and time.perf_counter() >= stop:
             return False
     return True
@@ -495,11 +526,13 @@ def _log_demotions(
 
 def commit_replan(scheduler: Scheduler, replan: Replan, result: Any | None, now: float) -> None:
     """Make the child's plan the scheduler's, atomically (the caller holds the scheduler): the
-    policy takes in the jobs that arrived while it computed and :func:`catch_up` did not take
-    yet (``Policy.commit_replan``), and every job whose key changed is re-sorted. A failed
-    child: the re-plan runs here."""
+    policy takes in the jobs that arrived, started or stopped while it computed and
+    :func:`catch_up` did not take yet (``Policy.commit_replan``), and every job whose key
+    changed is re-sorted. A failed child: the re-plan runs here."""
     before = guarantees(scheduler), _booked(scheduler)
-    changed = scheduler.policy.commit_replan(result, _untaken(scheduler, replan), now)
+    changed = scheduler.policy.commit_replan(
+        result, _untaken(scheduler, replan), now, _moved(scheduler, replan)
+    )
     if result is None:
         scheduler.select(now)
     else:

@@ -3,7 +3,10 @@ and a withdrawn job leaves no trace in the queues or on the GPUs."""
 
 from __future__ import annotations
 
+import pytest
+
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.state import Status
 from chronus_py.policies.chronus import POOL
 from chronus_py.service import rounds
 
@@ -97,3 +100,44 @@ def test_a_replan_catches_up_in_steps_and_commits_what_one_step_would():
         assert not rounds.replan_due(s, 600.0)
         plans.append((plan, rounds.guarantees(s), [st.id for st in s.pending()]))
     assert plans[0] == plans[1]
+
+
+@pytest.mark.parametrize("steps", [False, True])
+@pytest.mark.parametrize(("work", "kept"), [(300.0, True), (310.0, False)])
+def test_a_replan_keeps_the_promise_of_a_job_that_started_before_its_commit(steps, work, kept):
+    # Issue 27 (Slurm 24.11, slurm-54): the child re-planned a guaranteed job it saw pending,
+    # with the cluster manager's start latency charged, and dropped it as hopeless; the
+    # committed plan started it meanwhile, and the commit withdrew the promise of the running
+    # job. One node of 4 GPUs, 100 s leases; each start is charged 90 s of restart and 250 s
+    # of latency. "a" (4 GPUs, due at 1000) is promised at 0 while a best-effort job runs; its
+    # laxity trigger comes at 20, but no round runs until 600 (rounds lag under load, as
+    # there). Seen pending at the fork at 600, its work plus the 340 s start outgrow leases
+    # 6-9; the committed plan starts it at 600, and its run begins at 605, which pays the
+    # latency. At the commit (630): 300 s of work then ends by 995 and leases 6-9 hold it, so
+    # the promise stays and it runs on; 310 s would end at 1005: withdrawn, and the pool job
+    # takes its GPUs back.
+    s = rounds.scheduler_for(
+        rounds.SchedulerSettings(options={"headroom": 0.0, "lease": 100.0, "guard": 0.0}),
+        Cluster.uniform(1, 4),
+        estimates={"a": work, "b": 5000.0},
+        start_latency=lambda: 250.0,
+    )
+    rounds.admit(s, Job("b", "t", 4, 0.0, JobKind.BEST_EFFORT, duration=5000.0), 0.0)
+    assert rounds.admit(s, slo("a", 4, work, 1000.0), 0.0)[1].decision == rounds.GUARANTEED
+    rounds.advance(s, 0.0)
+    replan = rounds.start_replan(s, 600.0)
+    assert s.jobs["a"].status is Status.PENDING
+    assert [j.id for j in rounds.advance(s, 600.0).started] == ["a"]
+    rounds.run_began(s, "a", 605.0, 610.0)
+    result = rounds.replan_result(replan, s)
+    assert "a" not in result.selector.booked  # the child, on the fork, dropped it
+    if steps:  # a step per job: "a" started and "b" stopped since the fork
+        assert not rounds.catch_up(s, replan, result, 630.0, 0.0)
+        assert rounds.catch_up(s, replan, result, 630.0, 0.0)
+    rounds.commit_replan(s, replan, result, 630.0)
+    plan = s.policy.lease_report().lease_plan
+    assert plan.get("a") == ((600.0, 700.0, 800.0, 900.0) if kept else None)
+    assert s.policy.solver_stats().demoted == ([] if kept else ["a"])
+    moves = rounds.advance(s, 630.0)
+    assert [j.id for j in moves.preempted] == ([] if kept else ["a"])
+    assert ("a" in rounds.guarantees(s)) is kept
