@@ -124,6 +124,7 @@ class KueueBackend(CompressedTime):
             )
 
     def close(self) -> None:
+        log.info(json.dumps({"event": "kueue_writes", **self.kube.writes}))
         self.watches.stop()
         if self.elector is not None:
             self.elector.release()
