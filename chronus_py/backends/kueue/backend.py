@@ -18,7 +18,8 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
 - cancel: the check turns ``Rejected`` (Kueue deactivates the Workload); a Job deleted by its
   owner, or a Workload deactivated by hand, is a cancelled chronus job.
 - what users see: the check's ``message`` says the decision ("guaranteed to finish by T",
-  "planned start T", "not guaranteed: why"), updated when a round changes it (``publish``).
+  "planned start T", "not guaranteed: why"), rewritten when a round changes it materially
+  (``publish``, ``material``: a planned start is shown to within 10 % of the wait).
 - nodes: Node objects with allocatable GPUs; one not Ready, cordoned or tainted NoSchedule /
   NoExecute is unhealthy. Nodes that join, leave or change their GPUs or labels are followed
   while serving (``nodes_can_change``: the service rebuilds its cluster). With a HiveD config
@@ -66,6 +67,8 @@ GPU = "nvidia.com/gpu"
 ACTIVE_EVERY = 30.0
 RESERVE_WAIT = 3.0
 SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at start
+MIN_SHIFT = 60.0  # backend seconds a planned start may move before its message is rewritten
+SHIFT_SHARE = 0.1  # ... or this share of the time until it, if more (``material``)
 _BAD_TAINTS = {"NoSchedule", "NoExecute"}
 
 
@@ -109,6 +112,7 @@ class KueueBackend(CompressedTime):
         self._arrived: set[str] = set()
         self._why: dict[str, str] = {}  # id -> why chronus refuses it (for the check's message)
         self._hostnames: dict[str, str] = {}
+        self._shown: dict[str, tuple[str, JobReport]] = {}  # id -> message written, its report
         self._follow_checks(force=True)
         self.watches = Watches(
             kube.cfg,
@@ -527,8 +531,42 @@ class KueueBackend(CompressedTime):
                 text = entry.get("message", "").split("; ", 1)[0] + "; " + text
             if entry.get("message") == text:
                 continue
+            written, shown = self._shown.get(job_id, (None, None))
+            if written == entry.get("message") and not material(shown, report, self.now()):
+                continue  # the message is this process's own and still says the decision
             self._require_leader()
             self._check(wl, entry["state"], text, entry.get("podSetUpdates"))
+            self._shown[job_id] = (text, report)
+        self._shown = {i: v for i, v in self._shown.items() if i in reports}
+
+
+def material(shown: JobReport | None, report: JobReport, now: float) -> bool:
+    """Whether ``report`` decides otherwise than ``shown``, the decision a check's message
+    already says, enough to rewrite it: another guarantee, run state or refusal reason, or a
+    planned start moved by more than ``MIN_SHIFT`` or ``SHIFT_SHARE`` of the time until it
+    (backend time), whichever is more.
+
+    Why a tolerance: the lease plan is recomputed every round and its starts drift as jobs run
+    shorter or longer than estimated, so an exact message was rewritten nearly every round for
+    every waiting Workload; each rewrite is an API write plus a Kueue reconcile, about 1 s each
+    on a loaded control plane, and the 120x trace lost its deadlines to them (RESULTS.md, issue
+    24). Why it scales: a start hours away is an estimate whose error is itself a share of the
+    wait, so 10 % of it says nothing the user can act on; a start minutes away is shown to the
+    minute. The guarantee, which is the promise, is always shown exactly (and recorded at once,
+    whatever the message). Messages this process did not write (after a restart, or one Kueue
+    reset) are rewritten when their text differs, so a restart costs at most one write each."""
+    if shown is None:
+        return True
+    if (shown.guaranteed, shown.running, shown.reason) != (
+        report.guaranteed,
+        report.running,
+        report.reason,
+    ):
+        return True
+    old, new = shown.planned_start, report.planned_start
+    if old is None or new is None:
+        return old != new
+    return abs(new - old) > max(MIN_SHIFT, SHIFT_SHARE * (min(old, new) - now))
 
 
 def message(report: JobReport) -> str:
