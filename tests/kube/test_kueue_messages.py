@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("lightkube")
 
-from kueue_helpers import wait  # noqa: E402
+from kueue_helpers import KUEUE, wait  # noqa: E402
 
 from chronus_py.backends.base import JobReport  # noqa: E402
 from chronus_py.backends.kueue import workloads as wls  # noqa: E402
@@ -73,5 +73,17 @@ def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarant
         assert text.endswith(wls.rfc3339(now + 3_600 + 120)), text
         writes, text = published(report(now + 3_600 + 1_200, later))
         assert writes == 1 and text.endswith(wls.rfc3339(now + 3_600 + 1_200)), (writes, text)
+        withdrawn = report(None, None, "cannot meet its last deadline even alone")
+        writes, text = published(withdrawn)
+        assert writes == 2 and s.promise("waits") is None, (writes, text)
+        # another manager puts the record back (as Kueue's update from an older copy did in the
+        # trace): it owns the key now, and chronus's apply alone would never remove it again
+        wl = s.workload("waits")
+        wl["metadata"]["annotations"]["chronus.io/guarantee"] = '{"at":1.0,"value":1.0}'
+        s.cp.api("PUT", f"{KUEUE}/namespaces/{s.ns}/workloads/{wl['metadata']['name']}", wl)
+        wait(lambda: wls.guarantee(backend._fresh(job_id)) is not None, 5, "the record back")
+        assert published(withdrawn) == (2, text)  # the apply, then the merge patch
+        assert s.promise("waits") is None
+        assert published(withdrawn) == (0, text)
     finally:
         backend.close()

@@ -369,9 +369,11 @@ class KueueBackend(CompressedTime):
             else:
                 mine[full] = value if isinstance(value, str) else wls.encode(value)
         ns, name = wls.key(wl)
-        return self._seen(
-            wls.job_id(ns, name), self.kube.apply_workload_annotations(ns, name, mine)
-        )
+        got = self.kube.apply_workload_annotations(ns, name, mine)
+        kept = [k for k in wls.records(got) if k not in mine]  # another manager owns them too
+        if kept:
+            got = self.kube.remove_workload_annotations(ns, name, kept)
+        return self._seen(wls.job_id(ns, name), got)
 
     def _check(self, wl: dict, state: str, message: str, updates: list[dict] | None = None) -> dict:
         entry = wls.check_entry(wl, self.checks)
@@ -519,9 +521,16 @@ class KueueBackend(CompressedTime):
             if wl is None or wls.accepted(wl) is None:
                 continue
             promise = report.guaranteed
-            if promise != wls.guarantee(wl):
+            recorded = wls.guarantee(wl)
+            if promise != recorded:
                 self._require_leader()
                 value = None if promise is None else {"at": promise.at, "value": promise.value}
+                was = None if recorded is None else {"at": recorded.at, "value": recorded.value}
+                log.info(
+                    json.dumps(
+                        {"event": "kueue_guarantee", "job": job_id, "from": was, "to": value}
+                    )
+                )
                 wl = self._record(wl, guarantee=value)
             entry = wls.check_entry(wl, self.checks)
             if entry is None or entry.get("state") not in ("Pending", "Ready"):

@@ -176,6 +176,22 @@ class Kube:
             write="workload records",
         )
 
+    def remove_workload_annotations(self, namespace: str, name: str, keys: list[str]) -> dict:
+        """Take annotations off a Workload whatever manager owns them (a merge patch): an apply
+        that leaves a key out removes it only if no other manager owns it too, and an update
+        by another manager (Kueue's, from a copy older than chronus's last write) that puts a
+        key back makes that manager its owner."""
+        body = {"metadata": {"annotations": dict.fromkeys(keys)}}
+        return self.call(
+            f"remove records from workload {namespace}/{name}",
+            lambda: dict(
+                self.client.patch(
+                    Workload, name, body, namespace=namespace, patch_type=PatchType.MERGE
+                )
+            ),
+            write="workload records",
+        )
+
     def apply_check_active(self, name: str, condition: dict[str, Any]) -> None:
         body = {
             "apiVersion": KUEUE,
