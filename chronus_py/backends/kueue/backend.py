@@ -29,7 +29,8 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
 
 All state lives in the cluster (``workloads.py`` lists chronus's records), so a restarted or
 newly elected controller rebuilds from the API server alone. Every write is a server-side apply
-by chronus's field manager of chronus's own fields only.
+by chronus's field manager of chronus's own fields only, except a merge patch that takes off a
+record of chronus's that another manager's update made it co-own (``_record``).
 """
 
 from __future__ import annotations
