@@ -284,16 +284,22 @@ def run_mode(
             poll=args.kueue_poll,
         ).start()
     t0 = time.monotonic()
+    writes: dict = {}
     try:
         origin = run.go(jobs, args.timeout)
         views = serve.jobs() if serve is not None else {}
     finally:
         if serve is not None:
             serve.stop()
+            writes = next(iter(serve.events("kueue_writes")), {})
             if args.log:
                 shutil.copyfile(serve.log, f"{args.log}.q{quota}")
     out = summary(run, origin, views, chronus_ids(cp, ns) if chronus else {})
     out["wall_s"] = round(time.monotonic() - t0, 1)
+    if chronus:  # the controller's API writes (its count at shutdown), in all and per Job
+        by_kind = {k: v for k, v in writes.items() if k != "event"}
+        out["api_writes"] = by_kind
+        out["api_writes_per_job"] = round(sum(by_kind.values()) / len(jobs), 2)
     return out
 
 

@@ -11,6 +11,7 @@ round looks at come from watch-fed copies (``watch.py``).
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -81,13 +82,21 @@ class Kube:
         self.cfg = cfg
         self.manager = manager
         self.client = Client(cfg, timeout=httpx2.Timeout(timeout), field_manager=manager)
+        self.writes: Counter[str] = Counter()
+        """Writes asked of the API server, by kind: each costs the API server a write and
+        Kueue a reconcile, the controller's main cost on a loaded cluster (the trace
+        benchmark reports them per Job)."""
 
     def close(self) -> None:
         self.client.close()
 
-    def call(self, what: str, fn: Callable[[], T], *, missing_ok: bool = False) -> T | None:
+    def call(
+        self, what: str, fn: Callable[[], T], *, missing_ok: bool = False, write: str = ""
+    ) -> T | None:
         """``fn()``; None for a missing object when ``missing_ok``; any other failure is a
-        :class:`BackendUnavailable` naming ``what``."""
+        :class:`BackendUnavailable` naming ``what``. A ``write`` is counted under that kind."""
+        if write:
+            self.writes[write] += 1
         try:
             return fn()
         except ApiError as exc:
@@ -139,6 +148,7 @@ class Kube:
                     force=True,
                 )
             ),
+            write="workload status",
         )
 
     def apply_workload_annotations(
@@ -163,6 +173,23 @@ class Kube:
                     force=True,
                 )
             ),
+            write="workload records",
+        )
+
+    def remove_workload_annotations(self, namespace: str, name: str, keys: list[str]) -> dict:
+        """Take annotations off a Workload whatever manager owns them (a merge patch): an apply
+        that leaves a key out removes it only if no other manager owns it too, and an update
+        by another manager (Kueue's, from a copy older than chronus's last write) that puts a
+        key back makes that manager its owner."""
+        body = {"metadata": {"annotations": dict.fromkeys(keys)}}
+        return self.call(
+            f"remove records from workload {namespace}/{name}",
+            lambda: dict(
+                self.client.patch(
+                    Workload, name, body, namespace=namespace, patch_type=PatchType.MERGE
+                )
+            ),
+            write="workload records",
         )
 
     def apply_check_active(self, name: str, condition: dict[str, Any]) -> None:
@@ -177,6 +204,7 @@ class Kube:
             lambda: self.client.patch(
                 AdmissionCheck.Status, name, body, patch_type=PatchType.APPLY, force=True
             ),
+            write="admission check",
         )
 
     def label_node(self, node: str, label: str, *, on: bool) -> None:
@@ -199,6 +227,7 @@ class Kube:
                     field_manager=f"{self.manager}-{label.rpartition('-')[2]}",
                     force=True,
                 ),
+                write="node label",
             )
             return
         self.call(
@@ -207,6 +236,7 @@ class Kube:
                 Node, node, {"metadata": {"labels": {label: None}}}, patch_type=PatchType.MERGE
             ),
             missing_ok=True,
+            write="node label",
         )
 
     # -- leases (leader election) ------------------------------------------------------------------

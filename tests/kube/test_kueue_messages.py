@@ -1,0 +1,89 @@
+"""A check's message is rewritten only when chronus's decision changes materially (issue 24: the
+120x trace spent its rounds rewriting the messages of waiting Workloads, ~1 s a write): a small
+drift of the planned start costs no API write, a new guarantee or a large move does.
+
+The cluster test drives the controller in-process (``publish`` with the reports a round would
+give) on the session's control plane, and reads the Workload back from the API server."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from kueue_helpers import KUEUE, wait  # noqa: E402
+
+from chronus_py.backends.base import JobReport  # noqa: E402
+from chronus_py.backends.kueue import workloads as wls  # noqa: E402
+from chronus_py.backends.kueue.backend import FIELD_MANAGER, KueueBackend, material  # noqa: E402
+from chronus_py.backends.kueue.kube import Kube, config  # noqa: E402
+from chronus_py.jobs.model import DeadlineOption, Job, JobKind  # noqa: E402
+
+PROMISE = DeadlineOption(at=20_000.0, value=1.0)
+
+
+def report(start: float | None, promise=PROMISE, reason: str = "") -> JobReport:
+    return JobReport(running=False, guaranteed=promise, planned_start=start, reason=reason)
+
+
+def test_a_planned_start_tolerates_a_minute_or_a_tenth_of_the_wait():
+    now = 1_000.0
+    shown = report(now + 3_600)  # an hour away: 6 minutes of tolerance
+    assert not material(shown, report(now + 3_600 + 300), now)
+    assert material(shown, report(now + 3_600 + 400), now)
+    near = report(now + 120)  # two minutes away: the minute floor
+    assert not material(near, report(now + 170), now)
+    assert material(near, report(now + 190), now)
+    assert material(shown, report(now + 3_600, DeadlineOption(at=21_000.0, value=1.0)), now)
+    assert material(shown, report(now + 3_600, None, "cannot meet its last deadline"), now)
+    assert material(shown, report(None), now)
+    assert material(None, shown, now)
+
+
+def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarantee(setup):
+    s = setup
+    s.submit("waits", gpus=1, run_seconds=60, notes={"chronus.io/estimate": "10m"})
+    job_id = s.chronus_id("waits")
+    kube = Kube(config(str(s.kubeconfig)), manager=FIELD_MANAGER)
+    backend = KueueBackend(kube, controller=f"chronus.io/{s.ns}")
+    try:
+        (fields,) = wait(
+            lambda: [f for f in backend.arrivals() if f["id"] == job_id], 30, "its arrival"
+        )
+        backend.submit(Job(job_id, s.ns, 1, fields["submit"], JobKind.BEST_EFFORT), fields)
+        now = backend.now()
+
+        def published(r: JobReport) -> tuple[int, str]:
+            """The API writes one publish made, and the check's message the API server has."""
+            before = sum(kube.writes.values())
+            backend.publish({job_id: r})
+            return sum(kube.writes.values()) - before, s.entry("waits")["message"]
+
+        promise = DeadlineOption(at=now + 7_200, value=1.0)
+        writes, text = published(report(now + 3_600, promise))
+        assert writes == 2, writes  # the promise recorded, then the message
+        assert text == f"guaranteed to finish by {wls.rfc3339(now + 7_200)}; planned start " + (
+            wls.rfc3339(now + 3_600)
+        )
+        assert published(report(now + 3_600 + 120, promise)) == (0, text)
+        later = DeadlineOption(at=now + 9_000, value=1.0)
+        writes, text = published(report(now + 3_600 + 120, later))
+        assert writes == 2, writes
+        assert text.startswith(f"guaranteed to finish by {wls.rfc3339(now + 9_000)}; "), text
+        assert text.endswith(wls.rfc3339(now + 3_600 + 120)), text
+        writes, text = published(report(now + 3_600 + 1_200, later))
+        assert writes == 1 and text.endswith(wls.rfc3339(now + 3_600 + 1_200)), (writes, text)
+        withdrawn = report(None, None, "cannot meet its last deadline even alone")
+        writes, text = published(withdrawn)
+        assert writes == 2 and s.promise("waits") is None, (writes, text)
+        # another manager puts the record back (as Kueue's update from an older copy did in the
+        # trace): it owns the key now, and chronus's apply alone would never remove it again
+        wl = s.workload("waits")
+        wl["metadata"]["annotations"]["chronus.io/guarantee"] = '{"at":1.0,"value":1.0}'
+        s.cp.api("PUT", f"{KUEUE}/namespaces/{s.ns}/workloads/{wl['metadata']['name']}", wl)
+        wait(lambda: wls.guarantee(backend._fresh(job_id)) is not None, 5, "the record back")
+        assert published(withdrawn) == (2, text)  # the apply, then the merge patch
+        assert s.promise("waits") is None
+        assert published(withdrawn) == (0, text)
+    finally:
+        backend.close()
