@@ -167,3 +167,28 @@ class Backend(Protocol):
     #     def publish(self, reports: Mapping[str, JobReport]) -> None:
     #         """Record and show what the rounds decided about these active jobs (called after a
     #         round that changed something); must not start or stop anything."""
+
+
+def topology_mismatch(
+    cells: Mapping[str, int],
+    nodes: Mapping[str, int],
+    manager: str,
+    *,
+    not_there: str,
+    leave_out: str = "",
+) -> str | None:
+    """Why a HiveD config's nodes (name -> GPUs) are not the cluster manager's ``nodes``, or
+    None: config nodes it lacks (``not_there`` says what they are not), its nodes in no cell
+    (``leave_out``: how else to exclude them), or a node whose GPU count differs. One rule for
+    every backend that takes ``--cluster``; each words only its own side."""
+    extra = sorted(set(cells) - set(nodes))
+    if extra:
+        return f"nodes {', '.join(extra)} {not_there}"
+    missing = sorted(set(nodes) - set(cells))
+    if missing:
+        listed = ", ".join(missing)
+        return f"{manager} nodes {listed} are in no cell: add them to the config{leave_out}"
+    for name in sorted(cells):
+        if cells[name] != nodes[name]:
+            return f"node {name} has {cells[name]} GPUs here but {nodes[name]} in {manager}"
+    return None

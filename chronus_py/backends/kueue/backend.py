@@ -45,6 +45,7 @@ from typing import Any, Mapping, Sequence
 
 from lightkube.resources.core_v1 import Node
 
+from chronus_py.backends import base
 from chronus_py.backends.base import (
     BackendUnavailable,
     JobReport,
@@ -631,22 +632,14 @@ def _in_cells(cells: Mapping[str, int], seen: Sequence[NodeInfo]) -> list[NodeIn
 
 def topology_mismatch(cells: Mapping[str, int], kube: Mapping[str, int]) -> str | None:
     """Why a HiveD config's nodes (name -> GPUs) are not chronus's Kubernetes nodes, or None."""
-    extra = sorted(set(cells) - set(kube))
-    if extra:
-        return (
-            f"nodes {', '.join(extra)} are not Kubernetes nodes with allocatable GPUs matching "
-            f"--kueue-node-selector (there are: {', '.join(sorted(kube)) or 'none'})"
-        )
-    missing = sorted(set(kube) - set(cells))
-    if missing:
-        return (
-            f"Kubernetes nodes {', '.join(missing)} are in no cell: add them to the config, or "
-            "leave them out with --kueue-node-selector"
-        )
-    for name in sorted(cells):
-        if cells[name] != kube[name]:
-            return f"node {name} has {cells[name]} GPUs here but {kube[name]} in Kubernetes"
-    return None
+    return base.topology_mismatch(
+        cells,
+        kube,
+        "Kubernetes",
+        not_there="are not Kubernetes nodes with allocatable GPUs matching "
+        f"--kueue-node-selector (there are: {', '.join(sorted(kube)) or 'none'})",
+        leave_out=", or leave them out with --kueue-node-selector",
+    )
 
 
 # -- chronus serve --backend kueue ---------------------------------------------------------------

@@ -44,6 +44,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from chronus_py.backends import base
 from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.backends.slurm import marker
 from chronus_py.backends.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
@@ -844,16 +845,9 @@ def partition_missing(partition: str, backend: SlurmBackend) -> str | None:
 
 def topology_mismatch(cells: Mapping[str, int], slurm: Mapping[str, int]) -> str | None:
     """Why a HiveD config's nodes (name -> GPUs) are not the Slurm partition's, or None."""
-    extra = sorted(set(cells) - set(slurm))
-    if extra:
-        return f"nodes {', '.join(extra)} are not in Slurm (it has {', '.join(sorted(slurm))})"
-    missing = sorted(set(slurm) - set(cells))
-    if missing:
-        return f"Slurm nodes {', '.join(missing)} are in no cell: add them to the config"
-    for name in sorted(cells):
-        if cells[name] != slurm[name]:
-            return f"node {name} has {cells[name]} GPUs here but {slurm[name]} in Slurm"
-    return None
+    return base.topology_mismatch(
+        cells, slurm, "Slurm", not_there=f"are not in Slurm (it has {', '.join(sorted(slurm))})"
+    )
 
 
 def check(
