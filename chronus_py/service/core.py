@@ -885,6 +885,8 @@ class Service:
                 continue
             if obs.state in _ENDED:
                 ended.append(obs)
+            elif _resized(obs, state.job):
+                self._resize(obs, now)
             elif (obs.state is RunState.RUNNING) != rounds.is_running(state) or (
                 obs.state is RunState.RUNNING and dict(obs.placement) != dict(state.placement)
             ):
@@ -913,6 +915,29 @@ class Service:
                     decision_log(_ENDED[obs.state], job=obs.id, at=at)
         if self.needs_resync:
             self.rebuild()
+
+    def _resize(self, obs, now: float) -> None:
+        """Hook (issue 24): the backend runs a waiting job at another size than the scheduler
+        holds (Kueue reserved a preempted Workload again at another pod count). Keep the spec
+        the backend reports, the estimate scaled as that spec's, and rebuild: the rebuilt
+        scheduler re-plans the job at its new size and keeps its promise only if it still fits
+        (a withdrawn one is recorded as a demotion)."""
+        row = self.db.job(obs.id)
+        old = self.specs[obs.id]
+        try:
+            spec = self._read(dict(obs.spec), Origin.record(row["tenant"], row["submit"]), now)
+        except ApiError as exc:
+            log.warning(json.dumps({"event": "resize_refused", "job": obs.id, "error": exc.line()}))
+            return
+        estimate = row["estimate"]
+        if old.estimate and spec.estimate:
+            estimate *= spec.estimate / old.estimate
+        why = f"the backend runs it at {spec.job.gpus} GPUs (was {old.job.gpus})"
+        with self.db.transaction():
+            self.db.respec(obs.id, spec.fields, estimate)
+            self.db.decision(now, obs.id, "resized", None, why)
+        decision_log("resized", job=obs.id, gpus=spec.job.gpus, was=old.job.gpus, now=now)
+        self.needs_resync = True
 
     # -- the lease re-plan, in a child process --------------------------------------------------
     def _replan_if_due(self, now: float, *, notify: bool = True) -> None:
@@ -1075,6 +1100,12 @@ class Service:
 
     def _count(self, decision: str) -> None:
         self.counters.submissions[decision] = self.counters.submissions.get(decision, 0) + 1
+
+
+def _resized(obs, job) -> bool:
+    """Whether a waiting job's backend reports it at another GPU count than ``job`` has."""
+    gpus = (obs.spec or {}).get("gpus")
+    return obs.state is RunState.PENDING and gpus is not None and int(gpus) != job.gpus
 
 
 def _record_origin(fields: Mapping[str, Any], now: float) -> Origin:

@@ -180,6 +180,13 @@ class Database:
         )
         self.conn.execute("UPDATE job SET estimate=? WHERE id=?", (new, job_id))
 
+    def respec(self, job_id: str, spec: Mapping[str, Any], estimate: float) -> None:
+        """A waiting job's spec and planned work as its backend now runs it (issue 24: Kueue
+        reserved a preempted Workload again at another pod count)."""
+        self.conn.execute(
+            "UPDATE job SET spec=?, estimate=? WHERE id=?", (json.dumps(spec), estimate, job_id)
+        )
+
     def set_meta(self, key: str, value: Any) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 

@@ -11,7 +11,7 @@ pytest.importorskip("lightkube")
 from chronus_py.backends.base import JobReport  # noqa: E402
 from chronus_py.backends.kueue import workloads as wls  # noqa: E402
 from chronus_py.backends.kueue.annotations import AnnotationError, job_fields  # noqa: E402
-from chronus_py.backends.kueue.backend import message  # noqa: E402
+from chronus_py.backends.kueue.backend import message, resize_note  # noqa: E402
 from chronus_py.jobs.model import DeadlineOption  # noqa: E402
 
 
@@ -143,4 +143,36 @@ def test_messages_say_the_decision_in_words():
     refused = JobReport(False, None, None, "no deadline option fits the lease plan")
     assert message(refused) == (
         "not guaranteed: no deadline option fits the lease plan; waits for free GPUs"
+    )
+
+
+def test_a_count_kueue_reserved_again_rescales_the_job_and_is_said_first():
+    """Fewer GPUs stretch the estimate and the work behind it alike (the fraction done is
+    kept); more GPUs are assumed to speed nothing up. The note survives the records a later
+    run rewrites, and comes first in the check's message."""
+    accepted = {"id": "ns.job-x", "gpus": 4, "tenant": "ns", "estimate_seconds": 600.0}
+    shrunk, done = wls.resize(accepted, 150.0, 4, 3)
+    assert shrunk == {**accepted, "gpus": 3, "estimate_seconds": 800.0}
+    assert done == pytest.approx(200.0)
+    grown, done = wls.resize(accepted, 150.0, 4, 6)
+    assert grown == {**accepted, "gpus": 6} and done == 150.0
+    assert wls.resize({"id": "ns.job-y", "gpus": 2, "iterations": 9}, 0.0, 2, 1)[0] == {
+        "id": "ns.job-y",
+        "gpus": 1,
+        "iterations": 9,
+    }
+
+    wl = {"metadata": {"annotations": {wls.WORK_DONE: wls.encode({"seconds": 200, "runs": 1})}}}
+    assert wls.resized(wl) is None and resize_note(wl) == ""
+    wl["metadata"]["annotations"][wls.WORK_DONE] = wls.encode(
+        {"seconds": 200, "runs": 1, "resized": [4, 3]}
+    )
+    assert wls.resized(wl) == (4, 3)
+    assert wls.done_record(wl, 260.0, 2) == {"seconds": 260.0, "runs": 2, "resized": [4, 3]}
+    assert "; " not in resize_note(wl)  # a started Workload's message is split at the first
+    report = JobReport(False, DeadlineOption(7200.0, 1.0), None, "")
+    text = resize_note(wl) + message(report)
+    assert text == (
+        "Kueue reserved it again at 3 GPUs (was 4), planned at that size: guaranteed to finish "
+        "by 1970-01-01T02:00:00Z"
     )

@@ -40,6 +40,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -72,6 +73,7 @@ SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at s
 MIN_SHIFT = 60.0  # backend seconds a planned start may move before its message is rewritten
 SHIFT_SHARE = 0.1  # ... or this share of the time until it, if more (``material``)
 _BAD_TAINTS = {"NoSchedule", "NoExecute"}
+LATENCY_SAMPLES = 20  # starts the start latency is the longest of (as the Slurm backend's)
 
 
 class KueueBackend(CompressedTime):
@@ -115,6 +117,8 @@ class KueueBackend(CompressedTime):
         self._why: dict[str, str] = {}  # id -> why chronus refuses it (for the check's message)
         self._hostnames: dict[str, str] = {}
         self._shown: dict[str, tuple[str, JobReport]] = {}  # id -> message written, its report
+        self._looked = time.monotonic()  # when ``jobs`` last looked (a round's first call)
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # wall seconds
         self._follow_checks(force=True)
         self.watches = Watches(
             kube.cfg,
@@ -229,7 +233,25 @@ class KueueBackend(CompressedTime):
             )
         return out
 
+    def start_latency(self) -> float:
+        """Chronus seconds from the round that starts a job to the run chronus records (its
+        placement's ``since``, from which its work counts): the longest of the last
+        :data:`LATENCY_SAMPLES` starts, wall seconds times the time scale, each counted from
+        the round's look. It covers the round, the commands issued before this one (a
+        preemption for it: the Workload's check and records), waiting for Kueue's reservation
+        and the start's own writes. Before the first start, one poll.
+
+        Why: the plan charges it on every start, so a guarantee includes it. Without it a
+        guarantee was planned as if a start took no time; on a loaded control plane a start
+        took seconds of wall time, minutes of a test's compressed time, the service moved the
+        run's beginning to when it really began (``late_start``), and the next re-plan found
+        the just-started job could no longer make its deadline: demoted, it was hopeless and
+        lost its GPUs to the job it had been preempting (a test's wide gang was preempted
+        again before its pods were bound, issue 24)."""
+        return max(self._latencies, default=self.poll) * self.scale
+
     def jobs(self) -> Sequence[ObservedJob]:
+        self._looked = time.monotonic()
         now = self.now()
         out = []
         seen = set()
@@ -238,6 +260,7 @@ class KueueBackend(CompressedTime):
             if fields is None:
                 continue
             seen.add(job_id)
+            wl, fields = self._follow_count(job_id, wl, fields)
             obs = self._observe(job_id, wl, fields, now)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
                 self._unpin_gang(job_id, wl, obs)
@@ -261,10 +284,35 @@ class KueueBackend(CompressedTime):
         try:
             for node in nodes:
                 self.kube.label_node(node, self._gang_label(job_id), on=False)
-            done = {"seconds": round(obs.work_done or 0.0, 3), "runs": obs.starts}
+            done = wls.done_record(wl, obs.work_done or 0.0, obs.starts)
             self._record(wl, work_done=done, placement=None)
         except BackendUnavailable as exc:  # housekeeping: tried again at the next look
             log.warning(json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)}))
+
+    def _follow_count(self, job_id: str, wl: dict, fields: dict) -> tuple[dict, dict]:
+        """A waiting Workload that Kueue reserved again at another pod count than chronus
+        accepted or last ran it at (partial admission, ``kueue.x-k8s.io/job-min-parallelism``:
+        after chronus preempted it, Kueue re-reserves what its quota then allows) is now a job
+        of that size. Its records are rewritten at the new size, its estimate and work done
+        scaled (``workloads.resize``), so the service re-plans it at the count Kueue reserved
+        (its promise kept only if the new plan holds it) and a new leader reads the same. The
+        count Kueue reserved is the only one chronus can start (``start`` checks it)."""
+        entry = wls.check_entry(wl, self.checks) or {}
+        if entry.get("state") != "Pending" or not wls.reserved(wl) or wls.placement(wl)[0]:
+            return wl, fields
+        now, was = wls.gpus(wl, self.resource), int(fields.get("gpus", 0))
+        if now == was or now < 1 or (self.elector is not None and not self.elector.held):
+            return wl, fields
+        done, runs = wls.work_done(wl)
+        new, scaled = wls.resize(fields, done, was, now)
+        log.info(json.dumps({"event": "kueue_resized", "job": job_id, "from": was, "to": now}))
+        record = {"seconds": round(scaled, 3), "runs": runs, "resized": [was, now]}
+        try:
+            wl = self._record(wl, job=new, work_done=record)
+        except BackendUnavailable as exc:  # seen again at the next look; nothing starts meanwhile
+            log.warning(json.dumps({"event": "kueue_resize", "job": job_id, "error": str(exc)}))
+            return wl, fields
+        return wl, new
 
     def _observe(self, job_id: str, wl: dict, fields: dict, now: float) -> ObservedJob:
         done, runs = wls.work_done(wl)
@@ -418,6 +466,7 @@ class KueueBackend(CompressedTime):
             self._tracked.add(job.id)
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        decided = self._looked  # the round that decided it looked first (``Service._observe``)
         self._require_leader()
         wl = self._fresh(job_id)
         if wl is None:
@@ -433,6 +482,12 @@ class KueueBackend(CompressedTime):
                 "eviction?); chronus starts only Workloads with QuotaReserved"
             )
         sets = wls.pod_sets(wl, self.resource)
+        reserved, asked = wls.gpus(wl, self.resource), sum(len(g) for g in placement.values())
+        if asked != reserved:
+            raise BackendUnavailable(
+                f"kueue: job {job_id}: the plan starts it on {asked} GPUs, Kueue reserved "
+                f"{reserved}; it is planned again at Kueue's count"
+            )
         per_pod = {p.gpus_per_pod for p in sets if p.gpus_per_pod}
         bad = [n for n, g in placement.items() if any(len(g) % k for k in per_pod)]
         if bad:
@@ -448,6 +503,7 @@ class KueueBackend(CompressedTime):
             for node in placement:
                 self.kube.label_node(node, self._gang_label(job_id), on=True)
         since = self.now()
+        self._latencies.append(max(time.monotonic() - decided, 0.0))
         nodes = {n: list(g) for n, g in sorted(placement.items())}
         wl = self._record(wl, placement={"nodes": nodes, "since": since})
         where = ", ".join(f"{n} ({len(g)} GPUs)" for n, g in nodes.items())
@@ -494,7 +550,7 @@ class KueueBackend(CompressedTime):
             f"chronus preempted it at {wls.rfc3339(self.now())} (lease boundary): Kueue suspends "
             f"the Job and requeues it; it resumes when chronus's plan says",
         )
-        self._record(wl, work_done={"seconds": round(done, 3), "runs": runs}, placement=None)
+        self._record(wl, work_done=wls.done_record(wl, done, runs), placement=None)
         if len(nodes) > 1:
             for node in nodes:
                 self.kube.label_node(node, self._gang_label(job_id), on=False)
@@ -537,13 +593,17 @@ class KueueBackend(CompressedTime):
             entry = wls.check_entry(wl, self.checks)
             if entry is None or entry.get("state") not in ("Pending", "Ready"):
                 continue
-            text = message(report)
+            text = resize_note(wl) + message(report)
             if entry.get("state") == "Ready":
                 text = entry.get("message", "").split("; ", 1)[0] + "; " + text
             if entry.get("message") == text:
                 continue
             written, shown = self._shown.get(job_id, (None, None))
-            if written == entry.get("message") and not material(shown, report, self.now()):
+            if (
+                written == entry.get("message")
+                and resize_note(wl) in (written or "")
+                and not material(shown, report, self.now())
+            ):
                 continue  # the message is this process's own and still says the decision
             self._require_leader()
             self._check(wl, entry["state"], text, entry.get("podSetUpdates"))
@@ -578,6 +638,15 @@ def material(shown: JobReport | None, report: JobReport, now: float) -> bool:
     if old is None or new is None:
         return old != new
     return abs(new - old) > max(MIN_SHIFT, SHIFT_SHARE * (min(old, new) - now))
+
+
+def resize_note(wl: dict) -> str:
+    """What the check's message says first once Kueue reserved the Workload again at another
+    count (no semicolon: a started Workload's message is split at the first one)."""
+    note = wls.resized(wl)
+    if note is None:
+        return ""
+    return f"Kueue reserved it again at {note[1]} GPUs (was {note[0]}), planned at that size: "
 
 
 def message(report: JobReport) -> str:

@@ -6,6 +6,7 @@ Chronus's records are annotations it owns (server-side apply, its own field mana
     chronus.io/job        the accepted job's fields (POST /v1/jobs), absolute deadlines: accepted
     chronus.io/guarantee  {"at": T, "value": V}: the promise, before any message shows it
     chronus.io/work-done  {"seconds": S, "runs": N}: work and run count of the runs that ended
+                          (+ "resized": [FROM, TO]: GPUs, once Kueue reserved another count)
     chronus.io/placement  {"nodes": {node: [gpu, ...]}, "since": T}: the current run's GPUs
     chronus.io/refused    why chronus will not run it (a bad annotation): never looked at again
 
@@ -173,6 +174,37 @@ def work_done(wl: Mapping[str, Any]) -> tuple[float, int]:
     """(seconds of work, runs) of the Workload's runs that ended."""
     value = _json(wl, WORK_DONE) or {}
     return float(value.get("seconds", 0.0)), int(value.get("runs", 0))
+
+
+def resized(wl: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(GPUs before, GPUs after) of the last time Kueue reserved the Workload again at another
+    pod count than chronus had accepted or last ran it at, as chronus recorded it."""
+    value = (_json(wl, WORK_DONE) or {}).get("resized")
+    if isinstance(value, list) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    return None
+
+
+def done_record(wl: Mapping[str, Any], seconds: float, runs: int) -> dict:
+    """The ``work-done`` record with these totals, keeping the note of a resize."""
+    out: dict[str, Any] = {"seconds": round(seconds, 3), "runs": runs}
+    note = resized(wl)
+    return out if note is None else {**out, "resized": list(note)}
+
+
+def resize(fields: Mapping[str, Any], done: float, was: int, now: int) -> tuple[dict, float]:
+    """The accepted job's fields and its work done (seconds) at ``now`` GPUs instead of ``was``.
+
+    A job's seconds are seconds at its size. Fewer GPUs: its estimate and the work behind it
+    stretch by ``was / now`` (linear scaling, which a data-parallel job never beats when it
+    shrinks, so the plan errs long); more GPUs: they stay as they were (no speed-up is
+    assumed, so the plan again errs long). The fraction done is kept either way, and a
+    promise re-planned on these numbers is one the job can keep."""
+    factor = was / now if now < was else 1.0
+    out = {**fields, "gpus": now}
+    if "estimate_seconds" in out:
+        out["estimate_seconds"] = round(float(out["estimate_seconds"]) * factor, 3)
+    return out, done * factor
 
 
 def placement(wl: Mapping[str, Any]) -> tuple[dict[str, tuple[int, ...]], float | None]:
