@@ -119,7 +119,7 @@ def test_quota_is_respected(kube, kube_ns, kube_queues, chronus_kubeconfig, tmp_
     s.add_nodes("a", "b")
     with s.serve(tmp_path):
         for name in ("q1", "q2"):
-            s.submit(name, run_seconds=3, notes={"chronus.io/estimate": "3m"})
+            s.submit(name, run_seconds=2, notes={"chronus.io/estimate": "2m"})
         overlap = []
 
         def look():
@@ -145,7 +145,9 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
             "wide",
             pods=2,
             run_seconds=4,
-            notes={"chronus.io/estimate": "4m", "chronus.io/deadline": "+20m"},
+            # 25 minutes: the plan charges each start the controller's measured start latency
+            # (a minute per wall second at this compression), so a loaded machine needs room
+            notes={"chronus.io/estimate": "4m", "chronus.io/deadline": "+25m"},
         )
         wait(
             lambda: any(e["job"] == long_id for e in serve.events("preempt")),
