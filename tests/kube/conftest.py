@@ -86,10 +86,10 @@ def kube_queues(kube, kube_ns):
         kube.delete_queues(name, kube_ns)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def chronus_kubeconfig(control_plane):
     """The controller's kubeconfig for its least-privilege ServiceAccount, RBAC installed once per
-    module (imported here: the modules check for lightkube before anything needs it)."""
+    session (imported here: the modules check for lightkube before anything needs it)."""
     from chronus_py.backends.kueue import harness
 
     return harness.install_rbac(control_plane)

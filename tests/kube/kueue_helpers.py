@@ -32,9 +32,13 @@ class Setup:
     kubeconfig: Path
 
     def add_nodes(self, *names: str, gpus: int = 4) -> list[str]:
+        """Nodes of this test, all created before waiting for any to be Ready (kwok readies
+        them together)."""
         full = [f"{self.ns}-{n}" for n in names]
         for name in full:
-            self.cp.add_node(name, gpus, labels={"chronus-test": self.node_label})
+            self.cp.add_node(name, gpus, labels={"chronus-test": self.node_label}, wait=False)
+        for name in full:
+            wait(lambda n=name: self.cp.node_ready(n), 60, f"node {name} Ready")
         return full
 
     def serve(self, tmp: Path, name: str = "serve", *extra: str, **kw) -> harness.ServeProcess:
