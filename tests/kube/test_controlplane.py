@@ -64,13 +64,17 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
 
     wait_for("first to complete", lambda: succeeded(kube, kube_ns, "first"))
     wait_for("second to complete", lambda: succeeded(kube, kube_ns, "second"))
-    workloads = kube.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{kube_ns}/workloads")
-    finished = [
-        w
-        for w in workloads["items"]
-        if any(c["type"] == "Finished" and c["status"] == "True" for c in w["status"]["conditions"])
-    ]
-    assert len(finished) == 2
+
+    def finished():  # Kueue marks a Workload Finished after its Job succeeded, not at once
+        workloads = kube.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{kube_ns}/workloads")
+        return [
+            w
+            for w in workloads["items"]
+            for c in (w.get("status") or {}).get("conditions") or []
+            if c["type"] == "Finished" and c["status"] == "True"
+        ]
+
+    wait_for("both Workloads Finished", lambda: len(finished()) == 2, timeout=30)
 
 
 def test_rbac_is_enforced_for_service_accounts(kube, kube_ns):
