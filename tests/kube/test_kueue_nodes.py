@@ -47,6 +47,13 @@ def test_nodes_that_join_change_or_leave_are_followed_without_a_restart(setup, t
         (b,) = s.add_nodes("b")
         follows(serve, 1, {a: 4, b: 4}, "the new node b")
         s.cp.cordon_node(a)
+        wait(  # chronus follows Nodes by a watch: the Job must not come before the cordon does
+            lambda: (
+                [n["healthy"] for n in serve.client.cluster()["nodes"] if n["name"] == a] == [False]
+            ),
+            30,
+            "chronus to see node a cordoned",
+        )
         s.submit("on-b", gpus=4, run_seconds=2, notes={"chronus.io/estimate": "2m"})
         wait(lambda: s.succeeded("on-b"), 60, "the Job to run on the new node")
         assert {p["spec"]["nodeName"] for p in s.pods("on-b")} == {b}
