@@ -172,6 +172,7 @@ class Service:
         now = self.backend.now()
         observed = {o.id: o for o in self.backend.jobs()}
         self._backend_keeps_promises = getattr(self.backend, "records_promises", False)
+        self._backend_resizes = getattr(self.backend, "resizes_waiting_jobs", False)
         self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
         self.scheduler = rounds.scheduler_for(
@@ -885,7 +886,7 @@ class Service:
                 continue
             if obs.state in _ENDED:
                 ended.append(obs)
-            elif _resized(obs, state.job):
+            elif self._backend_resizes and _resized(obs, state.job):
                 self._resize(obs, now)
             elif (obs.state is RunState.RUNNING) != rounds.is_running(state) or (
                 obs.state is RunState.RUNNING and dict(obs.placement) != dict(state.placement)
@@ -917,8 +918,9 @@ class Service:
             self.rebuild()
 
     def _resize(self, obs, now: float) -> None:
-        """Hook (issue 24): the backend runs a waiting job at another size than the scheduler
-        holds (Kueue reserved a preempted Workload again at another pod count). Keep the spec
+        """Hook (issue 24), for a backend with ``resizes_waiting_jobs``: it runs a waiting job at
+        another size than the scheduler holds (Kueue reserved a preempted Workload again at
+        another pod count). Keep the spec
         the backend reports, the estimate scaled as that spec's, and rebuild: the rebuilt
         scheduler re-plans the job at its new size and keeps its promise only if it still fits
         (a withdrawn one is recorded as a demotion)."""

@@ -83,6 +83,7 @@ class KueueBackend(CompressedTime):
     even_gangs = True  # every pod of a pod set asks the same GPUs
     whole_pods = True  # ... fixed by the Job: a one-pod 4-GPU Job is never 2 + 2
     records_promises = True
+    resizes_waiting_jobs = True  # Kueue may reserve a preempted Workload again at another count
 
     def __init__(
         self,
