@@ -673,7 +673,8 @@ class Service:
             self._observe()
             if time.monotonic() >= self._health_at:
                 self._follow_nodes()
-                self._follow_health()
+                if not self.needs_resync:  # else the rebuild follows health on the new cluster
+                    self._follow_health()
             self._round()
             self._reports = None
             if self._publish_due and not self.needs_resync and hasattr(self.backend, "publish"):
