@@ -28,6 +28,7 @@ command issued is found running and one never issued is decided again.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import time
@@ -957,8 +958,7 @@ class Service:
         them as they were, and a job it saw pending may run by now (``rounds.catch_up``). New
         submissions cost the lock what their catch-up costs, so each step gains on them;
         ``CATCH_UP_STEPS`` bounds the steps anyway (a saturated server commits the rest at
-        once, as it used to). The next round records the promises the commit changed and the
-        lease plan."""
+        once, as it used to). The next round records the promises the commit changed."""
         now = self.backend.now()
         if replan is not self.replan or self.needs_resync:
             return True  # the scheduler was rebuilt meanwhile: its own select re-plans it
@@ -968,6 +968,10 @@ class Service:
             and replan.steps < CATCH_UP_STEPS
             and not rounds.catch_up(self.scheduler, replan, result, now, CATCH_UP_STEP)
         ):
+            # The step's bookings (tuples of lease indices) leave the cyclic collector's young
+            # generation now, a step's worth at a time, not all in the next pass after the
+            # commit (33 ms for 2,500 arrivals' bookings, in one call no thread can interrupt).
+            gc.collect(0)
             return False
         self.replan = None
         rounds.commit_replan(self.scheduler, replan, result, now)
