@@ -37,10 +37,9 @@ def timed(fn, *args):
 
 def measure(arrivals: int) -> dict:
     import gc
-    import inspect
 
     from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
-    from chronus_py.service import core, rounds
+    from chronus_py.service import rounds
 
     gc.freeze()  # as ``chronus serve`` does once started
     gc.set_threshold(50_000, 20, 100)
@@ -52,10 +51,6 @@ def measure(arrivals: int) -> dict:
             began.append(time.thread_time())
         elif began:
             passes.append((info["generation"], time.thread_time() - began.pop()))
-
-    # The service collects the young generation after each step of a commit, if this checkout's
-    # does (``Service.commit_replan``): the steps below do what it does.
-    collects = "gc.collect(0)" in inspect.getsource(core.Service.commit_replan)
 
     rng = random.Random(1)
     estimates: dict[str, float] = {}
@@ -101,9 +96,6 @@ def measure(arrivals: int) -> dict:
     if stepped:
         while True:
             done, wall, cpu = timed(rounds.catch_up, s, replan, result, 30.0, 0.02)
-            if not done and collects:
-                _, wall2, cpu2 = timed(gc.collect, 0)
-                wall, cpu = wall + wall2, cpu + cpu2
             if done:
                 _, wall2, cpu2 = timed(rounds.commit_replan, s, replan, result, 30.0)
                 wall, cpu = wall + wall2, cpu + cpu2

@@ -15,7 +15,6 @@ read holds every thread for more than a few milliseconds.
 from __future__ import annotations
 
 import copy
-import gc
 import pickle
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -60,12 +59,6 @@ class Replanned:
         while self.pieces:
             name, items = pickle.loads(self.pieces.pop(0))
             getattr(self.selector, name).update(items)
-            # The cyclic collector's next young pass visits every lease of every booking made
-            # since the last one (a booking is a tracked tuple until a pass finds it holds only
-            # numbers): left to itself, that pass came after the commit, on a request, and
-            # took 115 ms for the whole plan. Run a piece at a time, each is a fraction of a ms
-            # and leaves the bookings untracked, outside every later pass.
-            gc.collect(0)
             yield
 
 

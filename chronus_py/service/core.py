@@ -28,7 +28,6 @@ command issued is found running and one never issued is decided again.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import time
@@ -975,10 +974,6 @@ class Service:
             and replan.steps < CATCH_UP_STEPS
             and not rounds.catch_up(self.scheduler, replan, result, now, CATCH_UP_STEP)
         ):
-            # The step's bookings (tuples of lease indices) leave the cyclic collector's young
-            # generation now, a step's worth at a time, not all in the next pass after the
-            # commit (33 ms for 2,500 arrivals' bookings, in one call no thread can interrupt).
-            gc.collect(0)
             return False
         self.replan = None
         rounds.commit_replan(self.scheduler, replan, result, now)
