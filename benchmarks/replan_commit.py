@@ -3,7 +3,9 @@ result and freeing the plan it replaced stop every thread (issue 27), at 8,192 G
 guarantees (1,024 running jobs, 5,000 waiting, every one with a deadline) and 30 s leases, with
 ``--arrivals`` jobs admitted while the child re-planned. In-process, without HTTP: the service's
 own calls (``chronus_py.service.rounds``), timed in wall and CPU seconds (CPU does not depend on
-how busy the machine is).
+how busy the machine is). Also the cyclic collector's passes from the read of the result to
+1,000 admissions after the commit, with the server's collector settings (``server.serve``): a
+pass is one call no other thread runs during, so the longest is a wait every request shares.
 
     python benchmarks/replan_commit.py [--arrivals 2500] [--before /path/to/other/checkout]
 
@@ -34,8 +36,21 @@ def timed(fn, *args):
 
 
 def measure(arrivals: int) -> dict:
+    import gc
+
     from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
     from chronus_py.service import rounds
+
+    gc.freeze()  # as ``chronus serve`` does once started
+    gc.set_threshold(50_000, 20, 100)
+    passes: list[tuple[int, float]] = []  # (generation, CPU seconds) of each collector pass
+    began: list[float] = []
+
+    def pass_timed(phase, info):
+        if phase == "start":
+            began.append(time.thread_time())
+        elif began:
+            passes.append((info["generation"], time.thread_time() - began.pop()))
 
     rng = random.Random(1)
     estimates: dict[str, float] = {}
@@ -58,6 +73,8 @@ def measure(arrivals: int) -> dict:
     for i in range(5000):
         rounds.admit(s, job(1024 + i, 1.0), 1.0)
     out: dict = {"guarantees_before": len(rounds.guarantees(s))}
+    gc.collect()  # the fill is old by the time a lease ends (the server's passes moved it on)
+    gc.callbacks.append(pass_timed)
     replan = rounds.start_replan(s, 30.0)
     for i in range(arrivals):
         rounds.admit(s, job(100_000 + i, 30.0), 30.0)
@@ -98,7 +115,13 @@ def measure(arrivals: int) -> dict:
         wall, cpu = time.perf_counter(), time.thread_time()
         del old
         longest = (time.perf_counter() - wall, time.thread_time() - cpu)
+    for i in range(1000):
+        rounds.admit(s, job(300_000 + i, 30.0), 30.0)
+    gc.callbacks.remove(pass_timed)
     out.update(
+        collector_passes=len(passes),
+        collector_longest_pass_cpu_ms=1000 * max((c for _, c in passes), default=0.0),
+        collector_longest_pass_generation=max(passes, key=lambda p: p[1], default=(None,))[0],
         arrivals=arrivals,
         lock_holds=len(holds),
         longest_hold_ms={

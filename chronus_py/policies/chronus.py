@@ -26,6 +26,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
+from chronus_py.policies.lease_plan import LeasePlan
 from chronus_py.policies.replanned import Replanned, release
 from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier, lease_of
 
@@ -122,9 +123,7 @@ class Chronus(OrderPolicy):
         stats = selector.stats
         return LeaseReport(
             lease_end=selector.lease_end(),
-            lease_plan={
-                job: tuple(k * lease for k in leases) for job, leases in selector.booked.items()
-            },
+            lease_plan=LeasePlan(selector.booked, lease),
             solver={
                 "backend": stats.last_backend,
                 "status": stats.last_status,

@@ -7,7 +7,9 @@ Why pieces: a plan books every guaranteed job's leases as a tuple of lease indic
 plan took 2 s (28 MB), and freeing the replaced one 0.3-0.5 s, each one C call during which no
 other thread runs, so every request waited that long even though neither holds the request
 lock. Read (:meth:`Replanned.load`) and freed (:func:`release`) a piece at a time, other
-threads run between two pieces.
+threads run between two pieces. The promises (a frozen dataclass each, 20 ms to unpickle for
+8,500 jobs: one Python call per object) and tiers cross in pieces too, so no single call of the
+read holds every thread for more than a few milliseconds.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Iterator
 from chronus_py.selector import LeaseSelector
 
 PIECE = 32
-"""Jobs' bookings per piece: a few milliseconds to unpickle or free at 30 s leases."""
+"""Jobs per piece: a few milliseconds to unpickle or free at 30 s leases."""
+SPLIT = ("booked", "guarantees", "tiers")
+"""The selector's mappings of one entry per job, which cross in pieces (in this order)."""
 
 
 @dataclass
@@ -33,26 +37,28 @@ class Replanned:
 
     def __getstate__(self) -> dict:
         selector = copy.copy(self.selector)
-        items = list(selector.booked.items())
-        selector.booked = {}
-        # The hint a re-plan starts from is rebuilt from the bookings by the next re-plan, so
-        # the one this re-plan started from need not cross (it is as large as the bookings).
-        selector._previous = ({}, 0)
-        return {
-            "selector": selector,
-            "changed": self.changed,
-            "pieces": [
-                pickle.dumps(items[i : i + PIECE], protocol=pickle.HIGHEST_PROTOCOL)
+        pieces = []
+        for name in SPLIT:
+            items = list(getattr(selector, name).items())
+            setattr(selector, name, {})
+            pieces += [
+                pickle.dumps((name, items[i : i + PIECE]), protocol=pickle.HIGHEST_PROTOCOL)
                 for i in range(0, len(items), PIECE)
             ]
-            + self.pieces,
-        }
+        # The hint a re-plan starts from is rebuilt from the bookings by the next re-plan, so
+        # the one this re-plan started from need not cross (it is as large as the bookings);
+        # nor the cache of plan facts, kept per booking object, which the bookings unpickled
+        # in the parent are not (it could never be hit there).
+        selector._previous = ({}, 0)
+        selector._facts = {}
+        return {"selector": selector, "changed": self.changed, "pieces": pieces + self.pieces}
 
     def load(self) -> Iterator[None]:
-        """Unpickle the bookings into the selector, a piece per step (in order: the bookings'
-        order is the plan's)."""
+        """Unpickle the split mappings into the selector, a piece per step (in order: the
+        bookings' order is the plan's)."""
         while self.pieces:
-            self.selector.booked.update(pickle.loads(self.pieces.pop(0)))
+            name, items = pickle.loads(self.pieces.pop(0))
+            getattr(self.selector, name).update(items)
             yield
 
 

@@ -184,7 +184,9 @@ class Service:
             whole_pods=self.backend.whole_pods,
             start_latency=getattr(self.backend, "start_latency", None),
         )
-        self.specs: dict[str, JobSpec] = {}
+        # the one field of a job's spec read after admission (for the layers), kept alone: the
+        # whole spec per job was memory held for nothing (issue 27)
+        self.cgroups: dict[str, str] = {}
         self.tenants: dict[str, str] = {}
         self.known = self.db.ids()  # every job id ever accepted: ids are never reused
         measured = self.db.reestimated_ids()
@@ -251,7 +253,7 @@ class Service:
     ) -> None:
         job_id = spec.job.id
         self.estimates[job_id] = estimate
-        self.specs[job_id] = spec
+        self._keep_cgroup(spec)
         self.tenants[job_id] = spec.job.tenant
         running = obs is not None and obs.state is RunState.RUNNING
         done = 0.0 if obs is None else obs.work_done
@@ -394,7 +396,7 @@ class Service:
         stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
         state, admission = rounds.admit(self.scheduler, job, now, known=spec.estimate is not None)
-        self.specs[job.id] = spec
+        self._keep_cgroup(spec)
         self.tenants[job.id] = job.tenant
         deadline = admission.deadline
         with self.db.transaction():
@@ -426,6 +428,11 @@ class Service:
         except BackendUnavailable as exc:
             self._backend_failed("submit", job.id, exc)
         return admission
+
+    def _keep_cgroup(self, spec: JobSpec) -> None:
+        cgroup = spec.fields.get("cgroup")
+        if cgroup is not None:
+            self.cgroups[spec.job.id] = cgroup
 
     def _record(self, spec: JobSpec, seq: int, admission: rounds.Admission) -> None:
         """Keep a job taken in, with the admission it was answered and its promise, in the
@@ -788,7 +795,7 @@ class Service:
 
     def _write_layers(self) -> None:
         running = {
-            job_id: (placement, self.specs[job_id].fields.get("cgroup"))
+            job_id: (placement, self.cgroups.get(job_id))
             for job_id, placement in rounds.placements(self.scheduler).items()
         }
         try:
@@ -985,8 +992,7 @@ class Service:
         them as they were, and a job it saw pending may run by now (``rounds.catch_up``). New
         submissions cost the lock what their catch-up costs, so each step gains on them;
         ``CATCH_UP_STEPS`` bounds the steps anyway (a saturated server commits the rest at
-        once, as it used to). The next round records the promises the commit changed and the
-        lease plan."""
+        once, as it used to). The next round records the promises the commit changed."""
         now = self.backend.now()
         if replan is not self.replan or self.needs_resync:
             return True  # the scheduler was rebuilt meanwhile: its own select re-plans it

@@ -485,9 +485,10 @@ def advance(scheduler: Scheduler, now: float) -> Moves:
 
 
 def _booked(scheduler: Scheduler) -> Mapping[str, tuple[float, ...]]:
-    """The lease plan's booked starts per job, copied before a re-plan replaces them."""
+    """The lease plan's booked starts per job, as they are before a re-plan replaces them (a
+    snapshot: ``LeaseReport.lease_plan`` is one, converted per job when read)."""
     lease = scheduler.policy.lease_report()
-    return {} if lease is None else dict(lease.lease_plan)
+    return {} if lease is None else lease.lease_plan
 
 
 def _log_demotions(

@@ -1,0 +1,51 @@
+"""A re-plan crosses from the forked child in pieces no larger than ``PIECE`` jobs each, and
+arrives whole and in order; the lease plan a commit logs from is a snapshot of the bookings,
+converted per job (issue 27: neither may hold every thread, or the request lock, for long)."""
+
+from __future__ import annotations
+
+import pickle
+
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.policies.replanned import PIECE, SPLIT, Replanned
+from chronus_py.service import rounds
+
+
+def planned(jobs: int):
+    estimates: dict[str, float] = {}
+    s = rounds.scheduler_for(
+        rounds.SchedulerSettings(options={"headroom": 0.0, "lease": 600.0}),
+        Cluster.uniform(4, 8),
+        estimates=estimates,
+    )
+    for i in range(jobs):
+        estimates[f"j{i}"] = 1200.0
+        deadline = DeadlineOption(3600.0 * (1 + i), 1.0)
+        rounds.admit(s, Job(f"j{i}", "t", 1, 0.0, JobKind.STRICT_SLO, (deadline,), 1200.0), 0.0)
+    return s
+
+
+def test_a_replan_crosses_in_pieces_and_arrives_whole_and_in_order():
+    selector = planned(3 * PIECE + 5).policy.selector
+    assert len(selector.guarantees) > 2 * PIECE
+    crossed = pickle.loads(pickle.dumps(Replanned(selector, {"j0"})))
+    for name in SPLIT:  # nothing of them in the one call that unpickles the rest
+        assert getattr(crossed.selector, name) == {}
+    assert all(len(pickle.loads(p)[1]) <= PIECE for p in crossed.pieces)
+    pieces = len(crossed.pieces)
+    assert sum(1 for _ in crossed.load()) == pieces and crossed.pieces == []
+    for name in SPLIT:
+        mine, theirs = getattr(selector, name), getattr(crossed.selector, name)
+        assert list(theirs.items()) == list(mine.items())
+    assert crossed.changed == {"j0"} and crossed.selector.lease_index == selector.lease_index
+
+
+def test_the_lease_plan_is_a_snapshot_converted_per_job():
+    s = planned(4)
+    selector = s.policy.selector
+    plan = s.policy.lease_report().lease_plan
+    before = {job: tuple(k * 600.0 for k in leases) for job, leases in selector.booked.items()}
+    assert plan == before and list(plan) == list(before) and "j0" in plan
+    selector.booked["j0"] = (99,)  # a later booking: the report keeps what it saw
+    selector.booked["late"] = (100,)
+    assert plan == before and "late" not in plan and plan["j0"] == before["j0"]
