@@ -122,6 +122,12 @@ class Backend(Protocol):
         and the grace of the jobs the start displaces). The plan charges it on every start, so
         a guarantee includes it."""
 
+    def look(self) -> None:
+        """Optional: read the cluster for the next round's ``arrivals`` and ``jobs``, called
+        without the service's request lock just before the round (Slurm: settle the last
+        round's starts and stops, list every job), so a slow read holds up no request and
+        does not lengthen the pause the loop leaves between rounds (``Service.look``)."""
+
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         """Jobs that entered through the backend itself since the last call (Slurm: held jobs that
         carry the chronus marker; sim: trace arrivals up to ``now()``), each as the job fields of

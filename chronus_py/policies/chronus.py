@@ -28,7 +28,7 @@ from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
 from chronus_py.policies.lease_plan import LeasePlan
 from chronus_py.policies.replanned import Replanned, release
-from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier, lease_of
+from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier
 
 POOL = (
     "no deadline option fits the lease plan's free capacity; competes in the pool by remaining "
@@ -172,7 +172,7 @@ class Chronus(OrderPolicy):
         return release(retired)
 
     def replan_started(self, now: float) -> None:
-        self.selector.lease_index = lease_of(now, self.settings.lease)
+        self.selector.lease_began(now)
 
     def catch_up(self, result: Any, arrived: Sequence[JobState], now: float) -> Collection[str]:
         """Jobs admitted while the re-plan computed keep their promises: adopted, then booked

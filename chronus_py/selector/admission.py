@@ -720,6 +720,19 @@ class LeaseSelector:
             self.tiers[job_id] = tier
         return True
 
+    def lease_began(self, now: float) -> None:
+        """The lease ``now`` falls in began, re-planned elsewhere (the service's child process,
+        ``Policy.replan_started``): this plan goes on deciding until that one is committed, so
+        the jobs it booked in this lease are re-tiered at the next :meth:`due`, as if their
+        trigger came. Kept in the tiers of the lease before, they waited for the commit and a
+        round after it: at 120x on a loaded machine, up to 860 s of a 1200 s lease, and a
+        guarantee that needed the whole lease broke (Slurm 24.11, issue 26 session 12)."""
+        self.lease_index = lease_of(now, self.settings.lease)
+        for job_id, leases in self.booked.items():
+            i = bisect_left(leases, self.lease_index)  # booked leases are sorted
+            if i < len(leases) and leases[i] == self.lease_index:
+                heapq.heappush(self._triggers, (now, job_id))
+
     def due(self, active: Mapping[str, JobState], now: float) -> set[str]:
         """Jobs whose laxity trigger has come, re-tiered (MUST_RUN)."""
         changed = set()

@@ -472,11 +472,14 @@ def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budg
     return True
 
 
-def advance(scheduler: Scheduler, now: float) -> Moves:
+def advance(scheduler: Scheduler, now: float, *, committed: bool = False) -> Moves:
     """The library's round (select, then place), logging the numbers behind every guarantee it
     withdraws (:func:`_log_demotions`). Guarantees change only at a re-plan, so other rounds
-    skip the bookkeeping."""
-    if not replan_due(scheduler, now):
+    skip the bookkeeping; ``committed``: a re-plan was committed since the last round. Its
+    withdrawn guarantees reach the job records in this round's select, not at the commit
+    (``Scheduler.select`` writes them), so the commit itself logged none: no child re-plan's
+    demotion had its numbers in the log (issue 26, session 12)."""
+    if not committed and not replan_due(scheduler, now):
         return _advance(scheduler, now)
     before = guarantees(scheduler), _booked(scheduler)
     moves = _advance(scheduler, now)

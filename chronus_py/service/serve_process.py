@@ -53,8 +53,15 @@ class ServeProcess:
         return self
 
     def start(self, timeout: float | None = None) -> "ServeProcess":
+        """Launch and wait until it answers; one that does not in time is stopped, not left
+        running: a restart that took over 30 s at load 28 stayed up unseen and took the next
+        tests' Slurm jobs as its own (issue 26, session 12)."""
         self.launch()
-        self.wait_serving(self.start_timeout if timeout is None else timeout)
+        try:
+            self.wait_serving(self.start_timeout if timeout is None else timeout)
+        except RuntimeError:
+            self.stop()
+            raise
         return self
 
     def serving(self) -> bool:

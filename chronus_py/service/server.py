@@ -431,6 +431,7 @@ async def _loop(
             # so one round's commands are all issued and recorded before the next round begins
             # (core.py, commands.py)
             try:
+                await asyncio.to_thread(service.look)  # the backend's read, off the lock
                 held += await _locked(lock, service.take_arrivals)
                 await asyncio.to_thread(service.act)
                 held += await _locked(lock, service.decide)

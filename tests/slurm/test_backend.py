@@ -375,3 +375,23 @@ def test_a_round_lists_jobs_once_and_sees_its_own_commands(lab):
     assert rest.listings == 4
     b.cancel(job_id)
     b.cancel(other)
+
+
+def test_a_look_before_the_round_leaves_the_round_nothing_to_read_or_wait_for(lab):
+    """``look`` (called by the service before a round, off its request lock) settles the last
+    round's starts and lists; the round's ``arrivals`` and ``jobs`` then read nothing more from
+    Slurm, and see the start done. A second round without a look lists again."""
+    rest = CountingRest(f"unix:{lab.socket}")
+    b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
+    job_id = f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+    accept_all(b)
+    b.jobs()
+    b.start(job_id, {"n1": (0,)})
+    b.look()
+    listed = rest.listings
+    assert b.arrivals() == []
+    assert observed(b, job_id).state is RunState.RUNNING
+    assert rest.listings == listed
+    b.arrivals()
+    assert rest.listings == listed + 1
+    b.cancel(job_id)

@@ -11,6 +11,8 @@ import json
 import re
 import time
 
+import pytest
+
 from chronus_py.backends.slurm.harness import ServeProcess
 from chronus_py.backends.slurm.lab import workload
 from chronus_py.backends.slurm.rest import SlurmRest
@@ -247,3 +249,11 @@ def test_a_hived_cell_tree_places_jobs_on_slurms_nodes(lab, tmp_path):
             ((node, gpus),) = d["placement"].items()
             assert node in ("n1", "n2")
             assert tuple(gpus) in ((0, 1), (2, 3), (0, 1, 2, 3)), d  # whole cells
+
+
+def test_a_daemon_that_does_not_answer_in_time_is_stopped(lab, tmp_path):
+    """A start that times out stops the daemon: left running, it took later tests' jobs."""
+    serve = ServeProcess(lab, tmp_path / "chronus.db")
+    with pytest.raises(RuntimeError, match="did not answer"):
+        serve.start(timeout=0)
+    assert serve.proc is not None and serve.proc.poll() is not None

@@ -165,14 +165,15 @@ class SlurmBackend(CompressedTime):
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
-        # The listing ``arrivals`` took and its wall time, for the same round's ``jobs``: a
-        # round lists every job twice otherwise (arrivals, then observation), and a v0.0.42
-        # listing of 200 jobs takes a third of a second (benchmarks/slurm_listing.py).
-        # Dropped by every command that changes a job chronus lists (see ``_changing``) and
-        # used once, so ``jobs`` sees what the round itself did; a job that ends meanwhile is
-        # seen at the next round's look.
+        # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
+        # round's ``arrivals`` and ``jobs``: a round lists every job twice otherwise (arrivals,
+        # then observation), and a v0.0.42 listing of 200 jobs takes a third of a second
+        # (benchmarks/slurm_listing.py). Dropped by every command that changes a job chronus
+        # lists (see ``_changing``) and used by one ``jobs``, so ``jobs`` sees what the round
+        # itself did; a job that ends meanwhile is seen at the next round's look.
         self._shared: tuple[list[tuple[SlurmJob, marker.Marker | None, str | None]], float] | None
         self._shared = None
+        self._unread = False  # the shared listing is a ``look`` no ``arrivals`` read yet
 
     def close(self) -> None:
         """Nothing to release: every request opens its own connection."""
@@ -248,6 +249,18 @@ class SlurmBackend(CompressedTime):
     def _changing(self) -> None:
         """A command is about to change Slurm's jobs: the shared listing no longer holds."""
         self._shared = None
+
+    def look(self) -> None:
+        """Settle the last round's stops and starts and list every job, for the next round's
+        ``arrivals`` and ``jobs``: the service calls it before the round takes its request
+        lock (``Service.look``), so neither Slurm's listing nor its start of the last round's
+        jobs is waited for under that lock, where the loop's throttle, pacing rounds by how
+        long they hold it, doubled it as a pause between rounds (at load 28 on 24.11 a 0.4-1.2 s
+        listing, then 1-2 s of pause; issue 26, session 12)."""
+        self._stop()
+        self._settle()
+        self._shared = (self._marked(), time.time())
+        self._unread = True
 
     def jobs(self) -> Sequence[ObservedJob]:
         if self._stopping or self._released:
@@ -329,12 +342,11 @@ class SlurmBackend(CompressedTime):
         return j.account or j.user or "default"
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
-        # the last round's stops and starts settle before the look, so that the same round's
-        # ``jobs`` can share it (else they would settle there, after the look)
-        self._stop()
-        self._settle()
+        if self._shared is None or not self._unread:  # no ``look`` for this round, or stale
+            self.look()
+        self._unread = False
         out = []
-        listing, looked = self._marked(), time.time()
+        listing, _ = self._shared
         for j, m, error in listing:
             if not j.held or (m is not None and m.accepted):
                 continue
@@ -355,7 +367,6 @@ class SlurmBackend(CompressedTime):
                 except marker.MarkerError as exc:
                     error = str(exc)
             self._refuse(j, error)  # refused jobs are not accepted: ``jobs`` skips them anyway
-        self._shared = (listing, looked)
         return out
 
     def _accepted(self, slurm_id: int, comment: str) -> None:
