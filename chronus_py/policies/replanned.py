@@ -34,7 +34,7 @@ class Replanned:
     def __getstate__(self) -> dict:
         selector = copy.copy(self.selector)
         items = list(selector.booked.items())
-        selector.booked = {}
+        selector.plan = selector.plan.without_bookings()
         # The hint a re-plan starts from is rebuilt from the bookings by the next re-plan, so
         # the one this re-plan started from need not cross (it is as large as the bookings).
         selector._previous = ({}, 0)
