@@ -147,12 +147,6 @@ class LeasePolicy:
             paused += self.reserve * pause
         return r.remaining(now) + paused * r.job.top_rate
 
-    def kept(self, plan: LeasePlan) -> int:
-        """GPUs per lease the plan does not promise: the ``headroom`` share (rounded up), left to
-        jobs without a promise. A plain share: unlike the rigid plan's, it is not capped by the
-        widest job, which here may still run unpromised on leftover GPUs."""
-        return math.ceil(self.headroom * plan.capacity)
-
     def tables_of(self, r: JobState) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
             self.tables[r.id] = size_tables(r.job)
@@ -165,8 +159,8 @@ class LeasePolicy:
         it holds one for each of its own resumes. A booking with gaps that held only one start
         broke its promise (property test: a 4-GPU job resumed four times, done 278 s late)."""
         work = self.planned_work(r, cluster, now)
-        tables, kept = self.tables_of(r), self.kept(plan)
-        sizes = min_share(plan, r.job, work, now, r.deadline, tables, kept)
+        tables = self.tables_of(r)
+        sizes = min_share(plan, r.job, work, now, r.deadline, tables, self.headroom)
         if not self.reserve:
             return sizes
         start = self.reserve * cluster.overhead.worst(r.job.max_size, cluster.gpus)
@@ -177,7 +171,7 @@ class LeasePolicy:
                 return sizes
             held = needed
             work_held = work + held * start * r.job.top_rate
-            sizes = min_share(plan, r.job, work_held, now, r.deadline, tables, kept)
+            sizes = min_share(plan, r.job, work_held, now, r.deadline, tables, self.headroom)
         return None
 
     def replan(self, now: float, runs: list[JobState], cluster: ElasticView) -> LeasePlan | None:
@@ -381,7 +375,7 @@ class ElasticChronus(LeasePolicy):
         started = time.perf_counter()
         segments = plan_elastic(
             tasks,
-            plan.capacity - self.kept(plan),
+            plan.capacity - plan.kept(self.headroom),
             self.slot,
             (origin + 1) * self.slot - now,
             time_limit_s=self.time_limit,

@@ -9,9 +9,8 @@
   completes its remaining iterations (:func:`backward_fill`). Filling backwards leaves the near
   future free as above; taking the smallest cap leaves the most GPUs for everyone else.
 
-Both leave a share of each lease unpromised (the rigid one the plan's ``headroom``,
-``LeasePlan.kept``; the elastic one ``kept`` GPUs) and book nothing: the caller books what it
-keeps.
+Both leave the plan's ``headroom`` share of each lease unpromised (``LeasePlan.kept``) and book
+nothing: the caller books what it keeps.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ def backward_fill(
     deadline: float,
     cap: int,
     tables: tuple[np.ndarray, np.ndarray],
-    kept: int = 0,
+    headroom: float = 0.0,
 ) -> Sizes | None:
     """The job's sizes filled backwards from ``deadline`` under ``cap`` GPUs, from the lease
     holding ``now`` on (of which only the part from ``now`` counts); None if ``remaining``
@@ -68,7 +67,7 @@ def backward_fill(
     if end <= 0:
         return None
     used = plan.window(origin, origin + end)
-    limit = plan.capacity - kept
+    limit = plan.capacity - plan.kept(headroom)
     opening = ((origin + 1) * lease - now) / lease  # the share of lease 0 still ahead
     need = remaining
     hi = end
@@ -100,7 +99,7 @@ def min_share(
     now: float,
     deadline: float,
     tables: tuple[np.ndarray, np.ndarray],
-    kept: int = 0,
+    headroom: float = 0.0,
 ) -> Sizes | None:
     """Minimum satisfactory share: the backward fill under the smallest cap that completes,
     found by bisection over the job's sizes (a larger cap never does less work on the same
@@ -115,7 +114,7 @@ def min_share(
     lo, hi = 0, len(caps) - 1
     while lo <= hi:
         mid = (lo + hi) // 2
-        sizes = backward_fill(plan, remaining, now, deadline, caps[mid], tables, kept)
+        sizes = backward_fill(plan, remaining, now, deadline, caps[mid], tables, headroom)
         if sizes is None:
             lo = mid + 1
         else:

@@ -91,10 +91,10 @@ def test_fill_takes_smaller_sizes_where_fewer_gpus_are_free_and_none_when_it_can
     ]
 
 
-def test_the_fill_leaves_the_kept_share_out():
+def test_the_elastic_headroom_leaves_its_share_out_of_the_fill():
     j = job("a", 0, 240, 400, sizes=(1, 2, 4), rates=(1.0, 2.0, 4.0))
     plan = LeasePlan(60.0, 4)
-    # 2 of 4 GPUs kept: at most 2 per lease, 480 it in 240 s
-    sizes = min_share(plan, j, 400.0, 0.0, 240.0, size_tables(j), kept=2)
+    # headroom 0.5 keeps 2 of 4 GPUs: at most 2 per lease, 480 it in 240 s
+    sizes = min_share(plan, j, 400.0, 0.0, 240.0, size_tables(j), headroom=0.5)
     assert sizes.sizes.max() == 2
-    assert min_share(plan, j, 500.0, 0.0, 240.0, size_tables(j), kept=2) is None
+    assert min_share(plan, j, 500.0, 0.0, 240.0, size_tables(j), headroom=0.5) is None
