@@ -14,9 +14,11 @@
 
 They are registered in ``chronus_py.policies.POLICIES`` beside the rigid ones (``elastic`` marks
 them: they name every job's size at each event instead of ordering a queue, so
-``chronus_py.engine.replay`` runs them behind its ``ElasticScheduler``). Their lease planner reads
-the one :class:`~chronus_py.selector.ChronusSettings` (``lease`` is the slot length, ``headroom``
-the share kept unpromised) from elastic mode's own defaults, ``ELASTIC_DEFAULTS``.
+``chronus_py.engine.replay`` runs them behind its ``ElasticScheduler``). Their promises live in the
+one lease plan the rigid selector books too (``selector/plan.py``: a size per lease, one booking
+per promised job), fitted by minimum satisfactory share (``selector/fit.py``), and read the one
+:class:`~chronus_py.selector.ChronusSettings` (``lease`` is the lease length, ``headroom`` the
+share kept unpromised) from elastic mode's own defaults, ``ELASTIC_DEFAULTS``.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ import numpy as np
 
 from chronus_py.jobs.state import JobState
 from chronus_py.policies.base import ElasticView
+from chronus_py.selector.fit import min_share, size_tables
+from chronus_py.selector.plan import LeasePlan, Sizes
 from chronus_py.selector.settings import ELASTIC_DEFAULTS, ChronusSettings
-from chronus_py.selector.timeline import Lease, Timeline, size_tables
 from solvers.elastic import ElasticTask, plan_elastic
 
 BACKENDS = ("greedy", "cpsat")
@@ -101,15 +104,16 @@ def distribute(
     return sizes
 
 
-def resumes(lease: Lease) -> int:
-    """How often a job following ``lease`` starts again after a slot without GPUs."""
-    sizes = lease.sizes
+def resumes(booking: Sizes) -> int:
+    """How often a job following ``booking`` starts again after a lease without GPUs."""
+    sizes = booking.sizes
     return int(np.count_nonzero((sizes[1:] > 0) & (sizes[:-1] == 0)))
 
 
 class LeasePolicy:
-    """What Chronus and the ElasticFlow-style peer share: leases on a slot grid, the plan's
-    wake-ups, and execution = each job's lease now plus leftover GPUs."""
+    """What Chronus and the ElasticFlow-style peer share: promises booked in a lease plan
+    (``plan``: each promised job's size per lease), the plan's wake-ups, and execution = each
+    job's booked size now plus leftover GPUs."""
 
     name = "lease"
     elastic = True
@@ -121,9 +125,9 @@ class LeasePolicy:
         self.slot = slot
         self.reserve = reserve
         self.headroom = headroom
-        self.leases: dict[str, Lease] = {}
+        self.plan = LeasePlan(slot, 0)
         self.tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.peaks: dict[str, tuple[Lease, int]] = {}
+        self.peaks: dict[str, tuple[Sizes, int]] = {}
 
     def planned_work(self, r: JobState, cluster: ElasticView, now: float) -> float:
         """Iterations the lease must hold: the remaining ones plus ``reserve`` overheads' worth at
@@ -143,96 +147,87 @@ class LeasePolicy:
             paused += self.reserve * pause
         return r.remaining(now) + paused * r.job.top_rate
 
-    def planned(self, cluster: ElasticView) -> int:
-        """GPUs the plan may promise per slot: all but the ``headroom`` share (rounded up), which
-        is left to jobs without a promise. A plain share: unlike the rigid plan's, it is not
-        capped by the widest job, which here may still run unpromised on leftover GPUs."""
-        return cluster.gpus - math.ceil(self.headroom * cluster.gpus)
-
     def tables_of(self, r: JobState) -> tuple[np.ndarray, np.ndarray]:
         if r.id not in self.tables:
             self.tables[r.id] = size_tables(r.job)
         return self.tables[r.id]
 
-    def fit(self, tl: Timeline, r: JobState, cluster: ElasticView) -> Lease | None:
-        """The job's lease on ``tl``. With a ``reserve``, every gap in the lease (slots at 0 GPUs
-        between slots with GPUs) is a stop and a resume the job pays a start for, so the lease
-        also holds a start's worth of work per resume: refitted until it holds one for each of
-        its own resumes. A lease with gaps that held only one start broke its promise (property
-        test: a 4-GPU job resumed four times, done 278 s late)."""
-        work = self.planned_work(r, cluster, tl.now)
-        lease = tl.fit(r.job, work, r.deadline, self.tables_of(r))
+    def fit(self, plan: LeasePlan, r: JobState, cluster: ElasticView, now: float) -> Sizes | None:
+        """The job's booking on ``plan`` (minimum satisfactory share). With a ``reserve``, every
+        gap in it (leases at 0 GPUs between leases with GPUs) is a stop and a resume the job pays
+        a start for, so the booking also holds a start's worth of work per resume: refitted until
+        it holds one for each of its own resumes. A booking with gaps that held only one start
+        broke its promise (property test: a 4-GPU job resumed four times, done 278 s late)."""
+        work = self.planned_work(r, cluster, now)
+        tables = self.tables_of(r)
+        sizes = min_share(plan, r.job, work, now, r.deadline, tables, self.headroom)
         if not self.reserve:
-            return lease
+            return sizes
         start = self.reserve * cluster.overhead.worst(r.job.max_size, cluster.gpus)
         held = 0
-        while lease is not None:
-            needed = resumes(lease)
+        while sizes is not None:
+            needed = resumes(sizes)
             if needed <= held:
-                return lease
+                return sizes
             held = needed
-            lease = tl.fit(
-                r.job, work + held * start * r.job.top_rate, r.deadline, self.tables_of(r)
-            )
+            work_held = work + held * start * r.job.top_rate
+            sizes = min_share(plan, r.job, work_held, now, r.deadline, tables, self.headroom)
         return None
 
-    def replan(
-        self, now: float, runs: list[JobState], cluster: ElasticView
-    ) -> tuple[Timeline, dict[str, Lease]] | None:
+    def replan(self, now: float, runs: list[JobState], cluster: ElasticView) -> LeasePlan | None:
         """A fresh plan of ``runs`` in deadline order, or None if any does not fit."""
-        tl, leases, missing = self.plan_all(now, runs, cluster)
-        return None if missing else (tl, leases)
+        plan, missing = self.plan_all(now, runs, cluster)
+        return None if missing else plan
 
     def plan_all(
         self, now: float, runs: list[JobState], cluster: ElasticView
-    ) -> tuple[Timeline, dict[str, Lease], set[str]]:
+    ) -> tuple[LeasePlan, set[str]]:
         """A fresh plan of ``runs`` in deadline order, and the ids of those that do not fit."""
-        tl = Timeline(now, self.planned(cluster), self.slot)
-        leases: dict[str, Lease] = {}
+        plan = LeasePlan(self.slot, cluster.gpus, math.floor(now / self.slot))
         missing: set[str] = set()
         for r in sorted(runs, key=lambda r: (r.deadline, r.id)):
-            lease = self.fit(tl, r, cluster)
-            if lease is None:
+            sizes = self.fit(plan, r, cluster, now)
+            if sizes is None:
                 missing.add(r.id)
-                continue
-            tl.reserve(lease)
-            leases[r.id] = lease
-        return tl, leases, missing
+            else:
+                plan.book_sizes(r.id, sizes)
+        return plan, missing
 
-    def timeline(self, now: float, cluster: ElasticView) -> Timeline:
-        """The free timeline the current leases leave."""
-        tl = Timeline(now, self.planned(cluster), self.slot)
-        for lease in self.leases.values():
-            tl.reserve(lease)
-        return tl
+    def current(self, cluster: ElasticView) -> LeasePlan:
+        """The plan of the current promises, on the cluster's GPUs now."""
+        self.plan.capacity = cluster.gpus
+        return self.plan
 
     def refresh_changes(self) -> None:
-        """Each lease's largest size, so ``next_wake`` skips the jobs already running above it."""
+        """Each booking's largest size, so ``next_wake`` skips the jobs already running above
+        it."""
         self.peaks = {
-            id: (lease, int(lease.sizes.max(initial=0))) for id, lease in self.leases.items()
+            id: (booking, int(booking.sizes.max(initial=0)))
+            for id, booking in self.plan.sized.items()
         }
 
     def next_wake(self, now: float, sizes: dict[str, int]) -> float:
-        """The first slot boundary after ``now`` where some lease asks for more GPUs than the job
-        has: execution must be looked at again there."""
-        slot = math.floor(now / self.slot) + 1
+        """The first lease boundary after ``now`` where some booking asks for more GPUs than the
+        job has: execution must be looked at again there."""
+        lease = math.floor(now / self.slot) + 1
         wake = INF
-        for id, (lease, peak) in self.peaks.items():
+        for id, (booking, peak) in self.peaks.items():
             size = sizes.get(id, 0)
-            if size >= peak or lease.end <= slot:
+            if size >= peak or booking.end <= lease:
                 continue
-            skip = max(0, slot - lease.start)
-            above = np.flatnonzero(lease.sizes[skip:] > size)
+            skip = max(0, lease - booking.start)
+            above = np.flatnonzero(booking.sizes[skip:] > size)
             if above.size:
-                wake = min(wake, (lease.start + skip + int(above[0])) * self.slot)
+                wake = min(wake, (booking.start + skip + int(above[0])) * self.slot)
         return wake
 
     def assign(
         self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
-        slot = math.floor(now / self.slot)
+        lease = math.floor(now / self.slot)
         promised = [r for r in active if r.guaranteed]
-        base = {r.id: self.leases[r.id].at(slot) for r in promised if r.id in self.leases}
+        booked = self.plan.sized
+        base = {r.id: booked[r.id].at(lease) for r in promised if r.id in booked}
         free = cluster.gpus - sum(base.values())
         sizes = distribute(
             now, promised, base, free, cluster, payback=self.payback, stick=self.stick
@@ -248,7 +243,7 @@ class LeasePolicy:
         return sizes, self.next_wake(now, sizes)
 
     def finished(self, run: JobState) -> None:
-        self.leases.pop(run.id, None)
+        self.plan.release(run.id)
         self.tables.pop(run.id, None)
         self.peaks.pop(run.id, None)
 
@@ -296,47 +291,39 @@ class ElasticChronus(LeasePolicy):
         promised = [r for r in active if r.guaranteed]
         for r in arrivals:
             self.waiting[r.id] = r
-        self._try_waiting(
-            now, self.timeline(now, cluster), promised, cluster, full=self.replan_on_reject
-        )
+        self._try_waiting(now, promised, cluster, full=self.replan_on_reject)
 
     def _try_waiting(
-        self,
-        now: float,
-        tl: Timeline,
-        promised: list[JobState],
-        cluster: ElasticView,
-        *,
-        full: bool,
+        self, now: float, promised: list[JobState], cluster: ElasticView, *, full: bool
     ) -> None:
-        """Admit waiting jobs one at a time in deadline order: into the free timeline the current
-        leases leave (still valid: promised jobs ran at least their leases), else (``full``) into
-        a fresh plan of everyone promised - which drops what jobs ahead of their leases no longer
-        need - and else with the job inserted in deadline order. A job that cannot fit keeps
-        waiting (and runs on idle GPUs) until it is hopeless."""
+        """Admit waiting jobs one at a time in deadline order: into the capacity the current
+        bookings leave (still valid: promised jobs ran at least their booked sizes), else
+        (``full``) into a fresh plan of everyone promised - which drops what jobs ahead of their
+        bookings no longer need - and else with the job inserted in deadline order. A job that
+        cannot fit keeps waiting (and runs on idle GPUs) until it is hopeless."""
+        self.current(cluster)
         compacted = False
         for r in sorted(self.waiting.values(), key=lambda r: (r.deadline, r.id)):
             if hopeless(r, now):
                 r.dropped = True
                 del self.waiting[r.id]
                 continue
-            lease = self.fit(tl, r, cluster)
-            if lease is None and full and not compacted:
+            sizes = self.fit(self.plan, r, cluster, now)
+            if sizes is None and full and not compacted:
                 compacted = True
                 fresh = self.replan(now, promised, cluster)
                 if fresh is not None:
-                    tl, self.leases = fresh
-                    lease = self.fit(tl, r, cluster)
-            if lease is not None:
-                tl.reserve(lease)
-                self.leases[r.id] = lease
+                    self.plan = fresh
+                    sizes = self.fit(self.plan, r, cluster, now)
+            if sizes is not None:
+                self.plan.book_sizes(r.id, sizes)
             elif full:
                 trial = self.insert(now, r, promised, cluster)
                 if trial is None and self.backend == "cpsat":
                     trial = self.exact(now, r, promised, cluster)
                 if trial is not None:
-                    tl, self.leases = trial
-            if r.id in self.leases:
+                    self.plan = trial
+            if r.id in self.plan.sized:
                 r.guaranteed = r.was_guaranteed = r.job.deadlines[0]
                 promised.append(r)
                 del self.waiting[r.id]
@@ -344,35 +331,34 @@ class ElasticChronus(LeasePolicy):
 
     def insert(
         self, now: float, r: JobState, promised: list[JobState], cluster: ElasticView
-    ) -> tuple[Timeline, dict[str, Lease]] | None:
+    ) -> LeasePlan | None:
         """The plan with ``r`` inserted in deadline order: promised jobs due before it keep their
-        leases, ``r`` is fitted next and the later ones are fitted again after it; None if any
+        bookings, ``r`` is fitted next and the later ones are fitted again after it; None if any
         does not fit (then nothing changes)."""
         key = (r.deadline, r.id)
-        tl = Timeline(now, self.planned(cluster), self.slot)
-        leases: dict[str, Lease] = {}
+        plan = LeasePlan(self.slot, cluster.gpus, math.floor(now / self.slot))
+        booked = self.plan.sized
         later = []
         for p in promised:
-            if (p.deadline, p.id) < key and p.id in self.leases:
-                tl.reserve(self.leases[p.id])
-                leases[p.id] = self.leases[p.id]
+            if (p.deadline, p.id) < key and p.id in booked:
+                plan.book_sizes(p.id, booked[p.id])
             else:
                 later.append(p)
         for q in [r] + sorted(later, key=lambda q: (q.deadline, q.id)):
-            lease = self.fit(tl, q, cluster)
-            if lease is None:
+            sizes = self.fit(plan, q, cluster, now)
+            if sizes is None:
                 return None
-            tl.reserve(lease)
-            leases[q.id] = lease
-        return tl, leases
+            plan.book_sizes(q.id, sizes)
+        return plan
 
     def exact(
         self, now: float, r: JobState, promised: list[JobState], cluster: ElasticView
-    ) -> tuple[Timeline, dict[str, Lease]] | None:
+    ) -> LeasePlan | None:
         """Every promised job and ``r`` planned at once by CP-SAT (``solvers.elastic``), or None
-        if it finds no plan in time; promised jobs already past their deadline slot cannot be
+        if it finds no plan in time; promised jobs already past their deadline lease cannot be
         planned, so then nothing is tried."""
-        tl = Timeline(now, self.planned(cluster), self.slot)
+        origin = math.floor(now / self.slot)
+        plan = LeasePlan(self.slot, cluster.gpus, origin)
         jobs = [*promised, r]
         tasks = [
             ElasticTask(
@@ -380,7 +366,7 @@ class ElasticChronus(LeasePolicy):
                 q.job.sizes,
                 q.job.throughputs,
                 self.planned_work(q, cluster, now),
-                math.floor(q.deadline / self.slot) - tl.origin,
+                math.floor(q.deadline / self.slot) - origin,
             )
             for q in jobs
         ]
@@ -389,9 +375,9 @@ class ElasticChronus(LeasePolicy):
         started = time.perf_counter()
         segments = plan_elastic(
             tasks,
-            self.planned(cluster),
+            plan.capacity - plan.kept(self.headroom),
             self.slot,
-            tl.first,
+            (origin + 1) * self.slot - now,
             time_limit_s=self.time_limit,
             threads=1,
         )
@@ -399,30 +385,22 @@ class ElasticChronus(LeasePolicy):
         self.exact_stats["seconds"] += time.perf_counter() - started
         if segments is None or any(not segments[q.id] for q in jobs):
             return None
-        leases: dict[str, Lease] = {}
         for q in jobs:
             parts = segments[q.id]
             start = parts[0].start
             sizes = np.zeros(parts[-1].stop - start, dtype=np.int64)
             for part in parts:
                 sizes[part.start - start : part.stop - start] = part.gpus
-            leases[q.id] = Lease(tl.origin + start, sizes)
-            tl.reserve(leases[q.id])
+            plan.book_sizes(q.id, Sizes(origin + start, sizes))
         self.exact_stats["rescued"] += 1
-        return tl, leases
+        return plan
 
     def assign(
         self, now: float, active: list[JobState], cluster: ElasticView
     ) -> tuple[dict[str, int], float]:
         if self.capacity_freed and self.waiting:
             self.capacity_freed = False
-            self._try_waiting(
-                now,
-                self.timeline(now, cluster),
-                [r for r in active if r.guaranteed],
-                cluster,
-                full=False,
-            )
+            self._try_waiting(now, [r for r in active if r.guaranteed], cluster, full=False)
         return super().assign(now, active, cluster)
 
     def finished(self, run: JobState) -> None:
@@ -444,14 +422,14 @@ class ElasticFlowStyle(LeasePolicy):
         """All newcomers or none: they are admitted if they fit and every promised job that fits
         without them still fits (a job already behind its plan does not block everyone after)."""
         promised = [r for r in active if r.guaranteed]
-        _, leases, behind = self.plan_all(now, promised, cluster)
-        _, trial, missing = self.plan_all(now, promised + arrivals, cluster)
+        plan, behind = self.plan_all(now, promised, cluster)
+        trial, missing = self.plan_all(now, promised + arrivals, cluster)
         if missing <= behind:
-            self.leases = trial
+            self.plan = trial
             for r in arrivals:
                 r.guaranteed = r.was_guaranteed = r.job.deadlines[0]
         else:
-            self.leases = leases
+            self.plan = plan
             for r in arrivals:
                 r.dropped = True
         self.refresh_changes()

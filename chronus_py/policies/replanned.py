@@ -40,7 +40,10 @@ class Replanned:
         pieces = []
         for name in SPLIT:
             items = list(getattr(selector, name).items())
-            setattr(selector, name, {})
+            if name == "booked":  # the plan's GPUs per lease cross whole, its bookings in pieces
+                selector.plan = selector.plan.without_bookings()
+            else:
+                setattr(selector, name, {})
             pieces += [
                 pickle.dumps((name, items[i : i + PIECE]), protocol=pickle.HIGHEST_PROTOCOL)
                 for i in range(0, len(items), PIECE)

@@ -46,7 +46,7 @@ import time
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from itertools import accumulate, chain
+from itertools import chain
 from operator import sub
 from typing import Iterable, Mapping
 
@@ -54,6 +54,7 @@ import numpy as np
 
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
+from chronus_py.selector.fit import latest_leases
 from chronus_py.selector.leases import (
     block_end,
     deadline_window,
@@ -61,6 +62,7 @@ from chronus_py.selector.leases import (
     leases_needed,
     room,
 )
+from chronus_py.selector.plan import LeasePlan
 from chronus_py.selector.settings import ADAPTIVE, ChronusSettings
 from placement import round_up
 from solvers import (
@@ -69,7 +71,6 @@ from solvers import (
     LeaseProblem,
     LeaseSolution,
     Placement,
-    latest_slots,
     solve,
 )
 
@@ -102,8 +103,8 @@ class SelectorStats:
 
 @dataclass
 class LeaseSelector:
-    """``booked`` maps each guaranteed job to the leases (indices) the plan holds for it, and
-    ``guarantees`` to the deadline option it was promised. The selector records its own
+    """``plan`` books each guaranteed job's leases (``booked``: lease indices, sorted), and
+    ``guarantees`` maps it to the deadline option it was promised. The selector records its own
     decisions; the scheduler copies guarantee changes into its job records
     (``take_guarantee_changes``), so nobody else's state is written here. ``node_gpus`` is the
     cluster's GPUs per node, for the round-up of GPU requests in the plan."""
@@ -114,19 +115,16 @@ class LeaseSelector:
     estimate_pad: float = 0.0
     estimate_cut: float = 0.0
     lease_index: int = 0
-    booked: dict[str, tuple[int, ...]] = field(default_factory=dict)
     guarantees: dict[str, DeadlineOption] = field(default_factory=dict)
     tiers: dict[str, Tier] = field(default_factory=dict)
     stats: SelectorStats = field(default_factory=SelectorStats)
 
     def __post_init__(self) -> None:
-        self._used = np.zeros(64, dtype=np.int64)
-        self._base = 0  # the lease _used[0] stands for: plans never look back past the current one
+        self.plan = LeasePlan(self.settings.lease, self.capacity)
         self._cap = SLACK_LEASES  # leases past `first` a deadline can reach (see _window)
         self._triggers: list[tuple[float, str]] = []
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
         self._changes: dict[str, DeadlineOption | None] = {}
-        self._booked_leases = 0  # sum(map(len, booked.values())), kept as bookings change
         self._previous: tuple[Mapping[str, tuple[int, ...]], int] = ({}, 0)  # see _hint
         self._facts: dict[str, tuple[tuple[int, ...], int, tuple[bool, float, int]]] = {}
         self._memo: dict[str, float] | None = None  # remaining work during a re-plan
@@ -246,17 +244,21 @@ class LeaseSelector:
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_cut)
         return now + self._remaining(state, now) * max(1.0 - band, 0.0) > deadlines[-1].at
 
-    # -- the residual capacity of the plan -------------------------------------------------------
+    # -- the residual capacity of the plan (``selector/plan.py``) ---------------------------------
+    @property
+    def booked(self) -> dict[str, tuple[int, ...]]:
+        """Each guaranteed job's booked leases (sorted lease indices)."""
+        return self.plan.booked
+
+    @property
+    def _booked_leases(self) -> int:
+        return self.plan.booked_leases
+
     def _free(self, first: int, last: int) -> np.ndarray:
-        self._forget_before(first)
-        self._grow(last)
-        return self.capacity - self._used[first - self._base : last - self._base]
+        return self.plan.free(first, last)
 
     def _book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
-        self._booked_leases += leases.size - len(self.booked.get(job_id, ()))
-        self.booked[job_id] = tuple(leases.tolist())
-        self._grow(int(leases[-1]) + 1)
-        self._used[leases - self._base] += gpus
+        self.plan.book(job_id, gpus, leases)
 
     # -- arrivals ---------------------------------------------------------------------------------
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
@@ -326,9 +328,7 @@ class LeaseSelector:
         end, need = self._window(at, work, first, spare)
         if end - first < need or headroom >= 1.0 or gpus > self.capacity:
             return None  # headroom 1 keeps everything for the pool
-        keep = min(int(headroom * self.capacity), self.capacity - gpus)
-        slots = latest_slots(self._free(first, end) - keep, gpus, 0, end - first, need)
-        return None if slots is None else slots + first
+        return latest_leases(self.plan, first, end, gpus, need, headroom)
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         fitting = self._fitting(state, now, first)
@@ -469,18 +469,18 @@ class LeaseSelector:
             self._cap = self._booked_leases + leases_needed(work, lease) + SLACK_LEASES
             end, need = self._kept_window(state.id, work, first)
             if end - first >= need and (self._free(first, first + need) >= gpus).all():
-                slots = np.arange(need)
+                slots = np.arange(first, first + need)
         if slots is None:
             work = self._need_seconds(state, now, first) + gone
             self._cap = self._booked_leases + leases_needed(work, lease) + SLACK_LEASES
             end, need = self._kept_window(state.id, work, first)
             if gpus <= self.capacity:
-                slots = latest_slots(self._free(first, end), gpus, 0, end - first, need)
+                slots = latest_leases(self.plan, first, end, gpus, need)
         if slots is None or not slots.size:
             del self.guarantees[state.id]
             return
         self._promise(state.id, promised)
-        self._book(state.id, gpus, slots + first)
+        self._book(state.id, gpus, slots)
         demoted = self.stats.demoted
         if state.id in demoted:  # the demotion this plan counted did not happen
             del demoted[len(demoted) - 1 - demoted[::-1].index(state.id)]
@@ -496,16 +496,8 @@ class LeaseSelector:
             dtype=np.int64,
             count=sum(sizes),
         )
-        self._used = np.zeros(max(64, horizon + 1), dtype=np.int64)
-        self._base = first
-        gpus = np.array([job.gpus for job in planned], dtype=np.int64)
-        np.add.at(self._used, slots, np.repeat(gpus, sizes))
-        flat = (slots + first).tolist()
-        self.booked = {
-            job.id: tuple(flat[end - size : end])
-            for job, size, end in zip(planned, sizes, accumulate(sizes))
-        }
-        self._booked_leases = len(flat)
+        ids, gpus = [job.id for job in planned], [job.gpus for job in planned]
+        self.plan.rebook(first, horizon, ids, gpus, slots, sizes)
         self._facts = {}
 
     def _solve(self, fixed: list[LeaseJob], first: int) -> tuple[LeaseSolution, int]:
@@ -800,7 +792,7 @@ class LeaseSelector:
     def _demote(self, state: JobState) -> None:
         del self.guarantees[state.id]
         self._changes[state.id] = None
-        self._booked_leases -= len(self.booked.pop(state.id, ()))
+        self.plan.release(state.id)
         self.stats.demoted.append(state.id)
 
     def _retier(self, active: Mapping[str, JobState], now: float) -> set[str]:
@@ -850,20 +842,6 @@ class LeaseSelector:
         to allocate gigabytes. A capped plan only runs a job earlier than its deadline needs."""
         end, need = deadline_window(at, self.settings.lease, work, spare)
         return min(end, first + self._cap), need
-
-    def _forget_before(self, first: int) -> None:
-        """Drop bookings before lease ``first``: no plan looks back past the current lease."""
-        shift = first - self._base
-        if shift <= 0:
-            return
-        self._used = self._used[shift:] if shift < self._used.size else np.zeros(64, dtype=np.int64)
-        self._base = first
-
-    def _grow(self, last: int) -> None:
-        size = last - self._base
-        if size > self._used.size:
-            extra = max(size, 2 * self._used.size) - self._used.size
-            self._used = np.concatenate([self._used, np.zeros(extra, dtype=np.int64)])
 
 
 def _restarts(slots: Iterable[int], *, running: bool) -> int:

@@ -203,7 +203,7 @@ def test_the_selector_rounds_to_the_clusters_nodes():
         selector.new_lease({}, 0.0)
         selector.admit_arrivals([state], 0.0)
         assert selector.guarantees["a"].at == 1e5
-        assert int(selector._used.max()) == held
+        assert int(selector.plan.used.max()) == held
 
 
 RENAMED = "jid,t,iters,net,due,bs,g,secs\na,0,1000,bert,20,64,4,5\nb,1,3000,gpt2,1,128,1,30\n"

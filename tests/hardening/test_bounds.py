@@ -72,7 +72,7 @@ def test_selector_arrays_follow_the_work_not_the_times(tmp_path):
     scheduler = build_scheduler(load_state(state(tmp_path, 1_700_000_000_000, d3="1.0e+14")))
     advance(scheduler, 1_700_000_007_200)
     selectors = [v for v in vars(scheduler.policy).values() if isinstance(v, LeaseSelector)]
-    assert selectors and all(s._used.size <= 2 * (SLACK_LEASES + 64) for s in selectors)
+    assert selectors and all(s.plan.used.size <= 2 * (SLACK_LEASES + 64) for s in selectors)
 
 
 def test_deadline_far_beyond_any_horizon_plans(tmp_path, capsys):

@@ -97,7 +97,7 @@ def test_plan_never_exceeds_capacity_and_guarantees_hold(rows):
 
     def checked(self, job_id, gpus, leases):
         original(self, job_id, gpus, leases)
-        assert np.all(self._used <= self.capacity)
+        assert np.all(self.plan.used <= self.capacity)
 
     LeaseSelector._book = checked
     try:
