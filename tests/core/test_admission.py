@@ -5,8 +5,8 @@ Arithmetic used throughout: a restart costs 30 s x (1 + log2 GPUs) (30, 60, 90, 
 8 GPUs; 77.55 s for 3); a pending job's remaining work counts the start it still needs; the plan
 needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may use the leases
 before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
-of each lease, or a whole lease no other guarantee uses if they are wider, and take the latest
-leases that fit.
+of each lease, or any GPUs free if they are wider and what is free before their deadline holds
+them and the pool's waiting work, and take the latest leases that fit.
 """
 
 from __future__ import annotations
@@ -208,13 +208,15 @@ def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_r
     st.integers(1, 128),
     st.integers(1, 6),
     st.integers(1, 12),
+    st.sampled_from([None, 0.0, 50_000.0, 500_000.0]),
 )
 def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did(
-    capacity, headroom, bookings, gpus, need, end
+    capacity, headroom, bookings, gpus, need, end, waiting
 ):
     """For a job no wider than the share the headroom leaves, admission is the cap per lease
     it always was (so the Philly replays at 960 GPUs, no job above 32, do not move); a wider
-    job fits only leases no guarantee uses."""
+    job fits any leases with room, if the GPU-time free before its deadline holds its own
+    booking and the pool's ``waiting`` work."""
     selector = LeaseSelector(
         ChronusSettings(lease=100.0, headroom=headroom, guard=0.0), capacity, node_gpus=1
     )
@@ -222,12 +224,14 @@ def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did
         if selector._free(0, 12)[lease] >= width:
             selector._book(f"b{i}", width, np.array([lease]))
     gpus = min(gpus, capacity)
-    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0)
+    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0, waiting=waiting)
     free = selector._free(0, end)
     cap = capacity - int(headroom * capacity)
-    room = free - int(headroom * capacity) if gpus <= cap else np.where(free == capacity, gpus, 0)
+    room = free - int(headroom * capacity) if gpus <= cap else free
     fits = np.flatnonzero(room >= gpus)
     expected = fits[-need:] if len(fits) >= need else None
+    if gpus > cap and waiting is not None and waiting + gpus * need * 100.0 > free.sum() * 100.0:
+        expected = None
     if expected is None:
         assert placed is None
     else:
