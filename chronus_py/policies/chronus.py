@@ -111,7 +111,7 @@ class Chronus(OrderPolicy):
         tier = self.selector.tier(job_id) if self.selector else Tier.SPOT
         state = self._view.active.get(job_id) if self._view else None
         if tier is Tier.SPOT and state is not None and job_id not in self.selector.booked:
-            with self.selector.seeing(self._view.active):
+            with self.selector.seeing(self._queue()):
                 why = self.selector.why_not(state, self._view.now)
             if why:
                 return f"{STANDINGS[tier]}; not guaranteed, held back by {why}"
