@@ -333,7 +333,9 @@ class LeaseSelector:
         which tells an overloaded cluster from one with room (issue 28, session 12): replayed
         with the cap per lease, the pool's work and a wider job's booking fit what is free
         before its deadline in 0.7% of the tries on Philly MIX1 at 32 GPUs (6 of 410 jobs
-        ever), and in 75% on the wide-job mix at 256 GPUs (61 of 104 jobs).
+        ever), and in 75% on the wide-job mix at 256 GPUs (61 of 104 jobs). It does not
+        keep the cap's 32-GPU results (Philly at 32 GPUs: first-deadline ratio 0.009-0.015
+        lower, about the whole-lease rule's loss), though it beats that rule on the wide mix.
         Measured against it (benchmarks/RESULTS.md): a cap per lease only (no job wider than
         the share is ever promised), a whole lease no guarantee uses for a wider job (8-GPU
         jobs on 32 GPUs took the 1-GPU jobs' leases: first-deadline ratio 0.8152 against
