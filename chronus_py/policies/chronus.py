@@ -68,10 +68,11 @@ class Chronus(OrderPolicy):
         self.selector.estimate_pad = view.estimate_pad
         self.selector.estimate_cut = view.estimate_cut
         changed: set[str] = set()
-        if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
-            changed |= self.selector.new_lease(view.active, view.now)
-        if view.arrived:
-            changed |= self.selector.admit_arrivals(view.arrived, view.now)
+        with self.selector.seeing(view.active):
+            if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
+                changed |= self.selector.new_lease(view.active, view.now)
+            if view.arrived:
+                changed |= self.selector.admit_arrivals(view.arrived, view.now)
         return changed | self.selector.due(view.active, view.now)
 
     def key(self, job: JobState, now: float) -> tuple:
@@ -111,7 +112,8 @@ class Chronus(OrderPolicy):
         tier = self.selector.tier(job_id) if self.selector else Tier.SPOT
         state = self._view.active.get(job_id) if self._view else None
         if tier is Tier.SPOT and state is not None and job_id not in self.selector.booked:
-            why = self.selector.why_not(state, self._view.now)
+            with self.selector.seeing(self._queue()):
+                why = self.selector.why_not(state, self._view.now)
             if why:
                 return f"{STANDINGS[tier]}; not guaranteed, held back by {why}"
         return STANDINGS[tier]
@@ -136,8 +138,16 @@ class Chronus(OrderPolicy):
         )
 
     # -- what the round and the service ask beyond the order (``base.Policy``) --------------------
+    def _queue(self) -> Mapping[str, JobState] | None:
+        """The active jobs of the last decision point: admission of a job wider than the
+        headroom's share weighs the pool's waiting work (``LeaseSelector.seeing``)."""
+        return self._view.active if self._view else None
+
     def probe(self, job: JobState, now: float) -> DeadlineOption | None:
-        return self.selector.probe(job, now) if self.selector else None
+        if self.selector is None:
+            return None
+        with self.selector.seeing(self._queue()):
+            return self.selector.probe(job, now)
 
     def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
         """Hopeless, or not fitting the plan; in ``detail``, also the test that refused it
@@ -146,7 +156,8 @@ class Chronus(OrderPolicy):
             return super().refusal(job, now)
         if self.selector.hopeless(job, now):
             return "cannot meet its last deadline even alone; runs on leftover GPUs"
-        why = self.selector.why_not(job, now) if detail else None
+        with self.selector.seeing(self._queue()):
+            why = self.selector.why_not(job, now) if detail else None
         return f"{POOL}; held back by {why}" if why else POOL
 
     def solver_stats(self) -> SelectorStats | None:
@@ -161,7 +172,8 @@ class Chronus(OrderPolicy):
     def replan(self, active: Mapping[str, JobState], now: float) -> Any:
         """The new lease's plan: the selector itself, re-planned, and the jobs whose tier
         changed (:class:`~chronus_py.policies.replanned.Replanned`)."""
-        changed = self.selector.new_lease(active, now)
+        with self.selector.seeing(active):
+            changed = self.selector.new_lease(active, now)
         return Replanned(self.selector, changed)
 
     def replan_load(self, result: Any) -> Iterator[None]:
@@ -181,7 +193,8 @@ class Chronus(OrderPolicy):
         whose key differs from the one the committed plan gave them."""
         selector = result.selector
         selector.adopt(arrived)
-        changed = selector.admit_arrivals(arrived, now)
+        with selector.seeing(self._queue()):
+            changed = selector.admit_arrivals(arrived, now)
         # Against the committed plan, whose tiers the queue's keys hold: a waiting job of the
         # same tier keeps its key there (a running one's key also asks its bookings).
         return [

@@ -28,11 +28,12 @@ CHUNK = 256
 
 
 def latest_leases(
-    plan: LeasePlan, first: int, end: int, gpus: int, need: int, headroom: float = 0.0
+    plan: LeasePlan, first: int, end: int, gpus: int, need: int, keep: int = 0
 ) -> np.ndarray | None:
     """The latest ``need`` leases of ``first .. end - 1`` with ``gpus`` GPUs free above the
-    headroom's share (absolute lease indices, sorted), or None if there are not that many."""
-    free = plan.free(first, end) - plan.kept(headroom, gpus)
+    ``keep`` GPUs each lease holds back (absolute lease indices, sorted), or None if there are
+    not that many."""
+    free = plan.free(first, end) - keep
     slots = latest_slots(free, gpus, 0, end - first, need)
     return None if slots is None else slots + first
 

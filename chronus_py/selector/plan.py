@@ -64,12 +64,11 @@ class LeasePlan:
         self.booked_leases = 0
 
     # -- the headroom -------------------------------------------------------------------------
-    def kept(self, headroom: float, width: int = 0) -> int:
+    def kept(self, headroom: float) -> int:
         """GPUs of each lease new promises leave unbooked: the ``headroom`` share of the
-        capacity (rounded down), but never more than leaves a promise ``width`` GPUs, so a
-        rigid job wider than the share may still take a lease no other promise uses. (An
-        elastic plan asks with ``width`` 0: its jobs can run unpromised on leftover GPUs.)"""
-        return max(0, min(int(headroom * self.capacity), self.capacity - width))
+        capacity, rounded down. (How a rigid job wider than what is left is admitted is the
+        selector's rule: ``LeaseSelector._place``.)"""
+        return max(0, int(headroom * self.capacity))
 
     # -- questions ----------------------------------------------------------------------------
     def window(self, first: int, last: int) -> np.ndarray:

@@ -39,9 +39,14 @@ class ChronusSettings:
     0.9952 / 0.9947 / 0.9896 at 0.7, and shorter best-effort JCT; the pool, ordered by GPU-time,
     meets more deadlines than guarantees carved out of it. ``guard`` 60 s and 2 h measure the
     same on MIX2 (0.9930 and 0.9929); 2 h leaves room for estimates that turn out short.
-    Since issue 28 the share kept per lease is never more than leaves a job its own width, so
-    any job the cluster holds can be promised (``LeaseSelector._place``); jobs no wider than
-    the share, every Philly job at 960 GPUs, are admitted as those figures were measured."""
+    ``headroom`` is the share of every lease's GPUs that new guarantees no wider than the rest
+    (``capacity - int(headroom x capacity)`` GPUs: 96 of 960, 4 of 32) leave to the pool. A
+    job wider than that rest can still be promised, in any GPUs the plan has free, when the
+    GPU-time free before its deadline holds its own booking and all the work waiting
+    unguaranteed in the pool (issue 28: ``LeaseSelector._place``), so the setting means the
+    same at every size: the pool keeps its share of each lease, and a wide promise is made
+    only where the pool would not need the GPUs it takes. Jobs no wider than the share, every
+    Philly job at 960 GPUs, are admitted as those figures were measured."""
 
     lease: float = _knob(
         1200.0, "--lease", "seconds per lease; the plan is revised at every lease end"
@@ -67,9 +72,9 @@ class ChronusSettings:
     headroom: float = _knob(
         0.9,
         "--headroom",
-        "share of each lease's GPUs new guarantees leave to the SRTF pool, but never more "
-        "than leaves a job its own width (a wider job takes leases no guarantee uses); "
-        "1 promises nothing",
+        "share of each lease's GPUs new guarantees leave to the SRTF pool; a job wider than "
+        "the rest may take any free GPUs when what is free before its deadline also holds "
+        "all work waiting in the pool; 1 promises nothing",
     )
     margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
     guard: float = _knob(

@@ -5,8 +5,8 @@ Arithmetic used throughout: a restart costs 30 s x (1 + log2 GPUs) (30, 60, 90, 
 8 GPUs; 77.55 s for 3); a pending job's remaining work counts the start it still needs; the plan
 needs ``ceil((remaining + one restart) / lease)`` leases; a deadline ``D`` may use the leases
 before ``floor(D / lease)``; new guarantees may use ``capacity - int(headroom x capacity)`` GPUs
-of each lease, or a whole lease no other guarantee uses if they are wider, and take the latest
-leases that fit.
+of each lease, or any GPUs free if they are wider and what is free before their deadline holds
+them and the pool's waiting work, and take the latest leases that fit.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
 
 
 def test_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_jobs_width():
-    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees, or a
-    # whole lease no other guarantee uses for a job wider than 4.
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5: 4 GPUs per lease for new guarantees, or
+    # any free GPUs for a job wider than 4 (the pool is empty: nothing else to hold).
     # W (8 GPUs): 1000 + 120 (its start) = 1120 s, one lease run through, the latest free one
     #   before floor(12000 / 1200) = 10: lease 9. (A cap of 4 per lease refused it at any
     #   deadline.)
@@ -111,6 +111,34 @@ def test_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_jobs_width()
     scheduler.select(0.0)
     # L: 1150 + 120 = 1270 s, two leases, + 120 for the gap = 1390 s: still two, 8 and 9.
     assert policy.selector.booked == {"L": (8, 9)}
+
+
+def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_too():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0. The pool waits with
+    # two best-effort jobs of 4 GPUs x 36,000 s (+ 90 s start each): 288,720 GPU-s, 80 GPU-h.
+    # W (8 GPUs, 1000 + 120 s: one lease) by 12,000: leases 0-9 are free, 96,000 GPU-s; its
+    # own 9,600 and the pool's work do not fit: held back by the headroom, naming the pool.
+    # X (the same job by 48,000): leases 0-39, 384,000 GPU-s hold 9,600 + 288,720: promised
+    # the latest lease before floor(48,000 / 1200) = 40.
+    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    for j in [
+        job("B1", gpus=4, duration=36000),
+        job("B2", gpus=4, duration=36000),
+        job("W", gpus=8, deadlines=[(12000, 1)]),
+        job("X", gpus=8, deadlines=[(48000, 1)]),
+    ]:
+        scheduler.submit(j)
+    scheduler.select(0.0)
+    selector = policy.selector
+    assert selector.booked == {"X": (39,)}
+    assert policy.refusal(scheduler.jobs["W"], 0.0).endswith(
+        "held back by the headroom (it is wider than the 4 GPUs of each lease left to new "
+        "guarantees, and the 80 GPU-hours waiting in the pool and its own do not fit in what "
+        "is free before its deadline)"
+    )
+    # Without the pool's queue (a selector asked directly) nothing is known to wait: W fits.
+    assert selector.probe(scheduler.jobs["W"], 0.0) == DeadlineOption(12000.0, 1.0)
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
@@ -208,13 +236,15 @@ def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_r
     st.integers(1, 128),
     st.integers(1, 6),
     st.integers(1, 12),
+    st.sampled_from([None, 0.0, 50_000.0, 500_000.0]),
 )
 def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did(
-    capacity, headroom, bookings, gpus, need, end
+    capacity, headroom, bookings, gpus, need, end, waiting
 ):
     """For a job no wider than the share the headroom leaves, admission is the cap per lease
     it always was (so the Philly replays at 960 GPUs, no job above 32, do not move); a wider
-    job fits only leases no guarantee uses."""
+    job fits any leases with room, if the GPU-time free before its deadline holds its own
+    booking and the pool's ``waiting`` work."""
     selector = LeaseSelector(
         ChronusSettings(lease=100.0, headroom=headroom, guard=0.0), capacity, node_gpus=1
     )
@@ -222,12 +252,14 @@ def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did
         if selector._free(0, 12)[lease] >= width:
             selector._book(f"b{i}", width, np.array([lease]))
     gpus = min(gpus, capacity)
-    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0)
+    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0, waiting=waiting)
     free = selector._free(0, end)
     cap = capacity - int(headroom * capacity)
-    room = free - int(headroom * capacity) if gpus <= cap else np.where(free == capacity, gpus, 0)
+    room = free - int(headroom * capacity) if gpus <= cap else free
     fits = np.flatnonzero(room >= gpus)
     expected = fits[-need:] if len(fits) >= need else None
+    if gpus > cap and waiting is not None and waiting + gpus * need * 100.0 > free.sum() * 100.0:
+        expected = None
     if expected is None:
         assert placed is None
     else:

@@ -41,10 +41,9 @@ def test_a_rebook_replaces_every_rigid_booking_from_its_first_lease():
     assert plan.free(10, 13).tolist() == [3, 4, 1] and plan.booked_leases == 3
 
 
-def test_the_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_width():
+def test_the_headroom_keeps_a_share_of_each_lease_rounded_down():
     plan = LeasePlan(600.0, 8)
-    assert plan.kept(0.5) == 4 and plan.kept(0.5, 6) == 2 and plan.kept(0.3) == 2
-    assert plan.kept(0.0, 9) == 0  # wider than the cluster: nothing is kept back, not less
+    assert plan.kept(0.5) == 4 and plan.kept(0.3) == 2 and plan.kept(0.0) == 0
 
 
 def test_latest_leases_with_room_take_the_latest_before_the_end():
@@ -52,11 +51,9 @@ def test_latest_leases_with_room_take_the_latest_before_the_end():
     plan.book("x", 3, np.array([3, 4]))
     # 2 GPUs for 2 leases before lease 5: 3 and 4 have 1 GPU free, so 1 and 2
     assert latest_leases(plan, 0, 5, 2, 2).tolist() == [1, 2]
-    # headroom 0.5 keeps 2 GPUs of every lease from a 2-GPU job: leases 3 and 4 have none left
-    assert latest_leases(plan, 0, 5, 2, 4, headroom=0.5) is None
-    assert latest_leases(plan, 0, 5, 2, 3, headroom=0.5).tolist() == [0, 1, 2]
-    # but never more than leaves a job its width: a 4-GPU job takes the leases nobody uses
-    assert latest_leases(plan, 0, 5, 4, 3, headroom=0.5).tolist() == [0, 1, 2]
+    # keeping 2 GPUs of every lease back from a 2-GPU job: leases 3 and 4 have none left
+    assert latest_leases(plan, 0, 5, 2, 4, keep=2) is None
+    assert latest_leases(plan, 0, 5, 2, 3, keep=2).tolist() == [0, 1, 2]
 
 
 def test_minimum_satisfactory_share_is_the_smallest_size_that_meets_the_deadline():

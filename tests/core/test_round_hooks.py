@@ -5,7 +5,8 @@ and Chronus answers each from its lease plan. The round and the service ask only
 Arithmetic as in test_admission.py: a restart costs 30 s x (1 + log2 GPUs); a pending job's
 remaining work counts the start it still needs, and the plan one more restart; a deadline D may
 use the leases before floor(D / lease); at headroom 0.5 a new guarantee may use half a lease's
-GPUs, or a whole lease no other guarantee uses if it is wider."""
+GPUs, or any free GPUs if it is wider and what is free before its deadline also holds the
+pool's waiting work."""
 
 from __future__ import annotations
 

@@ -9,8 +9,12 @@ from chronus_py.service import rounds
 
 
 def test_a_job_booked_in_the_new_lease_starts_before_its_replan_is_committed():
+    # headroom 0: the 4-GPU job is not wider than the share, so the pool's long job does not
+    # stand in its way (selector/admission._place); what is tested here is the lease's start
     s = rounds.scheduler_for(
-        rounds.SchedulerSettings(), Cluster.uniform(1, 4), estimates={"a": 600.0, "c": 1e5}
+        rounds.SchedulerSettings(options={"headroom": 0.0}),
+        Cluster.uniform(1, 4),
+        estimates={"a": 600.0, "c": 1e5},
     )
     pool = Job("c", "t", 4, 0.0, JobKind.BEST_EFFORT, duration=1e5)
     rounds.admit(s, pool, 0.0)
