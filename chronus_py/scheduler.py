@@ -270,43 +270,11 @@ class Scheduler:
         """Merge running and pending jobs in key order and give GPUs to the fitting prefix.
 
         Running jobs whose (stale, never better than fresh) key sorts before the best pending job
-        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked; and
-        not even that when the stale keys already decide the walk (:meth:`_starts_by_count`).
+        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked.
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
-        start = self._starts_by_count(cut) if self.policy.backfill else None
-        keyed = start is None
-        if keyed:
-            tail, keep, start = self._merge(cut, now)
-            preempted = [s for s in tail if s.id not in keep]
-        else:
-            tail, preempted = [self.running[i] for _, i in self._running_sorted[cut:]], []
-        places = {s.id: dict(s.placement) for s in preempted}
-        for state in preempted:
-            self._preempt(state, now)
-        started = [s for _, s in start if self._start(s, now)]
-        if len(started) < len(start):
-            # The allocator refused a gang the GPU count promised room for (e.g. it will not
-            # spread, or its tenant's cells are full): jobs stopped for it resume where they were
-            # before anyone else gets their GPUs, instead of paying a restart for nothing, and
-            # the gang then asks jobs ranked after it for the room it needs, by fresh keys.
-            for state in [] if keyed else tail:
-                self._set_running_key(state, self.policy.key(state, now))
-            preempted = [s for s in preempted if not self._resume(s, places[s.id], now)]
-            for key, state in start:
-                if state.status is Status.PENDING:
-                    preempted += self._make_room(state, key, now)
-                    if state.status is Status.RUNNING:
-                        started.append(state)
-            started += self._fill(now)
-        self._rekey([s.id for s in preempted if self.policy.preempted(s, now)], now)
-        return Moves(now, tuple(started), tuple(preempted))
-
-    def _merge(
-        self, cut: int, now: float
-    ) -> tuple[list[JobState], set[str], list[tuple[tuple, JobState]]]:
-        """The walk by fresh keys: the running jobs past ``cut`` (re-keyed), those of them that
-        keep their GPUs, and the pending jobs to start with their keys, in order."""
+        if self.policy.backfill and not self._walk_may_start(cut):
+            return Moves(now, (), ())
         tail = [self.running[i] for _, i in self._running_sorted[cut:]]
         fresh = sorted((self.policy.key(s, now), s.id) for s in tail)
         self._running_key.update((job_id, key) for key, job_id in fresh)
@@ -325,39 +293,50 @@ class Scheduler:
                 (keep.add(job_id) if job_id in self.running else start.append((key, state)))
             elif not self.policy.backfill:
                 break
-        return tail, keep, start
+        preempted = [s for s in tail if s.id not in keep]
+        places = {s.id: dict(s.placement) for s in preempted}
+        for state in preempted:
+            self._preempt(state, now)
+        started = [s for _, s in start if self._start(s, now)]
+        if len(started) < len(start):
+            # The allocator refused a gang the GPU count promised room for (e.g. it will not
+            # spread, or its tenant's cells are full): jobs stopped for it resume where they were
+            # before anyone else gets their GPUs, instead of paying a restart for nothing, and
+            # the gang then asks jobs ranked after it for the room it needs.
+            preempted = [s for s in preempted if not self._resume(s, places[s.id], now)]
+            for key, state in start:
+                if state.status is Status.PENDING:
+                    preempted += self._make_room(state, key, now)
+                    if state.status is Status.RUNNING:
+                        started.append(state)
+            started += self._fill(now)
+        self._rekey([s.id for s in preempted if self.policy.preempted(s, now)], now)
+        return Moves(now, tuple(started), tuple(preempted))
 
-    def _starts_by_count(self, cut: int) -> list[tuple[tuple, JobState]] | None:
-        """The pending jobs the walk past running index ``cut`` starts, in order, when the
-        running jobs' stale keys decide it without asking any key; None when they do not.
+    def _walk_may_start(self, cut: int) -> bool:
+        """Whether the walk past running index ``cut`` could start any pending job, judged from
+        the running jobs' stale keys alone (no key is asked).
 
-        A pending job has at most the free GPUs left plus those of the running jobs ranked
-        after it, and a stale key is never better than the fresh one, so counting the jobs
-        whose stale key ranks after it over-counts that room. A job that fits in the free GPUs
-        left starts whatever the keys, one that does not fit its counted room waits whatever
-        they are; while no pending job is between, nothing takes a running job's GPUs, so with
-        backfill every running job keeps them. Re-keying the ~110 running jobs of the tail at
-        every decision was most of the walk's time (issue 27); keys left stale only widen
-        later tails."""
-        tail, jobs = self._running_sorted, self.jobs
-        free = self.allocator.free_gpus()
-        after = sum(jobs[i].gpus for _, i in tail[cut:])
+        A pending job can have at most the free GPUs plus those of the running jobs ranked
+        after it; a stale key is never better than the fresh one, so counting the jobs whose
+        stale key ranks after it over-counts that room. If no pending job fits its room, the
+        walk starts nobody and, with backfill, keeps every running job (nothing but a started
+        job takes their GPUs): re-keying the ~110 running jobs of the tail at every decision
+        was most of the walk's time (issue 27). Keys left stale only widen later tails."""
+        tail = self._running_sorted
+        jobs = self.jobs
+        room = self.allocator.free_gpus() + sum(jobs[i].gpus for _, i in tail[cut:])
         smallest = min(self._pending_sizes)
         j, end = cut, len(tail)
-        start = []
         for entry in self._pending:
             while j < end and tail[j] < entry:
-                after -= jobs[tail[j][1]].gpus
+                room -= jobs[tail[j][1]].gpus
                 j += 1
-            if free + after < smallest:
-                break
-            state = jobs[entry[1]]
-            if state.gpus <= free:
-                start.append((entry[0], state))
-                free -= state.gpus
-            elif state.gpus <= free + after:
-                return None
-        return start
+            if room < smallest:
+                return False
+            if jobs[entry[1]].gpus <= room:
+                return True
+        return False
 
     def _make_room(self, state: JobState, key: tuple, now: float) -> list[JobState]:
         """Start ``state`` (ranked ``key``), which the allocator refused although enough GPUs
