@@ -273,8 +273,6 @@ class Scheduler:
         keep their GPUs whatever happens, so only the tail after it is re-keyed and walked.
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
-        if self.policy.backfill and not self._walk_may_start(cut):
-            return Moves(now, (), ())
         tail = [self.running[i] for _, i in self._running_sorted[cut:]]
         fresh = sorted((self.policy.key(s, now), s.id) for s in tail)
         self._running_key.update((job_id, key) for key, job_id in fresh)
@@ -312,31 +310,6 @@ class Scheduler:
             started += self._fill(now)
         self._rekey([s.id for s in preempted if self.policy.preempted(s, now)], now)
         return Moves(now, tuple(started), tuple(preempted))
-
-    def _walk_may_start(self, cut: int) -> bool:
-        """Whether the walk past running index ``cut`` could start any pending job, judged from
-        the running jobs' stale keys alone (no key is asked).
-
-        A pending job can have at most the free GPUs plus those of the running jobs ranked
-        after it; a stale key is never better than the fresh one, so counting the jobs whose
-        stale key ranks after it over-counts that room. If no pending job fits its room, the
-        walk starts nobody and, with backfill, keeps every running job (nothing but a started
-        job takes their GPUs): re-keying the ~110 running jobs of the tail at every decision
-        was most of the walk's time (issue 27). Keys left stale only widen later tails."""
-        tail = self._running_sorted
-        jobs = self.jobs
-        room = self.allocator.free_gpus() + sum(jobs[i].gpus for _, i in tail[cut:])
-        smallest = min(self._pending_sizes)
-        j, end = cut, len(tail)
-        for entry in self._pending:
-            while j < end and tail[j] < entry:
-                room -= jobs[tail[j][1]].gpus
-                j += 1
-            if room < smallest:
-                return False
-            if jobs[entry[1]].gpus <= room:
-                return True
-        return False
 
     def _make_room(self, state: JobState, key: tuple, now: float) -> list[JobState]:
         """Start ``state`` (ranked ``key``), which the allocator refused although enough GPUs

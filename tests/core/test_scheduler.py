@@ -223,24 +223,3 @@ def test_chronus_before_its_first_decision_and_the_selectors_guarantee_lookup():
     advance(scheduler, 0.0)
     assert policy.selector.guarantee("A") == DeadlineOption(1800.0, 1.0)
     assert policy.selector.guarantee("B") is None
-
-
-def test_a_walk_no_pending_job_can_start_in_keeps_everyone_without_asking_keys():
-    # SRTF on 1 x 8 GPUs: A (4 GPUs, 500 s) and B (4 GPUs, 5000 s) run; W (6 GPUs, 1000 s)
-    # ranks before B but has at most B's 4 GPUs, so the walk keeps both and starts nobody, and
-    # it says so from the stale keys alone. X (4 GPUs, 1000 s) fits in place of B: the walk
-    # asks the keys and B is preempted.
-    scheduler = Scheduler(Cluster.uniform(1, 8), make_policy("srtf"))
-    scheduler.restore(job("A", gpus=4, duration=500), 0.0, placement={"node0": [0, 1, 2, 3]})
-    scheduler.restore(job("B", gpus=4, duration=5000), 0.0, placement={"node0": [4, 5, 6, 7]})
-    scheduler.submit(job("W", gpus=6, submit=100, duration=1000))
-    asked = []
-    key = scheduler.policy.key
-    scheduler.policy.key = lambda state, now: asked.append(state.id) or key(state, now)
-    moves = advance(scheduler, 100.0)
-    assert (moves.started, moves.preempted) == ((), ()) and set(scheduler.running) == {"A", "B"}
-    assert asked == []
-    scheduler.submit(job("X", gpus=4, submit=200, duration=1000))
-    moves = advance(scheduler, 200.0)
-    assert [s.id for s in moves.started] == ["X"] and [s.id for s in moves.preempted] == ["B"]
-    assert "B" in asked
