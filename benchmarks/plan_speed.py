@@ -4,7 +4,9 @@ Generates the seeded state with ``plan_state_gen.py``, writes it as JSON and as 
 ``chronus plan STATE`` in-process (``main(["plan", ...])``, output captured) several times per
 file: the whole command, from reading the file to the printed JSON. The first run of the process
 also pays the imports, so it is reported apart and left out of the median. Target (issue 4):
-median <= 2 s. Writes benchmarks/results/plan_speed.json. Usage:
+median <= 2 s. The CPU seconds of each run are kept too (on a shared machine they move less with
+the load than wall time; issue 27 compares checkouts by them). Writes
+benchmarks/results/plan_speed.json. Usage:
 
     python benchmarks/plan_speed.py [--runs 7] [--pending 5000] [--nodes 1024] [--seed 0]
 """
@@ -34,15 +36,17 @@ from chronus_py.cli import main as chronus  # noqa: E402
 RESULTS = HERE / "results"
 
 
-def time_plan(path: Path) -> tuple[float, str]:
+def time_plan(path: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one ``chronus plan``, and its output. On a shared machine the
+    CPU seconds move less with the load, so compare checkouts by those."""
     out = io.StringIO()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(out):
         code = chronus(["plan", str(path)])
-    elapsed = time.perf_counter() - started
+    elapsed, used = time.perf_counter() - started, time.process_time() - cpu
     if code != 0:
         raise SystemExit(f"chronus plan {path} exited {code}")
-    return elapsed, out.getvalue()
+    return elapsed, used, out.getvalue()
 
 
 def main() -> None:
@@ -60,12 +64,13 @@ def main() -> None:
         files["yaml"].write_text(
             yaml.dump(state, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)), encoding="utf-8"
         )
-        first, _ = time_plan(files["json"])
+        first, _, _ = time_plan(files["json"])
         for fmt, path in files.items():
-            runs, outputs = [], set()
+            runs, cpu, outputs = [], [], set()
             for _ in range(args.runs):
-                elapsed, text = time_plan(path)
+                elapsed, used, text = time_plan(path)
                 runs.append(elapsed)
+                cpu.append(used)
                 outputs.add(text)
             plan = json.loads(text)
             row = {
@@ -79,6 +84,7 @@ def main() -> None:
                 "median_s": statistics.median(runs),
                 "min_s": min(runs),
                 "max_s": max(runs),
+                "cpu_median_s": statistics.median(cpu),
                 "identical_outputs": len(outputs) == 1,
                 "actions": dict(sorted(Counter(d["action"] for d in plan["decisions"]).items())),
                 "guaranteed_in_plan": len(plan["lease_plan"]),
@@ -89,7 +95,8 @@ def main() -> None:
                 f"{fmt:4s} {row['gpus']} GPUs, {row['running']} running + {row['pending']} "
                 f"pending: "
                 f"median {row['median_s']:.3f} s (min {row['min_s']:.3f}, max {row['max_s']:.3f}, "
-                f"{args.runs} runs), identical outputs: {row['identical_outputs']}, actions "
+                f"{args.runs} runs; CPU median {row['cpu_median_s']:.3f} s), "
+                f"identical outputs: {row['identical_outputs']}, actions "
                 f"{row['actions']}"
             )
     print(f"first run in a fresh process (with imports): {first:.3f} s")
