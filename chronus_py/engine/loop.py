@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from chronus_py.engine.clock import Clock
+from chronus_py.engine.clock import Clock, Tolerance
 from chronus_py.engine.elastic import ElasticScheduler
 from chronus_py.engine.profiling import ProfilingPool
 from chronus_py.errors import InputError
@@ -94,7 +94,7 @@ def replay(
     job asks for, while an elastic job's work is iterations on a throughput curve, and its
     policies plan on that work."""
     started_at, cpu = time.perf_counter(), time.process_time()
-    elastic = _elastic(policy)
+    elastic = policy.elastic
     model = _overhead_model(overhead, elastic)
     ordered = sorted(jobs, key=lambda j: j.submit)
     total = cluster.gpus  # a sum over the nodes: once, not per job (issue 27)
@@ -127,11 +127,17 @@ def replay(
         )
         truth = truth or Oracle()
         work = {job.id: truth.estimate(job) for job in ordered}
-    clock = Clock(ordered, policy.arrival_window if elastic else 0.0)
+    clock = Clock(ordered, policy.arrival_window)
+    tolerance = Tolerance(policy.done_tolerance)
 
     def live(job_id: str, run: int) -> bool:
         state = stage.running.get(job_id)
         return state is not None and state.segment == run
+
+    def due(job_id: str, run: int, now: float) -> bool:
+        """A completion held for a little later that counts as done now (True too for a
+        stale one, which is then dropped)."""
+        return not live(job_id, run) or tolerance.done(stage.running[job_id], now)
 
     profiled: list[JobState] = []
     unsure: set[str] = set()
@@ -154,10 +160,7 @@ def replay(
         if now == math.inf:
             break
         events += 1
-        if elastic:
-            popped = clock.pop_completions(now, stage.within, stage.due)
-        else:
-            popped = clock.pop_completions(now)
+        popped = clock.pop_completions(now, tolerance.within, due)
         done = {job_id: stage.running[job_id] for job_id, run in popped if live(job_id, run)}
         for state in sorted(done.values(), key=lambda s: s.seq):
             stage.finish(state.id, now)
@@ -187,6 +190,7 @@ def replay(
         for state in decided.started + decided.resized:
             target = work[state.id] + state.starts * state.overhead
             clock.add_completion(state.completes_at(target), state.id, state.segment)
+            tolerance.widen(state, now)
             if estimation:
                 estimation.started(state, now)
         if on_progress and (decided.started or decided.preempted or decided.resized):
@@ -204,10 +208,6 @@ def replay(
         events=events,
         placement_failures=stage.placement_failures if elastic else 0,
     )
-
-
-def _elastic(policy: Policy | ElasticPolicy) -> bool:
-    return getattr(policy, "elastic", False)
 
 
 def _overhead_model(overhead: str | Overhead | None, elastic: bool) -> Overhead:

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from chronus_py.jobs.state import JobState
-from chronus_py.policies.base import ElasticView
+from chronus_py.policies.base import ElasticView, SizingPolicy
 from chronus_py.selector.settings import ELASTIC_DEFAULTS, ChronusSettings
 from chronus_py.selector.timeline import Lease, Timeline, size_tables
 from solvers.elastic import ElasticTask, plan_elastic
@@ -107,13 +107,11 @@ def resumes(lease: Lease) -> int:
     return int(np.count_nonzero((sizes[1:] > 0) & (sizes[:-1] == 0)))
 
 
-class LeasePolicy:
+class LeasePolicy(SizingPolicy):
     """What Chronus and the ElasticFlow-style peer share: leases on a slot grid, the plan's
     wake-ups, and execution = each job's lease now plus leftover GPUs."""
 
     name = "lease"
-    elastic = True
-    arrival_window = 0.0
     payback = 0.0
     stick = 1.0
 
@@ -265,7 +263,6 @@ class ElasticChronus(LeasePolicy):
     calls, the admissions they rescued and their seconds."""
 
     name = "elastic-chronus"
-    arrival_window = 0.0
 
     def __init__(
         self,
@@ -457,10 +454,8 @@ class ElasticFlowStyle(LeasePolicy):
         self.refresh_changes()
 
 
-class ElasticEDF:
+class ElasticEDF(SizingPolicy):
     name = "elastic-edf"
-    elastic = True
-    arrival_window = 0.0
 
     def admit(
         self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
@@ -478,9 +473,6 @@ class ElasticEDF:
                 sizes[r.id] = fits[-1]
                 idle -= fits[-1]
         return sizes, INF
-
-    def finished(self, run: JobState) -> None:
-        return None
 
 
 def elastic_settings(options: Mapping[str, Any]) -> ChronusSettings:
