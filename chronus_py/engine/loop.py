@@ -45,6 +45,18 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 
+NO_ESTIMATES = (
+    "an elastic job's work is iterations on its throughput curve, while the estimate stages "
+    "give seconds at its requested size (a size its curve may not hold), and the elastic stage "
+    "cannot correct a wrong figure while the job runs, so they are not converted"
+)
+"""Why an elastic replay refuses the estimate stages (issue 25, session 12). Converting an
+estimate through the curve (seconds at the requested size times that size's rate) needs the
+requested size on the curve, the elastic stage to plan on the converted figure
+(``JobState.estimate``) while the loop runs the trace's iterations, and a re-estimate once the
+job has run, as the rigid ``Scheduler.reestimate`` does; the completion tolerance
+(``Tolerance.done``) would also have to count against the true work. Not done: refused."""
+
 
 @dataclass
 class ReplayResult:
@@ -90,9 +102,7 @@ def replay(
     An elastic policy (``policy.elastic``: it names every job's size instead of ordering a queue)
     runs on :class:`~chronus_py.engine.elastic.ElasticScheduler` in the same loop. It takes none
     of the estimate stages (``estimator``, ``truth``, ``speed``, ``profiling``,
-    ``reestimate_every``, ``round_requests``, ``estimation``): they estimate seconds at the size a
-    job asks for, while an elastic job's work is iterations on a throughput curve, and its
-    policies plan on that work."""
+    ``reestimate_every``, ``round_requests``, ``estimation``): :data:`NO_ESTIMATES` says why."""
     started_at, cpu = time.perf_counter(), time.process_time()
     elastic = policy.elastic
     model = _overhead_model(overhead, elastic)
@@ -222,7 +232,7 @@ def _overhead_model(overhead: str | Overhead | None, elastic: bool) -> Overhead:
 def _refuse_estimates(policy: ElasticPolicy, **stages) -> None:
     given = [name for name, value in stages.items() if value]
     if given:
-        raise InputError(policy.name, f"an elastic policy does not take {given[0]}")
+        raise InputError(policy.name, f"{given[0]}: {NO_ESTIMATES}")
 
 
 def _finished_in_pool(job: Job, start: float, end: float, work: float) -> JobState:
