@@ -23,7 +23,9 @@ so a policy that is only a key needs none of them (a lease-planning policy answe
   stopped meanwhile, committed later, and the plan it replaced freed;
 - ``size``: the size a waiting job that may run at several starts at.
 Callers use these and never the policy's class or internals, so a new policy plugs into replay,
-``chronus plan`` and the service alike.
+``chronus plan`` and the service alike. What the replay loop needs of any policy, rigid or
+elastic, is declared the same way, with defaults (``OrderPolicy``, ``SizingPolicy``):
+``elastic`` (which stage runs it), ``arrival_window`` and ``done_tolerance``.
 """
 
 from __future__ import annotations
