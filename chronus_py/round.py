@@ -35,7 +35,6 @@ from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job
 from chronus_py.jobs.overhead import restart_overhead
-from chronus_py.jobs.sizing import Elastic
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
 from chronus_py.plan import Action, JobDecision, Plan
@@ -92,7 +91,7 @@ def build_scheduler(state: State) -> Scheduler:
         bands={entry.job.id: entry.band for entry in state.jobs if entry.band},
     )
     scheduler = new_scheduler(state.cluster, policy, allocator=allocator, estimator=estimator)
-    waiting_elastic = [e for e in state.jobs if e.elastic is not None and e.placement is None]
+    waiting_elastic = [e for e in state.jobs if e.elastic and e.placement is None]
     for entry in state.jobs:
         if entry not in waiting_elastic:
             _restore_entry(scheduler, state, entry, entry.job)
@@ -101,20 +100,19 @@ def build_scheduler(state: State) -> Scheduler:
         # policy: with a lease plan, its smallest size the plan can still guarantee.
         scheduler.select(state.now)
         for entry in waiting_elastic:
-            size = choose_size(scheduler, entry.job, entry.elastic, state.now)
-            estimator.seconds[entry.job.id] = entry.elastic.seconds(size)
+            size = choose_size(scheduler, entry.job, state.now, done=entry.work_done)
+            estimator.seconds[entry.job.id] = entry.job.seconds(size)
             _restore_entry(scheduler, state, entry, replace(entry.job, gpus=size))
     return scheduler
 
 
 def _restore_entry(scheduler: Scheduler, state: State, entry: JobEntry, job: Job) -> None:
-    work_done = entry.work_done if entry.elastic is None else entry.elastic.done_seconds(job.gpus)
     try:
         restore(
             scheduler,
             job,
             state.now,
-            work_done=work_done,
+            work_done=job.seconds(job.gpus, entry.work_done),
             guaranteed=entry.guaranteed,
             placement=entry.placement,
             known=entry.estimate is not None,
@@ -150,27 +148,28 @@ def restore(
     return state
 
 
-def sizes(scheduler: Scheduler, job: Job, elastic: Elastic) -> Sizes:
-    """An elastic job's record at each of its sizes, as the scheduler would hold it there."""
+def sizes(scheduler: Scheduler, job: Job, done: float = 0.0) -> Sizes:
+    """A job's record at each of its sizes, as the scheduler would hold it there (in seconds at
+    that size), with ``done`` of its work (in its unit) behind it."""
     return Sizes(
         job,
         {
             n: JobState(
                 job=replace(job, gpus=n),
                 seq=-1,
-                estimate=elastic.seconds(n),
+                estimate=job.seconds(n),
                 overhead=scheduler.overhead(n),
-                service=elastic.done_seconds(n),
+                service=job.seconds(n, done),
             )
-            for n in elastic.sizes
+            for n in job.sizes
         },
     )
 
 
-def choose_size(scheduler: Scheduler, job: Job, elastic: Elastic, now: float) -> int:
-    """The size a waiting elastic job gets this round: the policy's choice (``Policy.size``),
-    against the plan as the last ``select`` left it."""
-    return scheduler.policy.size(sizes(scheduler, job, elastic), scheduler.view(now))
+def choose_size(scheduler: Scheduler, job: Job, now: float, *, done: float = 0.0) -> int:
+    """The size a waiting job gets this round: the policy's choice (``Policy.size``) among its
+    sizes, against the plan as the last ``select`` left it."""
+    return scheduler.policy.size(sizes(scheduler, job, done), scheduler.view(now))
 
 
 def advance(scheduler: Scheduler, now: float) -> Moves:

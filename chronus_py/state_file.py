@@ -78,7 +78,7 @@ from chronus_py.errors import InputError
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.inputs import as_input_error, load_structured, show
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind, Node
-from chronus_py.jobs.sizing import Elastic, elastic_spec
+from chronus_py.jobs.sizing import curve_sizes
 from chronus_py.layers import LayerSpec
 from chronus_py.selector import ChronusSettings
 from placement.limits import (
@@ -137,11 +137,15 @@ class JobEntry:
     job: Job
     estimate: float | None  # None: runtime unknown, being measured in place
     band: float  # relative half-width of the estimate's band (0: a figure given as exact)
-    work_done: float
+    work_done: float  # in the job's unit: seconds, iterations for a job with a curve
     guaranteed: DeadlineOption | None
     placement: Mapping[str, tuple[int, ...]] | None
     layers: LayerSpec
-    elastic: Elastic | None = None  # sizes, throughputs and work of an elastic job
+
+    @property
+    def elastic(self) -> bool:
+        """A job with a throughput curve (``elastic:``): a waiting one is sized by the round."""
+        return bool(self.job.rates)
 
 
 @dataclass(frozen=True)
@@ -427,13 +431,14 @@ class _Reader:
             raise self.fail(f"{key}.id", "required: a string or integer id")
         job_id = str(job_id)
         elastic = None if raw.get("elastic") is None else self.elastic(raw, key)
+        sizes = elastic["sizes"] if elastic is not None else ()
         if elastic is not None and not running:
             if "gpus" in raw:
                 raise self.fail(
                     f"{key}.gpus",
                     "a waiting elastic job gets its size from the round: leave it out",
                 )
-            gpus = elastic.sizes[-1]
+            gpus = sizes[-1]
         elif "gpus" not in raw:
             raise self.fail(f"{key}.gpus", "required")
         else:
@@ -442,10 +447,8 @@ class _Reader:
             raise self.fail(
                 f"{key}.gpus", f"{gpus} is more than the cluster's {self.total_gpus} GPUs"
             )
-        if elastic is not None and gpus not in elastic.sizes:
-            raise self.fail(
-                f"{key}.gpus", f"{gpus} is not one of the job's sizes {list(elastic.sizes)}"
-            )
+        if elastic is not None and gpus not in sizes:
+            raise self.fail(f"{key}.gpus", f"{gpus} is not one of the job's sizes {list(sizes)}")
         submit = self.number(raw, "submit", key)
         if submit > now:
             raise self.fail(f"{key}.submit", f"must be <= now ({_show(now)})")
@@ -464,14 +467,15 @@ class _Reader:
             if running
             else None
         )
-        if elastic is not None:
-            estimate, band, model = elastic.seconds(gpus), 0.0, None
-            work_done = elastic.done_seconds(gpus)
+        if elastic is not None:  # its estimate is its iterations at its size, below
+            curve = {k: elastic[k] for k in ("iterations", "batch", "sizes", "rates")}
+            band, model, work_done = 0.0, None, elastic["iterations_done"]
         else:
+            curve = {}
             estimate, band, model = self.estimate(raw, key, gpus, placement)
             work_done = self.number(raw, "progress_seconds", key, default=0.0)
-        if estimate is None:
-            self.unknown_runtime(key, work_done, guaranteed)
+            if estimate is None:
+                self.unknown_runtime(key, work_done, guaranteed)
         kind = (
             JobKind.BEST_EFFORT
             if not deadlines
@@ -487,23 +491,19 @@ class _Reader:
             kind=kind,
             deadlines=deadlines,
             model=self.text(raw, "model", key, None) or model,
+            **curve,
         )
+        if curve:
+            estimate = job.seconds(gpus)
         return JobEntry(
-            key,
-            job,
-            estimate,
-            band,
-            work_done,
-            guaranteed,
-            placement,
-            self.layers(raw, key),
-            elastic,
+            key, job, estimate, band, work_done, guaranteed, placement, self.layers(raw, key)
         )
 
-    def elastic(self, raw: dict, key: str) -> Elastic:
-        """An elastic job's sizes and work, from its ``elastic`` mapping and ``model``; its work
-        is in iterations (the throughput curve gives seconds at each size), so it takes none of
-        the rigid job's work keys."""
+    def elastic(self, raw: dict, key: str) -> dict[str, Any]:
+        """An elastic job's curve and work, as the :class:`Job` fields ``iterations``, ``batch``,
+        ``sizes``, ``rates`` (and ``iterations_done``), from its
+        ``elastic`` mapping and ``model``; its work is in iterations (the throughput curve gives
+        seconds at each size), so it takes none of the rigid job's work keys."""
         where = f"{key}.elastic"
         spec = self.mapping(raw["elastic"], where, _ELASTIC_KEYS)
         for name in ("estimate_seconds", "profile", "progress_seconds"):
@@ -529,17 +529,22 @@ class _Reader:
                 f"{where}.iterations_done", f"must be <= iterations ({_show(iterations)})"
             )
         try:
-            return elastic_spec(
+            on, rates = curve_sizes(
                 self.throughputs(),
                 model,
                 batch,
                 sizes["min_gpus"],
                 min(sizes["max_gpus"], self.total_gpus),
-                iterations,
-                done,
             )
         except ValueError as exc:
             raise self.fail(where, str(exc)) from None
+        return {
+            "iterations": iterations,
+            "iterations_done": done,
+            "batch": batch,
+            "sizes": on,
+            "rates": rates,
+        }
 
     def throughputs(self):
         """The file's throughput tables (``throughputs:``, else the bundled A100 tables)."""

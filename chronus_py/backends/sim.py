@@ -31,6 +31,8 @@ from chronus_py.jobs.model import Job, JobKind
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState
 
+CANNOT_RESIZE = "it runs each job at the size it started with and has no resize command yet"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS anchor (id INTEGER PRIMARY KEY CHECK (id = 0),
                                    origin REAL NOT NULL, wall0 REAL NOT NULL, speed REAL NOT NULL);

@@ -8,15 +8,22 @@ submitted (ElasticFlow merges arrivals per slot of its plan). A completion is st
 run segment it belongs to (``JobState.segment``: it counts starts and resizes); once the job
 moves - preempted, resized, finished - the entry is stale and the stage drops it when popped,
 so a move never has to search the heap.
+
+A policy may count a job done a little before its run completes (``Policy.done_tolerance``:
+within that share of its work): :class:`Tolerance` says which completions the clock holds for
+a little later are due now, and ``within`` bounds how much later that can be, so the clock
+looks no further ahead than it must.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from chronus_py.jobs.model import Job
+from chronus_py.jobs.state import JobState
 
 Due = Callable[[str, int, float], bool]
 
@@ -74,6 +81,34 @@ class Clock:
             out.extend(self.groups[self.next_group][1])
             self.next_group += 1
         return out
+
+
+@dataclass
+class Tolerance:
+    """``share`` of a job's work it may have left and count as done (0: none, ``within`` stays
+    0 and every completion is exact); ``within``: how far ahead of ``now`` a completion may be
+    and still be due."""
+
+    share: float
+    within: float = 0.0
+
+    def widen(self, r: JobState, now: float) -> None:
+        """Keep ``within`` above how much earlier than its completion ``r`` (just started or
+        resized) may count as done: ``share`` of its work at its rate (twice, for rounding), or
+        all of it if it already is."""
+        if not self.share:
+            return
+        work = r.job.work
+        lead = 2 * self.share * work / r.speed + 1e-6
+        if r.remaining(now) <= self.share * work:
+            lead = max(lead, r.completes_at(work) - now + 1e-6)
+        self.within = max(self.within, lead)
+
+    def done(self, r: JobState, now: float) -> bool:
+        """Whether the running ``r`` counts as done at ``now``: its work left within ``share``
+        of its work, or its run completes within a nanosecond."""
+        work = r.job.work
+        return r.remaining(now) <= self.share * work or r.completes_at(work) <= now + 1e-9
 
 
 def _arrival_groups(jobs: Sequence[Job], window: float) -> list[tuple[float, list[Job]]]:

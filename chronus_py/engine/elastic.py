@@ -8,11 +8,8 @@ policy admit the newcomers (``ElasticPolicy.admit``) and name every active job's
 (``assign``), ``place`` applies the sizes through the allocator (``chronus_py.engine.resize``:
 shrinks and stops first, then grows and starts) and drops the jobs the policy gave up on. What
 moved comes back as :class:`~chronus_py.scheduler.Moves`; the loop stamps each started or
-resized run's completion on the one clock.
-
-A job is done once its remaining work is within ``DONE`` (relative) of nothing or its run
-completes within a nanosecond: ``due`` says so for a completion the clock holds a little later
-than now, and ``within`` bounds how much later that can be.
+resized run's completion on the one clock (early by the policy's ``done_tolerance``, see
+``chronus_py.engine.clock.Tolerance``).
 """
 
 from __future__ import annotations
@@ -26,8 +23,6 @@ from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import ElasticPolicy, ElasticView
 from chronus_py.scheduler import Moves
 from placement import Allocator, ConsolidatedAllocator
-
-DONE = 1e-6
 
 
 class ElasticScheduler:
@@ -57,7 +52,6 @@ class ElasticScheduler:
         self.jobs: dict[str, JobState] = {}
         self.active: dict[str, JobState] = {}
         self.running: dict[str, JobState] = {}
-        self.within = 0.0
         self._arrived: list[JobState] = []
         self._sizes: dict[str, int] = {}
         self._wake = math.inf
@@ -79,15 +73,6 @@ class ElasticScheduler:
         self.policy.finished(r)
         del self.active[job_id]
         return r
-
-    def due(self, job_id: str, run: int, now: float) -> bool:
-        """Whether a completion the clock holds for later than ``now`` counts as done now (True
-        too for a stale one, which the loop then drops)."""
-        r = self.running.get(job_id)
-        if r is None or r.segment != run:
-            return True
-        work = r.job.work
-        return r.remaining(now) <= DONE * work or r.completes_at(work) <= now + 1e-9
 
     def next_wakeup(self, now: float) -> float | None:
         """The instant the policy asked to be asked again (None: only at an arrival or a
@@ -127,7 +112,6 @@ class ElasticScheduler:
                 del self.running[r.id]
             else:
                 self.running[r.id] = r
-                self._widen(r, now)
         for r in [r for r in active if r.dropped]:
             self.resizer.stop(r, now)
             self.running.pop(r.id, None)
@@ -140,12 +124,3 @@ class ElasticScheduler:
             tuple(moved[Move.STOPPED]),
             tuple(r for r in moved[Move.RESIZED] if r.id in running),
         )
-
-    def _widen(self, r: JobState, now: float) -> None:
-        """Keep ``within`` above how much earlier than its completion a job may count as done:
-        ``DONE`` of its work at its rate (twice, for rounding), or all of it if it already is."""
-        work = r.job.work
-        lead = 2 * DONE * work / r.speed + 1e-6
-        if r.remaining(now) <= DONE * work:
-            lead = max(lead, r.completes_at(work) - now + 1e-6)
-        self.within = max(self.within, lead)

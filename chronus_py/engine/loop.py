@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from chronus_py.engine.clock import Clock
+from chronus_py.engine.clock import Clock, Tolerance
 from chronus_py.engine.elastic import ElasticScheduler
 from chronus_py.engine.profiling import ProfilingPool
 from chronus_py.errors import InputError
@@ -44,6 +44,18 @@ if TYPE_CHECKING:
     from chronus_py.estimates.in_place import InPlaceEstimation
 
 Progress = Callable[[int, int], None]
+
+NO_ESTIMATES = (
+    "an elastic job's work is iterations on its throughput curve, while the estimate stages "
+    "give seconds at its requested size (a size its curve may not hold), and the elastic stage "
+    "cannot correct a wrong figure while the job runs, so they are not converted"
+)
+"""Why an elastic replay refuses the estimate stages (issue 25, session 12). Converting an
+estimate through the curve (seconds at the requested size times that size's rate) needs the
+requested size on the curve, the elastic stage to plan on the converted figure
+(``JobState.estimate``) while the loop runs the trace's iterations, and a re-estimate once the
+job has run, as the rigid ``Scheduler.reestimate`` does; the completion tolerance
+(``Tolerance.done``) would also have to count against the true work. Not done: refused."""
 
 
 @dataclass
@@ -90,11 +102,9 @@ def replay(
     An elastic policy (``policy.elastic``: it names every job's size instead of ordering a queue)
     runs on :class:`~chronus_py.engine.elastic.ElasticScheduler` in the same loop. It takes none
     of the estimate stages (``estimator``, ``truth``, ``speed``, ``profiling``,
-    ``reestimate_every``, ``round_requests``, ``estimation``): they estimate seconds at the size a
-    job asks for, while an elastic job's work is iterations on a throughput curve, and its
-    policies plan on that work."""
+    ``reestimate_every``, ``round_requests``, ``estimation``): :data:`NO_ESTIMATES` says why."""
     started_at, cpu = time.perf_counter(), time.process_time()
-    elastic = _elastic(policy)
+    elastic = policy.elastic
     model = _overhead_model(overhead, elastic)
     ordered = sorted(jobs, key=lambda j: j.submit)
     total = cluster.gpus  # a sum over the nodes: once, not per job (issue 27)
@@ -127,11 +137,17 @@ def replay(
         )
         truth = truth or Oracle()
         work = {job.id: truth.estimate(job) for job in ordered}
-    clock = Clock(ordered, policy.arrival_window if elastic else 0.0)
+    clock = Clock(ordered, policy.arrival_window)
+    tolerance = Tolerance(policy.done_tolerance)
 
     def live(job_id: str, run: int) -> bool:
         state = stage.running.get(job_id)
         return state is not None and state.segment == run
+
+    def due(job_id: str, run: int, now: float) -> bool:
+        """A completion held for a little later that counts as done now (True too for a
+        stale one, which is then dropped)."""
+        return not live(job_id, run) or tolerance.done(stage.running[job_id], now)
 
     profiled: list[JobState] = []
     unsure: set[str] = set()
@@ -154,10 +170,7 @@ def replay(
         if now == math.inf:
             break
         events += 1
-        if elastic:
-            popped = clock.pop_completions(now, stage.within, stage.due)
-        else:
-            popped = clock.pop_completions(now)
+        popped = clock.pop_completions(now, tolerance.within, due)
         done = {job_id: stage.running[job_id] for job_id, run in popped if live(job_id, run)}
         for state in sorted(done.values(), key=lambda s: s.seq):
             stage.finish(state.id, now)
@@ -187,6 +200,7 @@ def replay(
         for state in decided.started + decided.resized:
             target = work[state.id] + state.starts * state.overhead
             clock.add_completion(state.completes_at(target), state.id, state.segment)
+            tolerance.widen(state, now)
             if estimation:
                 estimation.started(state, now)
         if on_progress and (decided.started or decided.preempted or decided.resized):
@@ -206,10 +220,6 @@ def replay(
     )
 
 
-def _elastic(policy: Policy | ElasticPolicy) -> bool:
-    return getattr(policy, "elastic", False)
-
-
 def _overhead_model(overhead: str | Overhead | None, elastic: bool) -> Overhead:
     if overhead is not None and not isinstance(overhead, str):
         return overhead
@@ -222,7 +232,7 @@ def _overhead_model(overhead: str | Overhead | None, elastic: bool) -> Overhead:
 def _refuse_estimates(policy: ElasticPolicy, **stages) -> None:
     given = [name for name, value in stages.items() if value]
     if given:
-        raise InputError(policy.name, f"an elastic policy does not take {given[0]}")
+        raise InputError(policy.name, f"{given[0]}: {NO_ESTIMATES}")
 
 
 def _finished_in_pool(job: Job, start: float, end: float, work: float) -> JobState:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from chronus_py.engine.loop import Progress, ReplayResult, replay
+from chronus_py.engine.loop import NO_ESTIMATES, Progress, ReplayResult, replay
 from chronus_py.engine.profiling import ORDERS, ProfilingPool
 from chronus_py.errors import InputError
 from chronus_py.estimates import Noisy
@@ -125,11 +125,16 @@ class ReplaySetup:
         check_settings(self.options)
 
     def check_elastic(self) -> None:
-        rigid_only = {
-            "--cluster": self.cluster is not None,
+        estimates = {
             "--profiling": self.profiling,
             "--estimates": self.estimates != "oracle",
             "--estimate-sigma": self.sigma != 0,
+        }
+        given = [flag for flag, on in estimates.items() if on]
+        if given:
+            raise InputError(given[0], f"refused with --elastic: {NO_ESTIMATES}")
+        rigid_only = {
+            "--cluster": self.cluster is not None,
             "--slowdown": self.slowdown,
             "--round-requests": self.round_requests,
         }

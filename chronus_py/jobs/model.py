@@ -17,7 +17,7 @@ exactly the arithmetic it always did.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -90,6 +90,26 @@ class Job:
     def rate(self, gpus: int) -> float:
         """Work per second on ``gpus`` GPUs (one of its sizes)."""
         return self.rates[self.sizes.index(gpus)] if self.rates else 1.0
+
+    def seconds(self, gpus: int, work: float | None = None) -> float:
+        """Seconds ``work`` (default: all of the job's) takes at ``gpus`` GPUs, one of its sizes:
+        a scheduling round plans a job at one size in seconds (a rigid job's work already is)."""
+        return (self.work if work is None else work) / self.rate(gpus)
+
+    def up_to(self, gpus: int) -> Job | None:
+        """The job on a cluster of ``gpus`` GPUs: with only its sizes that fit (None if none
+        does)."""
+        keep = [i for i, n in enumerate(self.sizes) if n <= gpus]
+        if not keep:
+            return None
+        if len(keep) == len(self.sizes):
+            return self
+        return replace(
+            self,
+            gpus=min(self.gpus, self.sizes[keep[-1]]),
+            sizes=tuple(self.sizes[i] for i in keep),
+            rates=tuple(self.rates[i] for i in keep),
+        )
 
     def best_time(self) -> float:
         """Seconds to finish alone at the fastest size, without any overhead."""

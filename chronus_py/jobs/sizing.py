@@ -11,6 +11,11 @@ that still meets its deadline*, decided per job:
 - without one, the smallest size that meets its first deadline alone from now, restart included;
 - a best-effort job takes its largest size, since nothing is gained by waiting on a small one.
 
+The job is the one :class:`~chronus_py.jobs.model.Job`: its curve (``sizes``, ``rates``) and work
+(``iterations``) are its fields, as in an elastic replay; :func:`curve_sizes` checks a range
+against the throughput tables and gives them, and the round plans the job at its size in
+seconds (``Job.seconds``).
+
 A running elastic job keeps the size it runs at: resizing a running job (its checkpoint, restart
 and the plan around it) is what ``chronus replay --elastic`` models; a round that resized would
 have to stop the job, which the round does not decide on its own.
@@ -18,56 +23,17 @@ have to stop the job, which the round does not decide on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from chronus_py.jobs.sizes import elastic_sizes
 from chronus_py.jobs.throughputs import ThroughputTable
 
 
-@dataclass(frozen=True, slots=True)
-class Elastic:
-    """What makes a job elastic: sizes it may run on, their iterations per second, its work."""
-
-    model: str
-    batch: int
-    sizes: tuple[int, ...]
-    rates: tuple[float, ...]
-    iterations: float
-    iterations_done: float = 0.0
-
-    def rate(self, gpus: int) -> float:
-        return self.rates[self.sizes.index(gpus)]
-
-    def seconds(self, gpus: int) -> float:
-        """Seconds of work at ``gpus`` GPUs: all its iterations at that size's throughput."""
-        return self.iterations / self.rate(gpus)
-
-    def done_seconds(self, gpus: int) -> float:
-        return self.iterations_done / self.rate(gpus)
-
-    def up_to(self, gpus: int) -> Elastic | None:
-        """The job on a cluster of ``gpus`` GPUs: its sizes that fit (None if none does)."""
-        keep = [i for i, n in enumerate(self.sizes) if n <= gpus]
-        if not keep:
-            return None
-        return replace(
-            self,
-            sizes=tuple(self.sizes[i] for i in keep),
-            rates=tuple(self.rates[i] for i in keep),
-        )
-
-
-def elastic_spec(
-    table: ThroughputTable,
-    model: str,
-    batch: int,
-    min_gpus: int,
-    max_gpus: int,
-    iterations: float,
-    iterations_done: float = 0.0,
-) -> Elastic:
-    """The sizes between ``min_gpus`` and ``max_gpus`` the curve of (model, batch) allows; raises
-    ValueError (the caller names the field) when there is no curve or no size in the range."""
+def curve_sizes(
+    table: ThroughputTable, model: str, batch: int, min_gpus: int, max_gpus: int
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The sizes between ``min_gpus`` and ``max_gpus`` the curve of (model, batch) allows, and
+    their iterations per second (a :class:`~chronus_py.jobs.model.Job`'s ``sizes`` and
+    ``rates``); raises ValueError (the caller names the field) when there is no curve or no
+    size in the range."""
     curve = table.curve(model, batch)
     if curve is None:
         models = sorted({m for m, _ in table.rates})
@@ -82,6 +48,4 @@ def elastic_spec(
             f"no power-of-two size in [{min_gpus}, {max_gpus}] that the {model} curve at batch "
             f"{batch} measures and that does not slow it down (measured: {measured})"
         )
-    return Elastic(
-        model, batch, tuple(sizes), tuple(curve[n] for n in sizes), iterations, iterations_done
-    )
+    return tuple(sizes), tuple(curve[n] for n in sizes)

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from chronus_py.jobs.state import JobState
-from chronus_py.policies.base import ElasticView
+from chronus_py.policies.base import ElasticView, SizingPolicy
 from chronus_py.selector.fit import min_share, size_tables
 from chronus_py.selector.plan import LeasePlan, Sizes
 from chronus_py.selector.settings import ELASTIC_DEFAULTS, ChronusSettings
@@ -110,14 +110,12 @@ def resumes(booking: Sizes) -> int:
     return int(np.count_nonzero((sizes[1:] > 0) & (sizes[:-1] == 0)))
 
 
-class LeasePolicy:
+class LeasePolicy(SizingPolicy):
     """What Chronus and the ElasticFlow-style peer share: promises booked in a lease plan
     (``plan``: each promised job's size per lease), the plan's wake-ups, and execution = each
     job's booked size now plus leftover GPUs."""
 
     name = "lease"
-    elastic = True
-    arrival_window = 0.0
     payback = 0.0
     stick = 1.0
 
@@ -260,7 +258,6 @@ class ElasticChronus(LeasePolicy):
     calls, the admissions they rescued and their seconds."""
 
     name = "elastic-chronus"
-    arrival_window = 0.0
 
     def __init__(
         self,
@@ -435,10 +432,8 @@ class ElasticFlowStyle(LeasePolicy):
         self.refresh_changes()
 
 
-class ElasticEDF:
+class ElasticEDF(SizingPolicy):
     name = "elastic-edf"
-    elastic = True
-    arrival_window = 0.0
 
     def admit(
         self, now: float, arrivals: list[JobState], active: list[JobState], cluster: ElasticView
@@ -456,9 +451,6 @@ class ElasticEDF:
                 sizes[r.id] = fits[-1]
                 idle -= fits[-1]
         return sizes, INF
-
-    def finished(self, run: JobState) -> None:
-        return None
 
 
 def elastic_settings(options: Mapping[str, Any]) -> ChronusSettings:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from chronus_py.jobs.model import DeadlineOption, Job, JobKind
-from chronus_py.jobs.sizing import Elastic, elastic_spec
+from chronus_py.jobs.sizing import curve_sizes
 from chronus_py.jobs.throughputs import ThroughputTable
 
 FIELDS = (
@@ -111,19 +111,19 @@ class Origin:
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
-    """A checked submission: the job (``duration`` is the true work the sim backend runs), its
+    """A checked submission: the job (``duration`` is the true work the sim backend runs; an
+    elastic job's curve and iterations are its ``sizes``, ``rates`` and ``iterations``), its
     estimate (None: unknown, to be measured in place), and the fields as given (what the
     database and the backend keep)."""
 
     job: Job
     estimate: float | None
     fields: Mapping[str, Any]
-    elastic: Elastic | None = None
 
     @property
     def needs_size(self) -> bool:
         """An elastic job not sized yet: admission picks its size (``sized``)."""
-        return self.elastic is not None and "gpus" not in self.fields
+        return bool(self.job.rates) and "gpus" not in self.fields
 
     def renamed(self, job_id: str) -> JobSpec:
         """This job under ``job_id`` (a tenant's job gets its tenant-scoped id)."""
@@ -132,11 +132,11 @@ class JobSpec:
     def sized(self, gpus: int) -> JobSpec:
         """This elastic job at ``gpus`` GPUs: its work and (sim) true work at that size, and the
         size in its fields, so a restarted service reads it back as decided."""
-        seconds = self.elastic.seconds(gpus)
+        seconds = self.job.seconds(gpus)
         duration = self.fields.get("duration_seconds") or seconds
         job = replace(self.job, gpus=gpus, duration=duration)
         fields = {**self.fields, "gpus": gpus, "estimate_seconds": seconds}
-        return JobSpec(job, seconds, fields, self.elastic)
+        return JobSpec(job, seconds, fields)
 
 
 def read_job(
@@ -196,7 +196,7 @@ def parse_job(
             if name in body:
                 raise FieldError(name, "an elastic job's size and work are chosen by admission")
     elastic = None if body.get("elastic") is None else _elastic(body, throughputs)
-    gpus = integer(body.get("gpus", elastic.sizes[-1] if elastic is not None else None))
+    gpus = integer(body.get("gpus", elastic["sizes"][-1] if elastic is not None else None))
     if gpus is None or gpus < 1:
         raise FieldError(
             "gpus",
@@ -204,13 +204,11 @@ def parse_job(
             if "gpus" in body
             else "required",
         )
-    if elastic is not None and gpus not in elastic.sizes:
+    if elastic is not None and gpus not in elastic["sizes"]:
         raise FieldError(
-            "gpus", f"{gpus} is not one of the elastic job's sizes {list(elastic.sizes)}"
+            "gpus", f"{gpus} is not one of the elastic job's sizes {list(elastic['sizes'])}"
         )
     estimate = _number(body, "estimate_seconds")
-    if elastic is not None:
-        estimate = elastic.seconds(gpus)
     duration = _number(body, "duration_seconds")
     iterations = body.get("iterations")
     if iterations is not None:
@@ -219,7 +217,7 @@ def parse_job(
             raise FieldError(
                 "iterations", f"expected an integer >= 1, got {_shown(body['iterations'])}"
             )
-    if estimate is None and iterations is None:
+    if estimate is None and iterations is None and elastic is None:
         raise FieldError(
             "estimate_seconds",
             "required, unless iterations is given: the job is then measured in place from its "
@@ -260,16 +258,21 @@ def parse_job(
         submit=at,
         kind=kind,
         deadlines=deadlines,
-        duration=duration if duration is not None else estimate,
-        iterations=iterations,
+        duration=duration,
         model=model,
+        **(elastic or {"iterations": iterations}),
     )
+    if elastic is not None:  # its work is its iterations at its size
+        estimate = job.seconds(gpus)
+    if duration is None:
+        job = replace(job, duration=estimate)
     fields = {**{k: v for k, v in body.items() if k != "submit"}, "id": job.id, "tenant": tenant}
-    return JobSpec(job, estimate, fields, elastic)
+    return JobSpec(job, estimate, fields)
 
 
-def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
-    """An elastic submission's sizes and work; its work is iterations, so it takes no
+def _elastic(body: Mapping[str, Any], throughputs) -> dict[str, Any]:
+    """An elastic submission's curve and work, as the :class:`Job` fields ``sizes``, ``rates``,
+    ``batch`` and ``iterations``; its work is iterations, so it takes no
     ``estimate_seconds`` (a restarted service reads back the one admission computed, with the
     size, and checks that it agrees)."""
     raw = body["elastic"]
@@ -317,17 +320,12 @@ def _elastic(body: Mapping[str, Any], throughputs) -> Elastic:
             f"{', '.join(map(str, batches))})",
         )
     try:
-        spec = elastic_spec(
-            table,
-            model,
-            values["batch"],
-            values["min_gpus"],
-            values["max_gpus"],
-            iterations,
+        sizes, rates = curve_sizes(
+            table, model, values["batch"], values["min_gpus"], values["max_gpus"]
         )
     except ValueError as exc:
         raise Unrunnable("elastic", str(exc)) from None
-    return spec
+    return {"sizes": sizes, "rates": rates, "batch": values["batch"], "iterations": iterations}
 
 
 def _number(body: Mapping[str, Any], name: str) -> float | None:

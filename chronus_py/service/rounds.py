@@ -166,14 +166,14 @@ def admit(
 def size_elastic(scheduler: Scheduler, spec: JobSpec, now: float) -> JobSpec | str:
     """An elastic submission at the size admission gives it (``chronus_py.jobs.sizing``),
     or why it cannot run on this cluster."""
-    elastic = spec.elastic.up_to(scheduler.total_gpus)
-    if elastic is None:
+    job = spec.job.up_to(scheduler.total_gpus)
+    if job is None:
         return (
-            f"its smallest size, {spec.elastic.sizes[0]} GPUs, is more than the cluster's "
+            f"its smallest size, {spec.job.min_size} GPUs, is more than the cluster's "
             f"{scheduler.total_gpus}"
         )
     scheduler.select(now)
-    return spec.sized(choose_size(scheduler, spec.job, elastic, now))
+    return spec.sized(choose_size(scheduler, job, now))
 
 
 def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) -> Admission:

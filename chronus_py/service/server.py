@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from chronus_py.backends import BACKENDS, DEFAULT_BACKEND, backend_module
+from chronus_py.backends import BACKENDS, DEFAULT_BACKEND, backend_module, cannot_resize
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.errors import ChronusError, InputError
@@ -169,9 +169,15 @@ def resolve(args: argparse.Namespace) -> Options:
             f"{host} is not a loopback address: without --tokens anyone "
             "could act as any tenant; give --tokens FILE",
         )
+    from chronus_py.policies import ELASTIC, make_policy
     from chronus_py.policies import ROUND_POLICIES as POLICIES
-    from chronus_py.policies import make_policy
 
+    resize = cannot_resize(args.backend) if args.policy in ELASTIC else None
+    if resize:
+        raise InputError(
+            "--policy",
+            f"{args.policy} resizes running jobs, and backend {args.backend} cannot: {resize}",
+        )
     if args.policy not in POLICIES:
         raise InputError(
             "--policy", f"unknown policy {args.policy!r} (have: {', '.join(sorted(POLICIES))})"

@@ -253,6 +253,16 @@ def test_elastic_replay_refuses_rigid_only_options_by_name(write, capsys):
     assert "--elastic-backend: only elastic-chronus has one" in capsys.readouterr().err
 
 
+def test_elastic_replay_refuses_the_estimate_stages_saying_why(write, capsys):
+    path = write(RENAMED)
+    argv = ["replay", "--trace", str(path), "--elastic", "--columns", RENAMED_COLUMNS]
+    for flags in (["--estimates", "realistic"], ["--estimate-sigma", "0.2"], ["--profiling"]):
+        assert main([*argv, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"chronus replay: {flags[0]}: refused with --elastic: ")
+        assert "iterations on its throughput curve" in err and err.count("\n") == 1
+
+
 def test_elastic_lease_planners_take_lease_and_headroom_and_any_overhead_model(write, capsys):
     path = write(RENAMED)
     base = ["replay", "--trace", str(path), "--nodes", "1", "--columns", RENAMED_COLUMNS]

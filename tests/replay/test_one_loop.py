@@ -119,3 +119,39 @@ def test_a_policy_asking_to_wake_now_is_refused():
 
     with pytest.raises(RuntimeError, match="policy elastic-edf asked to wake at 0 <= now 0"):
         replay([elastic("a", 0, 10, 100)], Cluster.uniform(1, 4), Stuck())
+
+
+def test_the_loop_reads_the_arrival_window_from_any_policy_not_its_kind():
+    """A sort-key policy that declares an arrival window gets its arrivals grouped like the
+    ElasticFlow-style one (the loop has no policy-kind test): j0 and j50 wait for the slot's
+    last arrival and start together at 50; j70 is the next slot's."""
+    from chronus_py.policies.priority import FIFO
+
+    class Slotted(FIFO):
+        name = "slotted-fifo"
+        arrival_window = 60.0
+
+    jobs = [Job(f"j{t}", "t", 1, t, JobKind.BEST_EFFORT, duration=100.0) for t in (0, 50, 70)]
+    starts = {s.id: s.first_start for s in replay(jobs, Cluster.uniform(1, 4), Slotted()).jobs}
+    assert starts == {"j0": 50.0, "j50": 50.0, "j70": 70.0}
+    plain = {s.id: s.first_start for s in replay(jobs, Cluster.uniform(1, 4), FIFO()).jobs}
+    assert plain == {"j0": 0.0, "j50": 50.0, "j70": 70.0}
+
+
+def test_a_job_counts_as_done_within_its_policy_s_tolerance_and_only_then():
+    """``Tolerance``: a rigid policy's 0 takes no completion early; an elastic one's share of a
+    job's work does, and ``within`` covers how early that can be."""
+    from chronus_py.engine.clock import Tolerance
+    from chronus_py.jobs.state import JobState, Status
+
+    job = elastic("a", 0.0, 1000.0, 5000.0)
+    state = JobState(job=job, seq=0, estimate=1000.0, overhead=0.0)
+    state.status, state.run_since, state.speed = Status.RUNNING, 0.0, 4.0  # 250 s to go
+    exact = Tolerance(0.0)
+    exact.widen(state, 0.0)
+    assert exact.within == 0.0 and not exact.done(state, 249.9)
+    loose = Tolerance(1e-3)  # one iteration of 1000
+    loose.widen(state, 0.0)
+    assert loose.within == pytest.approx(2 * 1e-3 * 1000 / 4 + 1e-6)
+    assert not loose.done(state, 249.7)  # 1.2 iterations left
+    assert loose.done(state, 249.8)  # 0.8 left: within the share

@@ -68,3 +68,29 @@ def test_a_rigid_trace_replays_under_an_elastic_policy_with_one_summary(tmp_path
 def test_a_scheduling_round_refuses_an_elastic_policy_by_name():
     with pytest.raises(InputError, match="elastic-chronus"):
         Scheduler(Cluster.uniform(1, 4), make_policy("elastic-chronus"))
+
+
+def test_a_round_plans_any_job_in_seconds_at_one_of_its_sizes():
+    """``Job.seconds`` and ``Job.up_to``: what a round (``chronus plan``, the service) reads of
+    a job with a curve, the same calls as of a rigid job (rate 1 at its one size)."""
+    curve = Job(
+        "e",
+        "t",
+        8,
+        0.0,
+        JobKind.BEST_EFFORT,
+        iterations=1200.0,
+        sizes=(2, 4, 8),
+        rates=(1.0, 1.5, 3.0),
+    )
+    assert (curve.seconds(2), curve.seconds(8), curve.seconds(4, work=300.0)) == (
+        1200.0,
+        400.0,
+        200.0,
+    )
+    fits = curve.up_to(5)
+    assert (fits.sizes, fits.rates, fits.gpus) == ((2, 4), (1.0, 1.5), 4)
+    assert curve.up_to(8) is curve and curve.up_to(1) is None
+    plain = rigid("r", 0.0, 600.0, 4, 1000.0)
+    assert (plain.seconds(4), plain.seconds(4, work=90.0)) == (600.0, 90.0)
+    assert plain.up_to(4) is plain and plain.up_to(3) is None

@@ -63,6 +63,8 @@ from chronus_py.errors import ChronusError, InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
 
+CANNOT_RESIZE = "it admits each Workload at the size it was created with and has no resize command"
+
 log = logging.getLogger("chronus.kueue")
 CONTROLLER = "chronus.io/deadline"
 FIELD_MANAGER = "chronus"

@@ -53,6 +53,8 @@ from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
 
+CANNOT_RESIZE = "it starts each job at one size and has no command to resize a running one"
+
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING"}
 _ENDED = {"COMPLETED": RunState.FINISHED, "CANCELLED": RunState.CANCELLED}
 _UNHEALTHY_STATES = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
