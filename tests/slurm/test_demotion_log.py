@@ -10,7 +10,8 @@ from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
 from chronus_py.service import rounds
 
 
-def test_a_demotion_logs_its_booked_lease_and_latency_charge(caplog):
+def two_guaranteed():
+    """A 4-GPU cluster with two guaranteed 4-GPU jobs due at 4,000 s: "b" runs, "a" waits."""
     s = rounds.scheduler_for(
         rounds.SchedulerSettings(), Cluster.uniform(1, 4), estimates={"a": 600.0, "b": 1000.0}
     )
@@ -20,6 +21,11 @@ def test_a_demotion_logs_its_booked_lease_and_latency_charge(caplog):
         assert rounds.admit(s, job, 0.0)[1].decision == rounds.GUARANTEED
         rounds.advance(s, 0.0)
     waiting = rounds.active_job(s, "a")
+    return s, waiting
+
+
+def test_a_demotion_logs_its_booked_lease_and_latency_charge(caplog):
+    s, waiting = two_guaranteed()
     lease = rounds.lease_report(s)
     booked = lease.lease_plan["a"]
     waiting.overhead = 3000.0  # a start latency grown past what its deadline leaves
@@ -37,15 +43,7 @@ def test_a_demotion_logs_its_booked_lease_and_latency_charge(caplog):
 def test_a_child_replans_demotion_logs_its_numbers_at_the_next_round(caplog):
     """A lease re-plan computed in a child is committed between rounds; the guarantee it drops
     reaches the job's record in the next round's select, which logs the numbers."""
-    s = rounds.scheduler_for(
-        rounds.SchedulerSettings(), Cluster.uniform(1, 4), estimates={"a": 600.0, "b": 1000.0}
-    )
-    deadline = (DeadlineOption(4000.0, 1.0),)
-    for job_id, work in (("b", 1000.0), ("a", 600.0)):
-        job = Job(job_id, "t", 4, 0.0, JobKind.SOFT_SLO, deadlines=deadline, duration=work)
-        assert rounds.admit(s, job, 0.0)[1].decision == rounds.GUARANTEED
-        rounds.advance(s, 0.0)
-    waiting = rounds.active_job(s, "a")
+    s, waiting = two_guaranteed()
     end = rounds.lease_report(s).lease_end
     waiting.overhead = 3000.0
     replan = rounds.start_replan(s, end)
