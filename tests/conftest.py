@@ -1,4 +1,4 @@
-"""Shared helpers: write small trace files for tests."""
+"""Shared helpers: write small trace files for tests; how xdist groups the suite."""
 
 from __future__ import annotations
 
@@ -23,3 +23,13 @@ def write(tmp_path: Path):
         return path
 
     return _write
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: only called when xdist distributes
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` with the daemon tests grouped by directory (``daemon_groups``)."""
+    if config.getvalue("dist") == "loadgroup":
+        from daemon_groups import DaemonGroupScheduling
+
+        return DaemonGroupScheduling(config, log)
+    return None
