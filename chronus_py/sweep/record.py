@@ -24,18 +24,15 @@ class BusyRecorder:
 
     def __init__(self, policy: Policy):
         self.policy = policy
-        self.name = policy.name
-        self.preemptive = policy.preemptive
-        self.backfill = policy.backfill
-        self.key = policy.key
-        self.key_worsens_at = policy.key_worsens_at
-        self.next_wakeup = policy.next_wakeup
-        self.preempted = policy.preempted
-        self.take_guarantee_changes = policy.take_guarantee_changes
-        self.standing = policy.standing
-        self.lease_report = policy.lease_report
         self.instants: list[float] = []
         self.busy: list[int] = []
+
+    def __getattr__(self, name: str):
+        """Everything but ``prepare`` is the wrapped policy's, so a property the policy
+        interface gains (the loop's ``elastic``, ``arrival_window``...) needs nothing here."""
+        if name == "policy":  # not set yet (unpickling): no recursion through this method
+            raise AttributeError(name)
+        return getattr(self.policy, name)
 
     def prepare(self, view: View) -> Collection[str]:
         self.instants.append(view.now)
