@@ -944,14 +944,15 @@ class Service:
     def _resize(self, obs, now: float) -> None:
         """Hook (issue 24), for a backend with ``resizes_waiting_jobs``: it runs a waiting job at
         another size than the scheduler holds (Kueue reserved a preempted Workload again at
-        another pod count). Keep the spec
-        the backend reports, the estimate scaled as that spec's, and rebuild: the rebuilt
-        scheduler re-plans the job at its new size and keeps its promise only if it still fits
-        (a withdrawn one is recorded as a demotion)."""
+        another pod count). Keep the spec the backend reports (the old one is read from the
+        database: the service keeps no spec in memory), the estimate scaled as that spec's, and
+        rebuild: the rebuilt scheduler re-plans the job at its new size and keeps its promise
+        only if it still fits (a withdrawn one is recorded as a demotion)."""
         row = self.db.job(obs.id)
-        old = self.specs[obs.id]
+        origin = Origin.record(row["tenant"], row["submit"])
         try:
-            spec = self._read(dict(obs.spec), Origin.record(row["tenant"], row["submit"]), now)
+            old = self._read(row["spec"], origin, now)
+            spec = self._read(dict(obs.spec), origin, now)
         except ApiError as exc:
             log.warning(json.dumps({"event": "resize_refused", "job": obs.id, "error": exc.line()}))
             return
