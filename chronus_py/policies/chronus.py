@@ -26,7 +26,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
-from chronus_py.policies.lease_plan import LeasePlan
+from chronus_py.policies.booked_starts import BookedStarts
 from chronus_py.policies.replanned import Replanned, release
 from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier
 
@@ -125,7 +125,7 @@ class Chronus(OrderPolicy):
         stats = selector.stats
         return LeaseReport(
             lease_end=selector.lease_end(),
-            lease_plan=LeasePlan(selector.booked, lease),
+            lease_plan=BookedStarts(selector.booked, lease),
             solver={
                 "backend": stats.last_backend,
                 "status": stats.last_status,

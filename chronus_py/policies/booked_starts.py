@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator, Mapping
 
 
-class LeasePlan(Mapping[str, tuple[float, ...]]):
+class BookedStarts(Mapping[str, tuple[float, ...]]):
     """Job -> the start times of the leases booked for it, from a snapshot of the bookings
     (job -> lease indices) and the lease length."""
 
