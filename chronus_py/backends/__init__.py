@@ -24,7 +24,7 @@ from chronus_py.errors import InputError
 BACKENDS: dict[str, str] = {
     "sim": "chronus_py.backends.sim",
     "slurm": "chronus_py.backends.slurm.backend",
-    "kueue": "chronus_py.backends.kueue.backend",
+    "kueue": "chronus_py.backends.kueue.entry",
 }
 DEFAULT_BACKEND = "sim"
 

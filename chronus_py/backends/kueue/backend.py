@@ -58,17 +58,14 @@ from chronus_py.backends.kueue import annotations as notes
 from chronus_py.backends.kueue import workloads as wls
 from chronus_py.backends.kueue.kube import Kube, Workload, config
 from chronus_py.backends.kueue.leader import LeaderElector
+from chronus_py.backends.kueue.names import CONTROLLER, GPU
 from chronus_py.backends.kueue.watch import Kind, Watches, name_key, namespaced_key
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
 
-CANNOT_RESIZE = "it admits each Workload at the size it was created with and has no resize command"
-
 log = logging.getLogger("chronus.kueue")
-CONTROLLER = "chronus.io/deadline"
 FIELD_MANAGER = "chronus"
-GPU = "nvidia.com/gpu"
 ACTIVE_EVERY = 30.0
 RESERVE_WAIT = 3.0
 SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at start
@@ -718,60 +715,6 @@ def topology_mismatch(cells: Mapping[str, int], kube: Mapping[str, int]) -> str 
 
 
 # -- chronus serve --backend kueue ---------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("kueue backend (--backend kueue)")
-    g.add_argument(
-        "--kubeconfig",
-        default=None,
-        help="kubeconfig file (default: in-cluster service account, else $KUBECONFIG)",
-    )
-    g.add_argument(
-        "--kueue-controller-name",
-        default=None,
-        help=f"spec.controllerName of chronus's AdmissionChecks (default {CONTROLLER})",
-    )
-    g.add_argument(
-        "--kueue-gpu-resource",
-        default=None,
-        help=f"the extended resource counted as GPUs (default {GPU})",
-    )
-    g.add_argument(
-        "--kueue-node-selector",
-        default=None,
-        help="schedule only nodes with these labels: key=value[,key=value] (default: every "
-        "node with GPUs)",
-    )
-    g.add_argument(
-        "--kueue-poll", type=float, default=None, help="seconds between looks at the cluster (1)"
-    )
-    g.add_argument(
-        "--kueue-lease",
-        default=None,
-        help="leader election: NAMESPACE/NAME of the coordination.k8s.io Lease; replicas "
-        "given the same one elect a leader, the others wait (default: no election)",
-    )
-    g.add_argument(
-        "--kueue-lease-duration",
-        type=float,
-        default=None,
-        help="seconds a leader's Lease lasts without renewal (default 15; renewed every "
-        "2 s, given up after 10)",
-    )
-    g.add_argument(
-        "--kueue-time-scale",
-        type=float,
-        default=None,
-        help="compressed-time runs (tests, demos, benchmarks): one wall second is this many "
-        "seconds of chronus time (default 1)",
-    )
-    g.add_argument(
-        "--kueue-time-origin",
-        type=float,
-        default=None,
-        help="the Unix time from which --kueue-time-scale counts (required with a scale)",
-    )
-
-
 def _selector(text: str | None) -> dict[str, str]:
     out = {}
     for item in (text or "").split(","):

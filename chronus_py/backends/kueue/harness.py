@@ -15,11 +15,11 @@ from typing import Iterator
 import yaml
 
 from chronus_py.backends.kueue.lab import ControlPlane
+from chronus_py.backends.kueue.names import CONTROLLER
 from chronus_py.service import serve_process
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "kueue"
 NAMESPACE, ACCOUNT = "chronus-system", "chronus"
-CONTROLLER = "chronus.io/deadline"
 
 
 def install_rbac(cp: ControlPlane) -> Path:

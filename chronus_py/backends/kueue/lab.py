@@ -53,6 +53,7 @@ from typing import Any, Callable, Iterable
 import httpx
 import yaml
 
+from chronus_py.backends.kueue.names import GPU
 from chronus_py.service.serve_process import free_port
 
 BINARIES = (
@@ -73,7 +74,6 @@ WEBHOOK_SERVICE = "kueue-webhook-service"
 WEBHOOK_SECRET = "kueue-webhook-server-cert"
 #: The annotation kwok manages nodes by (every lab node also has the label ``type: kwok``).
 KWOK_NODE = "kwok.x-k8s.io/node"
-GPU = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: libyaml's loader where PyYAML has it: Kueue's CRDs are megabytes of YAML.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
