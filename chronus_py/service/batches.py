@@ -37,14 +37,13 @@ class Batches:
     def __init__(self, lock: asyncio.Lock):
         self.lock = lock
         self._waiting: list[_Call] = []
-        self._draining = False
+        self._draining: asyncio.Task | None = None  # kept: the loop holds tasks only weakly
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         answer = asyncio.get_running_loop().create_future()
         self._waiting.append(_Call(fn, args, kwargs, answer))
-        if not self._draining:
-            self._draining = True
-            asyncio.get_running_loop().create_task(self._drain())
+        if self._draining is None:
+            self._draining = asyncio.get_running_loop().create_task(self._drain())
         return await answer
 
     async def _drain(self) -> None:
@@ -70,7 +69,7 @@ class Batches:
                     else:
                         call.answer.set_exception(value)
         finally:
-            self._draining = False
+            self._draining = None
 
 
 def _run(batch: list[_Call]) -> list[tuple[bool, Any]]:
