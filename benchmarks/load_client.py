@@ -9,7 +9,9 @@ from the instant it was due, so a slow server cannot hide by slowing the client 
 submissions of new jobs, cancellations (first of the ids in ``--cancel-ids``, then of this run's
 own submissions, so pending stays level when the two rates are equal), and status reads of a
 random job this run knows. Writes per stream: count, statuses (0: the connection failed),
-p50/p95/p99/max latency (ms).
+p50/p95/p99/max latency (ms); and ``timeline``, every request as (the instant it was due on
+the server's clock, kind, latency in s), to single out the requests around an event the
+server logs (a lease re-plan) by the server's own time.
 """
 
 from __future__ import annotations
@@ -53,12 +55,14 @@ async def run(args: argparse.Namespace) -> dict:
     known = list(cancellable)
     results: dict[str, list[float]] = {"submit": [], "cancel": [], "read": []}
     statuses: dict[str, dict[int, int]] = {k: {} for k in results}
+    timeline: list[tuple[float, str, float]] = []  # (due, server's clock; kind; latency s)
     connector = aiohttp.TCPConnector(limit=args.connections)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(args.url, connector=connector, timeout=timeout) as http:
         async with http.get("/v1/cluster") as resp:
             now = (await resp.json())["now"]
-        start = time.perf_counter() + 0.5
+        asked = time.perf_counter()  # the server's clock read ``now`` about here
+        start = asked + 0.5
         counter = [0]
 
         async def one(kind: str, due: float) -> None:
@@ -82,6 +86,7 @@ async def run(args: argparse.Namespace) -> dict:
             except aiohttp.ClientError:
                 status = 0  # the connection failed (counted under status 0, not dropped)
             results[kind].append(time.perf_counter() - due)
+            timeline.append((now + due - asked, kind, results[kind][-1]))
             statuses[kind][status] = statuses[kind].get(status, 0) + 1
             if kind == "submit" and status == 201:
                 cancellable.append(body["id"])
@@ -99,6 +104,7 @@ async def run(args: argparse.Namespace) -> dict:
     return {
         "seconds": elapsed,
         **{kind: {**quantiles(lat), "statuses": statuses[kind]} for kind, lat in results.items()},
+        "timeline": sorted(timeline),
     }
 
 

@@ -4,8 +4,9 @@ guarantees (1,024 running jobs, 5,000 waiting, every one with a deadline) and 30
 ``--arrivals`` jobs admitted while the child re-planned. In-process, without HTTP: the service's
 own calls (``chronus_py.service.rounds``), timed in wall and CPU seconds (CPU does not depend on
 how busy the machine is). Also the cyclic collector's passes from the read of the result to
-1,000 admissions after the commit, with the server's collector settings (``server.serve``): a
-pass is one call no other thread runs during, so the longest is a wait every request shares.
+1,000 admissions after the commit, with the server's collector settings (``server.serve``), and
+then the next pass of each generation, forced: a pass is one call no other thread runs during,
+so the longest is a wait every request shares.
 
     python benchmarks/replan_commit.py [--arrivals 2500] [--before /path/to/other/checkout]
 
@@ -118,10 +119,20 @@ def measure(arrivals: int) -> dict:
     for i in range(1000):
         rounds.admit(s, job(300_000 + i, 30.0), 30.0)
     gc.callbacks.remove(pass_timed)
+    # The passes still to come: each generation's next pass, forced in turn (young first, as
+    # the thresholds would run them), is what the next request behind it waits for.
+    next_passes = {}
+    for generation in (0, 1, 2):
+        cpu = time.thread_time()
+        gc.collect(generation)
+        next_passes[generation] = 1000 * (time.thread_time() - cpu)
     out.update(
         collector_passes=len(passes),
         collector_longest_pass_cpu_ms=1000 * max((c for _, c in passes), default=0.0),
         collector_longest_pass_generation=max(passes, key=lambda p: p[1], default=(None,))[0],
+        collector_next_pass_cpu_ms=next_passes,
+        collector_frozen_objects=gc.get_freeze_count(),
+        collector_frozen_garbage=frozen_garbage(),
         arrivals=arrivals,
         lock_holds=len(holds),
         longest_hold_ms={
@@ -137,6 +148,16 @@ def measure(arrivals: int) -> dict:
         booked_after=len(rounds.lease_report(s).lease_plan),
     )
     return out
+
+
+def frozen_garbage() -> int:
+    """Objects a collection finds unreachable once everything frozen is thawed: garbage that
+    a ``gc.freeze`` kept from the collector (last: it changes the heap)."""
+    import gc
+
+    gc.collect()
+    gc.unfreeze()
+    return gc.collect()
 
 
 def main() -> None:

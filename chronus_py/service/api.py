@@ -16,7 +16,8 @@ A dry run gets the answer a submission would, as a 200 with ``submitted: false``
 
 Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
 holds for a round, and calls the service in a worker thread: the scheduler is never used by two
-threads at once, and the event loop stays free meanwhile. (Running requests on the event loop
+threads at once, and the event loop stays free meanwhile. Calls that queue up meanwhile go
+together, a batch per hand-off (``batches.py``). (Running requests on the event loop
 itself saves 15-20% CPU per request, but on a loaded machine it made them wait several times
 longer, p50 35-97 against 6-9 ms: benchmarks/RESULTS.md, issue 27.) ``/healthz`` takes no
 lock, so it answers at once even while a round runs, and says so.
@@ -37,6 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chronus_py.backends.base import BackendUnavailable
+from chronus_py.service.batches import Batches
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 
@@ -64,10 +66,7 @@ def build_app(
     """``tokens`` None: no auth (loopback only), every caller is an admin. ``wake`` tells the
     loop a round is due (a submission or cancellation). ``lock`` is the scheduling loop's."""
     lock = asyncio.Lock() if lock is None else lock
-
-    async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        async with lock:
-            return await asyncio.to_thread(fn, *args, **kwargs)
+    call = Batches(lock).call
 
     def caller_of(request: Request) -> Caller:
         if tokens is None:
