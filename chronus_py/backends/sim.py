@@ -25,13 +25,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.jobs.state import NOWHERE
 
 CANNOT_RESIZE = "it runs each job at the size it started with and has no resize command yet"
 
@@ -42,12 +42,6 @@ CREATE TABLE IF NOT EXISTS command (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL,
                                     at REAL NOT NULL, data TEXT);
 CREATE INDEX IF NOT EXISTS command_job ON command (job);
 """
-_NOWHERE: Mapping[str, tuple[int, ...]] = MappingProxyType({})
-
-
-def _nowhere() -> Mapping[str, tuple[int, ...]]:
-    """The placement of a job that runs nowhere: one shared empty mapping, not a dict per job."""
-    return _NOWHERE
 
 
 class StoredSpec(Mapping[str, Any]):
@@ -100,7 +94,7 @@ class _SimJob:
     starts: int = 0
     service: float = 0.0
     run_since: float | None = None
-    placement: Mapping[str, tuple[int, ...]] = field(default_factory=_nowhere)
+    placement: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: NOWHERE)
     ended_at: float | None = None
 
     def need(self) -> float:
@@ -174,7 +168,7 @@ class SimWorld:
         for node, gpus in job.placement.items():
             for gpu in gpus:
                 self.owner.pop((node, gpu), None)
-        job.placement = _NOWHERE
+        job.placement = NOWHERE
 
     # -- commands: each checked, then applied; ``check_*`` raise before anything changes --------
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:

@@ -21,9 +21,14 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
+from types import MappingProxyType
 from typing import AbstractSet, Mapping
 
 from chronus_py.jobs.model import DeadlineOption, Job
+
+NOWHERE: Mapping[str, tuple[int, ...]] = MappingProxyType({})
+"""The placement of a job that runs nowhere: one shared, read-only empty mapping rather than an
+empty dict per job (a placement is replaced, never changed in place; issue 27)."""
 
 
 class Status(StrEnum):
@@ -49,7 +54,7 @@ class JobState:
     preemptions: int = 0
     first_start: float | None = None
     finish: float | None = None
-    placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    placement: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: NOWHERE)
     guaranteed: DeadlineOption | None = None
     was_guaranteed: DeadlineOption | None = None
     known: bool = True  # False while ``estimate`` is only a placeholder (nothing measured yet)
