@@ -5,6 +5,9 @@ everything in memory. The real service and sim backend in-process."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 
 from chronus_py.backends.sim import SimBackend
@@ -78,5 +81,7 @@ def test_records_of_jobs_alike_share_their_per_size_parts(svc):
     assert len({id(s.overhead) for s in states}) == 1
     with pytest.raises(TypeError):
         waiting[0].placement["n0"] = (0,)  # shared: replaced, never changed in place
+    assert pickle.loads(pickle.dumps(waiting[0])).placement is NOWHERE
+    assert copy.deepcopy(waiting[0]).placement is NOWHERE
     first = Job("x", "t", 4, 0.0, JobKind.BEST_EFFORT, duration=1.0)
     assert first.sizes == (4,) and first.sizes is Job("y", "u", 4, 1.0, JobKind.BEST_EFFORT).sizes
