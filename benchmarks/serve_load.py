@@ -167,11 +167,12 @@ def server_admission_quantiles(port: int) -> dict:
     }
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident memory now (``VmRSS``) or at its peak so far (``VmHWM``), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {field}")
 
 
 def main() -> None:
@@ -274,6 +275,8 @@ def main() -> None:
             "jobs": args.total,
             "seconds": time.perf_counter() - t1,
             "rss_mb": rss_mb(proc.pid),
+            "peak_rss_mb": rss_mb(proc.pid, "VmHWM"),
+            "uptime": uptime(),
         }
         print("memory:", memory, flush=True)
     finally:

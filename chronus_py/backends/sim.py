@@ -1,9 +1,10 @@
 """The ``sim`` backend: a simulated cluster that outlives the daemon driving it.
 
-It plays the replay world with the replay's own job record and progress model
-(:class:`~chronus_py.jobs.state.JobState`, overhead from ``chronus_py.jobs.overhead``): a job's
-true work is its ``duration_seconds`` (else its estimate), every start costs one restart overhead
-of extra work, and a running job progresses at full speed until its work is done.
+It plays the replay's progress model at full speed (that of
+:class:`~chronus_py.jobs.state.JobState` with ``speed`` 1, overhead from
+``chronus_py.jobs.overhead``): a job's true work is its ``duration_seconds`` (else its estimate),
+every start costs one restart overhead of extra work, and a running job progresses at full speed
+until its work is done.
 
 Its clock runs on wall time, accelerated: ``now = origin + (wall - wall0) * speed``, with the
 anchors persisted. Its state is a pure function of the persisted commands (submit, start,
@@ -20,16 +21,17 @@ import heapq
 import json
 import math
 import sqlite3
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.errors import InputError
-from chronus_py.jobs.model import Job, JobKind
+from chronus_py.jobs.model import Job
 from chronus_py.jobs.overhead import restart_overhead
-from chronus_py.jobs.state import JobState
+from chronus_py.jobs.state import NOWHERE
 
 CANNOT_RESIZE = "it runs each job at the size it started with and has no resize command yet"
 
@@ -38,37 +40,96 @@ CREATE TABLE IF NOT EXISTS anchor (id INTEGER PRIMARY KEY CHECK (id = 0),
                                    origin REAL NOT NULL, wall0 REAL NOT NULL, speed REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS command (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, job TEXT NOT NULL,
                                     at REAL NOT NULL, data TEXT);
+CREATE INDEX IF NOT EXISTS command_job ON command (job);
 """
+
+
+class StoredSpec(Mapping[str, Any]):
+    """A job's submitted fields (``ObservedJob.spec``), read from the world's file on first use:
+    the service reads them only to rebuild a job its database lost, so the world keeps none in
+    memory."""
+
+    __slots__ = ("_read", "_id", "_fields")
+
+    def __init__(self, read: Callable[[str], dict[str, Any]], job_id: str):
+        self._read = read
+        self._id = job_id
+        self._fields: dict[str, Any] | None = None
+
+    def _all(self) -> dict[str, Any]:
+        if self._fields is None:
+            self._fields = self._read(self._id)
+        return self._fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping, compared by its items
 
 
 @dataclass(slots=True)
 class _SimJob:
-    """One job of the world: what the cluster says of it (``state``, ``ended_at``, the submitted
-    ``spec``) and its run record in the replay's progress model (``run``: a
-    :class:`~chronus_py.jobs.state.JobState` whose ``estimate`` is the true work and whose
-    ``overhead`` is the work one start costs). Slots: the world holds one per job ever
-    submitted (100,000 in the memory benchmark)."""
+    """One job of the world, only what the cluster needs to run it: its size, true ``work`` and
+    the ``overhead`` (work) one start costs, its state and run record (``service``: work banked
+    by stopped runs; ``run_since``: the current run's start), where it runs and when it ended.
+    Not the submitted spec, which stays in the world's file (``ObservedJob.spec`` reads it when
+    used): the world holds one record per job ever submitted (100,000 in the memory benchmark),
+    and a whole scheduler record plus the spec per job was ~0.9 KB of the service's ~2.3 KB per job
+    (issue 27)."""
 
-    spec: dict[str, Any]
-    run: JobState
+    id: str
+    gpus: int
+    work: float
+    overhead: float
     state: RunState = RunState.PENDING
+    starts: int = 0
+    service: float = 0.0
+    run_since: float | None = None
+    placement: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: NOWHERE)
     ended_at: float | None = None
-
-    @property
-    def id(self) -> str:
-        return self.run.id
 
     def need(self) -> float:
         """Total work the job needs by now: its true work plus one overhead per start."""
-        return self.run.estimate + self.run.starts * self.run.overhead
+        return self.work + self.starts * self.overhead
+
+    def service_at(self, now: float) -> float:
+        """Work done by ``now``, the current run's included."""
+        if self.run_since is None or now <= self.run_since:
+            return self.service
+        return self.service + (now - self.run_since)
+
+    def completes_at(self) -> float:
+        """When the current run has done all the work the job needs."""
+        return self.run_since + max(self.need() - self.service, 0.0)
+
+    def stop(self, at: float) -> None:
+        """Bank the current run's progress (on preemption or its end)."""
+        if self.run_since is not None:
+            self.service = self.service_at(at)
+            self.run_since = None
 
 
 class SimWorld:
     """The cluster's state, folded from commands in time order; completions between commands
-    are found by ``advance``. Knows nothing of SQLite or wall time."""
+    are found by ``advance``. Knows nothing of SQLite or wall time: ``spec_of`` reads a job's
+    submitted fields where they are kept (None: observed jobs show no spec)."""
 
-    def __init__(self, nodes: Sequence[tuple[str, int]]):
+    def __init__(
+        self,
+        nodes: Sequence[tuple[str, int]],
+        spec_of: Callable[[str], dict[str, Any]] | None = None,
+    ):
         self.node_gpus = {name: gpus for name, gpus in nodes}
+        self.spec_of = spec_of
         self.jobs: dict[str, _SimJob] = {}
         self.owner: dict[tuple[str, int], str] = {}
         self._ends: list[tuple[float, int, str, int]] = []
@@ -82,7 +143,7 @@ class SimWorld:
         while self._ends and self._ends[0][0] <= now:
             at, _, job_id, run = heapq.heappop(self._ends)
             job = self.jobs[job_id]
-            if job.state is RunState.RUNNING and job.run.starts == run:
+            if job.state is RunState.RUNNING and job.starts == run:
                 self._end(job, RunState.FINISHED, at)
         self.time = max(self.time, now)
 
@@ -93,21 +154,21 @@ class SimWorld:
 
     def _live(self, entry: tuple[float, int, str, int]) -> bool:
         job = self.jobs[entry[2]]
-        return job.state is RunState.RUNNING and job.run.starts == entry[3]
+        return job.state is RunState.RUNNING and job.starts == entry[3]
 
     def _end(self, job: _SimJob, state: RunState, at: float) -> None:
         self.changed.add(job.id)
         self._release(job)
-        job.run.stop(at)
+        job.stop(at)
         job.state = state
         job.ended_at = at
         self.reported.add(job.id)
 
     def _release(self, job: _SimJob) -> None:
-        for node, gpus in job.run.placement.items():
+        for node, gpus in job.placement.items():
             for gpu in gpus:
                 self.owner.pop((node, gpu), None)
-        job.run.placement = {}
+        job.placement = NOWHERE
 
     # -- commands: each checked, then applied; ``check_*`` raise before anything changes --------
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:
@@ -136,38 +197,32 @@ class SimWorld:
                     if holder is not None:
                         raise BackendUnavailable(f"sim: {node} GPU {gpu} is held by job {holder}")
                 count += len(gpus)
-            if count != job.run.gpus:
-                raise BackendUnavailable(
-                    f"sim: job {job_id} needs {job.run.gpus} GPUs, got {count}"
-                )
+            if count != job.gpus:
+                raise BackendUnavailable(f"sim: job {job_id} needs {job.gpus} GPUs, got {count}")
         elif kind == "preempt" and job.state is not RunState.RUNNING:
             raise BackendUnavailable(f"sim: job {job_id} is {job.state}, not running")
 
     def _submit(self, job_id: str, at: float, data: Mapping[str, Any]) -> None:
         if job_id in self.jobs:
             return
-        spec = data["spec"]
-        gpus, work = int(spec["gpus"]), float(data["work"])
-        job = Job(job_id, str(spec.get("tenant", "")), gpus, at, JobKind.BEST_EFFORT, duration=work)
-        run = JobState(job=job, seq=len(self.jobs), estimate=work, overhead=restart_overhead(gpus))
-        self.jobs[job_id] = _SimJob(spec, run)
+        gpus = int(data["spec"]["gpus"])
+        self.jobs[job_id] = _SimJob(job_id, gpus, float(data["work"]), restart_overhead(gpus))
 
     def _start(self, job_id: str, at: float, data: Mapping[str, Any]) -> None:
         job = self.jobs[job_id]
-        run = job.run
-        run.placement = {node: tuple(gpus) for node, gpus in data.items()}
-        for node, gpus in run.placement.items():
+        job.placement = {node: tuple(gpus) for node, gpus in data.items()}
+        for node, gpus in job.placement.items():
             for gpu in gpus:
                 self.owner[(node, gpu)] = job_id
-        run.starts += 1
+        job.starts += 1
         job.state = RunState.RUNNING
-        run.run_since = at
+        job.run_since = at
         self._seq += 1
-        heapq.heappush(self._ends, (run.completes_at(job.need()), self._seq, job_id, run.starts))
+        heapq.heappush(self._ends, (job.completes_at(), self._seq, job_id, job.starts))
 
     def _preempt(self, job_id: str, at: float, data: Any) -> None:
         job = self.jobs[job_id]
-        job.run.stop(at)
+        job.stop(at)
         self._release(job)
         job.state = RunState.PENDING
 
@@ -178,17 +233,16 @@ class SimWorld:
         self._end(job, RunState.CANCELLED, at)
 
     def observe(self, job: _SimJob) -> ObservedJob:
-        run = job.run
-        done = run.service_at(self.time) - run.starts * run.overhead
+        done = job.service_at(self.time) - job.starts * job.overhead
         return ObservedJob(
             id=job.id,
             state=job.state,
-            placement=dict(run.placement),
-            run_since=run.run_since,
+            placement=dict(job.placement),
+            run_since=job.run_since,
             ended_at=job.ended_at,
-            work_done=min(max(done, 0.0), run.estimate),
-            starts=run.starts,
-            spec=job.spec,
+            work_done=min(max(done, 0.0), job.work),
+            starts=job.starts,
+            spec=None if self.spec_of is None else StoredSpec(self.spec_of, job.id),
         )
 
 
@@ -212,7 +266,10 @@ class SimBackend:
         trace_jobs: Sequence[Job] = (),
     ):
         self.path = Path(path)
-        self.world = SimWorld(nodes)
+        self.world = SimWorld(nodes, self._spec)
+        # Commands are written under the service's backend lock, a spec is read when the service
+        # rebuilds a job (under its request lock): one connection, used by one thread at a time.
+        self._db_lock = threading.Lock()
         self.nodes_ = tuple(NodeInfo(name, tuple(range(gpus))) for name, gpus in nodes)
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -321,7 +378,7 @@ class SimBackend:
         if (
             job is not None
             and job.state is RunState.RUNNING
-            and job.run.placement == {n: tuple(g) for n, g in placement.items()}
+            and job.placement == {n: tuple(g) for n, g in placement.items()}
         ):
             return
         self._command("start", job_id, {n: list(g) for n, g in placement.items()})
@@ -359,13 +416,23 @@ class SimBackend:
         self.world.advance(at)
         self.world.check(kind, job_id, data)
         try:
-            self.db.execute(
-                "INSERT INTO command (kind, job, at, data) VALUES (?, ?, ?, ?)",
-                (kind, job_id, at, None if data is None else json.dumps(data)),
-            )
+            with self._db_lock:
+                self.db.execute(
+                    "INSERT INTO command (kind, job, at, data) VALUES (?, ?, ?, ?)",
+                    (kind, job_id, at, None if data is None else json.dumps(data)),
+                )
         except sqlite3.Error as exc:
             raise BackendUnavailable(f"sim: cannot record {kind} of {job_id}: {exc}") from None
         self.world.apply(kind, job_id, at, data)
+
+    def _spec(self, job_id: str) -> dict[str, Any]:
+        """The fields ``job_id`` was submitted with, from its submit command."""
+        with self._db_lock:
+            (data,) = self.db.execute(
+                "SELECT data FROM command WHERE job=? AND kind='submit' ORDER BY seq LIMIT 1",
+                (job_id,),
+            ).fetchone()
+        return json.loads(data)["spec"]
 
     def commands(self) -> list[tuple[str, str, float, Any]]:
         """Every command so far, in order (tests check the world's history against it)."""

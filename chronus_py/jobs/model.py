@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import lru_cache
 
 
 class JobKind(StrEnum):
@@ -57,7 +58,7 @@ class Job:
     def __post_init__(self) -> None:
         # Without a curve the one size is the request, also after ``replace(job, gpus=n)``.
         if not self.rates:
-            object.__setattr__(self, "sizes", (self.gpus,))
+            object.__setattr__(self, "sizes", _one_size(self.gpus))
         elif len(self.rates) != len(self.sizes):
             raise ValueError(f"job {self.id}: {len(self.sizes)} sizes but {len(self.rates)} rates")
 
@@ -127,6 +128,13 @@ class Job:
     @property
     def max_value(self) -> float:
         return max((d.value for d in self.deadlines), default=0.0)
+
+
+@lru_cache(maxsize=256)
+def _one_size(gpus: int) -> tuple[int, ...]:
+    """A rigid job's sizes, ``(gpus,)``: one shared tuple per size rather than one per job (the
+    service holds 100,000 jobs; issue 27)."""
+    return (gpus,)
 
 
 @dataclass(frozen=True, slots=True)

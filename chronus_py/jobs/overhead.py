@@ -28,13 +28,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Protocol
 
 MINUTE = 60.0
 
 
+@lru_cache(maxsize=256)
 def restart_overhead(gpus: int) -> float:
-    """Seconds of extra work that one (re)start of a ``gpus``-GPU job costs (the artifact's)."""
+    """Seconds of extra work that one (re)start of a ``gpus``-GPU job costs (the artifact's).
+    Cached: the scheduler and the sim backend keep it per job, one float object per size then
+    rather than per job (issue 27)."""
     return 0.5 * (1.0 + math.log2(max(gpus, 1))) * MINUTE
 
 

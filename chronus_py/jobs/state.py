@@ -21,9 +21,35 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
-from typing import AbstractSet, Mapping
+from typing import AbstractSet, Iterator, Mapping
 
 from chronus_py.jobs.model import DeadlineOption, Job
+
+
+class _Nowhere(Mapping[str, tuple[int, ...]]):
+    """The placement of a job that runs nowhere: one shared, read-only empty mapping rather than
+    an empty dict per job record (a placement is replaced, never changed in place; issue 27). It
+    pickles and copies as the one ``NOWHERE``."""
+
+    __slots__ = ()
+
+    def __getitem__(self, node: str) -> tuple[int, ...]:
+        raise KeyError(node)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+    def __reduce__(self) -> str:
+        return "NOWHERE"
+
+
+NOWHERE = _Nowhere()
 
 
 class Status(StrEnum):
@@ -49,7 +75,7 @@ class JobState:
     preemptions: int = 0
     first_start: float | None = None
     finish: float | None = None
-    placement: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    placement: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: NOWHERE)
     guaranteed: DeadlineOption | None = None
     was_guaranteed: DeadlineOption | None = None
     known: bool = True  # False while ``estimate`` is only a placeholder (nothing measured yet)

@@ -192,8 +192,7 @@ class Service:
         # the one field of a job's spec read after admission (for the layers), kept alone: the
         # whole spec per job was memory held for nothing (issue 27)
         self.cgroups: dict[str, str] = {}
-        self.tenants: dict[str, str] = {}
-        self.known = self.db.ids()  # every job id ever accepted: ids are never reused
+        self.tenants = rounds.Tenants(self.scheduler)  # each held job's, from its record
         measured = self.db.reestimated_ids()
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
@@ -216,7 +215,7 @@ class Service:
                 known = spec.estimate is not None or row["id"] in measured
                 self._restore(spec, row["estimate"], obs, guaranteed, now, known=known)
             for obs in observed.values():
-                if obs.state in _ENDED or obs.spec is None or obs.id in self.known:
+                if obs.state in _ENDED or obs.spec is None or self.db.has_job(obs.id):
                     continue
                 origin = Origin.record(str(obs.spec.get("tenant")), now)
                 spec = self._read(dict(obs.spec), origin, now)
@@ -259,7 +258,6 @@ class Service:
         job_id = spec.job.id
         self.estimates[job_id] = estimate
         self._keep_cgroup(spec)
-        self.tenants[job_id] = spec.job.tenant
         running = obs is not None and obs.state is RunState.RUNNING
         done = 0.0 if obs is None else obs.work_done
         if done is None:
@@ -336,7 +334,7 @@ class Service:
         with the reason. Either way nothing is kept."""
         spec = self._read(body, origin, now)
         job = spec.job
-        if rounds.held(self.scheduler, job.id) or job.id in self.known:
+        if rounds.held(self.scheduler, job.id) or self.db.has_job(job.id):
             raise ApiError(409, f"you have a job with id {origin.shown(job.id)!r} already", "id")
         if not spec.needs_size and job.gpus > self.cluster_gpus:
             raise ApiError(422, f"expected at most the cluster's {self.cluster_gpus}", "gpus")
@@ -402,7 +400,6 @@ class Service:
         before = None if stats is None else stats.rounds
         state, admission = rounds.admit(self.scheduler, job, now, known=spec.estimate is not None)
         self._keep_cgroup(spec)
-        self.tenants[job.id] = job.tenant
         deadline = admission.deadline
         with self.db.transaction():
             self._record(spec, state.seq, admission)
@@ -454,7 +451,6 @@ class Service:
             admission=admission.to_dict(),
             guaranteed=None if deadline is None else (deadline.at, deadline.value),
         )
-        self.known.add(spec.job.id)
 
     def cancel(self, job_id: str, caller: Caller) -> dict:
         row = self._visible(job_id, caller)

@@ -19,7 +19,7 @@ import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from chronus_py.backends.base import JobReport
 from chronus_py.estimates import Fixed
@@ -302,6 +302,25 @@ def busy_gpus(scheduler: Scheduler) -> int:
 def allocator_config(scheduler: Scheduler) -> object | None:
     """The allocator's cell config (a HiveD config), or None for an allocator without one."""
     return getattr(scheduler.allocator, "config", None)
+
+
+class Tenants(Mapping[str, str]):
+    """Each held job's tenant (``Service.tenants``), read from the scheduler's records of the
+    jobs, which name it: a dict of its own held a second entry per job (issue 27)."""
+
+    __slots__ = ("_scheduler",)
+
+    def __init__(self, scheduler: Scheduler):
+        self._scheduler = scheduler
+
+    def __getitem__(self, job_id: str) -> str:
+        return self._scheduler.jobs[job_id].job.tenant
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._scheduler.jobs)
+
+    def __len__(self) -> int:
+        return len(self._scheduler.jobs)
 
 
 def held(scheduler: Scheduler, job_id: str) -> bool:

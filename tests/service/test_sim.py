@@ -71,3 +71,19 @@ def test_the_clock_is_anchored_and_a_new_speed_reanchors_it(tmp_path):
     assert again.now() >= before
     assert again.speed == 1.0
     assert again.wall_seconds_until(again.now() + 10.0) == pytest.approx(10.0, abs=0.1)
+
+
+def test_a_jobs_spec_is_read_from_the_file_not_kept_in_memory(tmp_path):
+    """The world keeps no spec per job (issue 27: memory at 100,000 jobs); what it observes still
+    shows the fields the job was submitted with, read from its file, also after a reopen."""
+    spec = {"id": "a", "gpus": 2, "tenant": "t", "cgroup": "/slurm/a", "duration_seconds": 50.0}
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    sim.submit(job("a", 2, 50.0), spec)
+    sim.submit(job("b", 1, 10.0))
+    assert not hasattr(sim.world.jobs["a"], "spec")  # the record holds none
+    observed = {o.id: o.spec for o in sim.jobs()}
+    assert dict(observed["a"]) == spec and observed["a"]["cgroup"] == "/slurm/a"
+    assert dict(observed["b"]) == {"id": "b", "gpus": 1, "tenant": "t"}
+    sim.close()
+    again = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    assert {o.id: dict(o.spec) for o in again.jobs()}["a"] == spec
