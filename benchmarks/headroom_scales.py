@@ -24,6 +24,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,8 +97,10 @@ def commit_of(checkout: Path) -> str:
     ).stdout.strip()
 
 
-def replay(checkout: Path, config: str, wide: Path) -> dict:
-    """One replay of ``config`` with ``checkout``'s code; metrics plus per-width shares."""
+def replay(checkout: Path, config: str, wide: Path, jobs_to: Path | None = None) -> dict:
+    """One replay of ``config`` with ``checkout``'s code; metrics plus per-width shares. With
+    ``jobs_to``, the replay's per-job outcomes (jobs.csv) are copied there, to compare rules job
+    by job."""
     trace, nodes, load = CONFIGS[config]
     with tempfile.TemporaryDirectory() as tmp:
         command = [
@@ -123,6 +126,8 @@ def replay(checkout: Path, config: str, wide: Path) -> dict:
         )
         metrics = json.loads(out.stdout)
         jobs = list(csv.DictReader(open(Path(tmp) / "jobs.csv")))
+        if jobs_to is not None:
+            shutil.copyfile(Path(tmp) / "jobs.csv", jobs_to)
     slack = {}
     if trace == "wide":
         for row in csv.DictReader(open(wide)):
@@ -152,15 +157,19 @@ def by_band(jobs: list[dict], keep) -> dict[str, list[int]]:
     return dict(counts)
 
 
-def measured(checkout: Path, config: str, wide: Path, seed: int = 0) -> dict:
+def measured(
+    checkout: Path, config: str, wide: Path, seed: int = 0, jobs_dir: Path | None = None
+) -> dict:
     """The result of ``config`` at ``checkout``'s commit, replayed only if not kept already (a
-    wide mix of another seed than 0 is kept under its own name: 20 wide jobs per seed are few)."""
+    wide mix of another seed than 0 is kept under its own name: 20 wide jobs per seed are few).
+    With ``jobs_dir``, a replay also leaves its jobs.csv there as ``<commit>-<config>.csv``."""
     side = commit_of(checkout)
     named = f"{config}-seed{seed}" if config == "wide-256" and seed else config
     path = OUT / f"{side}-{named}.json"
     if path.exists():
         return json.loads(path.read_text())
-    result = replay(checkout, config, wide)
+    jobs_to = None if jobs_dir is None else jobs_dir / f"{side}-{named}.csv"
+    result = replay(checkout, config, wide, jobs_to)
     result["commit"] = side
     OUT.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1) + "\n")
@@ -192,6 +201,9 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--against", type=Path, help="another checkout (e.g. the old rule)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the wide-job mix")
+    parser.add_argument(
+        "--jobs-dir", type=Path, help="keep each new replay's jobs.csv here (per-job outcomes)"
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     wide = OUT / f"wide-256-seed{args.seed}.csv"
@@ -205,7 +217,10 @@ def main() -> None:
         if config not in CONFIGS:
             raise SystemExit(f"--configs: unknown {config!r} (have: {', '.join(CONFIGS)})")
         for name, checkout in sides.items():
-            print(show(config, name, measured(checkout, config, wide, args.seed)), flush=True)
+            print(
+                show(config, name, measured(checkout, config, wide, args.seed, args.jobs_dir)),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

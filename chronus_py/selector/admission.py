@@ -45,12 +45,11 @@ import heapq
 import math
 import time
 from bisect import bisect_left
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import chain
 from operator import sub
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -128,7 +127,10 @@ class LeaseSelector:
         self._triggers: list[tuple[float, str]] = []
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
         self._wide: dict[str, int] = {}  # guarantees wider than the share: their GPUs
-        self._queue: Mapping[str, JobState] | None = None  # see seeing()
+        # The scheduler's active jobs, which the policy sets at each decision point: admission
+        # of a job wider than the share weighs the work waiting in them (_pool_work). Not
+        # pickled (__getstate__).
+        self.queue: Mapping[str, JobState] | None = None
         self._pool_memo: tuple[tuple, float] | None = None  # see _pool_work()
         self._changes: dict[str, DeadlineOption | None] = {}
         self._previous: tuple[Mapping[str, tuple[int, ...]], int] = ({}, 0)  # see _hint
@@ -379,22 +381,17 @@ class LeaseSelector:
                     used[lease - first] += gpus
         return used
 
-    @contextmanager
-    def seeing(self, queue: Mapping[str, JobState] | None) -> Iterator[None]:
-        """Admission inside reads the pool's waiting work from ``queue``, the scheduler's
-        active jobs (:meth:`_pool_work`); the policy passes them at every decision point. Not
-        kept after: a plan crosses from the service's re-plan child pickled, without them."""
-        before, self._queue = self._queue, queue
-        try:
-            yield
-        finally:
-            self._queue = before
+    def __getstate__(self) -> dict:
+        """All but the queue and what was summed from it: a plan crosses from the service's
+        re-plan child pickled, and the queue is the child's copy of the scheduler's jobs; the
+        policy sets the parent's own at its next decision point (``Chronus.catch_up``)."""
+        return {**self.__dict__, "queue": None, "_pool_memo": None}
 
     def _pool_work(self, state: JobState, now: float) -> float | None:
         """GPU-seconds of the work that waits unguaranteed in the pool at ``now``, ``state``
-        left out (None if no queue was given, :meth:`seeing`). Kept until the next booking or
+        left out (None if the policy set no ``queue``). Kept until the next booking or
         decision point: one pass over the queue serves every wide job admitted meanwhile."""
-        queue = self._queue
+        queue = self.queue
         if queue is None:
             return None
         key = (now, id(queue), len(self.booked), self._booked_leases)

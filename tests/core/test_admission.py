@@ -11,6 +11,8 @@ them and the pool's waiting work, and take the latest leases that fit.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 from core_helpers import chronus, job
 from hypothesis import given, settings
@@ -137,8 +139,12 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
         "guarantees, and the 80 GPU-hours waiting in the pool and its own do not fit in what "
         "is free before its deadline)"
     )
-    # Without the pool's queue (a selector asked directly) nothing is known to wait: W fits.
-    assert selector.probe(scheduler.jobs["W"], 0.0) == DeadlineOption(12000.0, 1.0)
+    # The selector keeps the queue the policy set at the decision point, until it is pickled
+    # (a re-plan crossing from the service's child): then nothing is known to wait, W fits.
+    assert selector.probe(scheduler.jobs["W"], 0.0) is None
+    crossed = pickle.loads(pickle.dumps(selector))
+    assert crossed.queue is None and crossed.booked == {"X": (39,)}
+    assert crossed.probe(scheduler.jobs["W"], 0.0) == DeadlineOption(12000.0, 1.0)
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
