@@ -6,10 +6,10 @@ fits, in leases, into the capacity the existing guarantees leave before its dead
 the deadline falls in only for a last piece of work that fits before it: ``leases.py``).
 New guarantees leave ``headroom`` of each lease's GPUs to the SRTF pool, which serves short
 unguaranteed jobs best. A job wider than the share that leaves may take any GPUs the plan has
-free, but only when what is free before its deadline holds both its own booking and all the
-work waiting in the pool (see ``_place``). Long multi-GPU guarantees deferred to their
-deadlines otherwise fill whole days of the plan, and thousands of 1-GPU jobs miss behind them
-(first session, Philly SLO: first-deadline ratio 0.775 with no headroom).
+free, but only when what is free before its deadline holds both its own booking and the pool's
+work there, queued and expected to arrive (see ``_place``). Long multi-GPU guarantees deferred
+to their deadlines otherwise fill whole days of the plan, and thousands of 1-GPU jobs miss behind
+them (first session, Philly SLO: first-deadline ratio 0.775 with no headroom).
 Arrivals are admitted as a batch at the decision point they arrive at (first come, first served,
 each with its best deadline option that fits). At every lease boundary every guaranteed job is
 re-planned from its current remaining work by ``solvers.solve`` (greedy latest-slot packing,
