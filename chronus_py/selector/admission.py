@@ -141,8 +141,10 @@ class LeaseSelector:
         self.queue: Mapping[str, JobState] | None = None
         self._pool_memo: tuple[tuple, float] | None = None  # see _pool_work()
         # The work that arrived (admit_arrivals), see _pool_work(); kept for as long as the
-        # longest window asked about, and at least as long as a window's cap (see _window).
-        self.arrivals = Arrivals(lookback=SLACK_LEASES * self.settings.lease)
+        # longest window asked about, and at least as long as a window's cap (see _window); a
+        # rate measured over a lease at least.
+        lease = self.settings.lease
+        self.arrivals = Arrivals(lookback=SLACK_LEASES * lease, shortest=lease)
         self._changes: dict[str, DeadlineOption | None] = {}
         self._previous: tuple[Mapping[str, tuple[int, ...]], int] = ({}, 0)  # see _hint
         self._facts: dict[str, tuple[tuple[int, ...], int, tuple[bool, float, int]]] = {}

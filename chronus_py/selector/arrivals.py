@@ -19,7 +19,9 @@ class Arrivals:
     """GPU-seconds of work arrived, as a running total at each arrival time (non-decreasing
     times). Only as much history is kept as the longest span asked about so far
     (:meth:`expected`), at least ``lookback`` as given: from ``since`` on, ``dropped`` being
-    the total before it; ``first`` is the first arrival ever."""
+    the total before it; ``first`` is the first arrival ever. A rate is measured over at least
+    ``shortest`` seconds: jobs arriving together are not a rate (two jobs a second apart, the
+    service's first, read as a flood that no wide job could be promised against)."""
 
     times: list[float] = field(default_factory=list)
     totals: list[float] = field(default_factory=list)
@@ -27,6 +29,7 @@ class Arrivals:
     since: float = -math.inf
     first: float | None = None
     lookback: float = 0.0
+    shortest: float = 0.0
 
     def record(self, at: float, work: float) -> None:
         """``work`` GPU-seconds arrived at ``at``."""
@@ -41,13 +44,13 @@ class Arrivals:
 
     def expected(self, now: float, until: float) -> float:
         """GPU-seconds expected to arrive from ``now`` to ``until``: at the rate seen over as
-        long a span before ``now`` (or over all that is kept, if that is shorter). None seen:
-        none expected."""
+        long a span before ``now`` (or over all that is kept, if that is shorter; over
+        ``shortest`` at least). None seen: none expected."""
         ahead = until - now
         self.lookback = max(self.lookback, ahead)
         if ahead <= 0.0 or self.first is None:
             return 0.0
-        span = min(ahead, now - max(self.first, self.since))
+        span = max(min(ahead, now - max(self.first, self.since)), self.shortest)
         if span <= 0.0:
             return 0.0
         i = bisect_left(self.times, now - span)
