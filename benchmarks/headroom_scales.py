@@ -16,6 +16,7 @@ widths 1-128 with a tenth of the GPU-time in jobs of 64 GPUs or more, runtimes l
 Poisson arrivals at an offered load of 0.85. Usage:
 
     python benchmarks/headroom_scales.py [--against ../base] [--configs mix1-32,wide-256,...]
+        [--seed S] [--first N] [--jobs-dir DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "headroom_scales"
 SCALES = {32: (4, 32 / 960), 256: (32, 256 / 960), 960: (120, 1.0)}  # GPUs: (nodes, load)
 TRACES = {"slo": "philly-slo", "mix1": "philly-mix1", "mix2": "philly-mix2"}
+BUNDLED = HERE.parent / "traces" / "chronus"
+FILES = {"philly-slo": "SLO", "philly-mix1": "MIX1", "philly-mix2": "MIX2"}
 CONFIGS = {
     f"{short}-{gpus}": (trace, *SCALES[gpus]) for gpus in SCALES for short, trace in TRACES.items()
 }
@@ -80,6 +84,22 @@ def wide_mix(path: Path, seed: int, jobs: int = 3000, gpus: int = 256, load: flo
             )
 
 
+def first_jobs(trace: str, count: int) -> Path:
+    """The first ``count`` jobs of a bundled Philly trace by submit time, as a trace file (under
+    OUT, written once): a full replay at 32 GPUs takes over 10 minutes of CPU, which a loaded
+    machine may not give; a prefix compares rules in a few (issue 28, session 13)."""
+    path = OUT / f"{trace}-first{count}.csv"
+    if not path.exists():
+        source = BUNDLED / f"trace_job_Philly_{FILES[trace]}.csv"
+        rows = list(csv.DictReader(open(source)))
+        rows.sort(key=lambda r: (float(r["submit_time"]), int(r["job_id"])))
+        with open(path, "w", newline="") as fh:
+            out = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            out.writeheader()
+            out.writerows(rows[:count])
+    return path
+
+
 def share_of_wide_gpu_time(path: Path) -> float:
     rows = list(csv.DictReader(open(path)))
     work = [int(r["num_gpu"]) * float(r["duration"]) for r in rows]
@@ -96,9 +116,16 @@ def commit_of(checkout: Path) -> str:
     ).stdout.strip()
 
 
-def replay(checkout: Path, config: str, wide: Path) -> dict:
-    """One replay of ``config`` with ``checkout``'s code; metrics plus per-width shares."""
+def replay(
+    checkout: Path, config: str, wide: Path, jobs_to: Path | None = None, first: int = 0
+) -> dict:
+    """One replay of ``config`` with ``checkout``'s code; metrics plus per-width shares. With
+    ``jobs_to``, the replay's per-job outcomes (jobs.csv) are copied there, to compare rules job
+    by job. With ``first``, a Philly trace is replayed only up to its first that many jobs
+    (:func:`first_jobs`)."""
     trace, nodes, load = CONFIGS[config]
+    if first and trace != "wide":
+        trace = str(first_jobs(trace, first))
     with tempfile.TemporaryDirectory() as tmp:
         command = [
             sys.executable,
@@ -123,6 +150,8 @@ def replay(checkout: Path, config: str, wide: Path) -> dict:
         )
         metrics = json.loads(out.stdout)
         jobs = list(csv.DictReader(open(Path(tmp) / "jobs.csv")))
+        if jobs_to is not None:
+            shutil.copyfile(Path(tmp) / "jobs.csv", jobs_to)
     slack = {}
     if trace == "wide":
         for row in csv.DictReader(open(wide)):
@@ -152,15 +181,26 @@ def by_band(jobs: list[dict], keep) -> dict[str, list[int]]:
     return dict(counts)
 
 
-def measured(checkout: Path, config: str, wide: Path, seed: int = 0) -> dict:
+def measured(
+    checkout: Path,
+    config: str,
+    wide: Path,
+    seed: int = 0,
+    jobs_dir: Path | None = None,
+    first: int = 0,
+) -> dict:
     """The result of ``config`` at ``checkout``'s commit, replayed only if not kept already (a
-    wide mix of another seed than 0 is kept under its own name: 20 wide jobs per seed are few)."""
+    wide mix of another seed than 0 is kept under its own name: 20 wide jobs per seed are few).
+    With ``jobs_dir``, a replay also leaves its jobs.csv there as ``<commit>-<config>.csv``."""
     side = commit_of(checkout)
     named = f"{config}-seed{seed}" if config == "wide-256" and seed else config
+    if first and config != "wide-256":
+        named = f"{config}-first{first}"
     path = OUT / f"{side}-{named}.json"
     if path.exists():
         return json.loads(path.read_text())
-    result = replay(checkout, config, wide)
+    jobs_to = None if jobs_dir is None else jobs_dir / f"{side}-{named}.csv"
+    result = replay(checkout, config, wide, jobs_to, first)
     result["commit"] = side
     OUT.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1) + "\n")
@@ -192,6 +232,12 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--against", type=Path, help="another checkout (e.g. the old rule)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the wide-job mix")
+    parser.add_argument(
+        "--first", type=int, default=0, help="replay only the first N jobs of a Philly trace"
+    )
+    parser.add_argument(
+        "--jobs-dir", type=Path, help="keep each new replay's jobs.csv here (per-job outcomes)"
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     wide = OUT / f"wide-256-seed{args.seed}.csv"
@@ -205,7 +251,14 @@ def main() -> None:
         if config not in CONFIGS:
             raise SystemExit(f"--configs: unknown {config!r} (have: {', '.join(CONFIGS)})")
         for name, checkout in sides.items():
-            print(show(config, name, measured(checkout, config, wide, args.seed)), flush=True)
+            print(
+                show(
+                    config,
+                    name,
+                    measured(checkout, config, wide, args.seed, args.jobs_dir, args.first),
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

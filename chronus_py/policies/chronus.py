@@ -67,12 +67,12 @@ class Chronus(OrderPolicy):
         self.selector.adopt(view.arrived)
         self.selector.estimate_pad = view.estimate_pad
         self.selector.estimate_cut = view.estimate_cut
+        self.selector.queue = view.active
         changed: set[str] = set()
-        with self.selector.seeing(view.active):
-            if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
-                changed |= self.selector.new_lease(view.active, view.now)
-            if view.arrived:
-                changed |= self.selector.admit_arrivals(view.arrived, view.now)
+        if view.now >= self.selector.lease_end() - 1e-9 or self.selector.lease_index < 0:
+            changed |= self.selector.new_lease(view.active, view.now)
+        if view.arrived:
+            changed |= self.selector.admit_arrivals(view.arrived, view.now)
         return changed | self.selector.due(view.active, view.now)
 
     def key(self, job: JobState, now: float) -> tuple:
@@ -112,8 +112,7 @@ class Chronus(OrderPolicy):
         tier = self.selector.tier(job_id) if self.selector else Tier.SPOT
         state = self._view.active.get(job_id) if self._view else None
         if tier is Tier.SPOT and state is not None and job_id not in self.selector.booked:
-            with self.selector.seeing(self._queue()):
-                why = self.selector.why_not(state, self._view.now)
+            why = self.selector.why_not(state, self._view.now)
             if why:
                 return f"{STANDINGS[tier]}; not guaranteed, held back by {why}"
         return STANDINGS[tier]
@@ -138,16 +137,10 @@ class Chronus(OrderPolicy):
         )
 
     # -- what the round and the service ask beyond the order (``base.Policy``) --------------------
-    def _queue(self) -> Mapping[str, JobState] | None:
-        """The active jobs of the last decision point: admission of a job wider than the
-        headroom's share weighs the pool's waiting work (``LeaseSelector.seeing``)."""
-        return self._view.active if self._view else None
-
     def probe(self, job: JobState, now: float) -> DeadlineOption | None:
         if self.selector is None:
             return None
-        with self.selector.seeing(self._queue()):
-            return self.selector.probe(job, now)
+        return self.selector.probe(job, now)
 
     def refusal(self, job: JobState, now: float, *, detail: bool = True) -> str:
         """Hopeless, or not fitting the plan; in ``detail``, also the test that refused it
@@ -156,8 +149,7 @@ class Chronus(OrderPolicy):
             return super().refusal(job, now)
         if self.selector.hopeless(job, now):
             return "cannot meet its last deadline even alone; runs on leftover GPUs"
-        with self.selector.seeing(self._queue()):
-            why = self.selector.why_not(job, now) if detail else None
+        why = self.selector.why_not(job, now) if detail else None
         return f"{POOL}; held back by {why}" if why else POOL
 
     def solver_stats(self) -> SelectorStats | None:
@@ -172,8 +164,8 @@ class Chronus(OrderPolicy):
     def replan(self, active: Mapping[str, JobState], now: float) -> Any:
         """The new lease's plan: the selector itself, re-planned, and the jobs whose tier
         changed (:class:`~chronus_py.policies.replanned.Replanned`)."""
-        with self.selector.seeing(active):
-            changed = self.selector.new_lease(active, now)
+        self.selector.queue = active
+        changed = self.selector.new_lease(active, now)
         return Replanned(self.selector, changed)
 
     def replan_load(self, result: Any) -> Iterator[None]:
@@ -193,8 +185,8 @@ class Chronus(OrderPolicy):
         whose key differs from the one the committed plan gave them."""
         selector = result.selector
         selector.adopt(arrived)
-        with selector.seeing(self._queue()):
-            changed = selector.admit_arrivals(arrived, now)
+        selector.queue = self.selector.queue  # the new plan crossed without it
+        changed = selector.admit_arrivals(arrived, now)
         # Against the committed plan, whose tiers the queue's keys hold: a waiting job of the
         # same tier keeps its key there (a running one's key also asks its bookings).
         return [

@@ -42,8 +42,8 @@ class ChronusSettings:
     ``headroom`` is the share of every lease's GPUs that new guarantees no wider than the rest
     (``capacity - int(headroom x capacity)`` GPUs: 96 of 960, 4 of 32) leave to the pool. A
     job wider than that rest can still be promised, in any GPUs the plan has free, when the
-    GPU-time free before its deadline holds its own booking and all the work waiting
-    unguaranteed in the pool (issue 28: ``LeaseSelector._place``), so the setting means the
+    GPU-time free before its deadline holds its own booking and the pool's work there, queued
+    and expected to arrive (issue 28: ``LeaseSelector._place``), so the setting means the
     same at every size: the pool keeps its share of each lease, and a wide promise is made
     only where the pool would not need the GPUs it takes. Jobs no wider than the share, every
     Philly job at 960 GPUs, are admitted as those figures were measured."""
@@ -74,7 +74,7 @@ class ChronusSettings:
         "--headroom",
         "share of each lease's GPUs new guarantees leave to the SRTF pool; a job wider than "
         "the rest may take any free GPUs when what is free before its deadline also holds "
-        "all work waiting in the pool; 1 promises nothing",
+        "the pool's queued and expected work; 1 promises nothing",
     )
     margin: float = _knob(0.0, "--margin", "extra relative work planned for every guaranteed job")
     guard: float = _knob(

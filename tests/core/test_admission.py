@@ -11,6 +11,8 @@ them and the pool's waiting work, and take the latest leases that fit.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 from core_helpers import chronus, job
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from chronus_py.jobs.model import Cluster, DeadlineOption
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import ChronusSettings, LeaseSelector, Tier
+from chronus_py.selector.arrivals import Arrivals
 
 
 def test_guaranteed_in_whole_leases_under_the_headroom_else_refused():
@@ -114,31 +117,78 @@ def test_headroom_keeps_a_share_of_each_lease_but_never_more_than_a_jobs_width()
 
 
 def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_too():
-    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0. The pool waits with
-    # two best-effort jobs of 4 GPUs x 36,000 s (+ 90 s start each): 288,720 GPU-s, 80 GPU-h.
-    # W (8 GPUs, 1000 + 120 s: one lease) by 12,000: leases 0-9 are free, 96,000 GPU-s; its
-    # own 9,600 and the pool's work do not fit: held back by the headroom, naming the pool.
-    # X (the same job by 48,000): leases 0-39, 384,000 GPU-s hold 9,600 + 288,720: promised
-    # the latest lease before floor(48,000 / 1200) = 40.
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0. Two best-effort jobs
+    # of 4 GPUs x 36,000 s (+ 90 s start each: 288,720 GPU-s) arrive at 0 and wait (nothing is
+    # started here). W and X (8 GPUs, 1000 + 120 s: one lease, 8,960 GPU-s of work) arrive at
+    # T = 1,200,000 (lease 1000); over the span before T as long as their windows, only they
+    # arrived: 17,920 GPU-s, so half of that is expected again in either window (8,960).
+    # W by T + 12,000: leases 1000-1009 hold 96,000 GPU-s, less than its own 9,600, the
+    # queue's 288,720 + X's 8,960 and the 8,960 expected: held back by the headroom.
+    # X by T + 48,000: 384,000 GPU-s hold 9,600 + 288,720 + W's 8,960 + 8,960: promised the
+    # latest lease before floor((T + 48,000) / 1200) = 1040.
     policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
-    for j in [
-        job("B1", gpus=4, duration=36000),
-        job("B2", gpus=4, duration=36000),
-        job("W", gpus=8, deadlines=[(12000, 1)]),
-        job("X", gpus=8, deadlines=[(48000, 1)]),
-    ]:
-        scheduler.submit(j)
+    scheduler.submit(job("B1", gpus=4, duration=36000))
+    scheduler.submit(job("B2", gpus=4, duration=36000))
     scheduler.select(0.0)
+    t = 1_200_000.0
+    scheduler.submit(job("W", gpus=8, submit=t, deadlines=[(t + 12000, 1)]))
+    scheduler.submit(job("X", gpus=8, submit=t, deadlines=[(t + 48000, 1)]))
+    scheduler.select(t)
     selector = policy.selector
-    assert selector.booked == {"X": (39,)}
-    assert policy.refusal(scheduler.jobs["W"], 0.0).endswith(
+    assert selector.booked == {"X": (1039,)}
+    # Asked again, X booked: 288,720 queued and 8,960 expected are 83 GPU-hours.
+    assert policy.refusal(scheduler.jobs["W"], t).endswith(
         "held back by the headroom (it is wider than the 4 GPUs of each lease left to new "
-        "guarantees, and the 80 GPU-hours waiting in the pool and its own do not fit in what "
-        "is free before its deadline)"
+        "guarantees, and the 83 GPU-hours the pool has queued or is expected to receive by its "
+        "deadline and its own do not fit in what is free before it)"
     )
-    # Without the pool's queue (a selector asked directly) nothing is known to wait: W fits.
-    assert selector.probe(scheduler.jobs["W"], 0.0) == DeadlineOption(12000.0, 1.0)
+    # The selector keeps the queue the policy set at the decision point, until it is pickled
+    # (a re-plan crossing from the service's child): then nothing is known to wait, W fits.
+    assert selector.probe(scheduler.jobs["W"], t) is None
+    crossed = pickle.loads(pickle.dumps(selector))
+    assert crossed.queue is None and crossed.booked == {"X": (1039,)}
+    assert crossed.probe(scheduler.jobs["W"], t) == DeadlineOption(t + 12000, 1.0)
+
+
+def test_a_wide_job_is_not_promised_where_the_work_arriving_needs_the_gpus():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5, guard 0. R (best-effort, 8 GPUs x 36,000 s,
+    # + 120 s start: 288,960 GPU-s) arrives at 0 and waits (nothing is started here). W (8 GPUs,
+    # 1000 + 120 s) arrives at 12,000 (lease 10) with its deadline at 60,000: leases 10-49,
+    # 384,000 GPU-s free, which would hold R's 288,960 and W's 9,600. But arrived over the
+    # 12,000 s before (the history is shorter than the 48,000 s ahead): R and W, 288,960 +
+    # 8,960 GPU-s, 24.83 GPU-s a second; expected by 60,000: 1,191,680 GPU-s, half of it
+    # counted: 288,960 + 595,840 = 884,800 GPU-s (246 GPU-hours) with W's 9,600 do not fit.
+    # This cluster receives three times the work it can run.
+    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("R", gpus=8, duration=36000))
+    scheduler.select(0.0)
+    scheduler.submit(job("W", gpus=8, submit=12000.0, deadlines=[(60000, 1)]))
+    scheduler.select(12000.0)
+    assert policy.selector.booked == {}
+    assert policy.refusal(scheduler.jobs["W"], 12000.0).endswith(
+        "and the 246 GPU-hours the pool has queued or is expected to receive by its deadline "
+        "and its own do not fit in what is free before it)"
+    )
+
+
+def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_before():
+    arrivals = Arrivals(lookback=20.0)
+    for at, work in [(0.0, 100.0), (10.0, 50.0), (20.0, 30.0)]:
+        arrivals.record(at, work)
+    assert arrivals.expected(20.0, 20.0) == 0.0
+    assert arrivals.expected(20.0, 30.0) == 80.0  # 50 + 30 over [10, 20], for the next 10 s
+    assert arrivals.expected(20.0, 60.0) == 360.0  # 180 over the 20 s since the first
+    # Asked 40 s ahead, 40 s are kept: at 100 the first three go, their total stays; a longer
+    # span is measured over the 40 s kept.
+    arrivals.record(100.0, 10.0)
+    assert arrivals.times == [100.0] and arrivals.dropped == 180.0
+    assert arrivals.expected(100.0, 110.0) == 10.0
+    assert arrivals.expected(100.0, 200.0) == 25.0
+    # Over a span of at least 50 s: the 10 at 100 are 0.2 a second, not 10.
+    arrivals.shortest = 50.0
+    assert arrivals.expected(100.0, 110.0) == 2.0
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
