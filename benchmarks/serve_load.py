@@ -21,7 +21,9 @@ first and then its own, so pending stays near 5,000; every fill job has a deadli
 ``--all-deadlines`` (about 5,000 guarantees), and ``--lease`` shortens the lease so re-plans fall
 inside the measurement. ``--checkout DIR`` runs the server from another checkout (e.g. the
 pristine tree), so two versions are compared by the same command; the machine's load
-(``uptime``) is recorded with every figure.
+(``uptime``) is recorded with every figure. The churn report classes every request by when it
+was due against the server's re-plan events (``by_replan_phase``: after a fork, near a commit,
+other).
 """
 
 from __future__ import annotations
