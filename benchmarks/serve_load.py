@@ -21,7 +21,9 @@ first and then its own, so pending stays near 5,000; every fill job has a deadli
 ``--all-deadlines`` (about 5,000 guarantees), and ``--lease`` shortens the lease so re-plans fall
 inside the measurement. ``--checkout DIR`` runs the server from another checkout (e.g. the
 pristine tree), so two versions are compared by the same command; the machine's load
-(``uptime``) is recorded with every figure.
+(``uptime``) is recorded with every figure. The churn report classes every request by when it
+was due against the server's re-plan events (``by_replan_phase``: after a fork, near a commit,
+other).
 """
 
 from __future__ import annotations
@@ -257,7 +259,9 @@ def main() -> None:
             churn["pending_after"] = Conn(port).call("GET", "/v1/cluster")[1]["pending"]
             churn["rss_mb"] = rss_mb(proc.pid)
             churn["replans"] = replan_events(workdir / "serve.log")
-            churn["around_replans"] = around_replans(churn.pop("timeline"), churn["replans"])
+            timeline = churn.pop("timeline")
+            churn["around_replans"] = around_replans(timeline, churn["replans"])
+            churn["by_replan_phase"] = by_replan_phase(timeline, churn["replans"])
             print("churn:", json.dumps(churn), flush=True)
             return write(args, checkout, {"fill": fill, "churn": churn})
         n = int(args.rate * args.seconds)
@@ -329,6 +333,35 @@ def around_replans(timeline: list, events: list[dict]) -> dict:
     inside = [lat for due, _, lat in timeline if within(due)]
     outside = [lat for due, _, lat in timeline if not within(due)]
     return {"windows": windows, "inside": summary(inside), "outside": summary(outside)}
+
+
+AFTER_FORK = 3.0
+"""Seconds after a re-plan's start (its fork) in which a request counts as after the fork:
+the fork itself, then the page copies the parent pays for what it touches next."""
+BEFORE_COMMIT = 3.0
+"""Seconds before a commit that count as near it (its catch-up steps hold the lock)."""
+
+
+def by_replan_phase(timeline: list, events: list[dict]) -> dict:
+    """Latency of every request by when it was due (server's clock) against the log's re-plan
+    events: within ``AFTER_FORK`` s after a re-plan's start ("after_fork"), else from
+    ``BEFORE_COMMIT`` s before to ``AFTER_COMMIT`` s after a commit ("near_commit"), else
+    "other" (the machine's own noise, to hold the other two against). Each request in one
+    class, the first that fits."""
+    starts = [e["now"] for e in events if e["event"] == "replan_started"]
+    commits = [e["now"] for e in events if e["event"] == "replan_committed"]
+
+    def phase(due: float) -> str:
+        if any(0.0 <= due - s <= AFTER_FORK for s in starts):
+            return "after_fork"
+        if any(-BEFORE_COMMIT <= due - c <= AFTER_COMMIT for c in commits):
+            return "near_commit"
+        return "other"
+
+    phases: dict[str, list[float]] = {"after_fork": [], "near_commit": [], "other": []}
+    for due, _, latency in timeline:
+        phases[phase(due)].append(latency)
+    return {name: summary(latencies) for name, latencies in phases.items()}
 
 
 def summary(latencies: list[float]) -> dict:

@@ -387,10 +387,23 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
     """Fork: the child re-plans on its copy of the scheduler (copy-on-write, so the snapshot
     costs a fork, not a copy of every job) and sends back the result. The parent's policy is
     told the re-plan started, so nothing re-plans it meanwhile: admissions go on against the
-    committed plan until ``commit_replan``. None where there is no fork."""
+    committed plan until ``commit_replan``. None where there is no fork.
+
+    Everything the parent needs of the state at the fork is done BEFORE it, because after it
+    every object the parent touches (even a read writes its reference count) costs a copy of
+    its 4 KB page, shared with the child until then: telling the policy (``replan_started``,
+    a look at every booking of the committed plan) cost 22,000 page copies and 86-105 ms of
+    CPU in the request's call after the fork, 10-14 ms and none before it, at 6,024
+    guarantees (``benchmarks/replan_commit.py``). The child's plan does not change: its
+    re-plan sets its lease and its triggers anew (``tests/service/test_replan_start.py``).
+    And ``gc.freeze()`` just before, so the collector's next passes in either process do not
+    write the header of every older object (a full pass would copy most of the heap)."""
     if not hasattr(os, "fork"):
         return None
     policy = scheduler.policy
+    seen = {i: _moves(s) for i, s in scheduler.active.items()}
+    policy.replan_started(now)
+    gc.freeze()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, send, and leave without running any parent's cleanup
@@ -404,8 +417,6 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
         finally:
             os._exit(status)
     os.close(write)
-    policy.replan_started(now)
-    seen = {i: _moves(s) for i, s in scheduler.active.items()}
     return Replan(pid, read, now, frozenset(seen), seen)
 
 
