@@ -684,9 +684,14 @@ class LeaseSelector:
 
         Whether a job's slots hold it depends on the job and those slots only, so each verdict
         is kept for the rounds that give the job the same slots: most jobs keep theirs, and
-        re-checking all of them every round was most of a replay's time (issue 27)."""
+        re-checking all of them every round was most of a replay's time (issue 27).
+
+        ``fixed`` comes planned for each job's work alone (its one option is the
+        ``_kept_window`` of its padded work, with ``whole``), so slots that cost such a job no
+        restart hold it by construction (the solver gives it that option's leases, before its
+        deadline slot) and are not checked again (issue 27, session 13)."""
         solution, horizon = self._solve(fixed, first)
-        work = {job.id: self._padded(states[job.id], now) for job in fixed}
+        alone = {job.id: job for job in fixed}
         verdicts: dict[str, tuple[tuple[int, ...], LeaseJob | None]] = {}
         for _ in range(RESTART_ROUNDS):
             short = {}
@@ -696,7 +701,13 @@ class LeaseSelector:
                     continue
                 kept = verdicts.get(job.id)
                 if kept is None or kept[0] != slots:
-                    kept = slots, self._short(job, slots, work[job.id], states, first, whole)
+                    restarts = _restarts(slots, running=job.running)
+                    if restarts == 0 and job is alone[job.id]:
+                        kept = slots, None
+                    else:
+                        state = states[job.id]
+                        restarted = self._padded(state, now) + restarts * state.overhead
+                        kept = slots, self._short(job, slots, restarted, first, whole)
                     verdicts[job.id] = kept
                 if kept[1] is not None:
                     short[job.id] = kept[1]
@@ -707,17 +718,10 @@ class LeaseSelector:
         return fixed, solution, horizon
 
     def _short(
-        self,
-        job: LeaseJob,
-        slots: tuple[int, ...],
-        work: float,
-        states: Mapping[str, JobState],
-        first: int,
-        whole: bool,
+        self, job: LeaseJob, slots: tuple[int, ...], work: float, first: int, whole: bool
     ) -> LeaseJob | None:
-        """``job`` asking for the leases its ``work`` plus the restarts ``slots`` make it pay
-        take, if ``slots`` are too few or end too late for them; None if they hold it."""
-        work += _restarts(slots, running=job.running) * states[job.id].overhead
+        """``job`` asking for the leases its ``work`` (with the restarts ``slots`` make it pay)
+        takes, if ``slots`` are too few or end too late for it; None if they hold it."""
         end, need = self._kept_window(job.id, work, first, whole)
         if need > len(slots) or max(slots) >= end - first:
             return self._replanned(job, work, first, whole=whole)
@@ -968,8 +972,13 @@ class LeaseSelector:
 
 def _restarts(slots: Iterable[int], *, running: bool) -> int:
     """Restarts a job pays on its planned ``slots``: one per gap between them, and one more if
-    it runs now but is not planned in the current slot 0 (it is stopped, then started again)."""
+    it runs now but is not planned in the current slot 0 (it is stopped, then started again).
+    ``slots`` are distinct (a plan's), so one block of them is told by its two ends."""
     ordered = sorted(slots)
+    if not ordered:
+        return 0
+    stopped = int(running and ordered[0] != 0)
+    if ordered[-1] - ordered[0] == len(ordered) - 1:
+        return stopped
     steps = list(map(sub, ordered[1:], ordered))
-    gaps = len(steps) - steps.count(1)
-    return gaps + int(running and bool(ordered) and ordered[0] != 0)
+    return len(steps) - steps.count(1) + stopped
