@@ -285,6 +285,7 @@ def run_mode(
         ).start()
     t0 = time.monotonic()
     writes: dict = {}
+    reads: dict = {}
     try:
         origin = run.go(jobs, args.timeout)
         views = serve.jobs() if serve is not None else {}
@@ -292,6 +293,7 @@ def run_mode(
         if serve is not None:
             serve.stop()
             writes = next(iter(serve.events("kueue_writes")), {})
+            reads = next(iter(serve.events("kueue_reads")), {})
             if args.log:
                 shutil.copyfile(serve.log, f"{args.log}.q{quota}")
     out = summary(run, origin, views, chronus_ids(cp, ns) if chronus else {})
@@ -300,6 +302,8 @@ def run_mode(
         by_kind = {k: v for k, v in writes.items() if k != "event"}
         out["api_writes"] = by_kind
         out["api_writes_per_job"] = round(sum(by_kind.values()) / len(jobs), 2)
+        if reads:  # single-object reads (watches aside), counted since session 13
+            out["api_reads_per_job"] = round(reads.get("workload or job", 0) / len(jobs), 2)
     return out
 
 
