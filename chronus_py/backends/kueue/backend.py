@@ -57,6 +57,7 @@ from chronus_py.backends.base import (
 )
 from chronus_py.backends.kueue import annotations as notes
 from chronus_py.backends.kueue import workloads as wls
+from chronus_py.backends.kueue.job_notes import JobNotes
 from chronus_py.backends.kueue.kube import Conflict, Kube, Workload, config
 from chronus_py.backends.kueue.leader import LeaderElector
 from chronus_py.backends.kueue.names import CONTROLLER, GPU
@@ -137,18 +138,26 @@ class KueueBackend(CompressedTime):
             )
         self._failed: set[str] = set()  # ids whose queued message write failed
         self._failed_lock = threading.Lock()
+        # Under leader election a queued write is sent only while the Lease is held, i.e. at
+        # most ``renew_deadline`` after its last renewal, and a new leader acts no sooner than
+        # ``duration`` after it: the writes' client gives up within that margin.
+        margin = 10.0 if elector is None else min(10.0, elector.duration - elector.renew_deadline)
         self.writes = Writes(
-            lambda: Kube(kube.cfg, manager=kube.manager),
+            lambda: Kube(kube.cfg, manager=kube.manager, timeout=margin),
             on_written=self.watches.stores["workloads"].put,
             on_failed=self._message_failed,
             may_write=lambda: self.elector is None or self.elector.held,
             workers=writers,
         )
+        self.job_notes = JobNotes(lambda: Kube(kube.cfg, manager=kube.manager))
+        self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
 
     def close(self) -> None:
         self.writes.close()
+        self.job_notes.close()
         log.info(json.dumps({"event": "kueue_writes", **(self.kube.writes + self.writes.writes)}))
-        log.info(json.dumps({"event": "kueue_reads", "workload or job": self.kube.reads}))
+        reads = self.kube.reads + self.job_notes.reads
+        log.info(json.dumps({"event": "kueue_reads", "workload or job": reads}))
         self.watches.stop()
         if self.elector is not None:
             self.elector.release()
@@ -375,6 +384,19 @@ class KueueBackend(CompressedTime):
             )
         return ObservedJob(job_id, RunState.PENDING, work_done=done, starts=runs, **common)
 
+    def look(self) -> None:
+        """Before a round, off the request lock: read the Jobs of the Workloads that arrive now
+        (``job_notes.py``: several at a time), for ``arrivals``."""
+        jobs = {}
+        for job_id, wl in self._ours().items():
+            job = wls.owner_job(wl)
+            if job is not None and _arriving(wl, self.checks):
+                jobs[job_id] = (wls.key(wl)[0], job)
+        self._notes = {i: n for i, n in self._notes.items() if i in jobs}
+        missing = {i: j for i, j in jobs.items() if i not in self._notes}
+        if missing:
+            self._notes.update(self.job_notes.read(missing))
+
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         for job_id, wl in self._ours().items():
@@ -389,17 +411,14 @@ class KueueBackend(CompressedTime):
                     self._require_leader()
                     self._check(wl, "Rejected", f"chronus refused it: {why}")
                 continue
-            if entry is None or entry.get("state") != "Pending" or not wls.reserved(wl):
-                continue
-            if not wls.active(wl) or wls.meta(wl).get("deletionTimestamp"):
-                continue
-            if wls.is_true(wl, "Finished"):
+            if not _arriving(wl, self.checks):
                 continue
             ns, name = wls.key(wl)
             given = wls.annotations(wl)
             job = wls.owner_job(wl)
             if job is not None:
-                given = {**self.kube.job_annotations(ns, job), **given}
+                read = self._notes.get(job_id)
+                given = {**(self.kube.job_annotations(ns, job) if read is None else read), **given}
             created = wls.unix(wls.meta(wl).get("creationTimestamp")) or time.time()
             try:
                 fields = notes.job_fields(
@@ -529,6 +548,10 @@ class KueueBackend(CompressedTime):
             self._tracked.add(job.id)
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        with self.writes.urgent():  # the queued writes wait: the API server serves this first
+            self._start(job_id, placement)
+
+    def _start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
         """Two writes, nothing read first: the run's record (its answer is the Workload as the
         API server has it now), then the check ``Ready`` at that answer's resourceVersion. So
         the start lands only on a Workload that is still reserved, at Kueue's count and not
@@ -616,6 +639,10 @@ class KueueBackend(CompressedTime):
         return notes.PREFIX + "gang-" + hashlib.sha256(job_id.encode()).hexdigest()[:16]
 
     def preempt(self, job_id: str) -> None:
+        with self.writes.urgent():
+            self._preempt(job_id)
+
+    def _preempt(self, job_id: str) -> None:
         self._require_leader()
         wl = self._fresh(job_id)
         if wl is None:
@@ -704,6 +731,19 @@ class KueueBackend(CompressedTime):
             self._check(wl, entry["state"], text, entry.get("podSetUpdates"), now=False)
             self._shown[job_id] = (text, report)
         self._shown = {i: v for i, v in self._shown.items() if i in reports}
+
+
+def _arriving(wl: dict, checks: frozenset[str]) -> bool:
+    """Whether chronus takes ``wl`` in now: not accepted or refused yet, its check
+    ``Pending``, Kueue's quota reserved, active, not deleted or finished."""
+    if wls.accepted(wl) is not None or wls.REFUSED in wls.annotations(wl):
+        return False
+    entry = wls.check_entry(wl, checks)
+    if entry is None or entry.get("state") != "Pending" or not wls.reserved(wl):
+        return False
+    if not wls.active(wl) or wls.meta(wl).get("deletionTimestamp"):
+        return False
+    return not wls.is_true(wl, "Finished")
 
 
 def _changed(records: Mapping[str, str], changes: Mapping[str, Any]) -> dict[str, str]:

@@ -22,6 +22,10 @@ The rules that keep it correct:
 - **Nothing is lost silently**: a records write that fails stays wanted and is queued again at
   the next round (:meth:`retry`); a message write that fails is reported (``on_failed``) so the
   next publish writes it again; a Workload that is gone (404) is dropped.
+- **Decisions first at the API server too**: while a decision is being written, and for
+  ``LINGER`` seconds after (a round's starts come one after the other), the workers send
+  nothing new (:meth:`urgent`): on a loaded control plane the API server and Kueue, not the
+  controller, are the bottleneck, and a start sent beside queued messages waits among them.
 - **Only while leading**: each write checks ``may_write`` first (the leader Lease held).
 """
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import Counter, deque
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +45,8 @@ from chronus_py.backends.kueue import workloads as wls
 from chronus_py.backends.kueue.kube import Conflict, Kube
 
 log = logging.getLogger("chronus.kueue")
-WORKERS = 3  # writes in flight at once: the API server overlaps them; more only queue there
+WORKERS = 2  # writes in flight at once: the API server overlaps them; more only queue there
+LINGER = 0.3  # wall seconds the queue stays held after a decision's write (the next is near)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,8 @@ class Writes:
         self._queued: set[str] = set()
         self._busy: set[str] = set()
         self._stop = False
+        self._urgent = 0  # decisions being written now
+        self._urgent_until = 0.0  # monotonic: the queue is held until then
         self._kubes: list[Kube] = []
         self._threads = [
             threading.Thread(target=self._work, name=f"kueue-writes-{i}", daemon=True)
@@ -127,6 +135,20 @@ class Writes:
         with self._cond:
             for job_id in self._wanted:
                 self._enqueue(job_id)
+
+    @contextmanager
+    def urgent(self) -> Iterator[None]:
+        """Hold the queue while a decision (start, preemption) is written, and ``LINGER``
+        seconds after it: the API server serves the round's decisions first."""
+        with self._cond:
+            self._urgent += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._urgent -= 1
+                self._urgent_until = time.monotonic() + LINGER
+                self._cond.notify_all()
 
     @contextmanager
     def claim(self, job_id: str) -> Iterator[dict[str, str] | None]:
@@ -195,6 +217,10 @@ class Writes:
                 while job_id is None:
                     if self._stop:
                         return
+                    held = self._urgent_until - time.monotonic()
+                    if self._urgent or held > 0:
+                        self._cond.wait(max(held, 0.05))
+                        continue
                     job_id = self._take()
                     if job_id is None:
                         self._cond.wait()
