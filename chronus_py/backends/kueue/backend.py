@@ -566,7 +566,7 @@ class KueueBackend(CompressedTime):
         if entry.get("state") == "Ready":
             return  # started already: never twice
         if not wls.reserved(wl):
-            wl = self._await_reservation(job_id) or wl
+            wl = self._await_reservation(job_id, wl) or wl
         self._startable(job_id, wl, placement)
         sets = wls.pod_sets(wl, self.resource)
         per_pod = {p.gpus_per_pod for p in sets if p.gpus_per_pod}
@@ -623,16 +623,19 @@ class KueueBackend(CompressedTime):
                 f"{reserved}; it is planned again at Kueue's count"
             )
 
-    def _await_reservation(self, job_id: str) -> dict | None:
+    def _await_reservation(self, job_id: str, wl: dict) -> dict | None:
         """Wait up to ``RESERVE_WAIT`` wall seconds for Kueue to reserve quota again: a
         Workload chronus preempted is requeued at once, but its new reservation takes Kueue a
-        moment, often until the GPUs the round just freed are released in its books too."""
+        moment, often until the GPUs the round just freed are released in its books too.
+        Watched, not read: the start writes ``Ready`` only at the resourceVersion of a
+        Workload the API server answered reserved (``_start``), so a copy is enough here."""
         end = time.monotonic() + RESERVE_WAIT
+        ns, name = wls.key(wl)
         while time.monotonic() < end:
             time.sleep(0.1)
-            wl = self._fresh(job_id)
+            wl = self.watches.stores["workloads"].get(f"{ns}/{name}")
             if wl is None or wls.reserved(wl):
-                return wl
+                return wl if wl is None else self._seen(job_id, wl)
         return None
 
     def _gang_label(self, job_id: str) -> str:
