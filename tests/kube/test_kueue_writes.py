@@ -9,13 +9,15 @@ before the API server has it; the arrivals' Jobs are read before the round (``lo
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytest.importorskip("lightkube")
 
 from kueue_helpers import wait  # noqa: E402
 
-from chronus_py.backends.base import JobReport  # noqa: E402
+from chronus_py.backends.base import JobReport, RunState  # noqa: E402
 from chronus_py.backends.kueue import workloads as wls  # noqa: E402
 from chronus_py.backends.kueue.backend import FIELD_MANAGER, KueueBackend  # noqa: E402
 from chronus_py.backends.kueue.kube import Conflict, Kube, config  # noqa: E402
@@ -66,6 +68,10 @@ def test_a_start_goes_ahead_of_queued_messages_and_nothing_unchanged_is_rewritte
         # the start's own writes only (its record, then Ready), no read, not behind the queue
         assert (sum(kube.writes.values()), kube.reads) == (calls[0] + 2, calls[1])
         assert backend.writes.wait_idle(60)
+        for _ in range(10):  # and the rounds after it see it running, as the API server does
+            (seen,) = [o for o in backend.jobs() if o.id == first]
+            assert seen.state is RunState.RUNNING, (seen, s.entry("w0"), s.workload("w0"))
+            time.sleep(0.3)
         entry = s.entry("w0")
         assert entry["state"] == "Ready", entry  # the queued Pending message did not undo it
         assert entry["message"].startswith("chronus started it on"), entry

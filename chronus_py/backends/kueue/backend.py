@@ -478,7 +478,7 @@ class KueueBackend(CompressedTime):
             got = self.kube.apply_records(ns, name, mine)
             if got is None:
                 raise BackendUnavailable(f"kueue: workload of job {job_id} is gone")
-            self.writes.written(job_id, mine)
+            self.writes.written(job_id)
             return self._seen(job_id, got)
 
     def _check(

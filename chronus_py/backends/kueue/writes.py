@@ -170,11 +170,14 @@ class Writes:
                     self._enqueue(job_id)
                 self._cond.notify_all()
 
-    def written(self, job_id: str, records: dict[str, str]) -> None:
-        """The API server took ``records`` (a write of the caller's, under :meth:`claim`)."""
+    def written(self, job_id: str, records: dict[str, str] | None = None) -> None:
+        """The API server took ``records``, so they are no longer wanted unless newer ones
+        replaced them meanwhile (a worker's write); None: a write of the caller's under
+        :meth:`claim`, built on the records wanted, which it supersedes whatever they are (a
+        queued write of them after it would take back what it added)."""
         with self._cond:
             got = self._wanted.get(job_id)
-            if got is not None and got[2] == records:
+            if got is not None and (records is None or got[2] == records):
                 del self._wanted[job_id]
 
     def forget(self, job_ids: set[str]) -> None:
