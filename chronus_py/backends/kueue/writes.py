@@ -46,6 +46,7 @@ from chronus_py.backends.kueue.kube import Conflict, Kube
 
 log = logging.getLogger("chronus.kueue")
 WORKERS = 2  # writes in flight at once: the API server overlaps them; more only queue there
+RETRIES = 2  # fresh reads after a running Workload's message met a conflict
 LINGER = 0.3  # wall seconds the queue stays held after a decision's write (the next is near)
 
 
@@ -276,15 +277,33 @@ class Writes:
             if message is None:
                 return
             ns, name, msg = message
+            if not msg.still_ready:
+                self._on_written(kube.apply_workload_status(ns, name, msg.status))
+                return
             version = msg.version
-            if got is not None and msg.still_ready:
-                entry = wls.check_entry(got, msg.still_ready) or {}
-                if entry.get("state") != "Ready" or not wls.reserved(got):
-                    self._on_failed(job_id)  # no longer running: the next publish says so
-                    return
-                version = wls.meta(got).get("resourceVersion")
-            written = kube.apply_workload_status(ns, name, msg.status, resource_version=version)
-            self._on_written(written)
+            for attempt in range(RETRIES + 1):
+                if got is not None:
+                    entry = wls.check_entry(got, msg.still_ready) or {}
+                    if entry.get("state") != "Ready" or not wls.reserved(got):
+                        self._on_failed(job_id)  # no longer running: the next publish says so
+                        return
+                    version = wls.meta(got).get("resourceVersion")
+                try:
+                    written = kube.apply_workload_status(
+                        ns, name, msg.status, resource_version=version
+                    )
+                except Conflict:
+                    # Kueue wrote it meanwhile (it admits a Workload right after its Ready):
+                    # read it once more and write again if it still runs
+                    if attempt == RETRIES:
+                        raise
+                    got = kube.workload(ns, name)
+                    if got is None:
+                        self.forget({job_id})
+                        return
+                    continue
+                self._on_written(written)
+                return
         except Conflict:
             self._on_failed(job_id)  # changed meanwhile: written again from the newer copy
         except BackendUnavailable as exc:
