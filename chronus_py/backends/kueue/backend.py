@@ -696,7 +696,8 @@ class KueueBackend(CompressedTime):
         for job_id in failed:  # its message did not land: said again below
             self._shown.pop(job_id, None)
         now = self.now()
-        listed = self._ours()  # with the writes that landed since the round looked
+        self._listed_at = -float("inf")  # picked anew: with the writes landed since the look
+        listed = self._ours()
         for job_id, report in reports.items():
             wl = listed.get(job_id)
             if wl is None or wls.accepted(wl) is None:
