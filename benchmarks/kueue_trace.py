@@ -284,7 +284,9 @@ def run_mode(
             poll=args.kueue_poll,
         ).start()
     t0 = time.monotonic()
+    served = cp.server_writes()
     writes: dict = {}
+    reads: dict = {}
     try:
         origin = run.go(jobs, args.timeout)
         views = serve.jobs() if serve is not None else {}
@@ -292,14 +294,24 @@ def run_mode(
         if serve is not None:
             serve.stop()
             writes = next(iter(serve.events("kueue_writes")), {})
+            reads = next(iter(serve.events("kueue_reads")), {})
             if args.log:
                 shutil.copyfile(serve.log, f"{args.log}.q{quota}")
     out = summary(run, origin, views, chronus_ids(cp, ns) if chronus else {})
     out["wall_s"] = round(time.monotonic() - t0, 1)
+    # every client's writes the API server served meanwhile (Kueue's, kube-controller-manager's,
+    # kwok's, the scheduler's, this harness's, chronus's): what the trace costs the API server
+    after = cp.server_writes()
+    delta = {k: v - served.get(k, 0) for k, v in after.items() if v > served.get(k, 0)}
+    out["server_writes"] = dict(sorted(delta.items(), key=lambda kv: -kv[1])[:8])
+    out["server_writes_per_job"] = round(sum(delta.values()) / len(jobs), 2)
+    out["server_writes_per_s"] = round(sum(delta.values()) / out["wall_s"], 2)
     if chronus:  # the controller's API writes (its count at shutdown), in all and per Job
         by_kind = {k: v for k, v in writes.items() if k != "event"}
         out["api_writes"] = by_kind
         out["api_writes_per_job"] = round(sum(by_kind.values()) / len(jobs), 2)
+        if reads:  # single-object reads (watches aside), counted since session 13
+            out["api_reads_per_job"] = round(reads.get("workload or job", 0) / len(jobs), 2)
     return out
 
 

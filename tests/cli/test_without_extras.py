@@ -32,3 +32,25 @@ def test_the_kueue_backend_without_the_kube_extra_says_what_to_install(tmp_path)
     assert done.returncode != 0
     assert "pip install 'chronus-py[kube]'" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_another_import_error_of_the_kueue_backend_names_its_module(tmp_path):
+    """Only a missing module of the kube extra means "install the extra": a module of chronus's
+    own (or of another package) that fails to import says so, naming it, in one line."""
+    broken = "import sys; sys.modules['chronus_py.backends.kueue.watch'] = None; "
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            broken + "from chronus_py.cli import main; "
+            f"sys.exit(main(['serve', '--backend', 'kueue', '--db', {str(tmp_path / 'c.db')!r}]))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "chronus_py.backends.kueue.watch" in done.stderr, done.stderr
+    assert "chronus-py[kube]" not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

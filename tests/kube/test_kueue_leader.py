@@ -31,7 +31,7 @@ def test_leader_failover_keeps_promises_and_never_double_starts(
     try:
         s.submit(
             "kept",
-            run_seconds=10,
+            run_seconds=25,  # spans the failover even on a loaded machine (10 s did not)
             notes={"chronus.io/estimate": "10m", "chronus.io/deadline": "+60m"},
         )
         wait(lambda: s.running_nodes("kept"), 60, "kept to run")

@@ -81,9 +81,14 @@ def test_admission_guarantee_pool_placement_and_bad_annotation(setup, tmp_path, 
         assert jobs[urgent]["admission"]["decision"] == "guaranteed"
         assert jobs[urgent]["tenant"] == s.ns
         assert jobs[late]["admission"]["decision"] == "not_guaranteed"
-        assert "guaranteed to finish by" in s.entry("urgent")["message"]
-        assert s.entry("late")["message"].count("not guaranteed:") == 1
-        assert "cannot meet its last deadline" in s.entry("late")["message"]
+        # the messages are queued after the start (never ahead of one): written soon after it
+        wait(lambda: "guaranteed to finish by" in s.entry("urgent")["message"], 15, "urgent's")
+        late_says = wait(
+            lambda: (m := s.entry("late")["message"]).count("not guaranteed:") == 1 and m,
+            15,
+            "late's message",
+        )
+        assert "cannot meet its last deadline" in late_says
 
         starts = {e["job"]: e["placement"] for e in serve.events("start")}
         for name, job_id in (("urgent", urgent), ("late", late)):
@@ -161,7 +166,7 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
         (placement,) = [e["placement"] for e in serve.events("start") if e["job"] == wide_id]
         assert sorted(placement) == sorted([a, b]) and all(len(g) == 4 for g in placement.values())
         assert serve.jobs()[wide_id]["admission"]["decision"] == "guaranteed"
-        assert "guaranteed to finish by" in s.entry("wide")["message"]
+        wait(lambda: "guaranteed to finish by" in s.entry("wide")["message"], 15, "wide's message")
         wait(lambda: s.succeeded("wide"), 60, "wide to complete")
         again = wait(lambda: s.running_nodes("long"), 60, "long to resume")
         assert first[0] not in again, (first, again)

@@ -39,6 +39,7 @@ import argparse
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -56,10 +57,11 @@ from chronus_py.backends.base import (
 )
 from chronus_py.backends.kueue import annotations as notes
 from chronus_py.backends.kueue import workloads as wls
-from chronus_py.backends.kueue.kube import Kube, Workload, config
+from chronus_py.backends.kueue.kube import Conflict, Kube, Workload, config
 from chronus_py.backends.kueue.leader import LeaderElector
 from chronus_py.backends.kueue.names import CONTROLLER, GPU
 from chronus_py.backends.kueue.watch import Kind, Watches, name_key, namespaced_key
+from chronus_py.backends.kueue.writes import WORKERS, Message, Writes
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
@@ -96,6 +98,7 @@ class KueueBackend(CompressedTime):
         time_origin: float = 0.0,
         elector: LeaderElector | None = None,
         topology: Mapping[str, int] | None = None,
+        writers: int = WORKERS,
     ):
         self.kube = kube
         self.topology = None if topology is None else dict(topology)
@@ -132,9 +135,25 @@ class KueueBackend(CompressedTime):
             raise BackendUnavailable(
                 f"kueue: the first list of Workloads and Nodes took over {SYNC_WAIT:g} s"
             )
+        self._failed: set[str] = set()  # ids whose queued message write failed
+        self._failed_lock = threading.Lock()
+        # Under leader election a queued write is sent only while the Lease is held, i.e. at
+        # most ``renew_deadline`` after its last renewal, and a new leader acts no sooner than
+        # ``duration`` after it: the writes' client gives up within that margin.
+        margin = 10.0 if elector is None else min(10.0, elector.duration - elector.renew_deadline)
+        self.writes = Writes(
+            lambda: Kube(kube.cfg, manager=kube.manager, timeout=margin),
+            on_written=self.watches.stores["workloads"].put,
+            on_failed=self._message_failed,
+            may_write=lambda: self.elector is None or self.elector.held,
+            workers=writers,
+        )
+        self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
 
     def close(self) -> None:
-        log.info(json.dumps({"event": "kueue_writes", **self.kube.writes}))
+        self.writes.close()
+        log.info(json.dumps({"event": "kueue_writes", **(self.kube.writes + self.writes.writes)}))
+        log.info(json.dumps({"event": "kueue_reads", "workload or job": self.kube.reads}))
         self.watches.stop()
         if self.elector is not None:
             self.elector.release()
@@ -187,12 +206,19 @@ class KueueBackend(CompressedTime):
             for wl in self.watches.stores["workloads"].snapshot().values():
                 if wls.check_entry(wl, self.checks) is not None:
                     listed[wls.job_id(*wls.key(wl))] = wl
+            for job_id, mine in self.writes.wanted().items():  # queued: as decided
+                if job_id in listed:
+                    listed[job_id] = wls.with_records(listed[job_id], mine)
             self._listed, self._listed_at = listed, time.monotonic()
         return self._listed
 
     def _seen(self, job_id: str, wl: dict) -> dict:
-        """A Workload as a write or a read just returned it: newer than the watch may be."""
+        """A Workload as a write or a read just returned it: newer than the watch may be (with
+        the records chronus has queued for it, as ``_ours`` gives it)."""
         self.watches.stores["workloads"].put(wl)
+        mine = self.writes.wanted_of(job_id)
+        if mine is not None:
+            wl = wls.with_records(wl, mine)
         self._listed[job_id] = wl
         return wl
 
@@ -252,6 +278,7 @@ class KueueBackend(CompressedTime):
 
     def jobs(self) -> Sequence[ObservedJob]:
         self._looked = time.monotonic()
+        self.writes.retry()  # records whose write failed: again, once a round
         now = self.now()
         out = []
         seen = set()
@@ -285,7 +312,7 @@ class KueueBackend(CompressedTime):
             for node in nodes:
                 self.kube.label_node(node, self._gang_label(job_id), on=False)
             done = wls.done_record(wl, obs.work_done or 0.0, obs.starts)
-            self._record(wl, work_done=done, placement=None)
+            self._record(wl, work_done=done, placement=None, now=False)
         except BackendUnavailable as exc:  # housekeeping: tried again at the next look
             log.warning(json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)}))
 
@@ -353,6 +380,23 @@ class KueueBackend(CompressedTime):
             )
         return ObservedJob(job_id, RunState.PENDING, work_done=done, starts=runs, **common)
 
+    def look(self) -> None:
+        """Before a round, off the request lock: read the Jobs of the Workloads that arrive now
+        (chronus's annotations are on the user's Job, which Kueue does not copy to the
+        Workload), for ``arrivals``. Under the request lock these reads held a 120x round for
+        12 s of every 90 (issue 24, session 13). One at a time: lightkube's msgspec decoding
+        of a model type met for the first time in several threads at once crashed the
+        process (segfaults in ``msgspec/_core``, tests/kube)."""
+        jobs = {}
+        for job_id, wl in self._ours().items():
+            job = wls.owner_job(wl)
+            if job is not None and _arriving(wl, self.checks):
+                jobs[job_id] = (wls.key(wl)[0], job)
+        self._notes = {i: n for i, n in self._notes.items() if i in jobs}
+        missing = {i: j for i, j in jobs.items() if i not in self._notes}
+        for job_id, (namespace, job) in missing.items():
+            self._notes[job_id] = self.kube.job_annotations(namespace, job)
+
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         for job_id, wl in self._ours().items():
@@ -367,17 +411,14 @@ class KueueBackend(CompressedTime):
                     self._require_leader()
                     self._check(wl, "Rejected", f"chronus refused it: {why}")
                 continue
-            if entry is None or entry.get("state") != "Pending" or not wls.reserved(wl):
-                continue
-            if not wls.active(wl) or wls.meta(wl).get("deletionTimestamp"):
-                continue
-            if wls.is_true(wl, "Finished"):
+            if not _arriving(wl, self.checks):
                 continue
             ns, name = wls.key(wl)
             given = wls.annotations(wl)
             job = wls.owner_job(wl)
             if job is not None:
-                given = {**self.kube.job_annotations(ns, job), **given}
+                read = self._notes.get(job_id)
+                given = {**(self.kube.job_annotations(ns, job) if read is None else read), **given}
             created = wls.unix(wls.meta(wl).get("creationTimestamp")) or time.time()
             try:
                 fields = notes.job_fields(
@@ -412,30 +453,66 @@ class KueueBackend(CompressedTime):
         if self.elector is not None:
             self.elector.require()
 
-    def _record(self, wl: dict, **changes: Any) -> dict:
-        """Apply chronus's annotations on ``wl`` with ``changes`` (None removes one)."""
-        mine = wls.records(wl)
-        for name, value in changes.items():
-            full = notes.PREFIX + name.replace("_", "-")
-            if value is None:
-                mine.pop(full, None)
-            else:
-                mine[full] = value if isinstance(value, str) else wls.encode(value)
+    def _record(self, wl: dict, *, now: bool = True, **changes: Any) -> dict:
+        """Chronus's annotations on ``wl`` with ``changes`` (None removes one), built on what
+        chronus last wanted there. ``now``: written before returning, ahead of the queue (a
+        decision's record); else queued (``writes.py``) and ``wl`` returned as it will be.
+        Content the API server already has is not written again."""
         ns, name = wls.key(wl)
-        got = self.kube.apply_workload_annotations(ns, name, mine)
-        kept = [k for k in wls.records(got) if k not in mine]  # another manager owns them too
-        if kept:
-            got = self.kube.remove_workload_annotations(ns, name, kept)
-        return self._seen(wls.job_id(ns, name), got)
+        job_id = wls.job_id(ns, name)
+        if not now:
+            base = self.writes.wanted_of(job_id)
+            base = wls.records(wl) if base is None else base
+            mine = _changed(base, changes)
+            if mine == base:
+                return wl
+            self.writes.want_records(job_id, ns, name, mine)
+            wl = wls.with_records(wl, mine)
+            self._listed[job_id] = wl
+            return wl
+        with self.writes.claim(job_id) as wanted:
+            base = wls.records(wl) if wanted is None else wanted
+            mine = _changed(base, changes)
+            if wanted is None and mine == base:
+                return wl
+            got = self.kube.apply_records(ns, name, mine)
+            if got is None:
+                raise BackendUnavailable(f"kueue: workload of job {job_id} is gone")
+            self.writes.written(job_id)
+            return self._seen(job_id, got)
 
-    def _check(self, wl: dict, state: str, message: str, updates: list[dict] | None = None) -> dict:
+    def _check(
+        self,
+        wl: dict,
+        state: str,
+        message: str,
+        updates: list[dict] | None = None,
+        *,
+        now: bool = True,
+        version: str | None = None,
+    ) -> dict:
+        """Chronus's check entry on ``wl``: written at once (``now``; at resourceVersion
+        ``version`` if given), or queued (a message; a ``Ready`` one only lands while the
+        Workload is still running)."""
         entry = wls.check_entry(wl, self.checks)
         check = entry["name"] if entry else sorted(self.checks)[0]
         status = wls.check_status(
             wl, check, state, message, now_wall=time.time(), pod_set_updates=updates
         )
         ns, name = wls.key(wl)
-        return self._seen(wls.job_id(ns, name), self.kube.apply_workload_status(ns, name, status))
+        job_id = wls.job_id(ns, name)
+        if not now:
+            ready = frozenset({check}) if state == "Ready" else frozenset()
+            version = wls.meta(wl).get("resourceVersion") if ready else None
+            self.writes.want_message(job_id, ns, name, Message(status, message, version, ready))
+            return wl
+        with self.writes.claim(job_id):
+            got = self.kube.apply_workload_status(ns, name, status, resource_version=version)
+            return self._seen(job_id, got)
+
+    def _message_failed(self, job_id: str) -> None:
+        with self._failed_lock:
+            self._failed.add(job_id)
 
     def _refuse(self, job_id: str, wl: dict, why: str) -> None:
         """A Workload chronus will not run: ``Rejected`` with the reason; Kueue deactivates it."""
@@ -455,8 +532,10 @@ class KueueBackend(CompressedTime):
         )
 
     def submit(self, job: Job, spec: Mapping[str, Any] | None = None) -> None:
+        """Record the accepted job on its Workload (queued: the round reads it at once, and a
+        new leader finds it once written; a Workload deleted meanwhile is a cancelled job)."""
         self._arrived.discard(job.id)
-        wl = self._fresh(job.id)
+        wl = self._ours().get(job.id)
         if wl is None:
             if job.id not in self._gone:
                 self._gone[job.id] = self.now()
@@ -465,32 +544,31 @@ class KueueBackend(CompressedTime):
             self._require_leader()
             fields = dict(spec or {"id": job.id, "gpus": job.gpus, "tenant": job.tenant})
             fields["submit"] = job.submit
-            self._record(wl, job=fields)
+            self._record(wl, job=fields, now=False)
             self._tracked.add(job.id)
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        with self.writes.urgent():  # the queued writes wait: the API server serves this first
+            self._start(job_id, placement)
+
+    def _start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
+        """Two writes, nothing read first: the run's record (its answer is the Workload as the
+        API server has it now), then the check ``Ready`` at that answer's resourceVersion. So
+        the start lands only on a Workload that is still reserved, at Kueue's count and not
+        started, and nothing changed it in between (else one fresh read decides again); and a
+        former leader's start still in flight cannot land after this one's record."""
         decided = self._looked  # the round that decided it looked first (``Service._observe``)
         self._require_leader()
-        wl = self._fresh(job_id)
+        wl = self._ours().get(job_id)
         if wl is None:
             raise BackendUnavailable(f"kueue: workload of job {job_id} is gone")
         entry = wls.check_entry(wl, self.checks) or {}
         if entry.get("state") == "Ready":
             return  # started already: never twice
         if not wls.reserved(wl):
-            wl = self._await_reservation(job_id) or wl
-        if not wls.reserved(wl):
-            raise BackendUnavailable(
-                f"kueue: job {job_id}: Kueue holds no quota for it now (requeued after an "
-                "eviction?); chronus starts only Workloads with QuotaReserved"
-            )
+            wl = self._await_reservation(job_id, wl) or wl
+        self._startable(job_id, wl, placement)
         sets = wls.pod_sets(wl, self.resource)
-        reserved, asked = wls.gpus(wl, self.resource), sum(len(g) for g in placement.values())
-        if asked != reserved:
-            raise BackendUnavailable(
-                f"kueue: job {job_id}: the plan starts it on {asked} GPUs, Kueue reserved "
-                f"{reserved}; it is planned again at Kueue's count"
-            )
         per_pod = {p.gpus_per_pod for p in sets if p.gpus_per_pod}
         bad = [n for n, g in placement.items() if any(len(g) % k for k in per_pod)]
         if bad:
@@ -510,29 +588,64 @@ class KueueBackend(CompressedTime):
         nodes = {n: list(g) for n, g in sorted(placement.items())}
         wl = self._record(wl, placement={"nodes": nodes, "since": since})
         where = ", ".join(f"{n} ({len(g)} GPUs)" for n, g in nodes.items())
-        self._check(
-            wl,
-            "Ready",
-            f"chronus started it on {where} at {wls.rfc3339(since)}",
-            wls.pin(sets, selector),
-        )
+        text = f"chronus started it on {where} at {wls.rfc3339(since)}"
+        for attempt in range(2):
+            if (wls.check_entry(wl, self.checks) or {}).get("state") == "Ready":
+                return
+            try:
+                self._startable(job_id, wl, placement)
+            except BackendUnavailable:
+                self._record(wl, placement=None, now=False)  # not started: no run recorded
+                raise
+            version = wls.meta(wl).get("resourceVersion")
+            try:
+                self._check(wl, "Ready", text, wls.pin(sets, selector), version=version)
+                return
+            except Conflict:
+                if attempt:
+                    raise
+                wl = self._fresh(job_id)
+                if wl is None:
+                    raise BackendUnavailable(f"kueue: workload of job {job_id} is gone") from None
 
-    def _await_reservation(self, job_id: str) -> dict | None:
+    def _startable(self, job_id: str, wl: dict, placement: Mapping[str, tuple[int, ...]]) -> None:
+        """Raise unless ``wl`` may start on ``placement``: Kueue holds its quota now, for as
+        many GPUs as the placement has (chronus never starts more than Kueue reserved)."""
+        if not wls.reserved(wl):
+            raise BackendUnavailable(
+                f"kueue: job {job_id}: Kueue holds no quota for it now (requeued after an "
+                "eviction?); chronus starts only Workloads with QuotaReserved"
+            )
+        reserved, asked = wls.gpus(wl, self.resource), sum(len(g) for g in placement.values())
+        if asked != reserved:
+            raise BackendUnavailable(
+                f"kueue: job {job_id}: the plan starts it on {asked} GPUs, Kueue reserved "
+                f"{reserved}; it is planned again at Kueue's count"
+            )
+
+    def _await_reservation(self, job_id: str, wl: dict) -> dict | None:
         """Wait up to ``RESERVE_WAIT`` wall seconds for Kueue to reserve quota again: a
         Workload chronus preempted is requeued at once, but its new reservation takes Kueue a
-        moment, often until the GPUs the round just freed are released in its books too."""
+        moment, often until the GPUs the round just freed are released in its books too.
+        Watched, not read: the start writes ``Ready`` only at the resourceVersion of a
+        Workload the API server answered reserved (``_start``), so a copy is enough here."""
         end = time.monotonic() + RESERVE_WAIT
+        ns, name = wls.key(wl)
         while time.monotonic() < end:
             time.sleep(0.1)
-            wl = self._fresh(job_id)
+            wl = self.watches.stores["workloads"].get(f"{ns}/{name}")
             if wl is None or wls.reserved(wl):
-                return wl
+                return wl if wl is None else self._seen(job_id, wl)
         return None
 
     def _gang_label(self, job_id: str) -> str:
         return notes.PREFIX + "gang-" + hashlib.sha256(job_id.encode()).hexdigest()[:16]
 
     def preempt(self, job_id: str) -> None:
+        with self.writes.urgent():
+            self._preempt(job_id)
+
+    def _preempt(self, job_id: str) -> None:
         self._require_leader()
         wl = self._fresh(job_id)
         if wl is None:
@@ -553,7 +666,7 @@ class KueueBackend(CompressedTime):
             f"chronus preempted it at {wls.rfc3339(self.now())} (lease boundary): Kueue suspends "
             f"the Job and requeues it; it resumes when chronus's plan says",
         )
-        self._record(wl, work_done=wls.done_record(wl, done, runs), placement=None)
+        self._record(wl, work_done=wls.done_record(wl, done, runs), placement=None, now=False)
         if len(nodes) > 1:
             for node in nodes:
                 self.kube.label_node(node, self._gang_label(job_id), on=False)
@@ -576,9 +689,17 @@ class KueueBackend(CompressedTime):
     # -- what users see ----------------------------------------------------------------------------
     def publish(self, reports: Mapping[str, JobReport]) -> None:
         """Record each promise on its Workload, then say the decision in the check's message
-        (the record first: a promise a user can read is always one a new leader can rebuild)."""
+        (the record first: a promise a user can read is always one a new leader can rebuild).
+        Both are queued (``writes.py``): they never delay the next round's starts."""
+        with self._failed_lock:
+            failed, self._failed = self._failed, set()
+        for job_id in failed:  # its message did not land: said again below
+            self._shown.pop(job_id, None)
+        now = self.now()
+        self._listed_at = -float("inf")  # picked anew: with the writes landed since the look
+        listed = self._ours()
         for job_id, report in reports.items():
-            wl = self._listed.get(job_id)
+            wl = listed.get(job_id)
             if wl is None or wls.accepted(wl) is None:
                 continue
             promise = report.guaranteed
@@ -592,26 +713,54 @@ class KueueBackend(CompressedTime):
                         {"event": "kueue_guarantee", "job": job_id, "from": was, "to": value}
                     )
                 )
-                wl = self._record(wl, guarantee=value)
+                wl = self._record(wl, guarantee=value, now=False)
             entry = wls.check_entry(wl, self.checks)
             if entry is None or entry.get("state") not in ("Pending", "Ready"):
                 continue
             text = resize_note(wl) + message(report)
             if entry.get("state") == "Ready":
                 text = entry.get("message", "").split("; ", 1)[0] + "; " + text
-            if entry.get("message") == text:
+            queued = self.writes.message(job_id)
+            says = entry.get("message") if queued is None else queued
+            if says == text:
                 continue
             written, shown = self._shown.get(job_id, (None, None))
             if (
-                written == entry.get("message")
+                written == says
                 and resize_note(wl) in (written or "")
-                and not material(shown, report, self.now())
+                and not material(shown, report, now)
             ):
                 continue  # the message is this process's own and still says the decision
             self._require_leader()
-            self._check(wl, entry["state"], text, entry.get("podSetUpdates"))
+            self._check(wl, entry["state"], text, entry.get("podSetUpdates"), now=False)
             self._shown[job_id] = (text, report)
         self._shown = {i: v for i, v in self._shown.items() if i in reports}
+
+
+def _arriving(wl: dict, checks: frozenset[str]) -> bool:
+    """Whether chronus takes ``wl`` in now: not accepted or refused yet, its check
+    ``Pending``, Kueue's quota reserved, active, not deleted or finished."""
+    if wls.accepted(wl) is not None or wls.REFUSED in wls.annotations(wl):
+        return False
+    entry = wls.check_entry(wl, checks)
+    if entry is None or entry.get("state") != "Pending" or not wls.reserved(wl):
+        return False
+    if not wls.active(wl) or wls.meta(wl).get("deletionTimestamp"):
+        return False
+    return not wls.is_true(wl, "Finished")
+
+
+def _changed(records: Mapping[str, str], changes: Mapping[str, Any]) -> dict[str, str]:
+    """Chronus's records with ``changes`` (keyword names: ``work_done`` is
+    ``chronus.io/work-done``; None removes one)."""
+    mine = dict(records)
+    for name, value in changes.items():
+        full = notes.PREFIX + name.replace("_", "-")
+        if value is None:
+            mine.pop(full, None)
+        else:
+            mine[full] = value if isinstance(value, str) else wls.encode(value)
+    return mine
 
 
 def material(shown: JobReport | None, report: JobReport, now: float) -> bool:

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Sequence
 
 from chronus_py.backends.kueue.names import CONTROLLER, GPU
-from chronus_py.errors import InputError
+from chronus_py.errors import ChronusError, InputError
 
 CANNOT_RESIZE = "it admits each Workload at the size it was created with and has no resize command"
+KUBE_EXTRA = frozenset({"lightkube", "httpx", "httpx2"})  # the modules ``[kube]`` installs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,11 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def from_args(
     args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
 ):
-    """The Kueue backend (``backend.from_args``), or one line saying what to install."""
+    """The Kueue backend (``backend.from_args``), or one line: what to install when a module
+    of the kube extra is missing, else the import that failed, naming its module (a broken
+    install or a bug must not pass for a missing extra)."""
     try:
         from chronus_py.backends.kueue import backend
     except ImportError as exc:
-        raise InputError(
-            "--backend", f"kueue needs the kube extra: pip install 'chronus-py[kube]' ({exc})"
-        ) from None
+        missing = (exc.name or "").partition(".")[0]
+        if isinstance(exc, ModuleNotFoundError) and missing in KUBE_EXTRA:
+            raise InputError(
+                "--backend", f"kueue needs the kube extra: pip install 'chronus-py[kube]' ({exc})"
+            ) from None
+        error = ChronusError(
+            f"--backend kueue: cannot import {exc.name or 'a module'}: {type(exc).__name__}: {exc}"
+        )
+        error.exit_code = 1
+        raise error from None
     return backend.from_args(args, db_path=db_path, nodes=nodes)

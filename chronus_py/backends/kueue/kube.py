@@ -26,6 +26,7 @@ from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
 from chronus_py.backends.base import BackendUnavailable
+from chronus_py.backends.kueue.workloads import records as records_of
 from chronus_py.errors import InputError
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -34,6 +35,11 @@ AdmissionCheck = create_global_resource(
     "kueue.x-k8s.io", "v1beta2", "AdmissionCheck", "admissionchecks"
 )
 T = TypeVar("T")
+
+
+class Conflict(BackendUnavailable):
+    """A write made at a resourceVersion the Workload no longer has (409): it changed
+    meanwhile, so what the write assumed may no longer hold."""
 
 
 def config(kubeconfig: str | None) -> SingleConfig:
@@ -86,6 +92,8 @@ class Kube:
         """Writes asked of the API server, by kind: each costs the API server a write and
         Kueue a reconcile, the controller's main cost on a loaded cluster (the trace
         benchmark reports them per Job)."""
+        self.reads = 0
+        """Single-object reads (a Workload read fresh, a Job's annotations)."""
 
     def close(self) -> None:
         self.client.close()
@@ -102,12 +110,15 @@ class Kube:
         except ApiError as exc:
             if missing_ok and exc.status.code == 404:
                 return None
+            if exc.status.code == 409:
+                raise Conflict(f"kueue: {what}: {exc.status.message}") from None
             raise BackendUnavailable(f"kueue: {what}: {exc.status.message}") from None
         except (httpx2.HTTPError, OSError) as exc:
             raise BackendUnavailable(f"kueue: {what}: {exc}") from None
 
     # -- reads -------------------------------------------------------------------------------------
     def workload(self, namespace: str, name: str) -> dict | None:
+        self.reads += 1
         got = self.call(
             f"get workload {namespace}/{name}",
             lambda: self.client.get(Workload, name, namespace=namespace),
@@ -122,6 +133,7 @@ class Kube:
 
     def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
         """The annotations of a ``batch/v1`` Job ({} if it is gone)."""
+        self.reads += 1
         job = self.call(
             f"get job {namespace}/{name}",
             lambda: self.client.get(Job, name, namespace=namespace),
@@ -130,11 +142,17 @@ class Kube:
         return {} if job is None else dict(job.metadata.annotations or {})
 
     # -- writes (server-side apply, chronus's field manager) ---------------------------------------
-    def apply_workload_status(self, namespace: str, name: str, status: dict) -> dict:
+    def apply_workload_status(
+        self, namespace: str, name: str, status: dict, *, resource_version: str | None = None
+    ) -> dict:
         """Apply chronus's part of a Workload's status (its own admission check entry). Forced:
         Kueue resets every check's entry on eviction with an update, which makes it co-owner of
-        the entry's fields; the entry is chronus's to decide, so chronus takes them back."""
+        the entry's fields; the entry is chronus's to decide, so chronus takes them back. With
+        ``resource_version`` the apply is made only at that version (else :class:`Conflict`):
+        a start decided on a copy lands only if nothing changed since."""
         body = {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name}}
+        if resource_version is not None:
+            body["metadata"]["resourceVersion"] = resource_version
         body["status"] = status
         return self.call(
             f"apply status of workload {namespace}/{name}",
@@ -175,6 +193,21 @@ class Kube:
             ),
             write="workload records",
         )
+
+    def apply_records(self, namespace: str, name: str, records: dict[str, str]) -> dict | None:
+        """Make chronus's records on a Workload exactly ``records``: an apply, then, if another
+        manager's update made it co-own a key chronus left out, a merge patch that takes that
+        key off. None if the Workload is gone."""
+        try:
+            got = self.apply_workload_annotations(namespace, name, records)
+        except BackendUnavailable:
+            if self.workload(namespace, name) is None:
+                return None
+            raise
+        kept = [k for k in records_of(got) if k not in records]
+        if kept:
+            got = self.remove_workload_annotations(namespace, name, kept)
+        return got
 
     def remove_workload_annotations(self, namespace: str, name: str, keys: list[str]) -> dict:
         """Take annotations off a Workload whatever manager owns them (a merge patch): an apply

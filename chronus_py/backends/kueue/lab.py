@@ -40,6 +40,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -420,6 +421,26 @@ class ControlPlane:
         self.start_apiserver()
 
     # -- HTTP and kubectl ----------------------------------------------------------------------
+    def server_writes(self) -> dict[str, int]:
+        """The API server's own count of the writes it served since it started (its
+        ``apiserver_request_total`` for POST, PUT, PATCH, APPLY and DELETE), by resource: what
+        every client together asked of it (benchmarks compare a run's before and after)."""
+        self.api("GET", "/version")  # the admin client, made on first use
+        text = self._http.get("/metrics").text
+        out: dict[str, int] = {}
+        for line in text.splitlines():
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels, _, value = line.rpartition(" ")
+            fields = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+            if fields.get("verb") not in ("POST", "PUT", "PATCH", "APPLY", "DELETE"):
+                continue
+            kind = fields.get("resource", "") + (
+                "/" + fields["subresource"] if fields.get("subresource") else ""
+            )
+            out[kind] = out.get(kind, 0) + int(float(value))
+        return out
+
     def api(
         self,
         method: str,

@@ -100,6 +100,14 @@ class Store:
                 raise BackendUnavailable(f"kueue: watch of {self.kind}: {self._stale}")
             return dict(self._objects)
 
+    def get(self, key: str) -> Any | None:
+        """One object, as of now (None if there is none); ``BackendUnavailable`` while the watch
+        is down."""
+        with self._lock:
+            if self._stale is not None:
+                raise BackendUnavailable(f"kueue: watch of {self.kind}: {self._stale}")
+            return self._objects.get(key)
+
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
 

@@ -69,6 +69,13 @@ def records(wl: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, v in annotations(wl).items() if k in RECORDS}
 
 
+def with_records(wl: Mapping[str, Any], mine: Mapping[str, str]) -> dict:
+    """``wl`` as it will be once chronus's records are ``mine`` (a copy; a write of them is
+    queued): the round reads what chronus decided, not what the API server has so far."""
+    kept = {k: v for k, v in annotations(wl).items() if k not in RECORDS}
+    return {**wl, "metadata": {**meta(wl), "annotations": {**kept, **mine}}}
+
+
 def condition(wl: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     for c in (wl.get("status") or {}).get("conditions") or []:
         if c.get("type") == kind:
