@@ -120,11 +120,12 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     # 1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0. Two best-effort jobs
     # of 4 GPUs x 36,000 s (+ 90 s start each: 288,720 GPU-s) arrive at 0 and wait (nothing is
     # started here). W and X (8 GPUs, 1000 + 120 s: one lease, 8,960 GPU-s of work) arrive at
-    # T = 1,200,000 (lease 1000); over the span before T as long as their windows, only they
-    # arrived: 17,920 GPU-s, so half of that is expected again in either window (8,960).
+    # T = 1,200,000 (lease 1000); nothing arrived over the span before T as long as their
+    # windows, and the work arriving at T is the work being admitted, not a rate: nothing is
+    # expected to arrive.
     # W by T + 12,000: leases 1000-1009 hold 96,000 GPU-s, less than its own 9,600, the
-    # queue's 288,720 + X's 8,960 and the 8,960 expected: held back by the headroom.
-    # X by T + 48,000: 384,000 GPU-s hold 9,600 + 288,720 + W's 8,960 + 8,960: promised the
+    # queue's 288,720 and X's 8,960: held back by the headroom.
+    # X by T + 48,000: 384,000 GPU-s hold 9,600 + 288,720 + W's 8,960: promised the
     # latest lease before floor((T + 48,000) / 1200) = 1040.
     policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
@@ -137,10 +138,10 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     scheduler.select(t)
     selector = policy.selector
     assert selector.booked == {"X": (1039,)}
-    # Asked again, X booked: 288,720 queued and 8,960 expected are 83 GPU-hours.
+    # Asked again, X booked: the 288,720 GPU-s queued are 80 GPU-hours.
     assert policy.refusal(scheduler.jobs["W"], t).endswith(
         "held back by the headroom (it is wider than the 4 GPUs of each lease left to new "
-        "guarantees, and the 83 GPU-hours the pool has queued or is expected to receive by its "
+        "guarantees, and the 80 GPU-hours the pool has queued or is expected to receive by its "
         "deadline and its own do not fit in what is free before it)"
     )
     # The selector keeps the queue the policy set at the decision point, until it is pickled
@@ -156,9 +157,9 @@ def test_a_wide_job_is_not_promised_where_the_work_arriving_needs_the_gpus():
     # + 120 s start: 288,960 GPU-s) arrives at 0 and waits (nothing is started here). W (8 GPUs,
     # 1000 + 120 s) arrives at 12,000 (lease 10) with its deadline at 60,000: leases 10-49,
     # 384,000 GPU-s free, which would hold R's 288,960 and W's 9,600. But arrived over the
-    # 12,000 s before (the history is shorter than the 48,000 s ahead): R and W, 288,960 +
-    # 8,960 GPU-s, 24.83 GPU-s a second; expected by 60,000: 1,191,680 GPU-s, half of it
-    # counted: 288,960 + 595,840 = 884,800 GPU-s (246 GPU-hours) with W's 9,600 do not fit.
+    # 12,000 s before W (the history is shorter than the 48,000 s ahead): R's 288,960 GPU-s,
+    # 24.08 GPU-s a second; expected by 60,000: 1,155,840 GPU-s, half of it counted: 288,960
+    # + 577,920 = 866,880 GPU-s (241 GPU-hours) with W's 9,600 do not fit.
     # This cluster receives three times the work it can run.
     policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
     scheduler = Scheduler(Cluster.uniform(1, 8), policy)
@@ -168,7 +169,7 @@ def test_a_wide_job_is_not_promised_where_the_work_arriving_needs_the_gpus():
     scheduler.select(12000.0)
     assert policy.selector.booked == {}
     assert policy.refusal(scheduler.jobs["W"], 12000.0).endswith(
-        "and the 246 GPU-hours the pool has queued or is expected to receive by its deadline "
+        "and the 241 GPU-hours the pool has queued or is expected to receive by its deadline "
         "and its own do not fit in what is free before it)"
     )
 
@@ -178,17 +179,20 @@ def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_befo
     for at, work in [(0.0, 100.0), (10.0, 50.0), (20.0, 30.0)]:
         arrivals.record(at, work)
     assert arrivals.expected(20.0, 20.0) == 0.0
-    assert arrivals.expected(20.0, 30.0) == 80.0  # 50 + 30 over [10, 20], for the next 10 s
-    assert arrivals.expected(20.0, 60.0) == 360.0  # 180 over the 20 s since the first
+    # The 30 arriving at 20 is the work being admitted then, not a rate: 50 over [10, 20).
+    assert arrivals.expected(20.0, 30.0) == 50.0
+    assert arrivals.expected(25.0, 35.0) == 30.0  # the 30 over [15, 25), for the next 10 s
+    assert arrivals.expected(20.0, 60.0) == 300.0  # 150 over the 20 s since the first, for 40
     # Asked 40 s ahead, 40 s are kept: at 100 the first three go, their total stays; a longer
     # span is measured over the 40 s kept.
     arrivals.record(100.0, 10.0)
     assert arrivals.times == [100.0] and arrivals.dropped == 180.0
-    assert arrivals.expected(100.0, 110.0) == 10.0
-    assert arrivals.expected(100.0, 200.0) == 25.0
-    # Over a span of at least 50 s: the 10 at 100 are 0.2 a second, not 10.
+    assert arrivals.expected(100.0, 110.0) == 0.0  # only the work arriving now
+    assert arrivals.expected(105.0, 115.0) == 10.0
+    assert arrivals.expected(110.0, 210.0) == 20.0  # the 10 over the 50 s since 60
+    # Over a span of at least 50 s: the 10 at 100 are 0.2 a second, not 1.
     arrivals.shortest = 50.0
-    assert arrivals.expected(100.0, 110.0) == 2.0
+    assert arrivals.expected(105.0, 115.0) == 2.0
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
