@@ -340,6 +340,9 @@ AFTER_FORK = 3.0
 the fork itself, then the page copies the parent pays for what it touches next."""
 BEFORE_COMMIT = 3.0
 """Seconds before a commit that count as near it (its catch-up steps hold the lock)."""
+SLOWEST = 5
+"""The slowest requests of each class listed with the instant they were due, to be matched
+against what the server did then (its log)."""
 
 
 def by_replan_phase(timeline: list, events: list[dict]) -> dict:
@@ -359,9 +362,20 @@ def by_replan_phase(timeline: list, events: list[dict]) -> dict:
         return "other"
 
     phases: dict[str, list[float]] = {"after_fork": [], "near_commit": [], "other": []}
-    for due, _, latency in timeline:
+    slowest: dict[str, list] = {"after_fork": [], "near_commit": [], "other": []}
+    for due, kind, latency in timeline:
         phases[phase(due)].append(latency)
-    return {name: summary(latencies) for name, latencies in phases.items()}
+        slowest[phase(due)].append((latency, due, kind))
+    return {
+        name: {
+            **summary(latencies),
+            "slowest": [  # (due on the server's clock, kind, ms): to find what each waited for
+                [round(due, 3), kind, round(1000 * latency, 1)]
+                for latency, due, kind in sorted(slowest[name], reverse=True)[:SLOWEST]
+            ],
+        }
+        for name, latencies in phases.items()
+    }
 
 
 def summary(latencies: list[float]) -> dict:
