@@ -994,6 +994,8 @@ class Service:
                 # (its plan then holds the lease it was forked in) or, if it is, freed
                 rounds.defer_replan(self.scheduler, now)
                 self._replan_owed = self.replan is None
+                # logged: with a child alive, telling the committed plan copies its pages
+                decision_log("replan_deferred", now=now, owed=self._replan_owed)
             return
         if not (due or self._replan_owed):
             return
