@@ -19,7 +19,7 @@ import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from chronus_py.backends.base import JobReport
 from chronus_py.estimates import Fixed
@@ -439,26 +439,10 @@ def replan_result(replan: Replan, scheduler: Scheduler) -> Any | None:
     if not data or status != 0:
         return None
     result = pickle.loads(data)
-    _paced(scheduler.policy.replan_load(result))
+    for _ in scheduler.policy.replan_load(result):
+        pass
     _freeze_bookings()
     return result
-
-
-PAUSE = 0.0005
-"""Wall seconds a worker thread reading a re-plan or freeing the plan it replaced sleeps
-between two pieces, without the GIL."""
-
-
-def _paced(pieces: Iterable[None]) -> None:
-    """Run ``pieces`` with a pause after each, so a request's threads come first.
-
-    Why: the read and the release take 150-290 ms of CPU in the server in pieces of about a
-    millisecond (the release mostly in page faults: the first write to each page the plan's
-    fork left write-protected), and a thread that wants the GIL while another computes waits
-    up to the switch interval (5 ms) for each hand-over, several per request. Paused, the
-    piece in progress is the most a request waits for; the work takes ~0.5 s longer."""
-    for _ in pieces:
-        time.sleep(PAUSE)
 
 
 def _freeze_bookings() -> None:
@@ -477,7 +461,8 @@ def _freeze_bookings() -> None:
 def release_replaced(scheduler: Scheduler) -> None:
     """Free the plan the last commit replaced, in steps (``Policy.replan_release``): from a
     worker thread, without the lock, once the commit is done."""
-    _paced(scheduler.policy.replan_release())
+    for _ in scheduler.policy.replan_release():
+        pass
 
 
 def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:
