@@ -8,7 +8,9 @@ how busy the machine is). Also the cyclic collector's passes from the read of th
 then the next pass of each generation, forced: a pass is one call no other thread runs during,
 so the longest is a wait every request shares. And the re-plan's start in the request's call
 (``rounds.start_replan``: the fork and what the parent does around it), wall, CPU and the
-parent's minor page faults (copy-on-write copies) during it.
+parent's minor page faults (copy-on-write copies) during it. While the result is read and
+the replaced plan freed (worker threads' work in the server), a thread that sleeps a
+millisecond at a time measures how late it gets the GIL back (``other_thread_late_ms``).
 
     python benchmarks/replan_commit.py [--arrivals 2500] [--before /path/to/other/checkout]
         [--fork-first]
@@ -30,7 +32,10 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
+from functools import partial
+from inspect import signature
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -110,14 +115,23 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
 
     rounds.pickle.loads = counted
     stepped = hasattr(rounds, "catch_up")
+    probe = GilProbe()
+    probe.start()
     result = rounds.replan_result(replan, s) if stepped else rounds.replan_result(replan)
+    probe.stop()
     out["result_longest_call_cpu_ms"] = 1000 * max(calls)
+    out["result_other_thread_late_ms"] = probe.summary()
     holds: list[tuple[float, float]] = []
+    # As ``Service.commit_replan`` calls it: told that the catch-up just left none, where the
+    # checkout's ``commit_replan`` takes that (session 14 on)
+    told = {"caught_up": True} if "caught_up" in signature(rounds.commit_replan).parameters else {}
     if stepped:
         while True:
             done, wall, cpu = timed(rounds.catch_up, s, replan, result, 30.0, 0.02)
             if done:
-                _, wall2, cpu2 = timed(rounds.commit_replan, s, replan, result, 30.0)
+                _, wall2, cpu2 = timed(
+                    partial(rounds.commit_replan, **told), s, replan, result, 30.0
+                )
                 wall, cpu = wall + wall2, cpu + cpu2
             holds.append((wall, cpu))
             if done:
@@ -126,17 +140,35 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
         # freed, as the server does when a re-plan took longer than a lease (the next is due
         # at the commit, and the release runs after it in a worker thread).
         following = rounds.start_replan(s, 60.0) if fork_first else None
-        steps = []  # the replaced plan freed a piece per step (off the lock)
-        faults, total = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.thread_time()
-        wall, cpu = time.perf_counter(), time.thread_time()
-        for _ in s.policy.replan_release():
-            steps.append((time.perf_counter() - wall, time.thread_time() - cpu))
+        steps = []  # each call of the release's pieces: (wall, CPU)
+        pieces = s.policy.replan_release
+
+        def timed_pieces():
+            # every call timed, the last too: it ends the generator, which drops the replaced
+            # selector and whatever it still held, in one call
             wall, cpu = time.perf_counter(), time.thread_time()
+            for piece in pieces():
+                steps.append((time.perf_counter() - wall, time.thread_time() - cpu))
+                yield piece
+                wall, cpu = time.perf_counter(), time.thread_time()
+            steps.append((time.perf_counter() - wall, time.thread_time() - cpu))
+
+        s.policy.replan_release = timed_pieces
+        probe = GilProbe()
+        probe.start()
+        faults, total = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.thread_time()
+        wall = time.perf_counter()
+        rounds.release_replaced(s)  # as the service frees it, paced or not
+        wall = time.perf_counter() - wall
+        probe.stop()
         longest = max(steps, default=(0.0, 0.0))
         out["freeing_replaced"] = {
             "after_a_fork": fork_first,
             "cpu_ms": 1000 * (time.thread_time() - total),
+            "wall_ms": 1000 * wall,
             "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+            "pieces": len(steps),
+            "other_thread_late_ms": probe.summary(),
         }
         if following is not None:
             os.kill(following.pid, signal.SIGKILL)
@@ -180,6 +212,34 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
         booked_after=len(rounds.lease_report(s).lease_plan),
     )
     return out
+
+
+class GilProbe(threading.Thread):
+    """A thread that sleeps a millisecond at a time: how late each sleep ends is how long a
+    thread that wants the GIL (a request's) waits behind the work measured meanwhile."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.late: list[float] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            began = time.perf_counter()
+            time.sleep(0.001)
+            self.late.append(time.perf_counter() - began - 0.001)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+    def summary(self) -> dict:
+        late = sorted(self.late) or [0.0]
+        return {
+            "wakeups": len(self.late),
+            "p99": 1000 * late[min(int(0.99 * len(late)), len(late) - 1)],
+            "max": 1000 * late[-1],
+        }
 
 
 def frozen_garbage() -> int:

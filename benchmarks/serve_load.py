@@ -22,8 +22,8 @@ first and then its own, so pending stays near 5,000; every fill job has a deadli
 inside the measurement. ``--checkout DIR`` runs the server from another checkout (e.g. the
 pristine tree), so two versions are compared by the same command; the machine's load
 (``uptime``) is recorded with every figure. The churn report classes every request by when it
-was due against the server's re-plan events (``by_replan_phase``: after a fork, near a commit,
-other).
+waited against the server's re-plan events (``by_replan_phase``: after a fork, after a lease
+ended during a re-plan, near a commit, other), with each class's slowest requests.
 """
 
 from __future__ import annotations
@@ -301,8 +301,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def replan_events(log: Path) -> list[dict]:
-    """The server's ``replan_started`` / ``replan_committed`` log lines (simulated times, the
-    jobs the commit caught up and in how many steps), in order."""
+    """The server's ``replan_started`` / ``replan_deferred`` / ``replan_committed`` log lines
+    (simulated times, the jobs the commit caught up and in how many steps), in order."""
     out = []
     for line in log.read_text(errors="replace").splitlines():
         if '"event": "replan_' in line:
@@ -340,28 +340,51 @@ AFTER_FORK = 3.0
 the fork itself, then the page copies the parent pays for what it touches next."""
 BEFORE_COMMIT = 3.0
 """Seconds before a commit that count as near it (its catch-up steps hold the lock)."""
+SLOWEST = 5
+"""The slowest requests of each class listed with the instant they were due, to be matched
+against what the server did then (its log)."""
 
 
 def by_replan_phase(timeline: list, events: list[dict]) -> dict:
-    """Latency of every request by when it was due (server's clock) against the log's re-plan
-    events: within ``AFTER_FORK`` s after a re-plan's start ("after_fork"), else from
-    ``BEFORE_COMMIT`` s before to ``AFTER_COMMIT`` s after a commit ("near_commit"), else
-    "other" (the machine's own noise, to hold the other two against). Each request in one
-    class, the first that fits."""
-    starts = [e["now"] for e in events if e["event"] == "replan_started"]
-    commits = [e["now"] for e in events if e["event"] == "replan_committed"]
+    """Latency of every request by when it waited (server's clock, from the instant it was due
+    to its answer) against the log's re-plan events: at any instant of the ``AFTER_FORK`` s
+    after a re-plan's start ("after_fork") or after a lease ended while one was in flight
+    ("after_deferral": the committed plan is told of the new lease then, with a child alive),
+    else from ``BEFORE_COMMIT`` s before to ``AFTER_COMMIT`` s after a commit ("near_commit"),
+    else "other" (the machine's own noise, to hold the rest against). Each request in one
+    class, the first that fits. By its wait, not by when it was due alone: a request due just
+    before a fork waits for it too."""
+    instants = {
+        kind: [e["now"] for e in events if e["event"] == f"replan_{kind}"]
+        for kind in ("started", "deferred", "committed")
+    }
 
-    def phase(due: float) -> str:
-        if any(0.0 <= due - s <= AFTER_FORK for s in starts):
+    def phase(due: float, latency: float) -> str:
+        waited = lambda a, b: due <= b and due + latency >= a  # noqa: E731
+        if any(waited(s, s + AFTER_FORK) for s in instants["started"]):
             return "after_fork"
-        if any(-BEFORE_COMMIT <= due - c <= AFTER_COMMIT for c in commits):
+        if any(waited(s, s + AFTER_FORK) for s in instants["deferred"]):
+            return "after_deferral"
+        if any(waited(c - BEFORE_COMMIT, c + AFTER_COMMIT) for c in instants["committed"]):
             return "near_commit"
         return "other"
 
-    phases: dict[str, list[float]] = {"after_fork": [], "near_commit": [], "other": []}
-    for due, _, latency in timeline:
-        phases[phase(due)].append(latency)
-    return {name: summary(latencies) for name, latencies in phases.items()}
+    names = ("after_fork", "after_deferral", "near_commit", "other")
+    phases: dict[str, list[float]] = {name: [] for name in names}
+    slowest: dict[str, list] = {name: [] for name in names}
+    for due, kind, latency in timeline:
+        phases[phase(due, latency)].append(latency)
+        slowest[phase(due, latency)].append((latency, due, kind))
+    return {
+        name: {
+            **summary(latencies),
+            "slowest": [  # (due on the server's clock, kind, ms): to find what each waited for
+                [round(due, 3), kind, round(1000 * latency, 1)]
+                for latency, due, kind in sorted(slowest[name], reverse=True)[:SLOWEST]
+            ],
+        }
+        for name, latencies in phases.items()
+    }
 
 
 def summary(latencies: list[float]) -> dict:

@@ -66,11 +66,23 @@ class Replanned:
 
 
 def release(selector: LeaseSelector | None) -> Iterator[None]:
-    """Free a replaced selector's bookings a piece per step."""
+    """Free a replaced selector's mappings of one entry per job a piece per step: its
+    bookings, and the cache of plan facts, which holds each booking it was asked about (so
+    popping the bookings alone freed none of those, and the cache freed them all in one call
+    as the selector went), then the hint of an in-process re-plan (the plan before it, as
+    large as the bookings) and the promises and tiers."""
     if selector is None:
         return
-    booked = selector.booked
-    while booked:
-        for _ in range(min(PIECE, len(booked))):
-            booked.popitem()
-        yield
+    for mapping in (
+        selector.booked,
+        selector._facts,
+        selector._previous[0],
+        selector.guarantees,
+        selector.tiers,
+    ):
+        if not isinstance(mapping, dict):
+            continue
+        while mapping:
+            for _ in range(min(PIECE, len(mapping))):
+                mapping.popitem()
+            yield

@@ -145,6 +145,10 @@ class Service:
         self.replan_in_child = replan_in_child
         self.on_replan = on_replan or (lambda: None)
         self.replan: rounds.Replan | None = None
+        # The plan the last commit replaced is being freed (``release_replaced``): no fork
+        # until it is, and a re-plan that fell due meanwhile is owed (``_replan_if_due``).
+        self.releasing = False
+        self._replan_owed = False
         self._throughputs_dir = throughputs
         self._table: ThroughputTable | None = None
         self.db = db
@@ -241,6 +245,7 @@ class Service:
                 decision_log("recovered", job=spec.job.id, state=str(obs.state))
         self.promised = rounds.guarantees(self.scheduler)
         self.replan = None  # a re-plan in flight planned the old scheduler: its result is dropped
+        self._replan_owed = False  # the new scheduler's own select re-plans it
         self.bad_nodes: set[str] = set()
         self._follow_health()
         self._full_observe_at = time.monotonic() + FULL_OBSERVE_EVERY
@@ -970,27 +975,48 @@ class Service:
     def _replan_if_due(self, now: float, *, notify: bool = True) -> None:
         """Start the lease re-plan in a child process when it is due, before anything selects:
         a re-plan of thousands of guarantees takes seconds, which no request should wait for.
-        ``notify``: tell the loop (from a request; a round's loop sees it when the round ends)."""
-        if not self.replan_in_child or not rounds.replan_due(self.scheduler, now):
+        ``notify``: tell the loop (from a request; a round's loop sees it when the round ends).
+
+        Never while the plan the last commit replaced is being freed (``releasing``): after a
+        fork every page that release writes (each freed booking is a write) is a copy, 61,000
+        copies and 2.5x the release's CPU at 6,024 guarantees (``benchmarks/replan_commit.py
+        --fork-first``), all in the process that answers requests. That happened whenever a
+        re-plan took longer than a lease: the next was due at its commit, and the first request
+        after the commit forked it. Such a re-plan is owed instead, and forked by the first
+        call once the release is done; the committed plan decides meanwhile, as it does while
+        a child computes, and nothing re-plans under the lock."""
+        if not self.replan_in_child:
             return
+        due = rounds.replan_due(self.scheduler, now)
+        if self.replan is not None or self.releasing:
+            if due:
+                # not re-planned here, under the lock: forked once the last one is committed
+                # (its plan then holds the lease it was forked in) or, if it is, freed
+                rounds.defer_replan(self.scheduler, now)
+                self._replan_owed = self.replan is None
+                # logged: with a child alive, telling the committed plan copies its pages
+                decision_log("replan_deferred", now=now, owed=self._replan_owed)
+            return
+        if not (due or self._replan_owed):
+            return
+        self._replan_owed = False
+        self.replan = rounds.start_replan(self.scheduler, now)
         if self.replan is not None:
-            # due again before the last one is committed: not re-planned here, under the lock,
-            # but forked once that one is (its plan then holds the lease it was forked in)
-            rounds.defer_replan(self.scheduler, now)
-        else:
-            self.replan = rounds.start_replan(self.scheduler, now)
-            if self.replan is not None:
-                decision_log("replan_started", now=now, jobs=len(self.replan.known))
-                if notify:
-                    self.on_replan()
+            decision_log("replan_started", now=now, jobs=len(self.replan.known))
+            if notify:
+                self.on_replan()
 
     def replan_result(self, replan: rounds.Replan):
         """The child's result (blocks: call it off the event loop, without the lock)."""
         return rounds.replan_result(replan, self.scheduler)
 
     def release_replaced(self) -> None:
-        """Free the plan the last commit replaced (off the event loop, without the lock)."""
-        rounds.release_replaced(self.scheduler)
+        """Free the plan the last commit replaced (off the event loop, without the lock); the
+        next re-plan may be forked once it is (``_replan_if_due``)."""
+        try:
+            rounds.release_replaced(self.scheduler)
+        finally:
+            self.releasing = False
 
     def commit_replan(self, replan: rounds.Replan, result) -> bool:
         """One step, under the lock, of making the child's plan the committed one; True once
@@ -1014,14 +1040,14 @@ class Service:
         if replan is not self.replan or self.needs_resync:
             return True  # the scheduler was rebuilt meanwhile: its own select re-plans it
         replan.steps += 1
-        if (
-            result is not None
-            and replan.steps < CATCH_UP_STEPS
-            and not rounds.catch_up(self.scheduler, replan, result, now, CATCH_UP_STEP)
-        ):
-            return False
+        caught_up = False
+        if result is not None and replan.steps < CATCH_UP_STEPS:
+            caught_up = rounds.catch_up(self.scheduler, replan, result, now, CATCH_UP_STEP)
+            if not caught_up:
+                return False
         self.replan = None
-        rounds.commit_replan(self.scheduler, replan, result, now)
+        rounds.commit_replan(self.scheduler, replan, result, now, caught_up=caught_up)
+        self.releasing = True  # until ``release_replaced`` has freed the plan this replaced
         self._fresh = True
         self._plan = None  # assembled again, from the committed plan, when next asked
         decision_log(
