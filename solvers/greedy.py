@@ -159,17 +159,59 @@ def pack(
             if placed is not None and _take_hint(problem, i, Placement(*placed), free):
                 assignment[job.id] = Placement(placed[0], tuple(sorted(int(t) for t in placed[1])))
     dropped = []
-    for i in _packing_order(problem, by_slack):
-        job = problem.jobs[i]
-        if job.id in assignment:
-            continue
-        placed = place(problem, i, free)
-        if placed is not None:
-            assignment[job.id] = placed
-        elif job.fixed:
-            dropped.append(job.id)
+    if not _pack_alone(problem, free, assignment):
+        for i in _packing_order(problem, by_slack):
+            job = problem.jobs[i]
+            if job.id in assignment:
+                continue
+            placed = place(problem, i, free)
+            if placed is not None:
+                assignment[job.id] = placed
+            elif job.fixed:
+                dropped.append(job.id)
     improve_slot0(problem, assignment, free)
     return GreedyPlan(assignment, tuple(dropped))
+
+
+def _pack_alone(problem: LeaseProblem, free: np.ndarray, assignment: dict[str, Placement]) -> bool:
+    """Pack every job not in ``assignment`` as if it were alone, when that fits: each takes the
+    last ``leases_needed`` slots of its window with its best option. If those blocks together
+    fit ``free`` (then updated in place), the one-by-one packing gives each job exactly its
+    block, in any order: at its turn, the GPUs left in each slot of its block are at least its
+    own and those of the jobs after it. False (nothing changed): some job's block is outside
+    its window or the blocks overflow a slot; the caller packs one by one.
+
+    The selector re-plans a few hundred guarantees every lease on a cluster they seldom fill
+    (Philly MIX2: 98 % of planned jobs get one block), and placing them one by one was the
+    largest single step of a replay (issue 27, session 14)."""
+    jobs = problem.jobs
+    rows, his, needs, gpus = [], [], [], []
+    for i, job in enumerate(jobs):
+        if job.id in assignment:
+            continue
+        options = job.options
+        k = 0 if len(options) == 1 else option_order(problem, i)[0]
+        hi, need = options[k].deadline_slot, options[k].leases_needed
+        if hi - need < job.earliest_slot:
+            return False
+        rows.append((job.id, k))
+        his.append(hi)
+        needs.append(need)
+        gpus.append(job.gpus)
+    if not rows:
+        return True
+    ends = np.array(his, dtype=np.int64)
+    starts = ends - np.array(needs, dtype=np.int64)
+    weights = np.array(gpus, dtype=np.int64)
+    size = free.size + 1
+    change = np.bincount(starts, weights, size) - np.bincount(ends, weights, size)
+    used = np.cumsum(change[:-1]).astype(np.int64)
+    if np.any(used > free):
+        return False
+    free -= used
+    for (job_id, k), start, end in zip(rows, starts.tolist(), his):
+        assignment[job_id] = Placement(k, tuple(range(start, end)))
+    return True
 
 
 def improve_slot0(

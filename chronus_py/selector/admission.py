@@ -232,25 +232,25 @@ class LeaseSelector:
             value = memo[state.id] = state.remaining(now)
         return value
 
-    def _options(
-        self, state: JobState, now: float, first: int, work: float
-    ) -> list[tuple[LeaseOption, DeadlineOption]]:
-        """The job's deadline options that still have room for its remaining leases (``work``
-        seconds, :meth:`_need_seconds`); a guaranteed job keeps only the option it was
-        guaranteed, and is planned for its work alone: :meth:`_charge_restarts` adds the
-        restarts its plan then makes it pay."""
-        promised = self.guarantees.get(state.id)
-        if promised:
-            end, need = self._kept_window(state.id, self._padded(state, now), first)
-            if end - first < need:
-                return []
-            return [(LeaseOption(end - first, need, float(promised.value)), promised)]
-        out = []
+    def _kept_option(self, state: JobState, now: float, first: int) -> LeaseOption | None:
+        """A guaranteed job's promise as a lease option, if its window still has room for its
+        remaining leases; None if not. It is planned for its work alone:
+        :meth:`_charge_restarts` adds the restarts its plan then makes it pay."""
+        end, need = self._kept_window(state.id, self._padded(state, now), first)
+        if end - first < need:
+            return None
+        return LeaseOption(end - first, need, float(self.guarantees[state.id].value))
+
+    def _may_fit(self, state: JobState, first: int, work: float) -> bool:
+        """Whether some deadline option of an unguaranteed job still has room for its remaining
+        leases (``work`` seconds, :meth:`_need_seconds`): only such a job is offered admission
+        again at a re-plan."""
+        spare = self._spare(state)
         for d in state.job.deadlines:
-            end, need = self._window(d.at, work, first, self._spare(state))
+            end, need = self._window(d.at, work, first, spare)
             if end - first >= need:
-                out.append((LeaseOption(end - first, need, float(d.value)), d))
-        return out
+                return True
+        return False
 
     def hopeless(self, state: JobState, now: float) -> bool:
         """Whether the job misses its last deadline even if its estimate is as far too high as
@@ -524,24 +524,17 @@ class LeaseSelector:
         for state in active.values():
             if not state.job.is_slo or not state.known:
                 continue
-            promised = state.id in self.guarantees
-            if not promised and self.hopeless(state, now):
+            if state.id not in self.guarantees:
+                if not self.hopeless(state, now) and self._may_fit(state, first, need[state.id]):
+                    candidates.append(state)
                 continue
-            options = self._options(state, now, first, need[state.id])
-            if promised and not options:
+            option = self._kept_option(state, now, first)
+            if option is None:
                 self._demote(state)
                 continue
-            if not options:
-                continue
             states[state.id] = state
-            job = LeaseJob(
-                state.id,
-                self._gpus(state),
-                tuple(o for o, _ in options),
-                fixed=promised,
-                running=state.status is Status.RUNNING,
-            )
-            (fixed if job.fixed else candidates).append(job)
+            running = state.status is Status.RUNNING
+            fixed.append(LeaseJob(state.id, self._gpus(state), (option,), True, running))
         self._previous = self.booked, first
         fixed, solution, horizon = self._charge_restarts(fixed, states, now, first)
         if solution.dropped:
@@ -553,8 +546,8 @@ class LeaseSelector:
             self._demote(states[job_id])
         self._rebook(fixed, solution, horizon, first)
         self._refused = False
-        for job in candidates:
-            if self._try_guarantee(states[job.id], now, first):
+        for state in candidates:
+            if self._try_guarantee(state, now, first):
                 self.stats.admitted_on_retry += 1
             else:
                 self._refused = True

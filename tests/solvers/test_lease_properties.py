@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import LeaseJob, LeaseOption, LeaseProblem, admit, check, solve
+from solvers.greedy import _packing_order, improve_slot0, pack, place
 from solvers.score import bounds, score
 
 SLOTS = 6
@@ -113,3 +114,29 @@ def test_bounds_equal_a_count_of_each_jobs_usable_slots(p):
     assert b.value_max == value
     assert (b.slot0_max, b.running0_max) == (min(c0, eligible), min(c0, running))
     assert (b.slot0_min, b.running0_best) == (forced, min(c0 - idle, running))
+
+
+def _one_by_one(p, by_slack):
+    """The greedy plan as the packer's docstring defines it: each job in packing order with its
+    best option that fits what the jobs before it left, then the slot-0 pass."""
+    free = p.capacity[: p.horizon].copy()
+    assignment, dropped = {}, []
+    for i in _packing_order(p, by_slack):
+        placed = place(p, i, free)
+        if placed is not None:
+            assignment[p.jobs[i].id] = placed
+        elif p.jobs[i].fixed:
+            dropped.append(p.jobs[i].id)
+    improve_slot0(p, assignment, free)
+    return assignment, tuple(dropped)
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems(), st.booleans(), st.integers(0, 8))
+def test_packing_every_job_alone_gives_the_one_by_one_plan(p, by_slack, room):
+    """``pack`` places all jobs at once as if each were alone when their blocks fit together;
+    its plan is the one-by-one packing's, whichever path it took (``room`` GPUs added to every
+    slot make the blocks fit more often)."""
+    p = LeaseProblem(p.capacity + room, p.jobs, p.objective)
+    plan = pack(p, by_slack=by_slack)
+    assert (dict(plan.assignment), plan.dropped) == _one_by_one(p, by_slack)
