@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 EPS = 1e-9
 
 
@@ -62,7 +60,13 @@ def block_end(leases: tuple[int, ...], deadline: float, lease: float) -> tuple[i
 
 
 def room(leases: Sequence[int], deadline: float, lease: float) -> float:
-    """Seconds of the given leases before ``deadline``. Each lease's share is worked out in one
-    array pass (jobs hold hundreds of leases) and added up in order, as a plain sum would."""
-    shares = np.minimum(lease, np.maximum(deadline - np.asarray(leases, dtype=float) * lease, 0.0))
-    return sum(shares.tolist())
+    """Seconds of the given leases before ``deadline``: each lease's share, added up in order.
+    A plain loop: it was 4% of a Chronus replay of MIX2 as one numpy pass per call, and a loop
+    is 2-3 times faster on the few hundred leases a job holds, with the same sums (issue 27,
+    session 14)."""
+    total = 0.0
+    for index in leases:
+        share = deadline - index * lease
+        if share > 0.0:
+            total += share if share < lease else lease
+    return total
