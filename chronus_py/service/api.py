@@ -66,7 +66,7 @@ def build_app(
     """``tokens`` None: no auth (loopback only), every caller is an admin. ``wake`` tells the
     loop a round is due (a submission or cancellation). ``lock`` is the scheduling loop's."""
     lock = asyncio.Lock() if lock is None else lock
-    call = Batches(lock).call
+    call = Batches(lock, group=service.batch).call
 
     def caller_of(request: Request) -> Caller:
         if tokens is None:

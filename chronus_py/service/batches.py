@@ -1,25 +1,36 @@
-"""Requests' service calls, run a batch per hand-off to a worker thread under the request lock.
+"""Requests' service calls, run a batch per hand-off to one worker thread under the request lock,
+in one group of work (``group``: the service's one database transaction per batch).
 
 Why: each request used to take the lock and hand its call to a worker thread on its own. Under
 churn (500 submissions + 500 cancellations + 100 reads a second, issue 27) py-spy on the server
 found a third of the time the GIL was held spent in that hand-off (``ThreadPoolExecutor.submit``,
 the future's callbacks back to the loop), more than in the service's own calls. Calls that
-queue up while a batch runs go together in the next one: one lock acquisition and one hand-off
+queue up while one batch runs go together in the next one: one lock acquisition and one hand-off
 for up to ``MOST`` calls. Each call keeps its own outcome (a result, or the exception it raised,
-re-raised to its request alone) and its own transaction, so nothing a request sees changes
-but when its answer comes: at the end of its batch, at most ``MOST`` calls after it began.
-At low rates a batch is one call, as before.
+re-raised to its request alone), its own savepoint in the batch's transaction, and its order,
+so nothing a request sees changes but when its answer comes: after its batch's commit, at most
+``MOST`` calls after it began. At low rates a batch is one call, as before.
+
+The hand-off is one thread of this module's own (``_Worker``) rather than ``asyncio.to_thread``:
+the default executor wraps each call in a context copy, a ``concurrent.futures`` future chained
+to an asyncio one and a check that the callable is no coroutine, 4-6% of the server's GIL time
+under churn in session 14's profile, for nothing a batch needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 MOST = 16
 """Calls per batch: a submission costs ~0.7 ms, so a batch holds the lock ~10 ms at most (the
 rounds and a re-plan's commit steps take the same lock)."""
+IDLE = 5.0
+"""Seconds the worker thread waits for a batch before it ends (a new one starts on demand)."""
 
 
 @dataclass(slots=True)
@@ -31,11 +42,15 @@ class _Call:
 
 
 class Batches:
-    """``await batches.call(fn, *args)``: ``fn(*args)`` in a worker thread, under ``lock``, in
-    the next batch."""
+    """``await batches.call(fn, *args)``: ``fn(*args)`` in the worker thread, under ``lock``,
+    inside ``group()``, in the next batch."""
 
-    def __init__(self, lock: asyncio.Lock):
+    def __init__(
+        self, lock: asyncio.Lock, group: Callable[[], ContextManager] = contextlib.nullcontext
+    ):
         self.lock = lock
+        self.group = group
+        self._worker = _Worker()
         self._waiting: list[_Call] = []
         self._draining: asyncio.Task | None = None  # kept: the loop holds tasks only weakly
 
@@ -53,14 +68,18 @@ class Batches:
                 # A request cancelled while it waited (its client went away) is not run, as
                 # one cancelled while it waited for the lock was not.
                 batch = [call for call in batch if not call.answer.done()]
+                if not batch:
+                    continue
                 try:
                     async with self.lock:
-                        outcomes = await asyncio.to_thread(_run, batch)
-                except BaseException as exc:  # the hand-off itself failed (the loop shuts down)
+                        outcomes = await self._worker.run(_run, batch, self.group)
+                except asyncio.CancelledError:  # the loop shuts down
                     for call in batch:
                         if not call.answer.done():
-                            call.answer.set_exception(exc)
+                            call.answer.cancel()
                     raise
+                except Exception as exc:  # noqa: BLE001 - the group failed: every call with it
+                    outcomes = [(False, exc)] * len(batch)
                 for call, (ok, value) in zip(batch, outcomes):
                     if call.answer.done():  # its request was cancelled (the client went away)
                         continue
@@ -72,13 +91,63 @@ class Batches:
             self._draining = None
 
 
-def _run(batch: list[_Call]) -> list[tuple[bool, Any]]:
-    """Each call of ``batch`` in turn, in the worker thread: (True, its result) or (False, the
-    exception it raised)."""
+def _run(batch: list[_Call], group: Callable[[], ContextManager]) -> list[tuple[bool, Any]]:
+    """Each call of ``batch`` in turn, in the worker thread, inside one ``group()``: (True, its
+    result) or (False, the exception it raised). An exception of the group itself (its commit)
+    is raised: then no call's work was kept."""
     outcomes: list[tuple[bool, Any]] = []
-    for call in batch:
-        try:
-            outcomes.append((True, call.fn(*call.args, **call.kwargs)))
-        except Exception as exc:  # noqa: BLE001 - re-raised in its own request's handler
-            outcomes.append((False, exc))
+    with group():
+        for call in batch:
+            try:
+                outcomes.append((True, call.fn(*call.args, **call.kwargs)))
+            except Exception as exc:  # noqa: BLE001 - re-raised in its own request's handler
+                outcomes.append((False, exc))
     return outcomes
+
+
+class _Worker:
+    """One thread that runs what it is given in order and settles an asyncio future with the
+    outcome: one ``call_soon_threadsafe`` per batch. It ends after ``IDLE`` seconds without
+    work and is started again by the next ``run``."""
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._guard = threading.Lock()  # a job put while the thread decides to end is not lost
+        self._alive = False
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._guard:
+            self._jobs.put((loop, future, fn, args))
+            if not self._alive:
+                self._alive = True
+                threading.Thread(target=self._serve, name="chronus-requests", daemon=True).start()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                loop, future, fn, args = self._jobs.get(timeout=IDLE)
+            except queue.Empty:
+                with self._guard:
+                    if self._jobs.empty():
+                        self._alive = False
+                        return
+                continue
+            try:
+                outcome = (True, fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the awaiting task
+                outcome = (False, exc)
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(_settle, future, outcome)
+
+
+def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
+    if future.done():  # the awaiting task was cancelled
+        return
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)

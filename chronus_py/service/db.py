@@ -281,14 +281,24 @@ def _row(cursor: sqlite3.Cursor, row: Iterable) -> dict[str, Any]:
 
 
 class _Transaction:
-    """``with db.transaction():`` BEGIN IMMEDIATE ... COMMIT, rolled back on an exception."""
+    """``with db.transaction():`` BEGIN IMMEDIATE ... COMMIT, rolled back on an exception. Inside
+    a transaction already open (a batch of requests' one commit, ``Service.batch``) it is a
+    savepoint of it instead: its writes are undone alone on an exception, and kept only if the
+    outer transaction commits."""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        self.nested = False
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.nested = self.conn.in_transaction
+        self.conn.execute("SAVEPOINT part" if self.nested else "BEGIN IMMEDIATE")
         return self.conn
 
     def __exit__(self, kind, exc, tb) -> None:
-        self.conn.execute("ROLLBACK" if kind else "COMMIT")
+        if not self.nested:
+            self.conn.execute("ROLLBACK" if kind else "COMMIT")
+            return
+        if kind:
+            self.conn.execute("ROLLBACK TO part")
+        self.conn.execute("RELEASE part")

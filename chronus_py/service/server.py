@@ -301,6 +301,11 @@ def serve(options: Options) -> int:
         level=options.log_level.upper(),
         format="%(asctime)s %(levelname)s %(message)s",
     )
+    # The decision log writes a line per request: not finding each line's caller (a walk up
+    # the stack) nor the thread's and process's names, which the format never shows, halves
+    # a line's cost (35 -> 18 us; the logging HOWTO's "Optimization"; issue 27, session 14).
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     sock = _bind(options.host, options.port)
     tokens = None
     if options.tokens is not None:
