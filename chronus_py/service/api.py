@@ -246,9 +246,11 @@ def build_app(
             headers=exc.headers,
         )
 
+    jobs = {"POST": handler(submit), "GET": handler(list_jobs)}
+    job = {"GET": handler(get_job), "DELETE": handler(cancel)}
     routes = [
-        _route("/v1/jobs", POST=handler(submit), GET=handler(list_jobs)),
-        _route("/v1/jobs/{job_id}", GET=handler(get_job), DELETE=handler(cancel)),
+        _route("/v1/jobs", jobs),
+        _route("/v1/jobs/{job_id}", job),
         Route("/v1/jobs/{job_id}/progress", handler(progress), methods=["POST"]),
         Route("/v1/plan", handler(plan), methods=["GET"]),
         Route("/v1/cluster", handler(cluster), methods=["GET"]),
@@ -257,10 +259,44 @@ def build_app(
         Route("/metrics", handler(metrics_endpoint, auth=False), methods=["GET"]),
         Route("/openapi.json", handler(openapi, auth=False), methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    return _Api(jobs, job, routes=routes, exception_handlers={HTTPException: not_found})
 
 
-def _route(path: str, **by_method: Callable[[Request], Awaitable[Response]]) -> Route:
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class _Api(Starlette):
+    """The API's app: Starlette, but the requests a client sends by the hundred a second (a
+    submission, a job's read or cancellation, a listing) go straight to their handlers,
+    without Starlette's error and exception middleware, router and per-route wrappers: those
+    layers were 4% of the server's GIL time under churn (py-spy, issue 27, session 14). The
+    handlers answer every error themselves (``handler``); any other method or path, and HEAD,
+    takes the full stack, so 404s, 405s and their ``Allow`` headers are Starlette's."""
+
+    def __init__(self, jobs: dict[str, Endpoint], job: dict[str, Endpoint], **kwargs: Any):
+        super().__init__(**kwargs)
+        self._jobs = jobs  # by method: /v1/jobs
+        self._job = job  # by method: /v1/jobs/{job_id}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            endpoint = None
+            if path == "/v1/jobs":
+                endpoint = self._jobs.get(scope["method"])
+            elif path.startswith("/v1/jobs/") and "/" not in path[9:] and len(path) > 9:
+                endpoint = self._job.get(scope["method"])
+                if endpoint is not None:
+                    scope["path_params"] = {"job_id": path[9:]}
+            if endpoint is not None:
+                scope["app"] = self
+                response = await endpoint(Request(scope, receive, send))
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+def _route(path: str, by_method: dict[str, Endpoint]) -> Route:
     """One route for a path with several methods, so that a 405 lists all of them in its
     ``Allow`` header (two routes for one path would each name only their own)."""
 

@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -397,15 +397,25 @@ def serve(options: Options) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        # httptools' parser (a dependency), with the bounds on slow clients (connections.py)
         http=guarded_protocol(options.read_timeout, options.max_connections),
+        # nothing reads a client's address, so no X-Forwarded-For is worth parsing per request
+        proxy_headers=False,
     )
     server.append(uvicorn.Server(config))
-    with contextlib.suppress(ImportError):
-        import uvloop  # the faster event loop where it exists (not on Windows)
-
-        uvloop.install()
-    asyncio.run(server[0].serve(sockets=[sock]))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        runner.run(server[0].serve(sockets=[sock]))
     return 0
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (a dependency, but not on Windows), else
+    asyncio's own (None)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def _loop(
