@@ -40,6 +40,7 @@ from starlette.routing import Route
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.batches import Batches
 from chronus_py.service.core import ApiError, Caller, Service
+from chronus_py.service.json_codec import encode
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 
 log = logging.getLogger("chronus.serve")
@@ -48,10 +49,17 @@ MAX_DEPTH = 32
 """JSON nesting a body may have: a job's fields are at most three levels deep."""
 
 
+class JsonResponse(JSONResponse):
+    """Starlette's JSON answer, encoded by ``json_codec`` (orjson where it can)."""
+
+    def render(self, content: Any) -> bytes:
+        return encode(content)
+
+
 def _error(
     status: int, message: str, field: str | None = None, headers: dict | None = None
-) -> JSONResponse:
-    return JSONResponse({"error": message, "field": field}, status_code=status, headers=headers)
+) -> JsonResponse:
+    return JsonResponse({"error": message, "field": field}, status_code=status, headers=headers)
 
 
 def build_app(
@@ -124,7 +132,7 @@ def build_app(
         status, out = await call(service.submit, body, caller, dry_run=dry_run)
         if status == 201:
             wake()
-        return JSONResponse(out, status_code=status)
+        return JsonResponse(out, status_code=status)
 
     async def list_jobs(request: Request, caller: Caller) -> Response:
         query = request.query_params
@@ -147,24 +155,24 @@ def build_app(
             limit=int(limit),
             after=query.get("after"),
         )
-        return JSONResponse(
+        return JsonResponse(
             {"jobs": jobs, "next_after": jobs[-1]["id"] if len(jobs) == int(limit) else None}
         )
 
     async def get_job(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(service.live_job, request.path_params["job_id"], caller))
+        return JsonResponse(await call(service.live_job, request.path_params["job_id"], caller))
 
     async def cancel(request: Request, caller: Caller) -> Response:
         out = await call(service.cancel, request.path_params["job_id"], caller)
         wake()
-        return JSONResponse(out)
+        return JsonResponse(out)
 
     async def progress(request: Request, caller: Caller) -> Response:
         job_id = request.path_params["job_id"]
         await call(service.live_job, job_id, caller)
         out = await call(service.progress, job_id, await body_of(request), caller)
         wake()
-        return JSONResponse(out)
+        return JsonResponse(out)
 
     def plan_view(caller: Caller) -> dict:
         current = service.plan
@@ -191,10 +199,10 @@ def build_app(
         return out
 
     async def plan(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(plan_view, caller))
+        return JsonResponse(await call(plan_view, caller))
 
     async def cluster(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(service.cluster_view))
+        return JsonResponse(await call(service.cluster_view))
 
     async def host_layers(request: Request, caller: Caller) -> Response:
         node = request.path_params["node"]
@@ -212,7 +220,7 @@ def build_app(
         counters = service.counters
         latest = sorted(counters.round_seconds)
         began = counters.round_began
-        return JSONResponse(
+        return JsonResponse(
             {
                 "status": "ok",
                 "backend": service.backend.name,
@@ -235,7 +243,7 @@ def build_app(
             for model, batch in sorted(service.throughputs().rates):
                 models.setdefault(model, []).append(batch)
             document.append(for_server(service.cluster.gpus, models))
-        return JSONResponse(document[0])
+        return JsonResponse(document[0])
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
         """404 and 405 (with its ``Allow`` header) from routing, as JSON errors."""

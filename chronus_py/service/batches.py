@@ -11,26 +11,21 @@ re-raised to its request alone), its own savepoint in the batch's transaction, a
 so nothing a request sees changes but when its answer comes: after its batch's commit, at most
 ``MOST`` calls after it began. At low rates a batch is one call, as before.
 
-The hand-off is one thread of this module's own (``_Worker``) rather than ``asyncio.to_thread``:
-the default executor wraps each call in a context copy, a ``concurrent.futures`` future chained
-to an asyncio one and a check that the callable is no coroutine, 4-6% of the server's GIL time
-under churn in session 14's profile, for nothing a batch needs.
+The hand-off is a thread of the batches' own (``worker.Worker``), not ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
+
+from chronus_py.service.worker import Worker
 
 MOST = 16
 """Calls per batch: a submission costs ~0.7 ms, so a batch holds the lock ~10 ms at most (the
 rounds and a re-plan's commit steps take the same lock)."""
-IDLE = 5.0
-"""Seconds the worker thread waits for a batch before it ends (a new one starts on demand)."""
 
 
 @dataclass(slots=True)
@@ -50,7 +45,7 @@ class Batches:
     ):
         self.lock = lock
         self.group = group
-        self._worker = _Worker()
+        self._worker = Worker("chronus-requests")
         self._waiting: list[_Call] = []
         self._draining: asyncio.Task | None = None  # kept: the loop holds tasks only weakly
 
@@ -103,51 +98,3 @@ def _run(batch: list[_Call], group: Callable[[], ContextManager]) -> list[tuple[
             except Exception as exc:  # noqa: BLE001 - re-raised in its own request's handler
                 outcomes.append((False, exc))
     return outcomes
-
-
-class _Worker:
-    """One thread that runs what it is given in order and settles an asyncio future with the
-    outcome: one ``call_soon_threadsafe`` per batch. It ends after ``IDLE`` seconds without
-    work and is started again by the next ``run``."""
-
-    def __init__(self):
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._guard = threading.Lock()  # a job put while the thread decides to end is not lost
-        self._alive = False
-
-    def run(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        with self._guard:
-            self._jobs.put((loop, future, fn, args))
-            if not self._alive:
-                self._alive = True
-                threading.Thread(target=self._serve, name="chronus-requests", daemon=True).start()
-        return future
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                loop, future, fn, args = self._jobs.get(timeout=IDLE)
-            except queue.Empty:
-                with self._guard:
-                    if self._jobs.empty():
-                        self._alive = False
-                        return
-                continue
-            try:
-                outcome = (True, fn(*args))
-            except BaseException as exc:  # noqa: BLE001 - raised again in the awaiting task
-                outcome = (False, exc)
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-                loop.call_soon_threadsafe(_settle, future, outcome)
-
-
-def _settle(future: asyncio.Future, outcome: tuple[bool, Any]) -> None:
-    if future.done():  # the awaiting task was cancelled
-        return
-    ok, value = outcome
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from chronus_py.errors import InputError
+from chronus_py.service.json_codec import encode_text
 
 MIGRATIONS = (
     """
@@ -106,11 +107,11 @@ class Database:
                 job_id,
                 seq,
                 tenant,
-                json.dumps(spec),
+                encode_text(spec),
                 submit,
                 estimate,
                 first_deadline,
-                json.dumps(admission),
+                encode_text(admission),
                 *(guaranteed or (None, None)),
             ),
         )

@@ -42,6 +42,7 @@ from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.inputs import load_yaml
 from chronus_py.service.rounds import SchedulerSettings
+from chronus_py.service.worker import Worker
 
 log = logging.getLogger("chronus.serve")
 MAX_IDLE = 1.0
@@ -421,6 +422,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 async def _loop(
     service, wake: asyncio.Event, stop: asyncio.Event, lock: asyncio.Lock, interval: float
 ) -> None:
+    steps = Worker("chronus-rounds")  # the round's steps, off the event loop, one at a time
     last, held = -math.inf, 0.0
     wake.set()  # the first round at once: after a restart, work is waiting
     collecting: asyncio.Task | None = None
@@ -429,7 +431,7 @@ async def _loop(
             collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
         # in a worker thread: the backend's next event takes the backend's lock, which a
         # request's command (a cancellation) may hold, and the event loop must never wait
-        due = await asyncio.to_thread(service.next_wakeup)
+        due = await steps.run(service.next_wakeup)
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
         )
@@ -452,13 +454,13 @@ async def _loop(
             # so one round's commands are all issued and recorded before the next round begins
             # (core.py, commands.py)
             try:
-                await asyncio.to_thread(service.look)  # the backend's read, off the lock
-                held += await _locked(lock, service.take_arrivals)
-                await asyncio.to_thread(service.act)
-                held += await _locked(lock, service.decide)
-                await asyncio.to_thread(service.act)
+                await steps.run(service.look)  # the backend's read, off the lock
+                held += await _locked(lock, steps, service.take_arrivals)
+                await steps.run(service.act)
+                held += await _locked(lock, steps, service.decide)
+                await steps.run(service.act)
             finally:
-                held += await _locked(lock, service.record)
+                held += await _locked(lock, steps, service.record)
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
             log.exception("round failed; the scheduler is rebuilt from the backend next round")
             service.needs_resync = True
@@ -467,11 +469,12 @@ async def _loop(
         await collecting
 
 
-async def _locked(lock: asyncio.Lock, step) -> float:
-    """Run ``step`` in a worker thread under the request lock; the seconds it held the lock."""
+async def _locked(lock: asyncio.Lock, steps, step) -> float:
+    """Run ``step`` in the ``steps`` worker thread under the request lock; the seconds it held
+    the lock."""
     async with lock:
         began = time.monotonic()
-        await asyncio.to_thread(step)
+        await steps.run(step)
         return time.monotonic() - began
 
 
