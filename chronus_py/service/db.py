@@ -298,7 +298,12 @@ class _Transaction:
 
     def __exit__(self, kind, exc, tb) -> None:
         if not self.nested:
-            self.conn.execute("ROLLBACK" if kind else "COMMIT")
+            try:
+                self.conn.execute("ROLLBACK" if kind else "COMMIT")
+            except sqlite3.Error:  # a failed COMMIT may leave the transaction open
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
             return
         if kind:
             self.conn.execute("ROLLBACK TO part")
