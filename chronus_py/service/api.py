@@ -17,10 +17,11 @@ A dry run gets the answer a submission would, as a 200 with ``submitted: false``
 Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
 holds for a round, and calls the service in a worker thread: the scheduler is never used by two
 threads at once, and the event loop stays free meanwhile. Calls that queue up meanwhile go
-together, a batch per hand-off (``batches.py``). (Running requests on the event loop
-itself saves 15-20% CPU per request, but on a loaded machine it made them wait several times
-longer, p50 35-97 against 6-9 ms: benchmarks/RESULTS.md, issue 27.) ``/healthz`` takes no
-lock, so it answers at once even while a round runs, and says so.
+together, a batch per hand-off and one database commit per batch (``batches.py``,
+``Service.batch``): a request is answered after its batch's commit. (Running requests on the
+event loop itself saves 15-20% CPU per request, but on a loaded machine it made them wait
+several times longer, p50 35-97 against 6-9 ms: benchmarks/RESULTS.md, issue 27.) ``/healthz``
+takes no lock, so it answers at once even while a round runs, and says so.
 """
 
 from __future__ import annotations
