@@ -312,15 +312,28 @@ class Service:
         is rebuilt from the database and the backend before anything is decided again."""
         self._deferred = {}
         try:
-            with self.db.transaction():
+            with self.db.transaction(), self._backend_together():
                 yield
         except BaseException:
             self.needs_resync = True
             raise
         finally:
             deferred, self._deferred = self._deferred, None
-        for job, fields in deferred.values():
-            self._submit_to_backend(job, fields)
+        if not deferred:
+            return
+        try:
+            with self._backend_together():
+                for job, fields in deferred.values():
+                    self._submit_to_backend(job, fields)
+        except BackendUnavailable as exc:  # their commit: ``rebuild`` submits them again
+            self._backend_failed("submit", None, exc)
+
+    def _backend_together(self):
+        """The backend's ``together`` (optional: the sim's one transaction for the commands of
+        a batch), ended before the database's commit that records what the commands did, as a
+        command's own commit was."""
+        together = getattr(self.backend.inner, "together", None)
+        return contextlib.nullcontext() if together is None else together()
 
     def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
         if self.needs_resync:

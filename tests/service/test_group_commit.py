@@ -115,3 +115,15 @@ def test_outside_a_batch_a_submission_is_committed_then_submitted_at_once(svc):
     assert svc.submit(body("a"), ADMIN)[0] == 201
     assert sim_commands(svc) == [("submit", "a")]
     assert svc.backend.inner.committed_at_submit["a"] == {"a"}
+
+
+def test_the_backend_commands_of_a_batch_share_one_commit_too(svc):
+    with svc.batch():
+        svc.submit(body("a"), ADMIN)
+    with svc.batch():
+        svc.cancel("a", ADMIN)
+        svc.submit(body("b"), ADMIN)
+        with sqlite3.connect(svc.backend.inner.path) as conn:  # what a kill now would leave
+            assert [r[0] for r in conn.execute("SELECT kind FROM command")] == ["submit"]
+    assert sim_commands(svc) == [("submit", "a"), ("cancel", "a"), ("submit", "b")]
+    assert not svc.backend.inner.db.in_transaction
