@@ -434,6 +434,15 @@ class _LineFormat(logging.Formatter):
             self._second = (second, text)
         return self.default_msec_format % (self._second[1], record.msecs)
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """Every line of a record of several (a batch's decisions, ``core.held_decisions``)
+        with the time and level, as if each were its own record."""
+        text = super().formatMessage(record)
+        if "\n" not in record.message:
+            return text
+        head = text[: len(text) - len(record.message)]
+        return head + record.message.replace("\n", "\n" + head)
+
 
 async def _loop(
     service, wake: asyncio.Event, stop: asyncio.Event, lock: asyncio.Lock, interval: float

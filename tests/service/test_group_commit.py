@@ -7,6 +7,7 @@ assertions read."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -89,7 +90,8 @@ def test_a_failed_request_undoes_only_its_own_writes(svc):
     assert committed(svc) == {"a", "b"}
 
 
-def test_a_failed_commit_keeps_nothing_tells_the_backend_nothing_and_resyncs(svc):
+def test_a_failed_commit_keeps_nothing_tells_the_backend_nothing_and_resyncs(svc, caplog):
+    caplog.set_level("INFO", logger="chronus.serve")
     # a commit that fails: a deferred foreign key, checked at COMMIT, left broken by the batch
     conn = svc.db.conn
     conn.execute("PRAGMA foreign_keys=ON")
@@ -100,6 +102,7 @@ def test_a_failed_commit_keeps_nothing_tells_the_backend_nothing_and_resyncs(svc
             svc.submit(body("a"), ADMIN)
             conn.execute("INSERT INTO child VALUES ('missing')")
     assert not conn.in_transaction  # rolled back, not left open for the next batch
+    assert '"admit"' not in caplog.text  # no decision logged for what was not kept
     assert committed(svc) == set()
     assert sim_commands(svc) == []
     assert svc.needs_resync  # the scheduler admitted a in memory: rebuilt before deciding again
@@ -127,3 +130,16 @@ def test_the_backend_commands_of_a_batch_share_one_commit_too(svc):
             assert [r[0] for r in conn.execute("SELECT kind FROM command")] == ["submit"]
     assert sim_commands(svc) == [("submit", "a"), ("cancel", "a"), ("submit", "b")]
     assert not svc.backend.inner.db.in_transaction
+
+
+def test_a_batchs_decision_lines_are_logged_once_after_its_commit(svc, caplog):
+    caplog.set_level("INFO", logger="chronus.serve")
+    with svc.batch():
+        svc.submit(body("a"), ADMIN)
+        svc.cancel("a", ADMIN)
+        assert caplog.records == []  # nothing said before the commit
+    [record] = caplog.records
+    events = [json.loads(line) for line in record.getMessage().split("\n")]
+    assert [(e["event"], e["job"]) for e in events] == [("admit", "a"), ("cancel", "a")]
+    svc.submit(body("b"), ADMIN)  # outside a batch: a record per line, at once
+    assert json.loads(caplog.records[-1].getMessage())["job"] == "b"
