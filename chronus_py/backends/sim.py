@@ -428,22 +428,14 @@ class SimBackend:
         what it held is rolled back and the world folded again from the file (it shows what
         a restart would), and ``BackendUnavailable`` says so: the service rebuilds its view."""
         with self._db_lock:
-            if self._together == 0:
-                self._begin()
             self._together += 1
         try:
             yield
         finally:
             with self._db_lock:
                 self._together -= 1
-                if self._together == 0:
+                if self._together == 0 and self.db.in_transaction:
                     self._commit()
-
-    def _begin(self) -> None:
-        try:
-            self.db.execute("BEGIN")
-        except sqlite3.Error as exc:
-            raise BackendUnavailable(f"sim: cannot begin a transaction: {exc}") from None
 
     def _commit(self) -> None:
         try:
@@ -472,6 +464,9 @@ class SimBackend:
             world.advance(at)
             world.check(kind, job_id, data)
             try:
+                if self._together and not self.db.in_transaction:
+                    # begun at the block's first command: a block without any costs nothing
+                    self.db.execute("BEGIN")
                 self.db.execute(
                     "INSERT INTO command (kind, job, at, data) VALUES (?, ?, ?, ?)",
                     (kind, job_id, at, None if data is None else json.dumps(data)),
