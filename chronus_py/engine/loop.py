@@ -77,8 +77,8 @@ class ReplayResult:
 
 
 YOUNG_PASS = 50_000
-"""Allocations between two passes of the cyclic collector over young objects during a replay
-(Python's default: 700), as ``chronus serve`` sets it."""
+"""Allocations between two passes of the cyclic collector over young objects in a replay and in
+``chronus serve`` (Python's default: 700)."""
 
 
 @contextmanager

@@ -17,10 +17,11 @@ A dry run gets the answer a submission would, as a 200 with ``submitted: false``
 Every handler that reads or changes the service takes ``lock``, the lock the scheduling loop
 holds for a round, and calls the service in a worker thread: the scheduler is never used by two
 threads at once, and the event loop stays free meanwhile. Calls that queue up meanwhile go
-together, a batch per hand-off (``batches.py``). (Running requests on the event loop
-itself saves 15-20% CPU per request, but on a loaded machine it made them wait several times
-longer, p50 35-97 against 6-9 ms: benchmarks/RESULTS.md, issue 27.) ``/healthz`` takes no
-lock, so it answers at once even while a round runs, and says so.
+together, a batch per hand-off and one database commit per batch (``batches.py``,
+``Service.batch``): a request is answered after its batch's commit. (Running requests on the
+event loop itself saves 15-20% CPU per request, but on a loaded machine it made them wait
+several times longer, p50 35-97 against 6-9 ms: benchmarks/RESULTS.md, issue 27.) ``/healthz``
+takes no lock, so it answers at once even while a round runs, and says so.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from starlette.routing import Route
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.batches import Batches
 from chronus_py.service.core import ApiError, Caller, Service
+from chronus_py.service.json_codec import encode
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 
 log = logging.getLogger("chronus.serve")
@@ -48,10 +50,17 @@ MAX_DEPTH = 32
 """JSON nesting a body may have: a job's fields are at most three levels deep."""
 
 
+class JsonResponse(JSONResponse):
+    """Starlette's JSON answer, encoded by ``json_codec`` (orjson where it can)."""
+
+    def render(self, content: Any) -> bytes:
+        return encode(content)
+
+
 def _error(
     status: int, message: str, field: str | None = None, headers: dict | None = None
-) -> JSONResponse:
-    return JSONResponse({"error": message, "field": field}, status_code=status, headers=headers)
+) -> JsonResponse:
+    return JsonResponse({"error": message, "field": field}, status_code=status, headers=headers)
 
 
 def build_app(
@@ -66,7 +75,7 @@ def build_app(
     """``tokens`` None: no auth (loopback only), every caller is an admin. ``wake`` tells the
     loop a round is due (a submission or cancellation). ``lock`` is the scheduling loop's."""
     lock = asyncio.Lock() if lock is None else lock
-    call = Batches(lock).call
+    call = Batches(lock, group=service.batch).call
 
     def caller_of(request: Request) -> Caller:
         if tokens is None:
@@ -124,7 +133,7 @@ def build_app(
         status, out = await call(service.submit, body, caller, dry_run=dry_run)
         if status == 201:
             wake()
-        return JSONResponse(out, status_code=status)
+        return JsonResponse(out, status_code=status)
 
     async def list_jobs(request: Request, caller: Caller) -> Response:
         query = request.query_params
@@ -147,24 +156,24 @@ def build_app(
             limit=int(limit),
             after=query.get("after"),
         )
-        return JSONResponse(
+        return JsonResponse(
             {"jobs": jobs, "next_after": jobs[-1]["id"] if len(jobs) == int(limit) else None}
         )
 
     async def get_job(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(service.live_job, request.path_params["job_id"], caller))
+        return JsonResponse(await call(service.live_job, request.path_params["job_id"], caller))
 
     async def cancel(request: Request, caller: Caller) -> Response:
         out = await call(service.cancel, request.path_params["job_id"], caller)
         wake()
-        return JSONResponse(out)
+        return JsonResponse(out)
 
     async def progress(request: Request, caller: Caller) -> Response:
         job_id = request.path_params["job_id"]
         await call(service.live_job, job_id, caller)
         out = await call(service.progress, job_id, await body_of(request), caller)
         wake()
-        return JSONResponse(out)
+        return JsonResponse(out)
 
     def plan_view(caller: Caller) -> dict:
         current = service.plan
@@ -191,10 +200,10 @@ def build_app(
         return out
 
     async def plan(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(plan_view, caller))
+        return JsonResponse(await call(plan_view, caller))
 
     async def cluster(request: Request, caller: Caller) -> Response:
-        return JSONResponse(await call(service.cluster_view))
+        return JsonResponse(await call(service.cluster_view))
 
     async def host_layers(request: Request, caller: Caller) -> Response:
         node = request.path_params["node"]
@@ -212,7 +221,7 @@ def build_app(
         counters = service.counters
         latest = sorted(counters.round_seconds)
         began = counters.round_began
-        return JSONResponse(
+        return JsonResponse(
             {
                 "status": "ok",
                 "backend": service.backend.name,
@@ -235,7 +244,7 @@ def build_app(
             for model, batch in sorted(service.throughputs().rates):
                 models.setdefault(model, []).append(batch)
             document.append(for_server(service.cluster.gpus, models))
-        return JSONResponse(document[0])
+        return JsonResponse(document[0])
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
         """404 and 405 (with its ``Allow`` header) from routing, as JSON errors."""
@@ -246,9 +255,11 @@ def build_app(
             headers=exc.headers,
         )
 
+    jobs = {"POST": handler(submit), "GET": handler(list_jobs)}
+    job = {"GET": handler(get_job), "DELETE": handler(cancel)}
     routes = [
-        _route("/v1/jobs", POST=handler(submit), GET=handler(list_jobs)),
-        _route("/v1/jobs/{job_id}", GET=handler(get_job), DELETE=handler(cancel)),
+        _route("/v1/jobs", jobs),
+        _route("/v1/jobs/{job_id}", job),
         Route("/v1/jobs/{job_id}/progress", handler(progress), methods=["POST"]),
         Route("/v1/plan", handler(plan), methods=["GET"]),
         Route("/v1/cluster", handler(cluster), methods=["GET"]),
@@ -257,10 +268,44 @@ def build_app(
         Route("/metrics", handler(metrics_endpoint, auth=False), methods=["GET"]),
         Route("/openapi.json", handler(openapi, auth=False), methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    return _Api(jobs, job, routes=routes, exception_handlers={HTTPException: not_found})
 
 
-def _route(path: str, **by_method: Callable[[Request], Awaitable[Response]]) -> Route:
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class _Api(Starlette):
+    """The API's app: Starlette, but the requests a client sends by the hundred a second (a
+    submission, a job's read or cancellation, a listing) go straight to their handlers,
+    without Starlette's error and exception middleware, router and per-route wrappers: those
+    layers were 4% of the server's GIL time under churn (py-spy, issue 27, session 14). The
+    handlers answer every error themselves (``handler``); any other method or path, and HEAD,
+    takes the full stack, so 404s, 405s and their ``Allow`` headers are Starlette's."""
+
+    def __init__(self, jobs: dict[str, Endpoint], job: dict[str, Endpoint], **kwargs: Any):
+        super().__init__(**kwargs)
+        self._jobs = jobs  # by method: /v1/jobs
+        self._job = job  # by method: /v1/jobs/{job_id}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            endpoint = None
+            if path == "/v1/jobs":
+                endpoint = self._jobs.get(scope["method"])
+            elif path.startswith("/v1/jobs/") and "/" not in path[9:] and len(path) > 9:
+                endpoint = self._job.get(scope["method"])
+                if endpoint is not None:
+                    scope["path_params"] = {"job_id": path[9:]}
+            if endpoint is not None:
+                scope["app"] = self
+                response = await endpoint(Request(scope, receive, send))
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+def _route(path: str, by_method: dict[str, Endpoint]) -> Route:
     """One route for a path with several methods, so that a 405 lists all of them in its
     ``Allow`` header (two routes for one path would each name only their own)."""
 
@@ -271,6 +316,10 @@ def _route(path: str, **by_method: Callable[[Request], Awaitable[Response]]) -> 
 
 
 def _flag(request: Request, name: str) -> bool:
+    if not request.scope["query_string"]:
+        # the common case, a submission without a query: Starlette parses even an empty one,
+        # ~20 us a request (3% of the server's GIL time under churn, issue 27, session 14)
+        return False
     value = request.query_params.get(name, "false")
     if value not in ("true", "false"):
         raise ApiError(422, "expected true or false", name)

@@ -1,21 +1,27 @@
-"""Requests' service calls, run a batch per hand-off to a worker thread under the request lock.
+"""Requests' service calls, run a batch per hand-off to one worker thread under the request lock,
+in one group of work (``group``: the service's one database transaction per batch).
 
 Why: each request used to take the lock and hand its call to a worker thread on its own. Under
 churn (500 submissions + 500 cancellations + 100 reads a second, issue 27) py-spy on the server
 found a third of the time the GIL was held spent in that hand-off (``ThreadPoolExecutor.submit``,
 the future's callbacks back to the loop), more than in the service's own calls. Calls that
-queue up while a batch runs go together in the next one: one lock acquisition and one hand-off
+queue up while one batch runs go together in the next one: one lock acquisition and one hand-off
 for up to ``MOST`` calls. Each call keeps its own outcome (a result, or the exception it raised,
-re-raised to its request alone) and its own transaction, so nothing a request sees changes
-but when its answer comes: at the end of its batch, at most ``MOST`` calls after it began.
-At low rates a batch is one call, as before.
+re-raised to its request alone), its own savepoint in the batch's transaction, and its order,
+so nothing a request sees changes but when its answer comes: after its batch's commit, at most
+``MOST`` calls after it began. At low rates a batch is one call, as before.
+
+The hand-off is a thread of the batches' own (``worker.Worker``), not ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
+
+from chronus_py.service.worker import Worker
 
 MOST = 16
 """Calls per batch: a submission costs ~0.7 ms, so a batch holds the lock ~10 ms at most (the
@@ -31,11 +37,15 @@ class _Call:
 
 
 class Batches:
-    """``await batches.call(fn, *args)``: ``fn(*args)`` in a worker thread, under ``lock``, in
-    the next batch."""
+    """``await batches.call(fn, *args)``: ``fn(*args)`` in the worker thread, under ``lock``,
+    inside ``group()``, in the next batch."""
 
-    def __init__(self, lock: asyncio.Lock):
+    def __init__(
+        self, lock: asyncio.Lock, group: Callable[[], ContextManager] = contextlib.nullcontext
+    ):
         self.lock = lock
+        self.group = group
+        self._worker = Worker("chronus-requests")
         self._waiting: list[_Call] = []
         self._draining: asyncio.Task | None = None  # kept: the loop holds tasks only weakly
 
@@ -53,14 +63,18 @@ class Batches:
                 # A request cancelled while it waited (its client went away) is not run, as
                 # one cancelled while it waited for the lock was not.
                 batch = [call for call in batch if not call.answer.done()]
+                if not batch:
+                    continue
                 try:
                     async with self.lock:
-                        outcomes = await asyncio.to_thread(_run, batch)
-                except BaseException as exc:  # the hand-off itself failed (the loop shuts down)
+                        outcomes = await self._worker.run(_run, batch, self.group)
+                except asyncio.CancelledError:  # the loop shuts down
                     for call in batch:
                         if not call.answer.done():
-                            call.answer.set_exception(exc)
+                            call.answer.cancel()
                     raise
+                except Exception as exc:  # noqa: BLE001 - the group failed: every call with it
+                    outcomes = [(False, exc)] * len(batch)
                 for call, (ok, value) in zip(batch, outcomes):
                     if call.answer.done():  # its request was cancelled (the client went away)
                         continue
@@ -72,13 +86,17 @@ class Batches:
             self._draining = None
 
 
-def _run(batch: list[_Call]) -> list[tuple[bool, Any]]:
-    """Each call of ``batch`` in turn, in the worker thread: (True, its result) or (False, the
-    exception it raised)."""
+def _run(batch: list[_Call], group: Callable[[], ContextManager]) -> list[tuple[bool, Any]]:
+    """Each call of ``batch`` in turn, in the worker thread, inside one ``group()``: (True, its
+    result) or (False, the exception it raised). An exception of the group itself (its commit)
+    is raised: then no call's work was kept. A call alone needs no group: its own commit is the
+    group's, without the savepoint, the batch's transaction and the backend's (~5% of a
+    request's CPU in-process, issue 27 session 14)."""
     outcomes: list[tuple[bool, Any]] = []
-    for call in batch:
-        try:
-            outcomes.append((True, call.fn(*call.args, **call.kwargs)))
-        except Exception as exc:  # noqa: BLE001 - re-raised in its own request's handler
-            outcomes.append((False, exc))
+    with group() if len(batch) > 1 else contextlib.nullcontext():
+        for call in batch:
+            try:
+                outcomes.append((True, call.fn(*call.args, **call.kwargs)))
+            except Exception as exc:  # noqa: BLE001 - re-raised in its own request's handler
+                outcomes.append((False, exc))
     return outcomes

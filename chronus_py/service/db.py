@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from chronus_py.errors import InputError
+from chronus_py.service.json_codec import encode_text
 
 MIGRATIONS = (
     """
@@ -106,11 +107,11 @@ class Database:
                 job_id,
                 seq,
                 tenant,
-                json.dumps(spec),
+                encode_text(spec),
                 submit,
                 estimate,
                 first_deadline,
-                json.dumps(admission),
+                encode_text(admission),
                 *(guaranteed or (None, None)),
             ),
         )
@@ -281,14 +282,29 @@ def _row(cursor: sqlite3.Cursor, row: Iterable) -> dict[str, Any]:
 
 
 class _Transaction:
-    """``with db.transaction():`` BEGIN IMMEDIATE ... COMMIT, rolled back on an exception."""
+    """``with db.transaction():`` BEGIN IMMEDIATE ... COMMIT, rolled back on an exception. Inside
+    a transaction already open (a batch of requests' one commit, ``Service.batch``) it is a
+    savepoint of it instead: its writes are undone alone on an exception, and kept only if the
+    outer transaction commits."""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        self.nested = False
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.nested = self.conn.in_transaction
+        self.conn.execute("SAVEPOINT part" if self.nested else "BEGIN IMMEDIATE")
         return self.conn
 
     def __exit__(self, kind, exc, tb) -> None:
-        self.conn.execute("ROLLBACK" if kind else "COMMIT")
+        if not self.nested:
+            try:
+                self.conn.execute("ROLLBACK" if kind else "COMMIT")
+            except sqlite3.Error:  # a failed COMMIT may leave the transaction open
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            return
+        if kind:
+            self.conn.execute("ROLLBACK TO part")
+        self.conn.execute("RELEASE part")

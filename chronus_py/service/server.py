@@ -32,16 +32,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
 from chronus_py.backends import BACKENDS, DEFAULT_BACKEND, backend_module, cannot_resize
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.cli.options import add_settings_arguments, settings_given
+from chronus_py.engine.loop import YOUNG_PASS
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.inputs import load_yaml
 from chronus_py.service.rounds import SchedulerSettings
+from chronus_py.service.worker import Worker
 
 log = logging.getLogger("chronus.serve")
 MAX_IDLE = 1.0
@@ -296,11 +298,14 @@ def serve(options: Options) -> int:
     from chronus_py.service.db import Database
     from chronus_py.service.metrics import ServiceMetrics
 
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=options.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LineFormat())
+    logging.basicConfig(level=options.log_level.upper(), handlers=[handler])
+    # The decision log writes a line per request: not finding each line's caller (a walk up
+    # the stack) nor the thread's and process's names, which the format never shows, halves
+    # a line's cost (35 -> 18 us; the logging HOWTO's "Optimization"; issue 27, session 14).
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     sock = _bind(options.host, options.port)
     tokens = None
     if options.tokens is not None:
@@ -343,7 +348,7 @@ def serve(options: Options) -> int:
     # pauses an admission answer waits behind: what was rebuilt at start is frozen out of them,
     # and young collections run less often.
     gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(YOUNG_PASS, 20, 100)
     lock = asyncio.Lock()
     app = build_app(
         service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock
@@ -392,20 +397,58 @@ def serve(options: Options) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        # httptools' parser (a dependency), with the bounds on slow clients (connections.py)
         http=guarded_protocol(options.read_timeout, options.max_connections),
+        # nothing reads a client's address, so no X-Forwarded-For is worth parsing per request
+        proxy_headers=False,
     )
     server.append(uvicorn.Server(config))
-    with contextlib.suppress(ImportError):
-        import uvloop  # the faster event loop where it exists (not on Windows)
-
-        uvloop.install()
-    asyncio.run(server[0].serve(sockets=[sock]))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        runner.run(server[0].serve(sockets=[sock]))
     return 0
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (a dependency, but not on Windows), else
+    asyncio's own (None)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+class _LineFormat(logging.Formatter):
+    """``%(asctime)s %(levelname)s %(message)s``, the time's text up to the second made once
+    per second rather than per line: with a line per request, ``time.strftime`` was a quarter
+    of the decision log's cost (py-spy, issue 27, session 14). The lines are the same. Called
+    under the handler's lock, one line at a time."""
+
+    def __init__(self):
+        super().__init__("%(asctime)s %(levelname)s %(message)s")
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        second = int(record.created)
+        if self._second[0] != second:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, text)
+        return self.default_msec_format % (self._second[1], record.msecs)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """Every line of a record of several (a batch's decisions, ``core.held_decisions``)
+        with the time and level, as if each were its own record."""
+        text = super().formatMessage(record)
+        if "\n" not in record.message:
+            return text
+        head = text[: len(text) - len(record.message)]
+        return head + record.message.replace("\n", "\n" + head)
 
 
 async def _loop(
     service, wake: asyncio.Event, stop: asyncio.Event, lock: asyncio.Lock, interval: float
 ) -> None:
+    steps = Worker("chronus-rounds")  # the round's steps, off the event loop, one at a time
     last, held = -math.inf, 0.0
     wake.set()  # the first round at once: after a restart, work is waiting
     collecting: asyncio.Task | None = None
@@ -414,7 +457,7 @@ async def _loop(
             collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
         # in a worker thread: the backend's next event takes the backend's lock, which a
         # request's command (a cancellation) may hold, and the event loop must never wait
-        due = await asyncio.to_thread(service.next_wakeup)
+        due = await steps.run(service.next_wakeup)
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
         )
@@ -437,13 +480,13 @@ async def _loop(
             # so one round's commands are all issued and recorded before the next round begins
             # (core.py, commands.py)
             try:
-                await asyncio.to_thread(service.look)  # the backend's read, off the lock
-                held += await _locked(lock, service.take_arrivals)
-                await asyncio.to_thread(service.act)
-                held += await _locked(lock, service.decide)
-                await asyncio.to_thread(service.act)
+                await steps.run(service.look)  # the backend's read, off the lock
+                held += await _locked(lock, steps, service.take_arrivals)
+                await steps.run(service.act)
+                held += await _locked(lock, steps, service.decide)
+                await steps.run(service.act)
             finally:
-                held += await _locked(lock, service.record)
+                held += await _locked(lock, steps, service.record)
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
             log.exception("round failed; the scheduler is rebuilt from the backend next round")
             service.needs_resync = True
@@ -452,11 +495,12 @@ async def _loop(
         await collecting
 
 
-async def _locked(lock: asyncio.Lock, step) -> float:
-    """Run ``step`` in a worker thread under the request lock; the seconds it held the lock."""
+async def _locked(lock: asyncio.Lock, steps, step) -> float:
+    """Run ``step`` in the ``steps`` worker thread under the request lock; the seconds it held
+    the lock."""
     async with lock:
         began = time.monotonic()
-        await asyncio.to_thread(step)
+        await steps.run(step)
         return time.monotonic() - began
 
 

@@ -4,6 +4,7 @@ outcome, in order, under the request lock; a call whose request went away is not
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 
 import pytest
@@ -74,3 +75,25 @@ def test_a_call_whose_request_went_away_before_its_batch_is_not_run():
 
     asyncio.run(main())
     assert ran == ["a", "kept"]
+
+
+def test_a_call_alone_runs_without_the_group_and_calls_together_within_one():
+    groups: list[list[int]] = []
+
+    @contextlib.contextmanager
+    def group():
+        groups.append([])
+        yield
+
+    def work(i: int) -> int:
+        if groups:
+            groups[-1].append(i)
+        return i
+
+    async def main():
+        batches = Batches(asyncio.Lock(), group)
+        assert await batches.call(work, 0) == 0  # alone: its own commit is the group's
+        assert await asyncio.gather(*(batches.call(work, i) for i in (1, 2, 3))) == [1, 2, 3]
+
+    asyncio.run(main())
+    assert groups == [[1, 2, 3]]

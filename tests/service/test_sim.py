@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import pytest
@@ -87,3 +88,46 @@ def test_a_jobs_spec_is_read_from_the_file_not_kept_in_memory(tmp_path):
     sim.close()
     again = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
     assert {o.id: dict(o.spec) for o in again.jobs()}["a"] == spec
+
+
+def stored_commands(path) -> list[tuple[str, str]]:
+    """The commands another connection to the world's file reads: what a restart would fold."""
+    with sqlite3.connect(path) as conn:
+        return list(conn.execute("SELECT kind, job FROM command ORDER BY seq"))
+
+
+def test_commands_issued_together_are_committed_once_when_the_block_ends(tmp_path):
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    with sim.together():
+        sim.submit(job("a", 1, 100.0))
+        with sim.together():  # nested: the outermost block commits
+            sim.submit(job("b", 1, 100.0))
+        sim.cancel("a")
+        assert stored_commands(sim.path) == []  # not in the file yet
+        assert sim.world.jobs["a"].state is RunState.CANCELLED  # but in effect
+    assert stored_commands(sim.path) == [("submit", "a"), ("submit", "b"), ("cancel", "a")]
+    sim.submit(job("c", 1, 100.0))  # outside a block: committed at once, as before
+    assert stored_commands(sim.path)[-1] == ("submit", "c")
+
+
+def test_a_failed_commit_rolls_back_and_the_world_forgets_what_it_held(tmp_path):
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=1.0)
+    sim.submit(job("a", 1, 100.0))
+    sim.jobs()
+    # a commit that fails: a deferred foreign key, checked at COMMIT, left broken in the block
+    sim.db.execute("PRAGMA foreign_keys=ON")
+    sim.db.execute("CREATE TABLE parent (id TEXT PRIMARY KEY)")
+    sim.db.execute(
+        "CREATE TABLE child (p TEXT REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    with pytest.raises(BackendUnavailable, match="cannot commit"):
+        with sim.together():
+            sim.submit(job("b", 1, 100.0))
+            sim.start("a", {"n0": (0,)})
+            sim.db.execute("INSERT INTO child VALUES ('missing')")
+    assert not sim.db.in_transaction
+    assert stored_commands(sim.path) == [("submit", "a")]
+    assert set(sim.world.jobs) == {"a"} and sim.world.owner == {}  # as a restart would fold it
+    assert {o.id: o.state for o in sim.jobs()} == {"a": RunState.PENDING}
+    sim.start("a", {"n0": (0,)})  # and the next command is kept
+    assert stored_commands(sim.path)[-1] == ("start", "a")
