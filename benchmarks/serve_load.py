@@ -186,6 +186,7 @@ def main() -> None:
     p.add_argument("--churn", action="store_true", help="submissions + cancellations + reads")
     p.add_argument("--cancels", type=float, default=500.0, help="--churn: cancellations per s")
     p.add_argument("--reads", type=float, default=100.0, help="--churn: status reads per s")
+    p.add_argument("--client-procs", type=int, default=2, help="--churn: load_client processes")
     p.add_argument("--all-deadlines", action="store_true", help="every fill job has a deadline")
     p.add_argument("--lease", type=float, help="the server's --lease (seconds)")
     p.add_argument("--checkout", type=Path, help="run the server from this checkout")
@@ -421,6 +422,8 @@ def run_churn(port: int, workdir: Path, fill_ids: list[str], args) -> dict:
             str(args.reads),
             "--cancel-ids",
             str(ids),
+            "--procs",
+            str(args.client_procs),
             "--out",
             str(out),
         ],
