@@ -421,7 +421,7 @@ class SimBackend:
         written in one transaction, committed when the outermost block ends, however it ends.
 
         Why: an autocommitted insert per command was ~5% of the server's samples under churn
-        (issue 27, session 14): a batch of requests sends up to 16 cancellations and 16
+        (issue 27, session 14): a batch of requests sends up to 32 cancellations or
         submissions. The service ends the block before it commits (or answers) what it did
         with them, so the order of the two files after a kill is as it was with a commit per
         command. A command takes effect in the world before the commit; if the commit fails,
