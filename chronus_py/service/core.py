@@ -144,7 +144,7 @@ def held_decisions():
 
     Why: ``logging`` costs ~16 us a record besides the line itself (the record, the handlers'
     chain, a flushed write; in-process, issue 27 session 14), and a batch of requests logs up
-    to 16 lines."""
+    to ``batches.MOST`` lines."""
     outer = getattr(_held, "lines", None)
     _held.lines = lines = [] if outer is None else outer
     try:
