@@ -267,7 +267,6 @@ class SimBackend:
         trace_jobs: Sequence[Job] = (),
     ):
         self.path = Path(path)
-        self.world = SimWorld(nodes, self._spec)
         # Commands are written under the service's backend lock, a spec is read when the service
         # rebuilds a job (under its request lock): one connection, used by one thread at a time.
         self._db_lock = threading.Lock()
@@ -278,27 +277,27 @@ class SimBackend:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
             self._anchor(speed, origin)
-            self._fold(self.world)
+            self.world = self._world_from_file(nodes)
         except sqlite3.Error as exc:
             raise InputError(self.path, f"cannot open the sim world: {exc}") from None
-        self.world.advance(self.now())
-        # A new service instance has been shown nothing yet: every ended job is news to it.
-        self.world.reported = {
-            j.id
-            for j in self.world.jobs.values()
-            if j.state not in (RunState.PENDING, RunState.RUNNING)
-        }
         self.trace = tuple(trace_jobs)
         self._next_trace = 0
         self._settled = 0
         self._together = 0  # open ``together`` blocks; commands wait for the outermost's commit
 
-    def _fold(self, world: SimWorld) -> None:
-        """Apply every persisted command to ``world``, in order."""
+    def _world_from_file(self, nodes: Sequence[tuple[str, int]]) -> SimWorld:
+        """The world the persisted commands make, now, as a new service instance sees it: it
+        has been shown nothing yet, so every ended job is news to it."""
+        world = SimWorld(nodes, self._spec)
         for kind, job_id, at, data in self.db.execute(
             "SELECT kind, job, at, data FROM command ORDER BY seq"
         ):
             world.apply(kind, job_id, at, json.loads(data) if data else None)
+        world.advance(self.now())
+        world.reported = {
+            j.id for j in world.jobs.values() if j.state not in (RunState.PENDING, RunState.RUNNING)
+        }
+        return world
 
     def _anchor(self, speed: float, origin: float) -> None:
         """Keep the persisted clock; a new ``speed`` re-anchors it at the current instant."""
@@ -443,15 +442,8 @@ class SimBackend:
         except sqlite3.Error as exc:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
-            world = SimWorld(tuple(self.world.node_gpus.items()), self._spec)
-            self._fold(world)
-            world.advance(self.now())
+            world = self._world_from_file(tuple(self.world.node_gpus.items()))
             world.changed = set(world.jobs)
-            world.reported = {
-                j.id
-                for j in world.jobs.values()
-                if j.state not in (RunState.PENDING, RunState.RUNNING)
-            }
             self.world = world
             raise BackendUnavailable(f"sim: cannot commit the commands: {exc}") from None
 
