@@ -78,13 +78,6 @@ from solvers import (
 )
 
 SLACK_LEASES = 1024
-ARRIVING_IN_WINDOW = 0.5
-"""The share of the work expected to arrive in a wide job's window that its admission counts
-as the pool's (:meth:`LeaseSelector._pool_work`): an arrival comes on average halfway through
-the window, and a job arriving late in it runs mostly after. Measured (issue 28, session 13):
-counting it all, the wide mix promised 4 of its 20 wide jobs (13 at 0.5); counting a quarter,
-two 8-GPU promises on the first 6,000 jobs of MIX1 at 32 GPUs cost 1-GPU deadlines (0.9417
-against 0.9429)."""
 RESTART_ROUNDS = 4
 """Re-plans per lease boundary that charge guaranteed jobs the restarts their plans make them
 pay (see ``LeaseSelector._charge_restarts``); a plan still short after them is kept as it is."""
@@ -323,7 +316,8 @@ class LeaseSelector:
         self._cap = self._booked_leases + need + SLACK_LEASES
         wide = gpus > self._share()
         for option in state.job.deadlines:
-            waiting = self._pool_work(state, now, option.at) if wide else None
+            held = self._held(option.at, work, first, self._spare(state)) if wide else 0.0
+            waiting = self._pool_work(state, now, option.at, held) if wide else None
             slots = self._place(option.at, gpus, work, first, self._spare(state), waiting=waiting)
             if slots is not None:
                 return option, slots
@@ -354,10 +348,11 @@ class LeaseSelector:
         ``first`` to its deadline) holds its own booking and ``waiting``, the GPU-seconds of
         the pool's work in that window (:meth:`_pool_work`; None: not known, not tested). That
         tells an overloaded cluster from one with room. Counting the work queued and half the
-        work expected to arrive (issue 28, session 13), the first 6,000 jobs of Philly MIX1 at
-        32 GPUs get the cap per lease's results exactly (no wide promise: first-deadline ratio
-        0.9429), the wide-job mix at 256 GPUs 13 of its 20 wide jobs promised (ratio 0.9984
-        against the cap's 0.9971). Counting all waiting work, running or not, and no arrivals
+        work expected to arrive (issue 28, session 13; since session 15 the share of its window
+        the booking holds, :meth:`_held`), the first 6,000 jobs of Philly MIX1 at 32 GPUs get
+        the cap per lease's results exactly (no wide promise: first-deadline ratio 0.9429), the
+        wide-job mix at 256 GPUs 13 of its 20 wide jobs promised (ratio 0.9984 against the
+        cap's 0.9971). Counting all waiting work, running or not, and no arrivals
         (session 12), a queue short for a moment let two wide promises through on that MIX1
         prefix (0.9221). Measured against it (benchmarks/RESULTS.md): a cap per lease only (no
         job wider than the share is ever promised), a whole lease no guarantee uses for a wider
@@ -405,10 +400,24 @@ class LeaseSelector:
         policy sets the parent's own at its next decision point (``Chronus.catch_up``)."""
         return {**self.__dict__, "queue": None, "_pool_memo": None}
 
-    def _pool_work(self, state: JobState, now: float, until: float) -> float | None:
+    def _held(self, at: float, work: float, first: int, spare: float) -> float:
+        """The share of a wide job's window (the leases from ``first`` to its deadline ``at``)
+        its booking of ``work`` seconds holds: the share of the work arriving in the window
+        that its admission counts (:meth:`_pool_work`). Work arrives all through the window
+        and the booking holds its GPUs for that share of it; the rest of the window is left to
+        the pool, which catches up there. So a job with no slack weighs all the work arriving,
+        one whose deadline is four times its runtime a quarter. Until session 15 a flat half
+        was counted, whatever the slack: the same at twice the runtime, and measured against
+        it (issue 28, session 15) the wide mix promised 14 / 8 / 8 of its 64+ GPU jobs (seeds
+        0-2; 13 / 4 / 8 at a half), and all of MIX1 at 32 GPUs made one 8-GPU promise fewer
+        (a 59 h job due 73 h after its arrival) and met 14 more first deadlines."""
+        end, need = self._window(at, work, first, spare)
+        return min(1.0, need / max(end - first, 1))
+
+    def _pool_work(self, state: JobState, now: float, until: float, held: float) -> float | None:
         """GPU-seconds of the pool's work that a wide job's window up to ``until`` must hold
         besides its booking: the work queued unguaranteed at ``now`` (``state`` left out) and
-        :data:`ARRIVING_IN_WINDOW` of the work expected to arrive by ``until`` (None if the
+        ``held`` (:meth:`_held`) of the work expected to arrive by ``until`` (None if the
         policy set no ``queue``). The queued sum is kept until the next booking or decision
         point: one pass over the queue serves every wide job admitted meanwhile.
 
@@ -437,7 +446,7 @@ class LeaseSelector:
         )
         queued = self._pool_memo[1] - (state.gpus * self._remaining(state, now) if own else 0.0)
         until = min(until, (self._admission_start(now) + self._cap) * self.settings.lease)
-        return queued + ARRIVING_IN_WINDOW * self.arrivals.expected(now, until)
+        return queued + held * self.arrivals.expected(now, until)
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         fitting = self._fitting(state, now, first)
@@ -478,7 +487,9 @@ class LeaseSelector:
         restart = state.overhead
         self._cap = self._booked_leases + leases_needed(work, self.settings.lease) + SLACK_LEASES
         spare = self._spare(state)
-        waiting = self._pool_work(state, now, at) if gpus > self._share() else None
+        wide = gpus > self._share()
+        held = self._held(at, work, first, spare) if wide else 0.0
+        waiting = self._pool_work(state, now, at, held) if wide else None
         if self._place(at, gpus, work, first, spare, waiting=waiting) is not None:
             return None
         if self._place(at, gpus, bare, first, restart, headroom=0.0) is None:

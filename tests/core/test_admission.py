@@ -152,26 +152,38 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     assert crossed.probe(scheduler.jobs["W"], t) == DeadlineOption(t + 12000, 1.0)
 
 
-def test_a_wide_job_is_not_promised_where_the_work_arriving_needs_the_gpus():
+def test_a_wide_job_weighs_the_work_arriving_in_the_share_of_its_window_it_holds():
     # 1 node x 8 GPUs, lease 1200 s, headroom 0.5, guard 0. R (best-effort, 8 GPUs x 36,000 s,
-    # + 120 s start: 288,960 GPU-s) arrives at 0 and waits (nothing is started here). W (8 GPUs,
-    # 1000 + 120 s) arrives at 12,000 (lease 10) with its deadline at 60,000: leases 10-49,
-    # 384,000 GPU-s free, which would hold R's 288,960 and W's 9,600. But arrived over the
-    # 12,000 s before W (the history is shorter than the 48,000 s ahead): R's 288,960 GPU-s,
-    # 24.08 GPU-s a second; expected by 60,000: 1,155,840 GPU-s, half of it counted: 288,960
-    # + 577,920 = 866,880 GPU-s (241 GPU-hours) with W's 9,600 do not fit.
+    # + 120 s start: 288,960 GPU-s) arrives at 0 and waits (nothing is started here). At 12,000
+    # (lease 10) a job of 8 GPUs arrives with its deadline at 60,000: leases 10-49, 384,000
+    # GPU-s free. Arrived over the 12,000 s before (the history is shorter than the 48,000 s
+    # ahead): R's 288,960 GPU-s, 24.08 GPU-s a second; expected by 60,000: 1,155,840 GPU-s.
     # This cluster receives three times the work it can run.
-    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
-    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
-    scheduler.submit(job("R", gpus=8, duration=36000))
-    scheduler.select(0.0)
-    scheduler.submit(job("W", gpus=8, submit=12000.0, deadlines=[(60000, 1)]))
-    scheduler.select(12000.0)
+    def arriving(duration: float):
+        policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+        scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+        scheduler.submit(job("R", gpus=8, duration=36000))
+        scheduler.select(0.0)
+        scheduler.submit(
+            job("W", gpus=8, submit=12000.0, duration=duration, deadlines=[(60000, 1)])
+        )
+        scheduler.select(12000.0)
+        return policy, scheduler
+
+    # W of 6,000 s (+ 120 s start + 120 s for a gap: 6 leases) holds 6 of its window's 40
+    # leases, so it weighs 0.15 of the work arriving: 288,960 + 173,376 = 462,336 GPU-s (128
+    # GPU-hours) and its own 57,600 do not fit; the queue alone would.
+    policy, scheduler = arriving(6000.0)
     assert policy.selector.booked == {}
     assert policy.refusal(scheduler.jobs["W"], 12000.0).endswith(
-        "and the 241 GPU-hours the pool has queued or is expected to receive by its deadline "
+        "and the 128 GPU-hours the pool has queued or is expected to receive by its deadline "
         "and its own do not fit in what is free before it)"
     )
+    # W of 1,000 s (+ 120 s: one lease) holds 1 of 40 and weighs 0.025 of it: 288,960 + 28,896
+    # + its own 9,600 fit, promised in the latest lease (a flat half of the arrivals, 577,920
+    # GPU-s, did not: the rule until session 15).
+    policy, scheduler = arriving(1000.0)
+    assert policy.selector.booked == {"W": (49,)}
 
 
 def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_before():
