@@ -105,6 +105,8 @@ def test_bad_framing_gets_the_json_error(server):
         (b'{"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": Infinity}]}', "deadlines[0].at"),
         (b'{"gpus": 1, "estimate_seconds": -Infinity}', "estimate_seconds"),
         (b'{"deadlines": ' + b"[" * 40 + b"]" * 40 + b"}", "deadlines"),
+        # one container deeper than the depth allowed (32 below the top level)
+        (b'{"deadlines": ' + b"[" * 32 + b"]" * 32 + b"}", "deadlines"),
         (b"[" * 1000 + b"]" * 1000, "body"),
         (b'{"gpus": 1, "estimate_seconds": 5, "id": ' + b"[" * 1000 + b"]" * 1000 + b"}", "body"),
     ],
@@ -114,6 +116,15 @@ def test_huge_numbers_nan_and_deep_json_name_the_field(server, body, field):
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
     assert len(r.json()["error"]) < 200
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_nan_is_named_in_every_encoding_json_allows(server, encoding):
+    """The parser checks for NaN and depth only where the body's text could hold them: its
+    text, not its bytes (in UTF-16 they spell no ``NaN``)."""
+    r = post(server, '{"gpus": 1, "estimate_seconds": NaN}'.encode(encoding))
+    assert r.status_code == 422, r.text
+    assert r.json() == {"error": "NaN is not a JSON number", "field": "estimate_seconds"}
 
 
 def test_content_type_must_be_json(server):
