@@ -202,3 +202,22 @@ def test_openapi_states_what_the_server_enforces(server):
     models = [option["properties"]["model"]["const"] for option in schema["anyOf"][2]["oneOf"]]
     assert "resnet50" in models
     assert "links" in post_["responses"]["201"] and "links" not in post_["responses"]["200"]
+
+
+def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(server):
+    """The server holds a write to send it with the next (a response's head with its body,
+    ``connections._OneWrite``); a write nothing follows, as ``100 Continue``, still goes out on
+    the loop's next turn, or this client would wait for it until the read timeout."""
+    body = b'{"gpus": 1, "estimate_seconds": 60}'
+    sock = raw(
+        server,
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer team-a-token-0123456789\r\nExpect: 100-continue\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body),
+    )
+    sock.settimeout(READ_TIMEOUT / 2)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n")
+    sock.settimeout(10)
+    sock.sendall(body)
+    status, answered, _ = answer(sock)
+    assert status == 201 and answered["submitted"] is True, answered
