@@ -32,10 +32,10 @@ def latest_leases(
 ) -> np.ndarray | None:
     """The latest ``need`` leases of ``first .. end - 1`` with ``gpus`` GPUs free above the
     ``keep`` GPUs each lease holds back (absolute lease indices, sorted), or None if there are
-    not that many: ``latest_slots``' answer, in half its time (4.0-6.8 against 12.6-15.0 us in-process,
-    issue 27 session 15), comparing the plan's own window of booked GPUs with what may be
-    booked rather than making an array of free GPUs. Asked at every admission and up to five
-    times per refused one."""
+    not that many: ``latest_slots``' answer, in half its time (4.0-6.8 against 12.6-15.0 us
+    in-process, issue 27 session 15), comparing the plan's own window of booked GPUs with what
+    may be booked rather than making an array of free GPUs. Asked at every admission and up to
+    five times per refused one."""
     if end - first < need:
         return None
     ok = (plan.window(first, end) <= plan.capacity - keep - gpus).nonzero()[0]
