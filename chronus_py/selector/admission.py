@@ -142,6 +142,7 @@ class LeaseSelector:
         self._previous: tuple[Mapping[str, tuple[int, ...]], int] = ({}, 0)  # see _hint
         self._facts: dict[str, tuple[tuple[int, ...], int, tuple[bool, float, int]]] = {}
         self._memo: dict[str, float] | None = None  # remaining work during a re-plan
+        self._searched: tuple | None = None  # the last search of the plan, see _search()
 
     # -- guarantees -----------------------------------------------------------------------------
     def adopt(self, states: Iterable[JobState]) -> None:
@@ -318,7 +319,7 @@ class LeaseSelector:
         for option in state.job.deadlines:
             held = self._held(option.at, work, first, self._spare(state)) if wide else 0.0
             waiting = self._pool_work(state, now, option.at, held) if wide else None
-            slots = self._place(option.at, gpus, work, first, self._spare(state), waiting=waiting)
+            slots = self._search(option.at, gpus, work, first, self._spare(state), waiting=waiting)
             if slots is not None:
                 return option, slots
         return None
@@ -327,6 +328,31 @@ class LeaseSelector:
         """GPUs of a lease new guarantees no wider than it may use: what the headroom leaves."""
         headroom = self.settings.headroom if headroom is None else headroom
         return self.capacity - int(headroom * self.capacity)
+
+    def _search(
+        self,
+        at: float,
+        gpus: int,
+        work: float,
+        first: int,
+        spare: float,
+        headroom: float | None = None,
+        waiting: float | None = None,
+    ) -> np.ndarray | None:
+        """:meth:`_place`, its last answer kept while nothing it reads changed: the plan
+        (the same object, no booking changed since: ``LeasePlan.version``), the window's cap
+        and the arguments. A refused submission's reason (:meth:`why_not`) asks first the
+        search its admission has just failed, at the same instant on the same plan (issue 27,
+        session 15: 3 searches a refusal at the churn, 25 us each)."""
+        plan = self.plan
+        key = (at, gpus, work, first, spare, headroom, waiting, self._cap, len(plan.booked))
+        searched = self._searched
+        if searched is not None and searched[0] is plan and searched[1] == plan.version:
+            if searched[2] == key:
+                return searched[3]
+        slots = self._place(at, gpus, work, first, spare, headroom, waiting)
+        self._searched = plan, plan.version, key, slots
+        return slots
 
     def _place(
         self,
@@ -398,7 +424,7 @@ class LeaseSelector:
         """All but the queue and what was summed from it: a plan crosses from the service's
         re-plan child pickled, and the queue is the child's copy of the scheduler's jobs; the
         policy sets the parent's own at its next decision point (``Chronus.catch_up``)."""
-        return {**self.__dict__, "queue": None, "_pool_memo": None}
+        return {**self.__dict__, "queue": None, "_pool_memo": None, "_searched": None}
 
     def _held(self, at: float, work: float, first: int, spare: float) -> float:
         """The share of a wide job's window (the leases from ``first`` to its deadline ``at``)
@@ -490,11 +516,11 @@ class LeaseSelector:
         wide = gpus > self._share()
         held = self._held(at, work, first, spare) if wide else 0.0
         waiting = self._pool_work(state, now, at, held) if wide else None
-        if self._place(at, gpus, work, first, spare, waiting=waiting) is not None:
+        if self._search(at, gpus, work, first, spare, waiting=waiting) is not None:
             return None
-        if self._place(at, gpus, bare, first, restart, headroom=0.0) is None:
+        if self._search(at, gpus, bare, first, restart, headroom=0.0) is None:
             return "capacity before its deadline (the GPUs not yet promised do not hold its work)"
-        if self._place(at, gpus, work, first, spare, headroom=0.0) is not None:
+        if self._search(at, gpus, work, first, spare, headroom=0.0) is not None:
             if waiting is not None:
                 return (
                     f"the headroom (it is wider than the {self._share()} GPUs of each lease "
@@ -506,12 +532,12 @@ class LeaseSelector:
                 f"the headroom (each lease keeps {self.settings.headroom:.0%} of its GPUs "
                 "from new guarantees for the pool)"
             )
-        if self._place(at, gpus, work, first, restart, waiting=waiting) is not None:
+        if self._search(at, gpus, work, first, restart, waiting=waiting) is not None:
             return (
                 f"the guard (its deadline leaves less than the {self.settings.guard:g} s a "
                 "guarantee keeps spare)"
             )
-        if self._place(at, gpus, bare, first, spare, waiting=waiting) is not None:
+        if self._search(at, gpus, bare, first, spare, waiting=waiting) is not None:
             return "the estimate band (its work at the top of its estimate's band does not fit)"
         return "the headroom, the guard and the estimate band together"
 

@@ -2,7 +2,8 @@
 
 - :func:`latest_leases` (rigid jobs): a job of fixed width takes the latest leases before its
   deadline that still have room for it, leaving the near future to jobs that arrive later with
-  tighter deadlines. The search itself is the solvers' packer (``solvers.latest_slots``).
+  tighter deadlines: the solvers' packer's search (``solvers.latest_slots``), on the plan's
+  window of booked GPUs.
 - :func:`min_share` (elastic jobs): **minimum satisfactory share** (ElasticFlow's idea): the
   smallest size cap under which filling the free capacity *backwards from the deadline* - each
   lease gets the largest size the job has that is at most the cap and at most the free GPUs -
@@ -21,7 +22,6 @@ import numpy as np
 
 from chronus_py.jobs.model import Job
 from chronus_py.selector.plan import LeasePlan, Sizes
-from solvers import latest_slots
 
 CHUNK = 256
 """Leases the backward fill looks at first; it doubles the look-back until the work fits."""
@@ -32,10 +32,18 @@ def latest_leases(
 ) -> np.ndarray | None:
     """The latest ``need`` leases of ``first .. end - 1`` with ``gpus`` GPUs free above the
     ``keep`` GPUs each lease holds back (absolute lease indices, sorted), or None if there are
-    not that many."""
-    free = plan.free(first, end) - keep
-    slots = latest_slots(free, gpus, 0, end - first, need)
-    return None if slots is None else slots + first
+    not that many: ``latest_slots``' answer, in half its time (4.0-6.8 against 12.6-15.0 us
+    in-process, issue 27 session 15), comparing the plan's own window of booked GPUs with what
+    may be booked rather than making an array of free GPUs. Asked at every admission and up to
+    five times per refused one."""
+    if end - first < need:
+        return None
+    ok = (plan.window(first, end) <= plan.capacity - keep - gpus).nonzero()[0]
+    if ok.size < need:
+        return None
+    slots = ok[ok.size - need :]
+    slots += first
+    return slots
 
 
 def size_tables(job: Job) -> tuple[np.ndarray, np.ndarray]:

@@ -51,7 +51,8 @@ class LeasePlan:
 
     ``capacity`` is the GPUs a lease has; what is free is ``capacity - used``. ``booked_leases``
     counts the leases of the rigid bookings (kept as they change: the selector sizes its
-    windows by it at every admission)."""
+    windows by it at every admission). ``version`` counts the changes of bookings, so a
+    caller may keep an answer about the plan until the next (``LeaseSelector._place``)."""
 
     def __init__(self, lease: float, capacity: int, first: int = 0) -> None:
         self.lease = lease
@@ -62,6 +63,7 @@ class LeasePlan:
         self.widths: dict[str, int] = {}
         self.sized: dict[str, Sizes] = {}
         self.booked_leases = 0
+        self.version = 0
 
     # -- the headroom -------------------------------------------------------------------------
     def kept(self, headroom: float) -> int:
@@ -85,6 +87,7 @@ class LeasePlan:
     # -- bookings -----------------------------------------------------------------------------
     def book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
         """A rigid booking: ``gpus`` GPUs in each of ``leases`` (sorted, from ``base`` on)."""
+        self.version += 1
         self.booked_leases += leases.size - len(self.booked.get(job_id, ()))
         self.booked[job_id] = tuple(leases.tolist())
         self.widths[job_id] = gpus
@@ -93,11 +96,13 @@ class LeasePlan:
 
     def book_sizes(self, job_id: str, sizes: Sizes) -> None:
         """An elastic booking; the part of it before ``base`` is past and not counted."""
+        self.version += 1
         self.sized[job_id] = sizes
         self._add(sizes, 1)
 
     def release(self, job_id: str) -> None:
         """Give a job's booking back (what of it is still ahead of ``base``)."""
+        self.version += 1
         sizes = self.sized.pop(job_id, None)
         if sizes is not None:
             self._add(sizes, -1)
@@ -123,6 +128,7 @@ class LeasePlan:
         the next ``counts[i]`` of ``slots``, lease indices relative to ``first`` (the plan's new
         ``base``) within ``horizon``. ``booked`` becomes a new mapping, so one taken before
         still shows the plan replaced."""
+        self.version += 1
         self.used = np.zeros(max(GRID, horizon + 1), dtype=np.int64)
         self.base = first
         np.add.at(self.used, slots, np.repeat(np.array(gpus, dtype=np.int64), counts))

@@ -105,6 +105,8 @@ def test_bad_framing_gets_the_json_error(server):
         (b'{"gpus": 1, "estimate_seconds": 5, "deadlines": [{"at": Infinity}]}', "deadlines[0].at"),
         (b'{"gpus": 1, "estimate_seconds": -Infinity}', "estimate_seconds"),
         (b'{"deadlines": ' + b"[" * 40 + b"]" * 40 + b"}", "deadlines"),
+        # one container deeper than the depth allowed (32 below the top level)
+        (b'{"deadlines": ' + b"[" * 32 + b"]" * 32 + b"}", "deadlines"),
         (b"[" * 1000 + b"]" * 1000, "body"),
         (b'{"gpus": 1, "estimate_seconds": 5, "id": ' + b"[" * 1000 + b"]" * 1000 + b"}", "body"),
     ],
@@ -114,6 +116,15 @@ def test_huge_numbers_nan_and_deep_json_name_the_field(server, body, field):
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
     assert len(r.json()["error"]) < 200
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_nan_is_named_in_every_encoding_json_allows(server, encoding):
+    """The parser checks for NaN and depth only where the body's text could hold them: its
+    text, not its bytes (in UTF-16 they spell no ``NaN``)."""
+    r = post(server, '{"gpus": 1, "estimate_seconds": NaN}'.encode(encoding))
+    assert r.status_code == 422, r.text
+    assert r.json() == {"error": "NaN is not a JSON number", "field": "estimate_seconds"}
 
 
 def test_content_type_must_be_json(server):
@@ -191,3 +202,22 @@ def test_openapi_states_what_the_server_enforces(server):
     models = [option["properties"]["model"]["const"] for option in schema["anyOf"][2]["oneOf"]]
     assert "resnet50" in models
     assert "links" in post_["responses"]["201"] and "links" not in post_["responses"]["200"]
+
+
+def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(server):
+    """The server holds a write to send it with the next (a response's head with its body,
+    ``connections._OneWrite``); a write nothing follows, as ``100 Continue``, still goes out on
+    the loop's next turn, or this client would wait for it until the read timeout."""
+    body = b'{"gpus": 1, "estimate_seconds": 60}'
+    sock = raw(
+        server,
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer team-a-token-0123456789\r\nExpect: 100-continue\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body),
+    )
+    sock.settimeout(READ_TIMEOUT / 2)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n")
+    sock.settimeout(10)
+    sock.sendall(body)
+    status, answered, _ = answer(sock)
+    assert status == 201 and answered["submitted"] is True, answered
