@@ -274,7 +274,7 @@ class Scheduler:
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
         tail = [self.running[i] for _, i in self._running_sorted[cut:]]
-        fresh = sorted((self.policy.key(s, now), s.id) for s in tail)
+        fresh = sorted(zip(self.policy.keys(tail, now), [s.id for s in tail]))
         self._running_key.update((job_id, key) for key, job_id in fresh)
         del self._running_sorted[cut:]
         self._running_sorted += fresh
