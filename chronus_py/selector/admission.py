@@ -966,8 +966,11 @@ class LeaseSelector:
     def _retier(self, active: Mapping[str, JobState], now: float) -> set[str]:
         changed = set()
         self._triggers = []
+        tiers, spot = self.tiers, Tier.SPOT
         for job_id, state in active.items():
-            if self._set_tier(job_id, self._tier(state, now)):
+            tier = self._tier(state, now)
+            if tiers.get(job_id, spot) is not tier:  # most keep theirs: no _set_tier call
+                self._set_tier(job_id, tier)
                 changed.add(job_id)
         for job_id in [j for j in self.tiers if j not in active]:
             del self.tiers[job_id]

@@ -27,8 +27,10 @@ def lease_deadline(deadline: float, lease: float) -> int:
 
 
 def leases_needed(work: float, lease: float) -> int:
-    """Whole leases that ``work`` seconds occupy (at least one)."""
-    return max(1, math.ceil(work / lease - EPS))
+    """Whole leases that ``work`` seconds occupy (at least one). Asked for every SLO job several
+    times a re-plan, so without ``max``'s call (issue 27)."""
+    need = math.ceil(work / lease - EPS)
+    return need if need > 1 else 1
 
 
 def deadline_window(
