@@ -273,9 +273,11 @@ class Scheduler:
         keep their GPUs whatever happens, so only the tail after it is re-keyed and walked.
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
-        tail = [self.running[i] for _, i in self._running_sorted[cut:]]
-        fresh = sorted((self.policy.key(s, now), s.id) for s in tail)
-        self._running_key.update((job_id, key) for key, job_id in fresh)
+        ids = [i for _, i in self._running_sorted[cut:]]
+        tail = [self.running[i] for i in ids]
+        keys = self.policy.keys(tail, now)
+        self._running_key.update(zip(ids, keys))
+        fresh = sorted(zip(keys, ids))
         del self._running_sorted[cut:]
         self._running_sorted += fresh
         self._running_sorted.sort()  # two sorted runs: one linear merge, not a bisect per job

@@ -118,15 +118,22 @@ class LeaseProblem:
             raise SolverError(
                 "objective", f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}"
             )
+        # One pass over the jobs (the selector builds a problem of ~225 jobs twice a lease):
+        # each checked, indexed, and its options' values and deadline slots noted.
         index: dict[str, int] = {}
+        values: set[float] = set()  # a few distinct ones
+        horizon, slots = 0, len(cap)
         for i, job in enumerate(self.jobs):
-            if not _plainly_valid(job, len(cap)):
-                _validate_job(f"jobs[{i}]", job, len(cap))
+            if not _plainly_valid(job, slots):
+                _validate_job(f"jobs[{i}]", job, slots)
             if job.id in index:
                 raise SolverError(f"jobs[{i}].id", f"duplicate job id {job.id!r}")
             index[job.id] = i
+            for o in job.options:
+                values.add(o.value)
+                if o.deadline_slot > horizon:
+                    horizon = o.deadline_slot
         object.__setattr__(self, "_index", index)
-        values = {o.value for j in self.jobs for o in j.options}  # a few distinct ones
         scale = next(
             (s for s in _VALUE_SCALES if all(abs(v * s - round(v * s)) < 1e-9 for v in values)),
             _VALUE_SCALES[-1],
@@ -138,9 +145,7 @@ class LeaseProblem:
             "value_units",
             tuple(tuple([units[o.value] for o in j.options]) for j in self.jobs),
         )
-        object.__setattr__(
-            self, "horizon", max((o.deadline_slot for o in _options(self.jobs)), default=0)
-        )
+        object.__setattr__(self, "horizon", horizon)
         object.__setattr__(self, "_fit_prefix", {})
 
     def slots_fitting(self, gpus: int, lo: int, hi: int) -> int:
@@ -166,10 +171,6 @@ class LeaseProblem:
         """Job id → position in ``jobs``, built once with the duplicate check: a solve asks for
         it several times (hints, packing, verification). Shared: do not change it."""
         return self._index
-
-
-def _options(jobs: tuple[LeaseJob, ...]) -> Iterable[LeaseOption]:
-    return (o for j in jobs for o in j.options)
 
 
 def _plainly_valid(job: object, slots: int) -> bool:

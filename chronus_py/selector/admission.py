@@ -583,12 +583,61 @@ class LeaseSelector:
             self._demote(states[job_id])
         self._rebook(fixed, solution, horizon, first)
         self._refused = False
+        refused = self._refused_again(candidates, need, first)
         for state in candidates:
-            if self._try_guarantee(state, now, first):
+            if state.id not in refused and self._try_guarantee(state, now, first):
                 self.stats.admitted_on_retry += 1
             else:
                 self._refused = True
         return self._retier(active, now)
+
+    def _refused_again(
+        self, candidates: list[JobState], need: Mapping[str, float], first: int
+    ) -> set[str]:
+        """The ``candidates`` the retried admission (:meth:`_try_guarantee`, each in turn)
+        surely refuses, judged at once on the plan as it is before the first of them: those
+        with fewer leases in which ``_place`` could put them than they need, in the widest
+        window any of their deadline options may get. Most of the jobs offered admission again
+        at a re-plan are refused (Philly MIX2: 75 a re-plan, 11 % of a replay asking each
+        option in turn), and this answer is one count per job.
+
+        It cannot refuse a job admission would take: bookings only take GPUs, so the room
+        ``_place`` counts in a lease (the free GPUs above the ``keep`` the headroom holds back,
+        less what wider guarantees took of it; or, for a job wider than the share, all the free
+        GPUs) only shrinks as earlier candidates are booked; and a window's cap (``_window``)
+        only grows with the leases booked, so the bound here (every candidate booked) is the
+        widest. ``_place`` may still refuse a job this lets through (e.g. the pool's work, for
+        a wide job); it is asked as before."""
+        headroom = self.settings.headroom
+        if not candidates or headroom >= 1.0:
+            return set()
+        lease, keep = self.settings.lease, self.plan.kept(headroom)
+        leases = {s.id: leases_needed(need[s.id], lease) for s in candidates}
+        cap = self._booked_leases + sum(leases.values()) + SLACK_LEASES
+        # A later deadline never gives a shorter window (deadline_window), so the last one's is
+        # the widest of a job's options.
+        ends = {
+            s.id: min(
+                deadline_window(
+                    max(d.at for d in s.job.deadlines), lease, need[s.id], self._spare(s)
+                )[0],
+                first + cap,
+            )
+            for s in candidates
+        }
+        last = max(max(ends.values()), first)
+        free = self._free(first, last)
+        narrow = free - keep
+        if self._wide:
+            narrow = np.minimum(free, free + self._wide_used(first, last) - keep)
+        refused = set()
+        for state in candidates:
+            gpus = self._gpus(state)
+            room = narrow if gpus <= self.capacity - keep else free
+            window = room[: max(ends[state.id] - first, 0)]
+            if np.count_nonzero(window >= gpus) < leases[state.id]:
+                refused.add(state.id)
+        return refused
 
     def recheck(self, state: JobState, promised: DeadlineOption | None, now: float) -> bool:
         """Plan a job again as it is ``now`` after this plan was made on an older snapshot of
@@ -954,8 +1003,11 @@ class LeaseSelector:
     def _retier(self, active: Mapping[str, JobState], now: float) -> set[str]:
         changed = set()
         self._triggers = []
+        tiers, spot = self.tiers, Tier.SPOT
         for job_id, state in active.items():
-            if self._set_tier(job_id, self._tier(state, now)):
+            tier = self._tier(state, now)
+            if tiers.get(job_id, spot) is not tier:  # most keep theirs: no _set_tier call
+                self._set_tier(job_id, tier)
                 changed.add(job_id)
         for job_id in [j for j in self.tiers if j not in active]:
             del self.tiers[job_id]
