@@ -33,6 +33,7 @@ import numpy as np
 
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.selector import LeaseSelector, Tier
+from chronus_py.selector.by_lease import BookedByLease
 
 PIECE = 32
 """Jobs per piece of bookings built or freed: under a millisecond at 30 s leases."""
@@ -117,6 +118,12 @@ class Bookings:
                 k += runs
             yield
 
+    def by_lease(self, booked: dict[str, tuple[int, ...]]) -> BookedByLease:
+        """The index of ``booked``, once :meth:`into` filled it, by lease."""
+        starts = np.asarray(self.starts, dtype=np.int64)
+        owners = np.repeat(np.arange(len(self.jobs)), self.runs)
+        return BookedByLease(booked, self.jobs, owners, starts, starts + self.lengths)
+
 
 @dataclass
 class Promises:
@@ -190,6 +197,7 @@ class Replanned:
         # the parent are not (it could never be hit there).
         selector._previous = ({}, 0)
         selector._facts = {}
+        selector.by_lease = None  # built anew in the parent, of the bookings it builds
         return {"selector": selector, "changed": self.changed, "parts": parts}
 
     def load(self) -> Iterator[None]:
@@ -200,6 +208,8 @@ class Replanned:
         bookings, promises, tiers = self.parts
         self.parts = None
         yield from bookings.into(self.selector.booked)
+        self.selector.by_lease = bookings.by_lease(self.selector.booked)
+        yield
         yield from promises.into(self.selector.guarantees)
         yield from tiers.into(self.selector.tiers)
 
