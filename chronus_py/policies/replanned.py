@@ -16,10 +16,10 @@ reference: about 130 MB at 6,024 guarantees and 4.5 million leases, which the se
 forked at the next lease and freed with the replaced plan), every promise a frozen dataclass
 and every tier an enum member, each one Python call. A booking is mostly one block of
 consecutive leases: it crosses as its first lease and length (:class:`Bookings`) and is built
-as a slice of one table of lease numbers (:class:`LeaseNumbers`), so every booking refers to
-the same int per lease, the old plan's and the new one's alike, and freeing the replaced plan
-frees no int either; promises and tiers cross as lists of numbers (:class:`Promises`,
-:class:`Tiers`).
+as a slice of the process's one table of lease numbers (``selector/lease_numbers.py``), so
+every booking refers to the same int per lease, the old plan's and the new one's alike, and
+freeing the replaced plan frees no int either; promises and tiers cross as lists of numbers
+(:class:`Promises`, :class:`Tiers`).
 """
 
 from __future__ import annotations
@@ -34,39 +34,12 @@ import numpy as np
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.selector import LeaseSelector, Tier
 from chronus_py.selector.by_lease import BookedByLease
+from chronus_py.selector.lease_numbers import NUMBERS
 
 PIECE = 32
 """Jobs per piece of bookings built or freed: under a millisecond at 30 s leases."""
 STEP = 1024
 """Jobs per step of promises or tiers put back: under a millisecond."""
-
-
-class LeaseNumbers:
-    """One int object per lease index, shared by every booking the service reads from a
-    re-plan (one table for the process: :data:`NUMBERS`)."""
-
-    def __init__(self) -> None:
-        self.first = 0
-        self.ints: tuple[int, ...] = ()
-
-    def table(self, first: int, end: int) -> tuple[int, ...]:
-        """The ints for lease indices ``first .. end - 1`` and more (``table[k - first]`` is
-        ``k``): the ones already held where the ranges overlap, so plans read one after the
-        other share them, and only this range kept when it grows (the leases of the past go
-        with the plans that booked them)."""
-        held_end = self.first + len(self.ints)
-        if not (self.first <= first and end <= held_end):
-            lo, hi = max(first, self.first), min(end, held_end)
-            if lo < hi:
-                kept = self.ints[lo - self.first : hi - self.first]
-                fresh = tuple(range(first, lo)) + kept + tuple(range(hi, end))
-            else:
-                fresh = tuple(range(first, end))
-            self.first, self.ints = first, fresh
-        return self.ints[first - self.first :] if first > self.first else self.ints
-
-
-NUMBERS = LeaseNumbers()
 
 
 @dataclass
