@@ -77,9 +77,9 @@ class Bookings:
         table), ``PIECE`` jobs a step."""
         if not self.jobs:
             return
-        first = min(self.starts, default=0)
-        end = max((s + n for s, n in zip(self.starts, self.lengths)), default=first)
-        table = NUMBERS.table(first, end)
+        lo = min(self.starts, default=0)
+        end = max((s + n for s, n in zip(self.starts, self.lengths)), default=lo)
+        table, first = NUMBERS.held(lo, end)
         k = 0
         for i in range(0, len(self.jobs), PIECE):
             for job, runs in zip(self.jobs[i : i + PIECE], self.runs[i : i + PIECE]):

@@ -24,13 +24,15 @@ class LeaseNumbers:
     def __init__(self) -> None:
         self.first = 0
         self.ints: tuple[int, ...] = ()
+        self.array = np.empty(0, dtype=object)  # the same ints, to pick many in one call
 
-    def table(self, first: int, end: int) -> tuple[int, ...]:
-        """The ints for lease indices ``first .. end - 1`` and more (``table[k - first]`` is
-        ``k``): the ones already held where the ranges overlap, so plans booked one after the
-        other share them. Grown with room to spare (a booking reaching one lease further does
-        not rebuild it), and only from ``first`` on (the leases of the past go with the plans
-        that booked them)."""
+    def held(self, first: int, end: int) -> tuple[tuple[int, ...], int]:
+        """The table and the lease of its first entry (``table[k - offset]`` is ``k``), holding
+        at least lease indices ``first .. end - 1``: the ints already held where the ranges
+        overlap, so plans booked one after the other share them. Grown with room to spare (a
+        booking reaching one lease further does not rebuild it), and only from ``first`` on
+        (the leases of the past go with the plans that booked them). Not sliced: a slice of
+        thousands of leases per booking cost more than the booking."""
         held_end = self.first + len(self.ints)
         if not (self.first <= first and end <= held_end):
             end = max(end + (end - first) // 2, held_end)
@@ -41,34 +43,31 @@ class LeaseNumbers:
             else:
                 fresh = tuple(range(first, end))
             self.first, self.ints = first, fresh
-        return self.ints[first - self.first :] if first > self.first else self.ints
+            self.array = np.empty(len(fresh), dtype=object)
+            self.array[:] = fresh
+        return self.ints, self.first
+
+    def one(self, leases: np.ndarray, floor: int) -> tuple[int, ...]:
+        """``leases`` (sorted absolute indices, none below ``floor``) as a tuple of the shared
+        ints: equal to ``tuple(leases.tolist())``, and about as fast (picked in one call)."""
+        if not leases.size:
+            return ()
+        _, offset = self.held(min(floor, int(leases[0])), int(leases[-1]) + 1)
+        return tuple(self.array[leases - offset].tolist())
 
     def tuples(
         self, leases: np.ndarray, counts: Sequence[int], floor: int
     ) -> list[tuple[int, ...]]:
         """``leases`` (absolute indices, none below ``floor``) cut into tuples of the next
-        ``counts[i]`` each, of the shared ints: equal to ``tuple(part.tolist())`` per part.
-        A part of consecutive leases (most bookings) is one slice of the table."""
+        ``counts[i]`` each, of the shared ints: equal to ``tuple(part.tolist())`` per part."""
         if not leases.size:
             return [() for _ in counts]
-        floor = min(floor, int(leases.min()))
-        table = self.table(floor, int(leases.max()) + 1)
-        at = leases - floor
-        # breaks[i]: how many steps other than +1 among the first i + 1 leases' successors
-        breaks = np.concatenate(([0], np.cumsum(np.diff(at) != 1)))
-        ends = np.cumsum(np.asarray(counts, dtype=np.int64))
-        starts = ends - np.asarray(counts, dtype=np.int64)
-        out: list[tuple[int, ...]] = []
-        heads = at[np.minimum(starts, at.size - 1)].tolist()
-        whole = (breaks[np.maximum(ends - 1, 0)] == breaks[starts.clip(max=at.size - 1)]).tolist()
-        get = table.__getitem__
-        for head, n, one, lo in zip(heads, counts, whole, starts.tolist()):
-            if not n:
-                out.append(())
-            elif one:
-                out.append(table[head : head + n])
-            else:
-                out.append(tuple(map(get, at[lo : lo + n].tolist())))
+        _, offset = self.held(min(floor, int(leases.min())), int(leases.max()) + 1)
+        picked = self.array[leases - offset].tolist()
+        out, end = [], 0
+        for n in counts:
+            out.append(tuple(picked[end : end + n]))
+            end += n
         return out
 
 

@@ -89,7 +89,7 @@ class LeasePlan:
     def book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
         """A rigid booking: ``gpus`` GPUs in each of ``leases`` (sorted, from ``base`` on)."""
         self.booked_leases += leases.size - len(self.booked.get(job_id, ()))
-        (self.booked[job_id],) = NUMBERS.tuples(leases, (leases.size,), self.base)
+        self.booked[job_id] = NUMBERS.one(leases, self.base)
         self.widths[job_id] = gpus
         self._grow(int(leases[-1]) + 1)
         self.used[leases - self.base] += gpus

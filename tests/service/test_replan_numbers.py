@@ -61,4 +61,5 @@ def test_tuples_equal_the_leases_they_are_cut_from():
         leases = np.array([k for part in parts for k in part], dtype=np.int64)
         got = numbers.tuples(leases, counts, floor)
         assert got == [tuple(part) for part in parts]
+        assert [numbers.one(np.array(part, dtype=np.int64), floor) for part in parts] == got
         assert all(type(k) is int for part in got for k in part)
