@@ -56,6 +56,7 @@ import numpy as np
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.selector.arrivals import Arrivals
+from chronus_py.selector.by_lease import BookedByLease
 from chronus_py.selector.fit import latest_leases
 from chronus_py.selector.leases import (
     block_end,
@@ -143,6 +144,9 @@ class LeaseSelector:
         self._facts: dict[str, tuple[tuple[int, ...], int, tuple[bool, float, int]]] = {}
         self._memo: dict[str, float] | None = None  # remaining work during a re-plan
         self._searched: tuple | None = None  # the last search of the plan, see _search()
+        # The bookings by lease, for lease_began; set where a plan is read from a re-plan
+        # (``policies/replanned.py``), else None (every booking is read).
+        self.by_lease: BookedByLease | None = None
 
     # -- guarantees -----------------------------------------------------------------------------
     def adopt(self, states: Iterable[JobState]) -> None:
@@ -274,6 +278,8 @@ class LeaseSelector:
 
     def _book(self, job_id: str, gpus: int, leases: np.ndarray) -> None:
         self.plan.book(job_id, gpus, leases)
+        if self.by_lease is not None:
+            self.by_lease.since.add(job_id)
 
     # -- arrivals ---------------------------------------------------------------------------------
     def admit_arrivals(self, arrived: Iterable[JobState], now: float) -> set[str]:
@@ -923,9 +929,17 @@ class LeaseSelector:
         the jobs it booked in this lease are re-tiered at the next :meth:`due`, as if their
         trigger came. Kept in the tiers of the lease before, they waited for the commit and a
         round after it: at 120x on a loaded machine, up to 860 s of a 1200 s lease, and a
-        guarantee that needed the whole lease broke (Slurm 24.11, issue 26 session 12)."""
+        guarantee that needed the whole lease broke (Slurm 24.11, issue 26 session 12).
+        Only the candidates of the index of bookings by lease are read, where the plan has
+        one (:class:`~chronus_py.selector.by_lease.BookedByLease`)."""
         self.lease_index = lease_of(now, self.settings.lease)
-        for job_id, leases in self.booked.items():
+        booked, index = self.booked, self.by_lease
+        if index is not None and index.holds(booked):
+            jobs = sorted(index.candidates(self.lease_index))
+        else:
+            jobs = booked
+        for job_id in jobs:
+            leases = booked.get(job_id, ())
             i = bisect_left(leases, self.lease_index)  # booked leases are sorted
             if i < len(leases) and leases[i] == self.lease_index:
                 heapq.heappush(self._triggers, (now, job_id))

@@ -5,6 +5,7 @@ One state serves rigid and elastic plans. Leases are numbered from time 0 (lease
 decision stays meaningful at the next. A booking is what a promise holds:
 - rigid (``booked``): constant GPUs (``widths``) on a set of leases, sorted; the lease selector
   books them (``selector/admission.py``), and replaces them all at every re-plan (``rebook``);
+  each lease of a booking is the process's one int for it (``lease_numbers.py``);
 - elastic (``sized``): a size per lease from a first lease on (:class:`Sizes`); the elastic
   policies (``policies/elastic.py``) book them one by one.
 
@@ -24,6 +25,8 @@ import copy
 from dataclasses import dataclass
 
 import numpy as np
+
+from chronus_py.selector.lease_numbers import NUMBERS
 
 GRID = 64
 """Leases the grid starts with; it doubles when a booking or a question reaches past it."""
@@ -89,7 +92,7 @@ class LeasePlan:
         """A rigid booking: ``gpus`` GPUs in each of ``leases`` (sorted, from ``base`` on)."""
         self.version += 1
         self.booked_leases += leases.size - len(self.booked.get(job_id, ()))
-        self.booked[job_id] = tuple(leases.tolist())
+        self.booked[job_id] = NUMBERS.one(leases, self.base)
         self.widths[job_id] = gpus
         self._grow(int(leases[-1]) + 1)
         self.used[leases - self.base] += gpus
@@ -132,14 +135,9 @@ class LeasePlan:
         self.used = np.zeros(max(GRID, horizon + 1), dtype=np.int64)
         self.base = first
         np.add.at(self.used, slots, np.repeat(np.array(gpus, dtype=np.int64), counts))
-        flat = (slots + first).tolist()
-        booked, end = {}, 0
-        for job_id, count in zip(jobs, counts):
-            booked[job_id] = tuple(flat[end : end + count])
-            end += count
-        self.booked = booked
+        self.booked = dict(zip(jobs, NUMBERS.tuples(slots + first, counts, first)))
         self.widths = dict(zip(jobs, gpus))
-        self.booked_leases = len(flat)
+        self.booked_leases = int(slots.size)
 
     def without_bookings(self) -> LeasePlan:
         """A copy holding the same GPUs per lease but no rigid bookings (a re-planned selector
