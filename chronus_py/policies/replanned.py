@@ -87,7 +87,7 @@ class Bookings:
                     table[s - first : s - first + n]
                     for s, n in zip(self.starts[k : k + runs], self.lengths[k : k + runs])
                 ]
-                booked[job] = spans[0] if runs == 1 else tuple(chain.from_iterable(spans))
+                booked[job] = tuple(spans[0]) if runs == 1 else tuple(chain.from_iterable(spans))
                 k += runs
             yield
 

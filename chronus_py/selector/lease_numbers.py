@@ -17,6 +17,12 @@ from typing import Sequence
 
 import numpy as np
 
+SPAN = 1 << 18
+"""The most leases the table holds (~12 MB of ints, tuple and array): years of 20-minute leases,
+three months of 30 s ones. A plan reaching further from its first lease (a deadline far ahead,
+which the inputs' bounds allow up to 1e15 s) gets ints of its own, as before the table, rather
+than a table as long as its reach."""
+
 
 class LeaseNumbers:
     """The ints for a range of lease indices (one table for the process: :data:`NUMBERS`)."""
@@ -26,16 +32,19 @@ class LeaseNumbers:
         self.ints: tuple[int, ...] = ()
         self.array = np.empty(0, dtype=object)  # the same ints, to pick many in one call
 
-    def held(self, first: int, end: int) -> tuple[tuple[int, ...], int]:
+    def held(self, first: int, end: int) -> tuple[Sequence[int], int]:
         """The table and the lease of its first entry (``table[k - offset]`` is ``k``), holding
         at least lease indices ``first .. end - 1``: the ints already held where the ranges
         overlap, so plans booked one after the other share them. Grown with room to spare (a
         booking reaching one lease further does not rebuild it), and only from ``first`` on
         (the leases of the past go with the plans that booked them). Not sliced: a slice of
-        thousands of leases per booking cost more than the booking."""
+        thousands of leases per booking cost more than the booking. A range longer than
+        :data:`SPAN` comes back as a ``range`` (its slices are ranges: make tuples of them)."""
+        if end - first > SPAN:
+            return range(first, end), first
         held_end = self.first + len(self.ints)
         if not (self.first <= first and end <= held_end):
-            end = max(end + (end - first) // 2, held_end)
+            end = min(max(end + (end - first) // 2, held_end), first + SPAN)
             lo, hi = max(first, self.first), min(end, held_end)
             if lo < hi:
                 kept = self.ints[lo - self.first : hi - self.first]
@@ -52,7 +61,10 @@ class LeaseNumbers:
         ints: equal to ``tuple(leases.tolist())``, and about as fast (picked in one call)."""
         if not leases.size:
             return ()
-        _, offset = self.held(min(floor, int(leases[0])), int(leases[-1]) + 1)
+        first, end = min(floor, int(leases[0])), int(leases[-1]) + 1
+        if end - first > SPAN:
+            return tuple(leases.tolist())
+        _, offset = self.held(first, end)
         return tuple(self.array[leases - offset].tolist())
 
     def tuples(
@@ -62,8 +74,12 @@ class LeaseNumbers:
         ``counts[i]`` each, of the shared ints: equal to ``tuple(part.tolist())`` per part."""
         if not leases.size:
             return [() for _ in counts]
-        _, offset = self.held(min(floor, int(leases.min())), int(leases.max()) + 1)
-        picked = self.array[leases - offset].tolist()
+        first, end = min(floor, int(leases.min())), int(leases.max()) + 1
+        if end - first > SPAN:
+            picked = leases.tolist()
+        else:
+            _, offset = self.held(first, end)
+            picked = self.array[leases - offset].tolist()
         out, end = [], 0
         for n in counts:
             out.append(tuple(picked[end : end + n]))

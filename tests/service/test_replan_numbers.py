@@ -12,7 +12,7 @@ import random
 import numpy as np
 
 from chronus_py.policies.replanned import Replanned
-from chronus_py.selector.lease_numbers import LeaseNumbers
+from chronus_py.selector.lease_numbers import SPAN, LeaseNumbers
 from chronus_py.selector.plan import LeasePlan
 from tests.service.test_replan_crossing import planned
 
@@ -63,3 +63,15 @@ def test_tuples_equal_the_leases_they_are_cut_from():
         assert got == [tuple(part) for part in parts]
         assert [numbers.one(np.array(part, dtype=np.int64), floor) for part in parts] == got
         assert all(type(k) is int for part in got for k in part)
+
+
+def test_a_booking_far_ahead_gets_ints_of_its_own_not_a_table_as_long_as_its_reach():
+    """A deadline may lie up to 1e15 s ahead (the inputs' bound): a table from the plan's first
+    lease to it would hold billions of ints (CI, session 15: a worker killed by memory)."""
+    numbers = LeaseNumbers()
+    far = np.array([5, 10**12, 10**12 + 1], dtype=np.int64)
+    assert numbers.one(far, 0) == (5, 10**12, 10**12 + 1)
+    assert numbers.tuples(far, [1, 2], 0) == [(5,), (10**12, 10**12 + 1)]
+    table, first = numbers.held(0, 10**12 + 2)
+    assert tuple(table[10**12 - first : 10**12 + 2 - first]) == (10**12, 10**12 + 1)
+    assert len(numbers.ints) <= SPAN and len(numbers.array) <= SPAN
