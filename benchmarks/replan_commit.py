@@ -49,6 +49,19 @@ def timed(fn, *args):
     return out, time.perf_counter() - wall, time.thread_time() - cpu
 
 
+def faulted(fn, *args) -> tuple:
+    """``fn(*args)`` and its wall and CPU milliseconds with the minor page faults it took: after
+    a fork every page the parent writes (a reference count is a write) is copied from the
+    child's, and the call's wait includes those copies (issue 27 part 2)."""
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    out, wall, cpu = timed(fn, *args)
+    return out, {
+        "wall_ms": 1000 * wall,
+        "cpu_ms": 1000 * cpu,
+        "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+    }
+
+
 def measure(arrivals: int, fork_first: bool = False) -> dict:
     import gc
 
@@ -89,15 +102,7 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
     out: dict = {"guarantees_before": len(rounds.guarantees(s))}
     gc.collect()  # the fill is old by the time a lease ends (the server's passes moved it on)
     gc.callbacks.append(pass_timed)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    replan, wall, cpu = timed(rounds.start_replan, s, 30.0)
-    # Page copies in the parent: after the fork, every page it writes (a reference count is
-    # a write) is copied from the child's; the call's wait includes them (issue 27 part 2).
-    out["start_replan"] = {
-        "wall_ms": 1000 * wall,
-        "cpu_ms": 1000 * cpu,
-        "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
-    }
+    replan, out["start_replan"] = faulted(rounds.start_replan, s, 30.0)
     faults, cpu = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.thread_time()
     for i in range(arrivals):
         rounds.admit(s, job(100_000 + i, 30.0), 30.0)
@@ -227,13 +232,7 @@ def next_replan(s, job, arrivals: int) -> dict:
     from chronus_py.service import rounds
 
     out = {}
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    replan, wall, cpu = timed(rounds.start_replan, s, 60.0)
-    out["start_replan"] = {
-        "wall_ms": 1000 * wall,
-        "cpu_ms": 1000 * cpu,
-        "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
-    }
+    replan, out["start_replan"] = faulted(rounds.start_replan, s, 60.0)
     for i in range(arrivals):
         rounds.admit(s, job(400_000 + i), 60.0)
     probe = GilProbe()
