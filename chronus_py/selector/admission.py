@@ -399,9 +399,7 @@ class LeaseSelector:
         if gpus <= self.capacity - keep:
             if not self._wide:
                 return latest_leases(self.plan, first, end, gpus, need, keep)
-            free = self._free(first, end)
-            free = np.minimum(free, free + self._wide_used(first, end) - keep)
-            slots = latest_slots(free, gpus, 0, end - first, need)
+            slots = latest_slots(self._room(first, end, keep), gpus, 0, end - first, need)
             return None if slots is None else slots + first
         slots = latest_leases(self.plan, first, end, gpus, need)
         if slots is None:
@@ -411,6 +409,15 @@ class LeaseSelector:
         if waiting is not None and waiting + gpus * slots.size * lease > free * lease:
             return None
         return slots
+
+    def _room(self, first: int, end: int, keep: int) -> np.ndarray:
+        """GPUs a new guarantee no wider than the share may take in each lease from ``first``
+        to ``end``: the free GPUs above the ``keep`` the headroom holds back, where the
+        guarantees wider than the share took GPUs of the lease rather than of the share."""
+        free = self._free(first, end)
+        if not self._wide:
+            return free - keep
+        return np.minimum(free, free + self._wide_used(first, end) - keep)
 
     def _wide_used(self, first: int, end: int) -> np.ndarray:
         """GPUs the guarantees wider than the share hold in each lease from ``first`` to
@@ -608,12 +615,11 @@ class LeaseSelector:
         option in turn), and this answer is one count per job.
 
         It cannot refuse a job admission would take: bookings only take GPUs, so the room
-        ``_place`` counts in a lease (the free GPUs above the ``keep`` the headroom holds back,
-        less what wider guarantees took of it; or, for a job wider than the share, all the free
-        GPUs) only shrinks as earlier candidates are booked; and a window's cap (``_window``)
-        only grows with the leases booked, so the bound here (every candidate booked) is the
-        widest. ``_place`` may still refuse a job this lets through (e.g. the pool's work, for
-        a wide job); it is asked as before."""
+        ``_place`` counts in a lease (:meth:`_room`; or, for a job wider than the share, all
+        the free GPUs) only shrinks as earlier candidates are booked; and a window's cap
+        (``_window``) only grows with the leases booked, so the bound here (every candidate
+        booked) is the widest. ``_place`` may still refuse a job this lets through (e.g. the
+        pool's work, for a wide job); it is asked as before."""
         headroom = self.settings.headroom
         if not candidates or headroom >= 1.0:
             return set()
@@ -632,10 +638,7 @@ class LeaseSelector:
             for s in candidates
         }
         last = max(max(ends.values()), first)
-        free = self._free(first, last)
-        narrow = free - keep
-        if self._wide:
-            narrow = np.minimum(free, free + self._wide_used(first, last) - keep)
+        free, narrow = self._free(first, last), self._room(first, last, keep)
         refused = set()
         for state in candidates:
             gpus = self._gpus(state)
