@@ -11,6 +11,7 @@ anywhere, a job that could finish was refused, or demoted while running.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 
 EPS = 1e-9
@@ -68,13 +69,7 @@ def room(leases: Sequence[int], deadline: float, lease: float) -> float:
     times ``lease`` when that is a whole number of seconds, since every partial sum is then
     exact, and is added up otherwise. One pass over every lease of every running guaranteed
     job once a lease was 2 % of a Chronus replay of MIX2 (issue 27, session 15)."""
-    lo, hi = 0, len(leases)
-    while lo < hi:  # the first lease not wholly before the deadline
-        mid = (lo + hi) // 2
-        if deadline - leases[mid] * lease < lease:
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = bisect_left(leases, True, key=lambda index: deadline - index * lease < lease)
     if float(lease).is_integer():
         total = lo * lease
     else:

@@ -55,7 +55,7 @@ class LeasePlan:
     ``capacity`` is the GPUs a lease has; what is free is ``capacity - used``. ``booked_leases``
     counts the leases of the rigid bookings (kept as they change: the selector sizes its
     windows by it at every admission). ``version`` counts the changes of bookings, so a
-    caller may keep an answer about the plan until the next (``LeaseSelector._place``)."""
+    caller may keep an answer about the plan until the next (``LeaseSelector._search``)."""
 
     def __init__(self, lease: float, capacity: int, first: int = 0) -> None:
         self.lease = lease
