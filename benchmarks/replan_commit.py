@@ -110,6 +110,12 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
         "cpu_ms": 1000 * (time.thread_time() - cpu),
         "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
     }
+    if hasattr(rounds, "defer_replan"):
+        # The next lease ends while the child still computes (a re-plan longer than its
+        # lease): the committed plan, the one built in this process, is told in the call
+        # that meets it, with the child alive (every page it reads is copied).
+        _, out["lease_end_during_replan"] = faulted(rounds.defer_replan, s, 60.0)
+    scans = timed_calls(rounds, "_moved")  # the catch-up's scans for jobs that moved
     calls: list[float] = []  # CPU of each unpickle call: no other thread runs during one
     loads = pickle.loads
 
@@ -145,6 +151,7 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
             holds.append((wall, cpu))
             if done:
                 break
+        scans = list(scans)  # this re-plan's (next_replan's are not counted)
         # With --fork-first the next lease's re-plan is forked before the replaced plan is
         # freed, as the server does when a re-plan took longer than a lease (the next is due
         # at the commit, and the release runs after it in a worker thread).
@@ -202,6 +209,12 @@ def measure(arrivals: int, fork_first: bool = False) -> dict:
     if stepped and not fork_first:
         out["next_replan"] = next_replan(s, partial(job, now=60.0), arrivals)
     out.update(
+        hold_cpu_ms=[round(1000 * h[1], 2) for h in holds],
+        moved_scans={
+            "calls": len(scans),
+            "cpu_ms_total": 1000 * sum(scans),
+            "cpu_ms_max": 1000 * max(scans, default=0.0),
+        },
         collector_passes=len(passes),
         collector_longest_pass_cpu_ms=1000 * max((c for _, c in passes), default=0.0),
         collector_longest_pass_generation=max(passes, key=lambda p: p[1], default=(None,))[0],
@@ -267,6 +280,25 @@ def next_replan(s, job, arrivals: int) -> dict:
     out["freeing_replaced"]["other_thread_late_ms"] = probe.summary()
     out["rss_mb"] = rss_mb()
     return out
+
+
+def timed_calls(module, name: str) -> list[float]:
+    """The CPU seconds of each later call of ``module.name`` (none where it has no such
+    function): wrapped in place, so the module's own callers are timed too."""
+    calls: list[float] = []
+    fn = getattr(module, name, None)
+    if fn is None:
+        return calls
+
+    def wrapped(*args, **kwargs):
+        cpu = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            calls.append(time.thread_time() - cpu)
+
+    setattr(module, name, wrapped)
+    return calls
 
 
 def rss_mb() -> float:

@@ -127,7 +127,7 @@ def test_a_replan_keeps_the_promise_of_a_job_that_started_before_its_commit(step
     rounds.advance(s, 0.0)
     replan = rounds.start_replan(s, 600.0)
     assert s.jobs["a"].status is Status.PENDING
-    assert [j.id for j in rounds.advance(s, 600.0).started] == ["a"]
+    assert [j.id for j in rounds.advance(s, 600.0, replan=replan).started] == ["a"]
     rounds.run_began(s, "a", 605.0, 610.0)
     result = rounds.replan_result(replan, s)
     assert "a" not in result.selector.booked  # the child, on the fork, dropped it
