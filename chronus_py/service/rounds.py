@@ -363,17 +363,15 @@ def free_gpus(scheduler: Scheduler) -> int:
 @dataclass
 class Replan:
     """A lease re-plan computing in a child process, on the fork of the scheduler as it was at
-    ``now``; ``known`` the jobs active then; ``seen`` the starts and stops (:func:`_moves`) of
-    each job the result holds, as it last planned the job; ``moved`` the jobs a round started
-    or stopped since (:func:`advance`) that the result may not hold as they are now; ``taken``
-    the later arrivals already taken into its result (:func:`catch_up`), ``changed`` the jobs
-    whose key that changed, and ``steps`` the steps of its commit so far."""
+    ``now``; ``known`` the jobs active then; ``moved`` the jobs a round started or stopped
+    since the result last planned them (:func:`advance`); ``taken`` the later arrivals already
+    taken into its result (:func:`catch_up`), ``changed`` the jobs whose key that changed, and
+    ``steps`` the steps of its commit so far."""
 
     pid: int
     fd: int
     now: float
     known: frozenset[str]
-    seen: dict[str, tuple[int, int]]
     moved: set[str] = field(default_factory=set)
     taken: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
@@ -405,7 +403,7 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
     if not hasattr(os, "fork"):
         return None
     policy = scheduler.policy
-    seen = {i: _moves(s) for i, s in scheduler.active.items()}
+    known = frozenset(scheduler.active)
     if policy.replan_due(now):  # else told already, when this re-plan was deferred
         policy.replan_started(now)
     gc.freeze()
@@ -415,6 +413,7 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
         status = 1
         try:
             os.close(read)
+            os.nice(CHILD_NICE)
             result = policy.replan(scheduler.active, now)
             with os.fdopen(write, "wb") as out:
                 pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -422,7 +421,14 @@ def start_replan(scheduler: Scheduler, now: float) -> Replan | None:
         finally:
             os._exit(status)
     os.close(write)
-    return Replan(pid, read, now, frozenset(seen), seen)
+    return Replan(pid, read, now, known)
+
+
+CHILD_NICE = 10
+"""How much lower the re-plan's child runs than the service (``os.nice``): on a machine with
+as many busy processes as cores, a request that wakes while the child computes (seconds of
+CPU) waited for the CPU behind it; at lower priority the child yields to the service's
+threads, which need little CPU, and takes what they leave (issue 27 part 2)."""
 
 
 def defer_replan(scheduler: Scheduler, now: float) -> None:
@@ -485,29 +491,22 @@ def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:
     return newest
 
 
-def _moves(state: JobState) -> tuple[int, int]:
-    """What changes whenever a job starts or stops: its starts and preemptions so far."""
-    return state.starts, state.preemptions
-
-
 def _moved(scheduler: Scheduler, replan: Replan) -> list[JobState]:
-    """Active jobs the re-plan's result planned before they last started or stopped, in
-    submission order (``seen``'s: the order the result took them in, which ``recheck`` books
-    them in). Only the jobs the rounds reported moved since (``Replan.moved``) are looked at:
-    a job starts or stops only in a round's placement, whose moves list every net change.
-    Comparing every job the result holds cost each step of a commit 3-5 ms of CPU at 8,500
-    jobs (issue 27, session 15). Those found as the result planned them (taken or re-planned
-    since, or a stop undone in the same round) are dropped from ``moved``."""
-    active, seen = scheduler.active, replan.seen
+    """Active jobs the re-plan's result holds and planned before they last started or
+    stopped, in submission order (the order the result took them in, which ``recheck`` books
+    them in). Those are the jobs the rounds reported moved since (``Replan.moved``): a job
+    starts or stops only in a round's placement, whose moves list every net change (a stop
+    undone in the same placement is in neither). Before, the starts and stops of every job
+    were noted at the fork (2-3 ms of CPU in the fork's call at 8,500 jobs) and compared at
+    every step of the commit (3-5 ms a step, issue 27 session 15). An arrival not taken yet
+    is left to :func:`_untaken`, which plans it as it is when taken."""
+    active, known, taken = scheduler.active, replan.known, replan.taken
     moved = [
         state
         for i in replan.moved
-        if (state := active.get(i)) is not None
-        and (mark := seen.get(i)) is not None
-        and (state.starts, state.preemptions) != mark
+        if (i in known or i in taken) and (state := active.get(i)) is not None
     ]
     moved.sort(key=_seq)
-    replan.moved = {state.id for state in moved}
     return moved
 
 
@@ -542,7 +541,7 @@ def catch_up(scheduler: Scheduler, replan: Replan, result: Any, now: float, budg
         else:
             replan.changed.update(policy.catch_up(result, [state], now))
             replan.taken.add(state.id)
-        replan.seen[state.id] = _moves(state)  # re-planned again if it moves before the commit
+        replan.moved.discard(state.id)  # planned as it is: again only if a round moves it
         if n < len(left) and time.perf_counter() >= stop:
             return False
     return True
