@@ -12,7 +12,11 @@ parent's minor page faults (copy-on-write copies) during it. While the result is
 the replaced plan freed (worker threads' work in the server), a thread that sleeps a
 millisecond at a time measures how late it gets the GIL back (``other_thread_late_ms``).
 ``next_replan``: the next lease's re-plan from start to release, whose replaced plan is one a
-re-plan's read built, as in the service from its second re-plan on.
+re-plan's read built, as in the service from its second re-plan on. ``lease_end_during_replan``:
+the next lease ends while the first re-plan's child computes (``rounds.defer_replan`` at 60 s,
+the committed plan being the one built in-process), wall, CPU and page faults; ``hold_cpu_ms``
+each hold of the commit's CPU, and ``moved_scans`` the CPU of the catch-up's look for jobs
+that started or stopped since the fork (``rounds._moved``), per call, in the first commit.
 
     python benchmarks/replan_commit.py [--arrivals 2500] [--before /path/to/other/checkout]
         [--fork-first]

@@ -497,7 +497,7 @@ def _moved(scheduler: Scheduler, replan: Replan) -> list[JobState]:
     them in). Those are the jobs the rounds reported moved since (``Replan.moved``): a job
     starts or stops only in a round's placement, whose moves list every net change (a stop
     undone in the same placement is in neither). Before, the starts and stops of every job
-    were noted at the fork (2-3 ms of CPU in the fork's call at 8,500 jobs) and compared at
+    were noted at the fork (2-3 ms of CPU in the fork's call at 6,024 jobs) and compared at
     every step of the commit (3-5 ms a step, issue 27 session 15). An arrival not taken yet
     is left to :func:`_untaken`, which plans it as it is when taken."""
     active, known, taken = scheduler.active, replan.known, replan.taken
