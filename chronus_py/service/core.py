@@ -1148,9 +1148,7 @@ class Service:
         stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds
         started = time.perf_counter()
-        decided = rounds.advance(
-            self.scheduler, now, committed=self._fresh, replan=self.replan
-        )
+        decided = rounds.advance(self.scheduler, now, committed=self._fresh, replan=self.replan)
         seconds = time.perf_counter() - started
         self._decided = decided
         self._plan = None
