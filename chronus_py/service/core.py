@@ -56,6 +56,7 @@ from chronus_py.service.jobspec import (
     integer,
     read_job,
 )
+from chronus_py.service.json_codec import log_line
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
@@ -118,17 +119,13 @@ class Counters:
     reads it without the lock, to show a round that runs long."""
 
 
-_LINE = json.JSONEncoder(default=str).encode
-"""``json.dumps(..., default=str)`` without building an encoder per line (one per request)."""
-
-
 _held = threading.local()
 """``lines``: the decision lines this thread holds for one write (``held_decisions``)."""
 
 
 def decision_log(event: str, **fields: Any) -> None:
     """One structured (JSON) log line per decision."""
-    line = _LINE({"event": event, **fields})
+    line = log_line({"event": event, **fields})
     lines = getattr(_held, "lines", None)
     if lines is None:
         log.info(line)
