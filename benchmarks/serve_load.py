@@ -306,8 +306,10 @@ def replan_events(log: Path) -> list[dict]:
     (simulated times, the jobs the commit caught up and in how many steps), in order."""
     out = []
     for line in log.read_text(errors="replace").splitlines():
-        if '"event": "replan_' in line:
-            out.append(json.loads(line[line.index("{") :]))
+        if '"replan_' in line:  # the decision lines' spacing differs between versions
+            fields = json.loads(line[line.index("{") :])
+            if str(fields.get("event", "")).startswith("replan_"):
+                out.append(fields)
     return out
 
 

@@ -188,14 +188,18 @@ def build_app(
             }
         out = current.to_dict()
         if not caller.admin:
-            mine = {j for j, t in service.tenants.items() if t == caller.tenant}
+            # each entry's tenant looked up, not a set of all the caller's jobs built first
+            # (every job the service knows, whatever the plan holds)
+            tenants, tenant = service.tenants, caller.tenant
             out["decisions"] = [
                 {**d, "job": service.shown(d["job"], caller)}
                 for d in out["decisions"]
-                if d["job"] in mine
+                if tenants.get(d["job"]) == tenant
             ]
             out["lease_plan"] = {
-                service.shown(j, caller): s for j, s in out["lease_plan"].items() if j in mine
+                service.shown(j, caller): s
+                for j, s in out["lease_plan"].items()
+                if tenants.get(j) == tenant
             }
         return out
 

@@ -39,7 +39,8 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpTool
 class _Guarded(HttpToolsProtocol):
     read_timeout: float
     max_connections: int
-    _deadline: asyncio.TimerHandle | None = None
+    _began: float | None = None  # when the request being read began (None: not reading one)
+    _clock: asyncio.TimerHandle | None = None  # the connection's one timer, if it runs
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(_OneWrite(transport, self.loop))  # type: ignore[arg-type]
@@ -49,7 +50,10 @@ class _Guarded(HttpToolsProtocol):
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._began = None
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -61,25 +65,36 @@ class _Guarded(HttpToolsProtocol):
         super().on_message_begin()
 
     def on_message_complete(self) -> None:
-        self._disarm()
+        self._began = None
         super().on_message_complete()
 
     def send_400_response(self, msg: str) -> None:
         self._answer(400, "not a valid HTTP request (request line, a header, or its framing)")
 
     def _arm(self) -> None:
-        if self._deadline is None:
-            self._deadline = self.loop.call_later(self.read_timeout, self._timed_out)
+        """Start the clock of the request being read, if it is not running. The connection
+        keeps one timer, set when its first request begins and moved only when it fires
+        (``_check``): a request read in time costs two attribute writes, not a ``call_later``
+        and its cancel (issue 27, session 16)."""
+        if self._began is None:
+            self._began = self.loop.time()
+            if self._clock is None:
+                self._clock = self.loop.call_later(self.read_timeout, self._check)
 
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _timed_out(self) -> None:
-        self._deadline = None
-        if self.cycle is not None and self.cycle.response_started:
-            self.transport.close()
+    def _check(self) -> None:
+        """The timer fired: the request being read, if any, has timed out or is given the rest
+        of its time; with none being read the timer stops until the next one begins."""
+        self._clock = None
+        if self._began is None:
+            return
+        left = self._began + self.read_timeout - self.loop.time()
+        if left > 0:
+            self._clock = self.loop.call_later(left, self._check)
+            return
+        self._began = None
+        cycle = self.cycle  # the last request's (done) until the late one's headers end
+        if cycle is not None and cycle.response_started and not cycle.response_complete:
+            self.transport.close()  # an answer is being written: no 408 can follow it
             return
         self._answer(408, f"the request did not arrive within {self.read_timeout:g} s")
 
@@ -123,16 +138,18 @@ class _OneWrite:
             self._flush = self._loop.call_soon(self._send)
             return
         self._held = None
-        self._flush.cancel()  # type: ignore[union-attr]
+        self._flush.cancel()  # type: ignore[union-attr]  # its turn would find nothing held
         self._transport.write(held + data)
 
     def writelines(self, lines) -> None:
         self.write(b"".join(lines))
 
     def _send(self) -> None:
+        """Send what is held, if anything: from the loop's turn after the write, or before a
+        close. A turn that finds nothing held (a close took it) does nothing, so the handle
+        that called it needs no cancelling."""
         held, self._held = self._held, None
         if held is not None:
-            self._flush.cancel()  # type: ignore[union-attr]
             self._transport.write(held)
 
     def close(self) -> None:

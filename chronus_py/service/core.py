@@ -56,6 +56,7 @@ from chronus_py.service.jobspec import (
     integer,
     read_job,
 )
+from chronus_py.service.json_codec import log_line
 
 log = logging.getLogger("chronus.serve")
 FULL_OBSERVE_EVERY = 300.0
@@ -118,17 +119,13 @@ class Counters:
     reads it without the lock, to show a round that runs long."""
 
 
-_LINE = json.JSONEncoder(default=str).encode
-"""``json.dumps(..., default=str)`` without building an encoder per line (one per request)."""
-
-
 _held = threading.local()
 """``lines``: the decision lines this thread holds for one write (``held_decisions``)."""
 
 
 def decision_log(event: str, **fields: Any) -> None:
     """One structured (JSON) log line per decision."""
-    line = _LINE({"event": event, **fields})
+    line = log_line({"event": event, **fields})
     lines = getattr(_held, "lines", None)
     if lines is None:
         log.info(line)
@@ -744,11 +741,15 @@ class Service:
         twice as long between rounds (Slurm 24.11 at load 28: 0.4-1.2 s listings, 1-2 s
         pauses, 3.5-4.5 s from round to round; issue 26, session 12). A failure is the
         round's: it looks again under the lock, and fails there as before."""
-        look = getattr(self.backend, "look", None)
-        if look is None or self.needs_resync:
-            return
-        with contextlib.suppress(BackendUnavailable):
-            look()  # under the backend's lock, as every backend call (``SerialBackend``)
+        if self.to_look:
+            with contextlib.suppress(BackendUnavailable):
+                self.backend.look()  # under the backend's lock, as every call (``SerialBackend``)
+
+    @property
+    def to_look(self) -> bool:
+        """Whether ``look`` has anything to do: the loop skips its thread hand-off where the
+        backend has no ``look`` (the sim) or the round resyncs anyway."""
+        return hasattr(self.backend, "look") and not self.needs_resync
 
     def take_arrivals(self) -> None:
         """Under the request lock, a round's first step: resync if due, start a due re-plan,
@@ -790,6 +791,14 @@ class Service:
                 self._reports = rounds.reports(self.scheduler, self.backend.now())
         except BackendUnavailable as exc:
             self._backend_failed("round", None, exc)
+
+    @property
+    def to_act(self) -> bool:
+        """Whether ``act`` has anything to do: commands queued, or reports to publish. Only a
+        round's steps add either, so the loop reads it between them and skips an idle ``act``
+        and its two thread hand-offs (most rounds under churn: a cancellation only removes
+        commands; issue 27, session 16)."""
+        return bool(self._queue) or self._reports is not None
 
     def act(self) -> None:
         """Without the request lock, in the loop's thread: issue the queued commands in order,

@@ -480,11 +480,14 @@ async def _loop(
             # so one round's commands are all issued and recorded before the next round begins
             # (core.py, commands.py)
             try:
-                await steps.run(service.look)  # the backend's read, off the lock
+                if service.to_look:
+                    await steps.run(service.look)  # the backend's read, off the lock
                 held += await _locked(lock, steps, service.take_arrivals)
-                await steps.run(service.act)
+                if service.to_act:
+                    await steps.run(service.act)
                 held += await _locked(lock, steps, service.decide)
-                await steps.run(service.act)
+                if service.to_act:
+                    await steps.run(service.act)
             finally:
                 held += await _locked(lock, steps, service.record)
         except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on

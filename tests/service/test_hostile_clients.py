@@ -69,6 +69,20 @@ def test_slow_clients_are_timed_out(server):
         assert seconds < READ_TIMEOUT + 2
 
 
+def test_each_request_on_a_connection_gets_the_whole_read_timeout(server):
+    """The connection's one timer (``connections._Guarded._check``) measures each request from
+    its own first byte: a slow second request on a keep-alive connection whose first began
+    most of a timeout earlier still has the whole timeout, and then gets its 408."""
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    sock = raw(server, head + b"\r\n")
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    time.sleep(0.6 * READ_TIMEOUT)
+    sock.sendall(head)  # headers that never end
+    status, body, seconds = answer(sock)
+    assert status == 408 and body["field"] is None, body
+    assert READ_TIMEOUT - 0.1 < seconds < READ_TIMEOUT + 1
+
+
 def test_connection_flood_is_bounded(server):
     """Past --max-connections a connection gets 503 at once; idle ones are closed after the
     read timeout, and the server serves again."""

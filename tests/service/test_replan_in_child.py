@@ -13,8 +13,10 @@ from serving import Server
 def events(server: Server, name: str) -> list[dict]:
     out = []
     for line in server.log.read_text().splitlines():
-        if f'"event": "{name}"' in line:
-            out.append(json.loads(line.split(" ", 3)[3]))
+        if f'"{name}"' in line:
+            fields = json.loads(line.split(" ", 3)[3])
+            if fields["event"] == name:
+                out.append(fields)
     return out
 
 
