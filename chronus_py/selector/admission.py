@@ -133,7 +133,7 @@ class LeaseSelector:
         # of a job wider than the share weighs the work waiting in them (_pool_work). Not
         # pickled (__getstate__).
         self.queue: Mapping[str, JobState] | None = None
-        self._pool_memo: tuple[tuple, float] | None = None  # see _pool_work()
+        self._pool_memo: tuple[tuple, np.ndarray, np.ndarray, np.ndarray] | None = None  # _queued
         # The work that arrived (admit_arrivals), see _pool_work(); kept for as long as the
         # longest window asked about, and at least as long as a window's cap (see _window); a
         # rate measured over a lease at least.
@@ -456,10 +456,10 @@ class LeaseSelector:
 
     def _pool_work(self, state: JobState, now: float, until: float, held: float) -> float | None:
         """GPU-seconds of the pool's work that a wide job's window up to ``until`` must hold
-        besides its booking: the work queued unguaranteed at ``now`` (``state`` left out) and
-        ``held`` (:meth:`_held`) of the work expected to arrive by ``until`` (None if the
-        policy set no ``queue``). The queued sum is kept until the next booking or decision
-        point: one pass over the queue serves every wide job admitted meanwhile.
+        besides its booking: the work queued unguaranteed at ``now`` (``state`` left out), each
+        job's only as far as its width can run in the window (:meth:`_queued`), and ``held``
+        (:meth:`_held`) of the work expected to arrive by ``until`` (None if the policy set no
+        ``queue``).
 
         Running jobs do not count: a long best-effort run blocked every wide promise though a
         guarantee due preempts it (the wide mix: 17 of 20 wide jobs promised without it, 16
@@ -467,26 +467,45 @@ class LeaseSelector:
         but on the first 6,000 jobs of MIX1 at 32 GPUs a first-deadline ratio of 0.8242
         against 0.9429): on an overloaded cluster the work still to arrive is what the wide
         promise takes GPUs from."""
-        queue = self.queue
-        if queue is None:
+        if self.queue is None:
             return None
-        key = (now, id(queue), len(self.booked), self._booked_leases)
-        if self._pool_memo is None or self._pool_memo[0] != key:
-            total = sum(
-                job.gpus * self._remaining(job, now)
-                for job in queue.values()
-                if job.id not in self.booked and job.known and job.status is not Status.RUNNING
-            )
-            self._pool_memo = key, total
-        own = (
-            state.id in queue
-            and state.id not in self.booked
-            and state.known
-            and state.status is not Status.RUNNING
-        )
-        queued = self._pool_memo[1] - (state.gpus * self._remaining(state, now) if own else 0.0)
         until = min(until, (self._admission_start(now) + self._cap) * self.settings.lease)
+        span = max(until - now, 0.0)
+        queued = self._queued(now, span)
+        if state.id in self.queue and self._waits(state):
+            queued -= state.gpus * min(self._remaining(state, now), span)
         return queued + held * self.arrivals.expected(now, until)
+
+    def _waits(self, state: JobState) -> bool:
+        """Whether ``state`` is work the pool has queued: known, unguaranteed, not running."""
+        return state.id not in self.booked and state.known and state.status is not Status.RUNNING
+
+    def _queued(self, now: float, span: float) -> float:
+        """GPU-seconds the jobs queued unguaranteed at ``now`` can run within ``span`` seconds:
+        each its remaining work, but no more than its width for the whole span: a queued job
+        cannot use more of a wide job's window than that, however long it is, and what it has
+        left after the window is the pool's business after it (a modelling choice, issue 28,
+        session 16). The queue's jobs are sorted by remaining work once per decision point and
+        booking, so each window asks one search."""
+        queue = self.queue
+        key = (now, id(queue), len(self.booked), self._booked_leases)
+        memo = self._pool_memo
+        if memo is None or memo[0] != key:
+            waiting = [
+                (self._remaining(job, now), job.gpus) for job in queue.values() if self._waits(job)
+            ]
+            waiting.sort()
+            work = np.array([r for r, _ in waiting], dtype=float)
+            gpus = np.array([g for _, g in waiting], dtype=float)
+            memo = self._pool_memo = (
+                key,
+                work,
+                np.concatenate(([0.0], np.cumsum(work * gpus))),
+                np.concatenate(([0.0], np.cumsum(gpus))),
+            )
+        _, work, done, width = memo
+        shorter = int(np.searchsorted(work, span, side="right"))
+        return float(done[shorter] + span * (width[-1] - width[shorter]))
 
     def _try_guarantee(self, state: JobState, now: float, first: int) -> bool:
         fitting = self._fitting(state, now, first)

@@ -122,9 +122,10 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     # started here). W and X (8 GPUs, 1000 + 120 s: one lease, 8,960 GPU-s of work) arrive at
     # T = 1,200,000 (lease 1000); nothing arrived over the span before T as long as their
     # windows, and the work arriving at T is the work being admitted, not a rate: nothing is
-    # expected to arrive.
+    # expected to arrive. A queued job counts as much of its work as its width runs in the
+    # window: in 12,000 s, 48,000 GPU-s of each best-effort job's 144,360.
     # W by T + 12,000: leases 1000-1009 hold 96,000 GPU-s, less than its own 9,600, the
-    # queue's 288,720 and X's 8,960: held back by the headroom.
+    # queue's 96,000 and X's 8,960: held back by the headroom.
     # X by T + 48,000: 384,000 GPU-s hold 9,600 + 288,720 + W's 8,960: promised the
     # latest lease before floor((T + 48,000) / 1200) = 1040.
     policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
@@ -138,10 +139,10 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     scheduler.select(t)
     selector = policy.selector
     assert selector.booked == {"X": (1039,)}
-    # Asked again, X booked: the 288,720 GPU-s queued are 80 GPU-hours.
+    # Asked again, X booked: the 96,000 GPU-s queued for W's window are 27 GPU-hours.
     assert policy.refusal(scheduler.jobs["W"], t).endswith(
         "held back by the headroom (it is wider than the 4 GPUs of each lease left to new "
-        "guarantees, and the 80 GPU-hours the pool has queued or is expected to receive by its "
+        "guarantees, and the 27 GPU-hours the pool has queued or is expected to receive by its "
         "deadline and its own do not fit in what is free before it)"
     )
     # The selector keeps the queue the policy set at the decision point, until it is pickled
@@ -150,6 +151,23 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     crossed = pickle.loads(pickle.dumps(selector))
     assert crossed.queue is None and crossed.booked == {"X": (1039,)}
     assert crossed.probe(scheduler.jobs["W"], t) == DeadlineOption(t + 12000, 1.0)
+
+
+def test_a_queued_job_weighs_on_a_wide_job_only_as_far_as_its_width_runs_in_the_window():
+    # As above, with one best-effort job of 4 GPUs x 36,000 s queued (+ 90 s start: 144,360
+    # GPU-s). W (8 GPUs, 1000 + 120 s: 9,600 GPU-s in one lease) by T + 12,000: leases
+    # 1000-1009 hold 96,000 GPU-s. The queued job can run 4 x 12,000 = 48,000 GPU-s of its
+    # work in W's window, and 57,600 fit: promised the latest lease, 1009. Counted in full (the
+    # rule until session 16), 153,960 did not.
+    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("B", gpus=4, duration=36000))
+    scheduler.select(0.0)
+    t = 1_200_000.0
+    scheduler.submit(job("W", gpus=8, submit=t, deadlines=[(t + 12000, 1)]))
+    scheduler.select(t)
+    assert policy.selector.booked == {"W": (1009,)}
+    assert policy.selector._pool_work(scheduler.jobs["W"], t, t + 12000, 0.0) == 48000.0
 
 
 def test_a_wide_job_weighs_the_work_arriving_in_the_share_of_its_window_it_holds():
