@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solvers.flat import is_block
 from solvers.problem import LeaseProblem
 from solvers.solution import Assignment, LeaseSolution, Placement
 
@@ -136,7 +137,7 @@ def _usage(problem: LeaseProblem, assignment: Assignment) -> np.ndarray | None:
             or last >= option.deadline_slot
         ):
             return None
-        if last - first == len(slots) - 1 and slots == tuple(range(first, last + 1)):
+        if is_block(slots):
             starts.append(first)
             ends.append(last + 1)
             widths.append(job.gpus)

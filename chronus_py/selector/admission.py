@@ -47,7 +47,6 @@ import time
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from itertools import chain
 from operator import sub
 from typing import Iterable, Mapping
 
@@ -77,6 +76,7 @@ from solvers import (
     latest_slots,
     solve,
 )
+from solvers.flat import joined
 
 SLACK_LEASES = 1024
 RESTART_ROUNDS = 4
@@ -738,12 +738,9 @@ class LeaseSelector:
     ) -> None:
         """Book the re-plan's ``solution`` in place of the previous plan, all jobs in one pass."""
         planned = [job for job in fixed if solution.option[job.id] is not None]
-        sizes = [len(solution.slots[job.id]) for job in planned]
-        slots = np.fromiter(
-            chain.from_iterable(solution.slots[job.id] for job in planned),
-            dtype=np.int64,
-            count=sum(sizes),
-        )
+        parts = [solution.slots[job.id] for job in planned]
+        sizes = [len(part) for part in parts]
+        slots = joined(parts, sizes)
         ids, gpus = [job.id for job in planned], [job.gpus for job in planned]
         self.plan.rebook(first, horizon, ids, gpus, slots, sizes)
         self._facts = {}
