@@ -76,7 +76,7 @@ from solvers import (
     latest_slots,
     solve,
 )
-from solvers.flat import joined
+from solvers.flat import is_block, joined
 
 SLACK_LEASES = 1024
 RESTART_ROUNDS = 4
@@ -1104,10 +1104,13 @@ class LeaseSelector:
         return min(end, first + self._cap), need
 
 
-def _restarts(slots: Iterable[int], *, running: bool) -> int:
+def _restarts(slots: tuple[int, ...], *, running: bool) -> int:
     """Restarts a job pays on its planned ``slots``: one per gap between them, and one more if
     it runs now but is not planned in the current slot 0 (it is stopped, then started again).
-    ``slots`` are distinct (a plan's), so one block of them is told by its two ends."""
+    ``slots`` are distinct (a plan's), so one block of them is told by its two ends once
+    sorted; most are one block already in order, told without sorting them (``is_block``)."""
+    if slots and is_block(slots):
+        return int(running and slots[0] != 0)
     ordered = sorted(slots)
     if not ordered:
         return 0
