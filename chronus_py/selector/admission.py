@@ -1007,7 +1007,11 @@ class LeaseSelector:
         if leases is None:
             return False
         restart = state.overhead if state.status is Status.RUNNING else 0.0
-        in_block, by, gaps = self._plan_facts(state.id, leases)
+        kept = self._facts.get(state.id)  # _plan_facts' answer, read here without a call
+        if kept is not None and kept[0] is leases and kept[1] == self.lease_index:
+            in_block, by, gaps = kept[2]
+        else:
+            in_block, by, gaps = self._plan_facts(state.id, leases)
         if remaining is None:
             remaining = self._remaining(state, now)
         padded = remaining * self._pad(state)  # _padded, as _cover too, without asking again
@@ -1021,10 +1025,8 @@ class LeaseSelector:
         whether the current lease is one of them, and then the instant its block must end by,
         else the seconds its later leases hold before its deadline and the gaps between them.
         They change only with the plan or the lease, while the policy asks at every decision
-        for every running job (Philly MIX2: 894,538 times), so each is kept until then."""
-        kept = self._facts.get(job_id)
-        if kept is not None and kept[0] is leases and kept[1] == self.lease_index:
-            return kept[2]
+        for every running job (Philly MIX2: 894,538 times), so each is kept until then
+        (``_facts``, which :meth:`stop_breaks_plan` reads before asking here)."""
         at, lease = self.guarantees[job_id].at, self.settings.lease
         i = bisect_left(leases, self.lease_index)  # booked leases are sorted
         if i < len(leases) and leases[i] == self.lease_index:
