@@ -745,13 +745,16 @@ class LeaseSelector:
         self.plan.rebook(first, horizon, ids, gpus, slots, sizes)
         self._facts = {}
 
-    def _solve(self, fixed: list[LeaseJob], first: int) -> tuple[LeaseSolution, int]:
+    def _solve(
+        self, fixed: list[LeaseJob], first: int, checked: LeaseProblem | None = None
+    ) -> tuple[LeaseSolution, int, LeaseProblem]:
         """Plan the guaranteed jobs over the leases from ``first`` on, warm-started from the
-        current plan; returns the solution and the plan's horizon (in leases)."""
+        current plan; returns the solution, the plan's horizon (in leases) and the problem
+        solved. ``checked``: an earlier problem of this re-plan, whose jobs (the same objects)
+        need no second check (``LeaseProblem.checked``)."""
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
-        problem = LeaseProblem(
-            np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed), self._objective()
-        )
+        capacity = np.full(max(horizon, 1), self.capacity, dtype=np.int64)
+        problem = LeaseProblem(capacity, tuple(fixed), self._objective(), checked)
         started = time.perf_counter()
         backend = self.settings.backend
         solution = solve(
@@ -765,7 +768,7 @@ class LeaseSelector:
         self.stats.fallbacks += solution.stats.fallback
         self.stats.last_status = solution.stats.status
         self.stats.last_backend = solution.stats.backend
-        return solution, horizon
+        return solution, horizon, problem
 
     def _hint(self, problem: LeaseProblem) -> dict[str, Placement]:
         """The previous plan's placements of ``problem``'s jobs from the re-plan's first lease on
@@ -813,7 +816,7 @@ class LeaseSelector:
         ``_kept_window`` of its padded work, with ``whole``), so slots that cost such a job no
         restart hold it by construction (the solver gives it that option's leases, before its
         deadline slot) and are not checked again (issue 27, session 13)."""
-        solution, horizon = self._solve(fixed, first)
+        solution, horizon, problem = self._solve(fixed, first)
         alone = {job.id: job for job in fixed}
         verdicts: dict[str, tuple[tuple[int, ...], LeaseJob | None]] = {}
         for _ in range(RESTART_ROUNDS):
@@ -837,7 +840,7 @@ class LeaseSelector:
             if not short:
                 break
             fixed = [short.get(job.id, job) for job in fixed]
-            solution, horizon = self._solve(fixed, first)
+            solution, horizon, problem = self._solve(fixed, first, problem)
         return fixed, solution, horizon
 
     def _short(
@@ -883,7 +886,7 @@ class LeaseSelector:
                     for job, work in zip(fixed, padded)
                 ]
                 plans.append(self._charge_restarts(tails, states, now, first, whole=False))
-            plans += [(jobs, *self._solve(jobs, first)) for jobs in (allowed, running)]
+            plans += [(jobs, *self._solve(jobs, first)[:2]) for jobs in (allowed, running)]
         for plan in plans:
             if len(plan[1].dropped) < len(solution.dropped):
                 fixed, solution, horizon = plan
