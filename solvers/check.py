@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.flat import flatten
+from solvers.flat import is_block
 from solvers.problem import LeaseProblem
 from solvers.solution import Assignment, LeaseSolution, Placement
 
@@ -100,17 +100,58 @@ def check_assignment(
 
 
 def _plainly_feasible(problem: LeaseProblem, assignment: Assignment) -> bool:
-    """The common case in one array pass: every placement valid, every fixed job admitted,
-    capacity kept. False only means the line-by-line check has to say what is wrong."""
-    flat = flatten(problem, assignment)
-    if (
-        not flat.complete
-        or not flat.valid.all()
-        or any(j.fixed and j.id not in assignment for j in problem.jobs)
-    ):
+    """The common case in a few array operations: every placement valid, every fixed job
+    admitted, capacity kept. False only means the line-by-line check has to say what is
+    wrong."""
+    if any(j.fixed and j.id not in assignment for j in problem.jobs):
         return False
-    used = flat.usage(flat.valid, len(problem.capacity))
-    return used.size <= len(problem.capacity) and not np.any(used > problem.capacity)
+    used = _usage(problem, assignment)
+    return used is not None and not np.any(used > problem.capacity)
+
+
+def _usage(problem: LeaseProblem, assignment: Assignment) -> np.ndarray | None:
+    """GPUs planned per slot (as long as the capacity), if every placement names a job of the
+    problem and an option of it and has exactly ``leases_needed`` strictly rising slots in
+    ``[earliest_slot, deadline_slot)``; None if any does not.
+
+    A block of consecutive slots is told by comparing them with the range its ends span, in
+    C, and counted by its ends alone; only other placements have their slots read one by one.
+    The selector's plans are almost all blocks (Philly MIX2: 98 % of planned jobs) of up to
+    hundreds of leases, and turning every slot into an array element (``flatten``) was 1.7 %
+    of a replay (issue 27, session 16)."""
+    index, jobs = problem.index(), problem.jobs
+    starts, ends, widths = [], [], []
+    loose, weights = [], []
+    for job_id, placed in assignment.items():
+        i, k, slots = index.get(job_id), placed[0], placed[1]
+        if i is None or not len(slots):
+            return None
+        job = jobs[i]
+        if not 0 <= k < len(job.options):
+            return None
+        option = job.options[k]
+        first, last = slots[0], slots[-1]
+        if (
+            len(slots) != option.leases_needed
+            or first < job.earliest_slot
+            or last >= option.deadline_slot
+        ):
+            return None
+        if is_block(slots):
+            starts.append(first)
+            ends.append(last + 1)
+            widths.append(job.gpus)
+        elif all(a < b for a, b in zip(slots, slots[1:])):
+            loose.extend(slots)
+            weights.extend([job.gpus] * len(slots))
+        else:
+            return None
+    # Every slot is below a deadline slot, and those are at most the capacity's length.
+    length = len(problem.capacity)
+    change = np.bincount(np.array(starts, dtype=np.int64), widths, length + 1)
+    change -= np.bincount(np.array(ends, dtype=np.int64), widths, length + 1)
+    used = np.cumsum(change[:-1]) + np.bincount(np.array(loose, dtype=np.int64), weights, length)
+    return used.astype(np.int64)
 
 
 def require_feasible(

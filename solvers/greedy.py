@@ -221,13 +221,15 @@ def improve_slot0(
 
     Deadlines stay met: slot 0 is before every deadline, and a job leaving slot 0 moves to a later
     slot inside its own window. Running jobs move in first (maximize) or last (minimize).
+    ``assignment`` is the packer's (each placement's slots sorted, as every step here keeps
+    them), so a job is in slot 0 when its first slot is 0: no scan of hundreds of slots a job.
     """
     if problem.horizon == 0:
         return
     jobs = [(i, job) for i, job in enumerate(problem.jobs) if job.id in assignment]
     if problem.objective == "maximize":
         movers = [
-            (i, j) for i, j in jobs if j.earliest_slot == 0 and 0 not in assignment[j.id].slots
+            (i, j) for i, j in jobs if j.earliest_slot == 0 and assignment[j.id].slots[0] != 0
         ]
         movers.sort(key=lambda ij: (not ij[1].running, -ij[1].gpus, ij[0]))
         for _, job in movers:
@@ -239,7 +241,7 @@ def improve_slot0(
             assignment[job.id] = Placement(k, (0,) + slots[:-1])
         _swap_in_running(problem, assignment, free)
         return
-    movers = [(i, j) for i, j in jobs if 0 in assignment[j.id].slots]
+    movers = [(i, j) for i, j in jobs if assignment[j.id].slots[0] == 0]
     movers.sort(key=lambda ij: (ij[1].running, -ij[1].gpus, ij[0]))
     for _, job in movers:
         k, slots = assignment[job.id]
@@ -267,7 +269,7 @@ def _swap_in_running(
             if j.running
             and j.earliest_slot == 0
             and j.id in assignment
-            and 0 not in assignment[j.id].slots
+            and assignment[j.id].slots[0] != 0
         ),
         key=lambda j: (-j.gpus, index[j.id]),
     )
@@ -275,7 +277,7 @@ def _swap_in_running(
         (
             j
             for j in problem.jobs
-            if not j.running and j.id in assignment and 0 in assignment[j.id].slots
+            if not j.running and j.id in assignment and assignment[j.id].slots[0] == 0
         ),
         key=lambda j: (j.gpus, index[j.id]),
     )

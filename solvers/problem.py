@@ -90,6 +90,11 @@ class LeaseProblem:
     capacity: np.ndarray
     jobs: tuple[LeaseJob, ...]
     objective: Objective = "maximize"
+    checked: LeaseProblem | None = field(default=None, repr=False)
+    """A problem already built, whose jobs this one may share (the same objects): those are
+    not checked again, and keep their value units if the scale is the same. Forgotten once
+    read (None after construction). The selector solves its guarantees a second time with
+    only the jobs its restarts made short replaced (issue 27, session 16)."""
     value_scale: int = field(init=False, repr=False)
     value_units: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
     horizon: int = field(init=False, repr=False)
@@ -118,13 +123,18 @@ class LeaseProblem:
             raise SolverError(
                 "objective", f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}"
             )
+        prior = self.checked
+        object.__setattr__(self, "checked", None)
+        # The prior problem's jobs by identity: alive (it holds them), so no id is reused.
+        known = {} if prior is None else {id(job): k for k, job in enumerate(prior.jobs)}
         # One pass over the jobs (the selector builds a problem of ~225 jobs twice a lease):
-        # each checked, indexed, and its options' values and deadline slots noted.
+        # each checked (unless known), indexed, and its options' values and deadline slots
+        # noted.
         index: dict[str, int] = {}
         values: set[float] = set()  # a few distinct ones
         horizon, slots = 0, len(cap)
         for i, job in enumerate(self.jobs):
-            if not _plainly_valid(job, slots):
+            if id(job) not in known and not _plainly_valid(job, slots):
                 _validate_job(f"jobs[{i}]", job, slots)
             if job.id in index:
                 raise SolverError(f"jobs[{i}].id", f"duplicate job id {job.id!r}")
@@ -133,17 +143,28 @@ class LeaseProblem:
                 values.add(o.value)
                 if o.deadline_slot > horizon:
                     horizon = o.deadline_slot
+        if horizon > slots:  # only a known job can reach past these slots: say which
+            for i, job in enumerate(self.jobs):
+                _validate_job(f"jobs[{i}]", job, slots)
         object.__setattr__(self, "_index", index)
         scale = next(
             (s for s in _VALUE_SCALES if all(abs(v * s - round(v * s)) < 1e-9 for v in values)),
             _VALUE_SCALES[-1],
         )
         units = {v: int(round(v * scale)) for v in values}
+        if prior is None or prior.value_scale != scale:
+            known = {}
+        kept = () if prior is None else prior.value_units
         object.__setattr__(self, "value_scale", scale)
         object.__setattr__(
             self,
             "value_units",
-            tuple(tuple([units[o.value] for o in j.options]) for j in self.jobs),
+            tuple(
+                kept[k]
+                if (k := known.get(id(j))) is not None
+                else tuple([units[o.value] for o in j.options])
+                for j in self.jobs
+            ),
         )
         object.__setattr__(self, "horizon", horizon)
         object.__setattr__(self, "_fit_prefix", {})

@@ -100,7 +100,11 @@ class Table:
         return column in self.df.columns
 
     def text(self, column: str) -> np.ndarray:
-        return self.df[column].str.strip().to_numpy(dtype=object)
+        """The column's cells, stripped. A list comprehension, not pandas' ``str.strip``: a
+        Philly trace's 11 columns took 0.27 s that way (issue 27, session 16)."""
+        cells = np.empty(len(self.df), dtype=object)
+        cells[:] = [cell.strip() for cell in self.df[column].tolist()]
+        return cells
 
     def flag(self, mask: np.ndarray, column: str, reason: str, detail=None) -> None:
         """Record ``reason`` for every row in ``mask`` that has no problem yet (first one wins).

@@ -47,7 +47,6 @@ import time
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from itertools import chain
 from operator import sub
 from typing import Iterable, Mapping
 
@@ -77,6 +76,7 @@ from solvers import (
     latest_slots,
     solve,
 )
+from solvers.flat import is_block, joined
 
 SLACK_LEASES = 1024
 RESTART_ROUNDS = 4
@@ -143,6 +143,7 @@ class LeaseSelector:
         self._previous: tuple[Mapping[str, tuple[int, ...]], int] = ({}, 0)  # see _hint
         self._facts: dict[str, tuple[tuple[int, ...], int, tuple[bool, float, int]]] = {}
         self._memo: dict[str, float] | None = None  # remaining work during a re-plan
+        self._lost: dict[str, bool] | None = None  # hopeless() during a re-plan
         self._searched: tuple | None = None  # the last search of the plan, see _search()
         # The bookings by lease, for lease_began: set where a plan is read from a re-plan
         # (``policies/replanned.py``), else by the first lease_began on a plan (one read of
@@ -181,24 +182,48 @@ class LeaseSelector:
         return round_up(state.gpus, node=self.node_gpus)
 
     def _need_seconds(self, state: JobState, now: float, first: int, *, band: bool = True) -> float:
-        """Seconds of leases a new guarantee's remaining work (top of its band, plus
-        ``margin``) takes, with one restart allowance: a plan may leave a gap between leases,
-        and the job then pays it again. (A re-plan charges guaranteed jobs their plan's own
-        restarts instead, see :meth:`_charge_restarts`.)
+        """Seconds of leases a new guarantee's remaining work takes: :meth:`_needs` of one job."""
+        return self._needs((state,), now, first, band=band)[state.id]
+
+    def _needs(
+        self, states: Iterable[JobState], now: float, first: int, *, band: bool = True
+    ) -> dict[str, float]:
+        """Seconds of leases each job's remaining work as a new guarantee (top of its band, plus
+        ``margin``: :meth:`_padded`) takes, with one restart allowance: a plan may leave a gap
+        between leases, and the job then pays it again. (A re-plan charges guaranteed jobs
+        their plan's own restarts instead, see :meth:`_charge_restarts`.)
 
         When a new guarantee would start with the lease ``now`` is in (a re-plan inside a lease:
         the selector's first decision, or the first after the cluster sat idle across a lease
         end), the part of it already gone counts as work too, so no promise counts on time that
         has passed. A job already guaranteed keeps the lease as a whole: its promise was shown
         to fit when it was made, and a restarted service re-planning mid-lease must not take it
-        back (the laxity trigger still starts it in time)."""
-        gone = 0.0 if state.id in self.guarantees else max(now - first * self.settings.lease, 0.0)
-        work = self._padded(state, now, band=band) + gone
-        if state.status is not Status.RUNNING and leases_needed(work, self.settings.lease) == 1:
-            # A pending job's work holds the start it still needs (JobState.remaining): in one
-            # lease it runs through and pays no other restart.
-            return work
-        return work + state.overhead
+        back (the laxity trigger still starts it in time).
+
+        One loop over the jobs, the remaining work asked as :meth:`_remaining` does: a re-plan
+        asks it of every SLO job (issue 27, session 16: one call chain per job was 6 % of a
+        Philly SLO replay)."""
+        lease, guarantees, memo = self.settings.lease, self.guarantees, self._memo
+        gone_now = max(now - first * lease, 0.0)
+        bare = 1.0 + self.settings.margin
+        running = Status.RUNNING
+        needs = {}
+        for state in states:
+            job_id = state.id
+            remaining = None if memo is None else memo.get(job_id)
+            if remaining is None:
+                remaining = state.remaining(now)
+                if memo is not None:
+                    memo[job_id] = remaining
+            work = remaining * (self._pad(state) if band else bare)
+            work += 0.0 if job_id in guarantees else gone_now
+            if state.status is not running and leases_needed(work, lease) == 1:
+                # A pending job's work holds the start it still needs (JobState.remaining): in
+                # one lease it runs through and pays no other restart.
+                needs[job_id] = work
+            else:
+                needs[job_id] = work + state.overhead
+        return needs
 
     def _cover(self, state: JobState, now: float) -> float:
         """How long before a deadline the job must start: its remaining work with the estimate's
@@ -258,11 +283,19 @@ class LeaseSelector:
         observed and corrected: an overestimated job stayed written off (Philly SLO with profiling,
         sigma 0.3: first-deadline ratio 0.8620 and 0.48 preemptions per job, against 0.8918 and
         0.27 with the cut)."""
+        lost = self._lost
+        if lost is not None:  # a re-plan asks twice of each job: to retry it, to tier it
+            answer = lost.get(state.id)
+            if answer is not None:
+                return answer
         deadlines = state.job.deadlines
         if not deadlines or not state.known:
             return False
         band = state.uncertainty if state.observed else max(state.uncertainty, self.estimate_cut)
-        return now + self._remaining(state, now) * max(1.0 - band, 0.0) > deadlines[-1].at
+        answer = now + self._remaining(state, now) * max(1.0 - band, 0.0) > deadlines[-1].at
+        if lost is not None:
+            lost[state.id] = answer
+        return answer
 
     # -- the residual capacity of the plan (``selector/plan.py``) ---------------------------------
     @property
@@ -577,17 +610,17 @@ class LeaseSelector:
     # -- lease boundaries -------------------------------------------------------------------------
     def new_lease(self, active: Mapping[str, JobState], now: float) -> set[str]:
         """Re-plan every guarantee from remaining work, retry admission, and re-tier all jobs."""
-        self._memo = {}
+        self._memo, self._lost = {}, {}
         try:
             return self._replan(active, now)
         finally:
-            self._memo = None
+            self._memo = self._lost = None
 
     def _replan(self, active: Mapping[str, JobState], now: float) -> set[str]:
         self.lease_index = lease_of(now, self.settings.lease)
         first = self.lease_index
         fixed, candidates, states = [], [], {}
-        need = {s.id: self._need_seconds(s, now, first) for s in active.values() if s.job.is_slo}
+        need = self._needs([s for s in active.values() if s.job.is_slo], now, first)
         self._cap = SLACK_LEASES + sum(
             leases_needed(work, self.settings.lease) for work in need.values()
         )
@@ -659,12 +692,17 @@ class LeaseSelector:
         }
         last = max(max(ends.values()), first)
         free, narrow = self._free(first, last), self._room(first, last, keep)
+        # Leases with room, counted once per width as prefix sums: candidates are many, their
+        # widths few (Philly: 1-64 GPUs).
+        fitting: dict[int, np.ndarray] = {}
         refused = set()
         for state in candidates:
             gpus = self._gpus(state)
-            room = narrow if gpus <= self.capacity - keep else free
-            window = room[: max(ends[state.id] - first, 0)]
-            if np.count_nonzero(window >= gpus) < leases[state.id]:
+            prefix = fitting.get(gpus)
+            if prefix is None:
+                room = narrow if gpus <= self.capacity - keep else free
+                prefix = fitting[gpus] = np.concatenate(([0], np.cumsum(room >= gpus)))
+            if prefix[max(ends[state.id] - first, 0)] < leases[state.id]:
                 refused.add(state.id)
         return refused
 
@@ -720,23 +758,23 @@ class LeaseSelector:
     ) -> None:
         """Book the re-plan's ``solution`` in place of the previous plan, all jobs in one pass."""
         planned = [job for job in fixed if solution.option[job.id] is not None]
-        sizes = [len(solution.slots[job.id]) for job in planned]
-        slots = np.fromiter(
-            chain.from_iterable(solution.slots[job.id] for job in planned),
-            dtype=np.int64,
-            count=sum(sizes),
-        )
+        parts = [solution.slots[job.id] for job in planned]
+        sizes = [len(part) for part in parts]
+        slots = joined(parts, sizes)
         ids, gpus = [job.id for job in planned], [job.gpus for job in planned]
         self.plan.rebook(first, horizon, ids, gpus, slots, sizes)
         self._facts = {}
 
-    def _solve(self, fixed: list[LeaseJob], first: int) -> tuple[LeaseSolution, int]:
+    def _solve(
+        self, fixed: list[LeaseJob], first: int, checked: LeaseProblem | None = None
+    ) -> tuple[LeaseSolution, int, LeaseProblem]:
         """Plan the guaranteed jobs over the leases from ``first`` on, warm-started from the
-        current plan; returns the solution and the plan's horizon (in leases)."""
+        current plan; returns the solution, the plan's horizon (in leases) and the problem
+        solved. ``checked``: an earlier problem of this re-plan, whose jobs (the same objects)
+        need no second check (``LeaseProblem.checked``)."""
         horizon = max((o.deadline_slot for j in fixed for o in j.options), default=0)
-        problem = LeaseProblem(
-            np.full(max(horizon, 1), self.capacity, dtype=np.int64), tuple(fixed), self._objective()
-        )
+        capacity = np.full(max(horizon, 1), self.capacity, dtype=np.int64)
+        problem = LeaseProblem(capacity, tuple(fixed), self._objective(), checked)
         started = time.perf_counter()
         backend = self.settings.backend
         solution = solve(
@@ -750,7 +788,7 @@ class LeaseSelector:
         self.stats.fallbacks += solution.stats.fallback
         self.stats.last_status = solution.stats.status
         self.stats.last_backend = solution.stats.backend
-        return solution, horizon
+        return solution, horizon, problem
 
     def _hint(self, problem: LeaseProblem) -> dict[str, Placement]:
         """The previous plan's placements of ``problem``'s jobs from the re-plan's first lease on
@@ -798,7 +836,7 @@ class LeaseSelector:
         ``_kept_window`` of its padded work, with ``whole``), so slots that cost such a job no
         restart hold it by construction (the solver gives it that option's leases, before its
         deadline slot) and are not checked again (issue 27, session 13)."""
-        solution, horizon = self._solve(fixed, first)
+        solution, horizon, problem = self._solve(fixed, first)
         alone = {job.id: job for job in fixed}
         verdicts: dict[str, tuple[tuple[int, ...], LeaseJob | None]] = {}
         for _ in range(RESTART_ROUNDS):
@@ -822,7 +860,7 @@ class LeaseSelector:
             if not short:
                 break
             fixed = [short.get(job.id, job) for job in fixed]
-            solution, horizon = self._solve(fixed, first)
+            solution, horizon, problem = self._solve(fixed, first, problem)
         return fixed, solution, horizon
 
     def _short(
@@ -868,7 +906,7 @@ class LeaseSelector:
                     for job, work in zip(fixed, padded)
                 ]
                 plans.append(self._charge_restarts(tails, states, now, first, whole=False))
-            plans += [(jobs, *self._solve(jobs, first)) for jobs in (allowed, running)]
+            plans += [(jobs, *self._solve(jobs, first)[:2]) for jobs in (allowed, running)]
         for plan in plans:
             if len(plan[1].dropped) < len(solution.dropped):
                 fixed, solution, horizon = plan
@@ -990,11 +1028,15 @@ class LeaseSelector:
           enough of them and it is demoted).
         At full speed neither answer changes while it runs on, so the key set at its start
         stays right. ``remaining``: ``state.remaining(now)``, if the caller has it already."""
-        leases = self.booked.get(state.id)
+        leases = self.plan.booked.get(state.id)
         if leases is None:
             return False
         restart = state.overhead if state.status is Status.RUNNING else 0.0
-        in_block, by, gaps = self._plan_facts(state.id, leases)
+        kept = self._facts.get(state.id)  # _plan_facts' answer, read here without a call
+        if kept is not None and kept[0] is leases and kept[1] == self.lease_index:
+            in_block, by, gaps = kept[2]
+        else:
+            in_block, by, gaps = self._plan_facts(state.id, leases)
         if remaining is None:
             remaining = self._remaining(state, now)
         padded = remaining * self._pad(state)  # _padded, as _cover too, without asking again
@@ -1008,10 +1050,8 @@ class LeaseSelector:
         whether the current lease is one of them, and then the instant its block must end by,
         else the seconds its later leases hold before its deadline and the gaps between them.
         They change only with the plan or the lease, while the policy asks at every decision
-        for every running job (Philly MIX2: 894,538 times), so each is kept until then."""
-        kept = self._facts.get(job_id)
-        if kept is not None and kept[0] is leases and kept[1] == self.lease_index:
-            return kept[2]
+        for every running job (Philly MIX2: 894,538 times), so each is kept until then
+        (``_facts``, which :meth:`stop_breaks_plan` reads before asking here)."""
         at, lease = self.guarantees[job_id].at, self.settings.lease
         i = bisect_left(leases, self.lease_index)  # booked leases are sorted
         if i < len(leases) and leases[i] == self.lease_index:
@@ -1091,10 +1131,13 @@ class LeaseSelector:
         return min(end, first + self._cap), need
 
 
-def _restarts(slots: Iterable[int], *, running: bool) -> int:
+def _restarts(slots: tuple[int, ...], *, running: bool) -> int:
     """Restarts a job pays on its planned ``slots``: one per gap between them, and one more if
     it runs now but is not planned in the current slot 0 (it is stopped, then started again).
-    ``slots`` are distinct (a plan's), so one block of them is told by its two ends."""
+    ``slots`` are distinct (a plan's), so one block of them is told by its two ends once
+    sorted; most are one block already in order, told without sorting them (``is_block``)."""
+    if slots and is_block(slots):
+        return int(running and slots[0] != 0)
     ordered = sorted(slots)
     if not ordered:
         return 0

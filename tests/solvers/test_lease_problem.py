@@ -1,3 +1,5 @@
+import random
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,37 @@ def test_cbc_rejects_a_deterministic_budget_instead_of_ignoring_it():
     with pytest.raises(SolverError) as err:
         solve(p, backend="cbc", deterministic_time=1.0, max_variables=10**6)
     assert err.value.field == "deterministic_time"
+
+
+def test_a_problem_sharing_a_checked_ones_jobs_is_built_as_if_from_scratch():
+    rng = random.Random(16)
+    values = (1.0, 2.0, 0.5, 0.25, 3.0)
+
+    def job(n: int) -> LeaseJob:
+        options = tuple(
+            LeaseOption(rng.randint(1, 8), rng.randint(1, 3), rng.choice(values))
+            for _ in range(rng.randint(1, 2))
+        )
+        return LeaseJob(f"j{n}", rng.randint(1, 4), options, rng.random() < 0.5)
+
+    for _ in range(300):
+        prior_jobs = [job(n) for n in range(rng.randint(0, 6))]
+        prior = LeaseProblem(np.full(8, 4), tuple(prior_jobs))
+        jobs = [j if rng.random() < 0.7 else job(int(j.id[1:])) for j in prior_jobs]
+        slots = max((o.deadline_slot for j in jobs for o in j.options), default=1)
+        fresh = LeaseProblem(np.full(slots, 4), tuple(jobs), "minimize")
+        built = LeaseProblem(np.full(slots, 4), tuple(jobs), "minimize", prior)
+        assert built.checked is None
+        assert (built.value_scale, built.value_units, built.horizon, built.index()) == (
+            fresh.value_scale,
+            fresh.value_units,
+            fresh.horizon,
+            fresh.index(),
+        )
+
+
+def test_a_shared_job_past_the_new_capacity_is_still_refused_by_name():
+    late = LeaseJob("late", 1, (LeaseOption(6, 1, 1.0),))
+    prior = LeaseProblem(np.full(6, 4), (LeaseJob("a", 1, (LeaseOption(2, 1, 1.0),)), late))
+    with pytest.raises(SolverError, match=r"jobs\[1\] \(late\)\.options\[0\]\.deadline_slot"):
+        LeaseProblem(np.full(3, 4), prior.jobs, "maximize", prior)
