@@ -38,7 +38,9 @@ def job(i: int, now: float, estimates: dict[str, float]) -> Job:
     return Job(f"j{i}", "t", 2, now, JobKind.STRICT_SLO, (deadline,), estimates[f"j{i}"])
 
 
-def test_a_lease_start_reads_only_the_jobs_booked_in_it(thawed):
+def sixteen_guarantees():
+    """A 4 x 8-GPU scheduler with sixteen 2-GPU jobs admitted and placed at 0, and their
+    runtimes."""
     estimates: dict[str, float] = {}
     s = rounds.scheduler_for(
         rounds.SchedulerSettings(options={"headroom": 0.0, "lease": LEASE}),
@@ -48,6 +50,11 @@ def test_a_lease_start_reads_only_the_jobs_booked_in_it(thawed):
     for i in range(16):
         rounds.admit(s, job(i, 0.0, estimates), 0.0)
     rounds.advance(s, 0.0)
+    return s, estimates
+
+
+def test_a_lease_start_reads_only_the_jobs_booked_in_it(thawed):
+    s, estimates = sixteen_guarantees()
     replan = rounds.start_replan(s, LEASE)
     result = rounds.replan_result(replan, s)
     late = job(99, LEASE, estimates)
@@ -65,15 +72,7 @@ def test_a_plan_built_in_process_is_indexed_by_its_first_lease_start(thawed):
     # read of a re-plan indexed: a lease ending while that child computes read every booking
     # of it, each a page copy (19-25 ms of CPU at 6,024 guarantees, issue 27 session 15).
     # The lease start before the fork (``start_replan``) indexes it, so the next one does not.
-    estimates: dict[str, float] = {}
-    s = rounds.scheduler_for(
-        rounds.SchedulerSettings(options={"headroom": 0.0, "lease": LEASE}),
-        Cluster.uniform(4, 8),
-        estimates=estimates,
-    )
-    for i in range(16):
-        rounds.admit(s, job(i, 0.0, estimates), 0.0)
-    rounds.advance(s, 0.0)
+    s, estimates = sixteen_guarantees()
     replan = rounds.start_replan(s, LEASE)
     late = job(99, LEASE, estimates)
     rounds.admit(s, late, LEASE)  # booked in the committed plan, after its index
