@@ -48,7 +48,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from operator import sub
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -89,6 +89,21 @@ class Tier(IntEnum):
     SPOT = 1
     AHEAD = 2
     HOPELESS = 3
+
+
+class Ask(NamedTuple):
+    """One search for a new guarantee's leases (:meth:`LeaseSelector._place`): ``work`` seconds
+    on ``gpus`` GPUs by ``at``, from lease ``first`` on, with ``spare`` seconds to spare;
+    ``headroom`` (None: the setting's) and ``waiting`` (the pool's GPU-seconds a wide job must
+    leave room for; None: not tested). A tuple, so it is also the key of the kept search."""
+
+    at: float
+    gpus: int
+    work: float
+    first: int
+    spare: float
+    headroom: float | None = None
+    waiting: float | None = None
 
 
 @dataclass
@@ -359,7 +374,8 @@ class LeaseSelector:
         for option in state.job.deadlines:
             held = self._held(option.at, work, first, self._spare(state)) if wide else 0.0
             waiting = self._pool_work(state, now, option.at, held) if wide else None
-            slots = self._search(option.at, gpus, work, first, self._spare(state), waiting=waiting)
+            ask = Ask(option.at, gpus, work, first, self._spare(state), waiting=waiting)
+            slots = self._search(ask)
             if slots is not None:
                 return option, slots
         return None
@@ -369,41 +385,23 @@ class LeaseSelector:
         headroom = self.settings.headroom if headroom is None else headroom
         return self.capacity - int(headroom * self.capacity)
 
-    def _search(
-        self,
-        at: float,
-        gpus: int,
-        work: float,
-        first: int,
-        spare: float,
-        headroom: float | None = None,
-        waiting: float | None = None,
-    ) -> np.ndarray | None:
+    def _search(self, ask: Ask) -> np.ndarray | None:
         """:meth:`_place`, its last answer kept while nothing it reads changed: the plan
         (the same object, no booking changed since: ``LeasePlan.version``), the window's cap
         and the arguments. A refused submission's reason (:meth:`why_not`) asks first the
         search its admission has just failed, at the same instant on the same plan (issue 27,
         session 15: 3 searches a refusal at the churn, 25 us each)."""
         plan = self.plan
-        key = (at, gpus, work, first, spare, headroom, waiting, self._cap, len(plan.booked))
+        key = (ask, self._cap, len(plan.booked))
         searched = self._searched
         if searched is not None and searched[0] is plan and searched[1] == plan.version:
             if searched[2] == key:
                 return searched[3]
-        slots = self._place(at, gpus, work, first, spare, headroom, waiting)
+        slots = self._place(ask)
         self._searched = plan, plan.version, key, slots
         return slots
 
-    def _place(
-        self,
-        at: float,
-        gpus: int,
-        work: float,
-        first: int,
-        spare: float,
-        headroom: float | None = None,
-        waiting: float | None = None,
-    ) -> np.ndarray | None:
+    def _place(self, ask: Ask) -> np.ndarray | None:
         """The leases a new guarantee of ``work`` seconds on ``gpus`` GPUs by ``at`` takes (the
         latest ones with room, from lease ``first`` on), or None if it does not fit.
 
@@ -425,6 +423,7 @@ class LeaseSelector:
         job (8-GPU jobs on 32 GPUs took the 1-GPU jobs' leases: first-deadline ratio 0.8152
         against 0.8245 on all of MIX1), a share of GPU-time over the window, and wide jobs
         admitted only while no SLO job was refused since the last re-plan (0.7530)."""
+        at, gpus, work, first, spare, headroom, waiting = ask
         headroom = self.settings.headroom if headroom is None else headroom
         end, need = self._window(at, work, first, spare)
         if end - first < need or headroom >= 1.0 or gpus > self.capacity:
@@ -582,11 +581,11 @@ class LeaseSelector:
         wide = gpus > self._share()
         held = self._held(at, work, first, spare) if wide else 0.0
         waiting = self._pool_work(state, now, at, held) if wide else None
-        if self._search(at, gpus, work, first, spare, waiting=waiting) is not None:
+        if self._search(Ask(at, gpus, work, first, spare, waiting=waiting)) is not None:
             return None
-        if self._search(at, gpus, bare, first, restart, headroom=0.0) is None:
+        if self._search(Ask(at, gpus, bare, first, restart, headroom=0.0)) is None:
             return "capacity before its deadline (the GPUs not yet promised do not hold its work)"
-        if self._search(at, gpus, work, first, spare, headroom=0.0) is not None:
+        if self._search(Ask(at, gpus, work, first, spare, headroom=0.0)) is not None:
             if waiting is not None:
                 return (
                     f"the headroom (it is wider than the {self._share()} GPUs of each lease "
@@ -598,12 +597,12 @@ class LeaseSelector:
                 f"the headroom (each lease keeps {self.settings.headroom:.0%} of its GPUs "
                 "from new guarantees for the pool)"
             )
-        if self._search(at, gpus, work, first, restart, waiting=waiting) is not None:
+        if self._search(Ask(at, gpus, work, first, restart, waiting=waiting)) is not None:
             return (
                 f"the guard (its deadline leaves less than the {self.settings.guard:g} s a "
                 "guarantee keeps spare)"
             )
-        if self._search(at, gpus, bare, first, spare, waiting=waiting) is not None:
+        if self._search(Ask(at, gpus, bare, first, spare, waiting=waiting)) is not None:
             return "the estimate band (its work at the top of its estimate's band does not fit)"
         return "the headroom, the guard and the estimate band together"
 

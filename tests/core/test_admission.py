@@ -22,6 +22,7 @@ from chronus_py.jobs.model import Cluster, DeadlineOption
 from chronus_py.round import run_round
 from chronus_py.scheduler import Scheduler
 from chronus_py.selector import ChronusSettings, LeaseSelector, Tier
+from chronus_py.selector.admission import Ask
 from chronus_py.selector.arrivals import Arrivals
 
 
@@ -336,7 +337,7 @@ def test_the_headroom_admits_jobs_no_wider_than_its_share_as_a_cap_per_lease_did
         if selector._free(0, 12)[lease] >= width:
             selector._book(f"b{i}", width, np.array([lease]))
     gpus = min(gpus, capacity)
-    placed = selector._place(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0, waiting=waiting)
+    placed = selector._place(Ask(end * 100.0, gpus, need * 100.0 - 1.0, 0, 0.0, waiting=waiting))
     free = selector._free(0, end)
     cap = capacity - int(headroom * capacity)
     room = free - int(headroom * capacity) if gpus <= cap else free

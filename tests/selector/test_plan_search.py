@@ -10,6 +10,7 @@ import random
 import numpy as np
 
 from chronus_py.selector import ChronusSettings, LeaseSelector
+from chronus_py.selector.admission import Ask
 from chronus_py.selector.fit import latest_leases
 from chronus_py.selector.plan import LeasePlan
 from solvers import latest_slots
@@ -46,12 +47,12 @@ def test_latest_leases_answers_as_latest_slots_on_the_free_gpus():
 def test_a_search_asked_again_after_a_booking_sees_the_booking():
     selector = LeaseSelector(ChronusSettings(headroom=0.0), capacity=8)
     selector.plan.book("far", 8, np.array([100], dtype=np.int64))
-    ask = (10 * 1200.0, 8, 1200.0, 0, 0.0)  # all 8 GPUs for a lease, by the end of lease 9
-    assert selector._search(*ask).tolist() == [9]
-    assert selector._search(*ask).tolist() == [9]  # kept: nothing changed
+    ask = Ask(10 * 1200.0, 8, 1200.0, 0, 0.0)  # all 8 GPUs for a lease, by the end of lease 9
+    assert selector._search(ask).tolist() == [9]
+    assert selector._search(ask).tolist() == [9]  # kept: nothing changed
     # as many bookings as before, but another plan
     selector.plan.release("far")
     selector.plan.book("near", 8, np.arange(0, 10, dtype=np.int64))
-    assert selector._search(*ask) is None
+    assert selector._search(ask) is None
     selector.plan.release("near")
-    assert selector._search(*ask).tolist() == [9]
+    assert selector._search(ask).tolist() == [9]
