@@ -236,15 +236,22 @@ def test_a_hived_cell_tree_places_jobs_on_slurms_nodes(lab, tmp_path):
     """``--cluster hived.yaml`` naming Slurm's nodes: the cell allocator places every gang in a
     cell (a 2-GPU job in a GPU pair, a 4-GPU job in a whole node), and Slurm runs each where
     chronus placed it. The tenant of a Slurm job is its account or user (root here), so the
-    virtual cluster is named after it."""
+    virtual cluster is named after it.
+
+    The jobs are submitted before chronus starts, so its first round sees all four: submitted
+    while it runs, the 4-GPU job could start alone and then be preempted by the shorter 2-GPU
+    ones (remaining GPU-time first), which is right but makes the count of starts a race."""
     config = tmp_path / "hived.yaml"
     config.write_text(HIVED)
+    ids = [submit(lab, 4, 3), submit(lab, 2, 3), submit(lab, 2, 3), submit(lab, 2, 3)]
     with ServeProcess(lab, tmp_path / "chronus.db", "--cluster", str(config)) as serve:
-        ids = [submit(lab, 4, 3), submit(lab, 2, 3), submit(lab, 2, 3), submit(lab, 2, 3)]
         watch(lab, serve, ids, 90)
         check_runs_match_decisions(lab, serve, ids)
-        starts = [d for d in decisions(serve) if d["event"] == "start"]
-        assert len(starts) == 4
+        events = decisions(serve)
+        starts = [d for d in events if d["event"] == "start"]
+        preempts = [d for d in events if d["event"] == "preempt"]
+        assert sorted(d["job"] for d in starts) == sorted(f"slurm-{i}" for i in ids)
+        assert not preempts
         for d in starts:
             ((node, gpus),) = d["placement"].items()
             assert node in ("n1", "n2")
