@@ -189,20 +189,41 @@ def test_a_wide_job_weighs_the_work_arriving_in_the_share_of_its_window_it_holds
         scheduler.select(12000.0)
         return policy, scheduler
 
-    # W of 6,000 s (+ 120 s start + 120 s for a gap: 6 leases) holds 6 of its window's 40
-    # leases, so it weighs 0.15 of the work arriving: 288,960 + 173,376 = 462,336 GPU-s (128
-    # GPU-hours) and its own 57,600 do not fit; the queue alone would.
+    # W of 6,000 s (+ 120 s start + 120 s for a gap: 6,240 s) holds 0.13 of its window's
+    # 48,000 s, so it weighs 0.13 of the work arriving: 288,960 + 150,259 = 439,219 GPU-s (122
+    # GPU-hours) and its own 49,920 do not fit; the queue alone would.
     policy, scheduler = arriving(6000.0)
     assert policy.selector.booked == {}
     assert policy.refusal(scheduler.jobs["W"], 12000.0).endswith(
-        "and the 128 GPU-hours the pool has queued or is expected to receive by its deadline "
+        "and the 122 GPU-hours the pool has queued or is expected to receive by its deadline "
         "and its own do not fit in what is free before it)"
     )
-    # W of 1,000 s (+ 120 s: one lease) holds 1 of 40 and weighs 0.025 of it: 288,960 + 28,896
-    # + its own 9,600 fit, promised in the latest lease (a flat half of the arrivals, 577,920
-    # GPU-s, did not: the rule until session 15).
+    # W of 1,000 s (+ 120 s + 120 s: 1,240 s) weighs 0.026 of it: 288,960 + 29,760 + its own
+    # 9,920 fit, promised in the latest lease (a flat half of the arrivals, 577,920 GPU-s, did
+    # not: the rule until session 15).
     policy, scheduler = arriving(1000.0)
     assert policy.selector.booked == {"W": (49,)}
+
+
+def test_a_wide_job_weighs_its_work_not_the_whole_leases_it_is_booked_in():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0. B (best-effort, 1
+    # GPU x 1,000 s + 30 s start) arrives at 0 and waits. W (8 GPUs x 1,500 s + 120 s start +
+    # 120 s for a gap: 1,740 s, two leases) arrives at T = 1,200,000 (lease 1000), due at
+    # T + 2,400: its window is leases 1000-1001, 19,200 GPU-s, nothing booked. Its work takes
+    # 13,920 of them and holds 0.725 of the window; B's 1,030 fit beside it: promised in both
+    # leases. Counted by its leases (the rule until session 17), its booking took all 19,200
+    # and B's queued work refused it.
+    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("B", gpus=1, duration=1000))
+    scheduler.select(0.0)
+    t = 1_200_000.0
+    scheduler.submit(job("W", gpus=8, submit=t, duration=1500, deadlines=[(t + 2400, 1)]))
+    scheduler.select(t)
+    selector, w = policy.selector, scheduler.jobs["W"]
+    assert selector.booked == {"W": (1000, 1001)}
+    assert selector._held(t + 2400, 1740.0, 1000, selector._spare(w)) == 0.725
+    assert selector._pool_work(w, t, t + 2400, 0.725) == 1030.0
 
 
 def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_before():
