@@ -338,7 +338,7 @@ class LeaseSelector:
         arrived = list(arrived)
         for state in arrived:
             if state.known:
-                self.arrivals.record(now, state.gpus * self._remaining(state, now))
+                self.arrivals.record(now, state.gpus * self._remaining(state, now), state.gpus)
         for state in arrived:
             if not state.job.is_slo or state.id in self.booked or not state.known:
                 continue

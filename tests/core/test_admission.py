@@ -11,6 +11,7 @@ them and the pool's waiting work, and take the latest leases that fit.
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -229,7 +230,7 @@ def test_a_wide_job_weighs_its_work_not_the_whole_leases_it_is_booked_in():
 def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_before():
     arrivals = Arrivals(lookback=20.0)
     for at, work in [(0.0, 100.0), (10.0, 50.0), (20.0, 30.0)]:
-        arrivals.record(at, work)
+        arrivals.record(at, work, 10)  # 10 GPUs: no job here is longer than a span asked
     assert arrivals.expected(20.0, 20.0) == 0.0
     # The 30 arriving at 20 is the work being admitted then, not a rate: 50 over [10, 20).
     assert arrivals.expected(20.0, 30.0) == 50.0
@@ -237,14 +238,28 @@ def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_befo
     assert arrivals.expected(20.0, 60.0) == 300.0  # 150 over the 20 s since the first, for 40
     # Asked 40 s ahead, 40 s are kept: at 100 the first three go, their total stays; a longer
     # span is measured over the 40 s kept.
-    arrivals.record(100.0, 10.0)
-    assert arrivals.times == [100.0] and arrivals.dropped == 180.0
+    arrivals.record(100.0, 10.0, 10)
+    assert arrivals.times == [100.0] and arrivals.works == [10.0]
     assert arrivals.expected(100.0, 110.0) == 0.0  # only the work arriving now
     assert arrivals.expected(105.0, 115.0) == 10.0
     assert arrivals.expected(110.0, 210.0) == 20.0  # the 10 over the 50 s since 60
     # Over a span of at least 50 s: the 10 at 100 are 0.2 a second, not 1.
     arrivals.shortest = 50.0
     assert arrivals.expected(105.0, 115.0) == 2.0
+
+
+def test_an_arriving_job_counts_no_more_than_its_gpus_for_the_time_ahead():
+    # An 8-GPU job of 10 h and a 4-GPU job of 10 min arrive at 0. At 3,600 s, for the next
+    # 3,600 s (the rate over the hour before): the long one can run 8 x 3,600 = 28,800 GPU-s of
+    # its 288,000 in that time, the short one all its 2,400: 31,200 expected, not 290,400 (the
+    # rule until session 17, which read a burst of long jobs as more work than the window holds).
+    arrivals = Arrivals()
+    arrivals.record(0.0, 8 * 36000.0, 8)
+    arrivals.record(0.0, 4 * 600.0, 4)
+    assert math.isclose(arrivals.expected(3600.0, 7200.0), 31200.0)
+    # Two hours ahead, at the rate of the one hour seen: 8 x 7,200 + 2,400 GPU-s came in that
+    # hour that can run in two, twice over.
+    assert math.isclose(arrivals.expected(3600.0, 10800.0), 120000.0)
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
