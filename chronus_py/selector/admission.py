@@ -338,7 +338,7 @@ class LeaseSelector:
         arrived = list(arrived)
         for state in arrived:
             if state.known:
-                self.arrivals.record(now, state.gpus * self._remaining(state, now))
+                self.arrivals.record(now, state.gpus * self._remaining(state, now), state.gpus)
         for state in arrived:
             if not state.job.is_slo or state.id in self.booked or not state.known:
                 continue
@@ -409,9 +409,11 @@ class LeaseSelector:
         guarantees no wider than it leave it room in that share, as the cap per lease always
         did; wider guarantees take GPUs of the lease, not of the share. A wider job takes any
         GPUs the plan has free, but only if the GPU-time free in its window (the leases from
-        ``first`` to its deadline) holds its own booking and ``waiting``, the GPU-seconds of
-        the pool's work in that window (:meth:`_pool_work`; None: not known, not tested). That
-        tells an overloaded cluster from one with room. Counting the work queued and half the
+        ``first`` to its deadline) holds its own work (its GPUs x ``work``: since session 17
+        not the whole leases it is booked in, whose unclaimed part serves the pool until its
+        laxity trigger) and ``waiting``, the GPU-seconds of the pool's work in that window
+        (:meth:`_pool_work`; None: not known, not tested). That tells an overloaded cluster
+        from one with room. Counting the work queued and half the
         work expected to arrive (issue 28, session 13; since session 15 the share of its window
         the booking holds, :meth:`_held`), the first 6,000 jobs of Philly MIX1 at 32 GPUs get
         the cap per lease's results exactly (no wide promise: first-deadline ratio 0.9429), the
@@ -437,9 +439,8 @@ class LeaseSelector:
         slots = latest_leases(self.plan, first, end, gpus, need)
         if slots is None:
             return None
-        lease = self.settings.lease
         free = self._free(first, end).sum()
-        if waiting is not None and waiting + gpus * slots.size * lease > free * lease:
+        if waiting is not None and waiting + gpus * work > free * self.settings.lease:
             return None
         return slots
 
@@ -474,24 +475,32 @@ class LeaseSelector:
 
     def _held(self, at: float, work: float, first: int, spare: float) -> float:
         """The share of a wide job's window (the leases from ``first`` to its deadline ``at``)
-        its booking of ``work`` seconds holds: the share of the work arriving in the window
-        that its admission counts (:meth:`_pool_work`). Work arrives all through the window
-        and the booking holds its GPUs for that share of it; the rest of the window is left to
-        the pool, which catches up there. So a job with no slack weighs all the work arriving,
+        its ``work`` seconds hold: the share of the work arriving in the window that its
+        admission counts (:meth:`_pool_work`). Work arrives all through the window and the
+        booking holds its GPUs for that share of it; the rest of the window is left to the
+        pool, which catches up there. So a job with no slack weighs all the work arriving,
         one whose deadline is four times its runtime a quarter. Until session 15 a flat half
-        was counted, whatever the slack: the same at twice the runtime, and measured against
-        it (issue 28, session 15) the wide mix promised 14 / 8 / 8 of its 64+ GPU jobs (seeds
-        0-2; 13 / 4 / 8 at a half), and all of MIX1 at 32 GPUs made one 8-GPU promise fewer
-        (a 59 h job due 73 h after its arrival) and met 14 more first deadlines."""
-        end, need = self._window(at, work, first, spare)
-        return min(1.0, need / max(end - first, 1))
+        was counted, whatever the slack (the wide mix promised 13 / 4 / 8 of its 64+ GPU jobs,
+        seeds 0-2, against 14 / 8 / 8 by leases held).
+
+        Its work in seconds, not the whole leases it is booked in (issue 28, session 17): a
+        64-GPU job of 25 minutes due 56 minutes after it arrives needs two 20-minute leases of
+        a window of two, and counted by leases it held all of it (it weighed every arrival, as
+        a job with no slack does) where it holds less than half. A guarantee's GPUs serve the
+        pool until its laxity trigger, so what it takes is its work, not its leases' rounding;
+        the wide jobs refused that way were short ones, most of the wide mix's."""
+        end, _ = self._window(at, work, first, spare)
+        return min(1.0, work / max((end - first) * self.settings.lease, 1e-9))
 
     def _pool_work(self, state: JobState, now: float, until: float, held: float) -> float | None:
-        """GPU-seconds of the pool's work that a wide job's window up to ``until`` must hold
-        besides its booking: the work queued unguaranteed at ``now`` (``state`` left out), each
-        job's only as far as its width can run in the window (:meth:`_queued`), and ``held``
-        (:meth:`_held`) of the work expected to arrive by ``until`` (None if the policy set no
-        ``queue``).
+        """GPU-seconds of the pool's work that a wide job's window (its leases to its deadline
+        ``until``) must hold besides its booking: the work queued unguaranteed at ``now``
+        (``state`` left out), each job's only as far as its width can run in the window
+        (:meth:`_queued`), and ``held`` (:meth:`_held`) of the work expected to arrive in it
+        (None if the policy set no ``queue``). Both are counted up to the end of the window's
+        last lease, over the same leases as the GPU-time free they are weighed against (until
+        session 17, up to the deadline itself: a job due 56 minutes ahead on 20-minute leases
+        weighed 56 minutes of the pool's work against the 40 its window holds).
 
         Running jobs do not count: a long best-effort run blocked every wide promise though a
         guarantee due preempts it (the wide mix: 17 of 20 wide jobs promised without it, 16
@@ -501,7 +510,9 @@ class LeaseSelector:
         promise takes GPUs from."""
         if self.queue is None:
             return None
-        until = min(until, (self._admission_start(now) + self._cap) * self.settings.lease)
+        first = self._admission_start(now)
+        work = self._need_seconds(state, now, first)
+        until = self._window(until, work, first, self._spare(state))[0] * self.settings.lease
         span = max(until - now, 0.0)
         queued = self._queued(now, span)
         if state.id in self.queue and self._waits(state):

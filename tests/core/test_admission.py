@@ -11,6 +11,7 @@ them and the pool's waiting work, and take the latest leases that fit.
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -189,26 +190,47 @@ def test_a_wide_job_weighs_the_work_arriving_in_the_share_of_its_window_it_holds
         scheduler.select(12000.0)
         return policy, scheduler
 
-    # W of 6,000 s (+ 120 s start + 120 s for a gap: 6 leases) holds 6 of its window's 40
-    # leases, so it weighs 0.15 of the work arriving: 288,960 + 173,376 = 462,336 GPU-s (128
-    # GPU-hours) and its own 57,600 do not fit; the queue alone would.
+    # W of 6,000 s (+ 120 s start + 120 s for a gap: 6,240 s) holds 0.13 of its window's
+    # 48,000 s, so it weighs 0.13 of the work arriving: 288,960 + 150,259 = 439,219 GPU-s (122
+    # GPU-hours) and its own 49,920 do not fit; the queue alone would.
     policy, scheduler = arriving(6000.0)
     assert policy.selector.booked == {}
     assert policy.refusal(scheduler.jobs["W"], 12000.0).endswith(
-        "and the 128 GPU-hours the pool has queued or is expected to receive by its deadline "
+        "and the 122 GPU-hours the pool has queued or is expected to receive by its deadline "
         "and its own do not fit in what is free before it)"
     )
-    # W of 1,000 s (+ 120 s: one lease) holds 1 of 40 and weighs 0.025 of it: 288,960 + 28,896
-    # + its own 9,600 fit, promised in the latest lease (a flat half of the arrivals, 577,920
-    # GPU-s, did not: the rule until session 15).
+    # W of 1,000 s (+ 120 s + 120 s: 1,240 s) weighs 0.026 of it: 288,960 + 29,760 + its own
+    # 9,920 fit, promised in the latest lease (a flat half of the arrivals, 577,920 GPU-s, did
+    # not: the rule until session 15).
     policy, scheduler = arriving(1000.0)
     assert policy.selector.booked == {"W": (49,)}
+
+
+def test_a_wide_job_weighs_its_work_not_the_whole_leases_it_is_booked_in():
+    # 1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0. B (best-effort, 1
+    # GPU x 1,000 s + 30 s start) arrives at 0 and waits. W (8 GPUs x 1,500 s + 120 s start +
+    # 120 s for a gap: 1,740 s, two leases) arrives at T = 1,200,000 (lease 1000), due at
+    # T + 2,400: its window is leases 1000-1001, 19,200 GPU-s, nothing booked. Its work takes
+    # 13,920 of them and holds 0.725 of the window; B's 1,030 fit beside it: promised in both
+    # leases. Counted by its leases (the rule until session 17), its booking took all 19,200
+    # and B's queued work refused it.
+    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(job("B", gpus=1, duration=1000))
+    scheduler.select(0.0)
+    t = 1_200_000.0
+    scheduler.submit(job("W", gpus=8, submit=t, duration=1500, deadlines=[(t + 2400, 1)]))
+    scheduler.select(t)
+    selector, w = policy.selector, scheduler.jobs["W"]
+    assert selector.booked == {"W": (1000, 1001)}
+    assert selector._held(t + 2400, 1740.0, 1000, selector._spare(w)) == 0.725
+    assert selector._pool_work(w, t, t + 2400, 0.725) == 1030.0
 
 
 def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_before():
     arrivals = Arrivals(lookback=20.0)
     for at, work in [(0.0, 100.0), (10.0, 50.0), (20.0, 30.0)]:
-        arrivals.record(at, work)
+        arrivals.record(at, work, 10)  # 10 GPUs: no job here is longer than a span asked
     assert arrivals.expected(20.0, 20.0) == 0.0
     # The 30 arriving at 20 is the work being admitted then, not a rate: 50 over [10, 20).
     assert arrivals.expected(20.0, 30.0) == 50.0
@@ -216,14 +238,28 @@ def test_work_expected_to_arrive_comes_at_the_rate_seen_over_as_long_a_span_befo
     assert arrivals.expected(20.0, 60.0) == 300.0  # 150 over the 20 s since the first, for 40
     # Asked 40 s ahead, 40 s are kept: at 100 the first three go, their total stays; a longer
     # span is measured over the 40 s kept.
-    arrivals.record(100.0, 10.0)
-    assert arrivals.times == [100.0] and arrivals.dropped == 180.0
+    arrivals.record(100.0, 10.0, 10)
+    assert arrivals.times == [100.0] and arrivals.works == [10.0]
     assert arrivals.expected(100.0, 110.0) == 0.0  # only the work arriving now
     assert arrivals.expected(105.0, 115.0) == 10.0
     assert arrivals.expected(110.0, 210.0) == 20.0  # the 10 over the 50 s since 60
     # Over a span of at least 50 s: the 10 at 100 are 0.2 a second, not 1.
     arrivals.shortest = 50.0
     assert arrivals.expected(105.0, 115.0) == 2.0
+
+
+def test_an_arriving_job_counts_no_more_than_its_gpus_for_the_time_ahead():
+    # An 8-GPU job of 10 h and a 4-GPU job of 10 min arrive at 0. At 3,600 s, for the next
+    # 3,600 s (the rate over the hour before): the long one can run 8 x 3,600 = 28,800 GPU-s of
+    # its 288,000 in that time, the short one all its 2,400: 31,200 expected, not 290,400 (the
+    # rule until session 17, which read a burst of long jobs as more work than the window holds).
+    arrivals = Arrivals()
+    arrivals.record(0.0, 8 * 36000.0, 8)
+    arrivals.record(0.0, 4 * 600.0, 4)
+    assert math.isclose(arrivals.expected(3600.0, 7200.0), 31200.0)
+    # Two hours ahead, at the rate of the one hour seen: 8 x 7,200 + 2,400 GPU-s came in that
+    # hour that can run in two, twice over.
+    assert math.isclose(arrivals.expected(3600.0, 10800.0), 120000.0)
 
 
 def test_a_refused_guarantee_names_the_guard_or_the_estimate_band_when_they_bind():
