@@ -19,7 +19,7 @@ import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from chronus_py.backends.base import JobReport
 from chronus_py.estimates import Fixed
@@ -447,10 +447,24 @@ def replan_result(replan: Replan, scheduler: Scheduler) -> Any | None:
     if not data or status != 0:
         return None
     result = pickle.loads(data)
-    for _ in scheduler.policy.replan_load(result):
-        pass
+    _paced(scheduler.policy.replan_load(result))
     _freeze_bookings()
     return result
+
+
+def _paced(steps: Iterable[None]) -> None:
+    """Run ``steps`` (a read or a release in pieces), handing the GIL over after each piece.
+
+    Why: a piece is under a millisecond, but a thread that runs piece after piece keeps the GIL
+    until the interpreter's switch interval (5 ms) makes it drop it, and then takes it back
+    first as often as not. The requests' threads (the event loop's and the batches') each wait
+    that long for every hand-off a request needs: with a 1 ms busy loop in one thread, a thread
+    sleeping 1 ms at a time woke 14 ms late at the median, 31 times in a second; with
+    ``time.sleep(0)`` after each piece (which releases the GIL), 0.1 ms, 210 times (issue 27,
+    session 17, a scratch script at load 5). The read and the release cost 30-140 ms of CPU
+    per re-plan, so their pieces are where requests waited for the GIL."""
+    for _ in steps:
+        time.sleep(0)
 
 
 def _freeze_bookings() -> None:
@@ -469,8 +483,7 @@ def _freeze_bookings() -> None:
 def release_replaced(scheduler: Scheduler) -> None:
     """Free the plan the last commit replaced, in steps (``Policy.replan_release``): from a
     worker thread, without the lock, once the commit is done."""
-    for _ in scheduler.policy.replan_release():
-        pass
+    _paced(scheduler.policy.replan_release())
 
 
 def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:
