@@ -454,18 +454,26 @@ def replan_result(replan: Replan, scheduler: Scheduler) -> Any | None:
 
 
 def _paced(steps: Iterable[None]) -> None:
-    """Run ``steps`` (a read or a release in pieces), handing the GIL over after each piece.
+    """Run ``steps`` (a read or a release in pieces), handing the GIL over (``time.sleep(0)``
+    releases it) once a piece ends ``HAND_OVER`` or more after the last hand-over.
 
     Why: a piece is under a millisecond, but a thread that runs piece after piece keeps the GIL
     until the interpreter's switch interval (5 ms) makes it drop it, and then takes it back
     first as often as not. The requests' threads (the event loop's and the batches') each wait
     that long for every hand-off a request needs: with a 1 ms busy loop in one thread, a thread
     sleeping 1 ms at a time woke 14 ms late at the median, 31 times in a second; with
-    ``time.sleep(0)`` after each piece (which releases the GIL), 0.1 ms, 210 times (issue 27,
-    session 17, a scratch script at load 5). The read and the release cost 30-140 ms of CPU
-    per re-plan, so their pieces are where requests waited for the GIL."""
+    ``time.sleep(0)`` after each millisecond, 0.1 ms, 210 times (issue 27, session 17, a
+    scratch script at load 5). Not after every piece: a release of 834 pieces, handing over
+    after each, took twice its CPU (35 -> 70 ms, ``benchmarks/replan_commit.py``)."""
+    last = time.perf_counter()
     for _ in steps:
-        time.sleep(0)
+        if time.perf_counter() - last >= HAND_OVER:
+            time.sleep(0)
+            last = time.perf_counter()
+
+
+HAND_OVER = 0.001
+"""Seconds of a paced read or release between two hand-overs of the GIL (:func:`_paced`)."""
 
 
 def _freeze_bookings() -> None:
