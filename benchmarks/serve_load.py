@@ -23,7 +23,9 @@ inside the measurement. ``--checkout DIR`` runs the server from another checkout
 pristine tree), so two versions are compared by the same command; the machine's load
 (``uptime``) is recorded with every figure. The churn report classes every request by when it
 waited against the server's re-plan events (``by_replan_phase``: after a fork, after a lease
-ended during a re-plan, near a commit, other), with each class's slowest requests.
+ended during a re-plan, near a commit, other), with each class's slowest requests; and apart,
+the requests due around a commit that the next fork follows within a second (``commit_to_fork``:
+a re-plan that outlasted its lease).
 """
 
 from __future__ import annotations
@@ -263,6 +265,7 @@ def main() -> None:
             timeline = churn.pop("timeline")
             churn["around_replans"] = around_replans(timeline, churn["replans"])
             churn["by_replan_phase"] = by_replan_phase(timeline, churn["replans"])
+            churn["commit_to_fork"] = commit_to_fork(timeline, churn["replans"])
             print("churn:", json.dumps(churn), flush=True)
             return write(args, checkout, {"fill": fill, "churn": churn})
         n = int(args.rate * args.seconds)
@@ -387,6 +390,41 @@ def by_replan_phase(timeline: list, events: list[dict]) -> dict:
             ],
         }
         for name, latencies in phases.items()
+    }
+
+
+CHAIN_BEFORE, CHAIN_AFTER, CHAIN_GAP = 0.3, 0.5, 1.0
+"""A re-plan that outlasts its lease is due again at its commit: its commit's last step, the
+release of the replaced plan, the round on the new plan and the next fork come one after the
+other (issue 27, session 16, "the wait after a fork"). Requests due from ``CHAIN_BEFORE`` s
+before such a commit to ``CHAIN_AFTER`` s after the fork that follows it within ``CHAIN_GAP``
+s are the ones that could wait behind more than one of them."""
+
+
+def commit_to_fork(timeline: list, events: list[dict]) -> dict:
+    """Latency of every request due in a commit-to-fork chain (``CHAIN_GAP``), all kinds
+    together, with the chains' count and the slowest requests (due, kind, ms)."""
+    windows = []
+    for i, e in enumerate(events):
+        if e["event"] != "replan_committed":
+            continue
+        fork = next((x["now"] for x in events[i + 1 :] if x["event"] == "replan_started"), None)
+        if fork is not None and fork - e["now"] <= CHAIN_GAP:
+            windows.append((e["now"] - CHAIN_BEFORE, fork + CHAIN_AFTER))
+    inside = sorted(
+        (
+            (latency, due, kind)
+            for due, kind, latency in timeline
+            if any(a <= due <= b for a, b in windows)
+        ),
+        reverse=True,
+    )
+    return {
+        "chains": len(windows),
+        **summary([latency for latency, _, _ in inside]),
+        "slowest": [
+            [round(due, 3), kind, round(1000 * lat, 1)] for lat, due, kind in inside[:SLOWEST]
+        ],
     }
 
 

@@ -65,6 +65,11 @@ CATCH_UP_STEP = 0.02
 a request waits at most about this long behind it."""
 CATCH_UP_STEPS = 500
 """Steps after which a commit takes in all the arrivals left at once."""
+FORK_GAP = 0.1
+"""Wall seconds from the end of a replaced plan's release to the fork of the re-plan owed
+meanwhile (``Service.fork_wait``): the release shares the GIL with the requests for 20-50 ms,
+and a fork right after it (10-46 ms holding the lock and the GIL) made the requests slowed by
+the one wait for the other too (issue 27, session 16, "the wait after a fork")."""
 HEALTH_EVERY = 1.0
 """Wall seconds between two reads of node health: a drained node must stop getting new jobs
 within a round or two, and one read is one cheap call (one REST request for Slurm)."""
@@ -175,11 +180,12 @@ class Service:
         self.on_replan = on_replan or (lambda: None)
         self.replan: rounds.Replan | None = None
         # The plan the last commit replaced is being freed (``release_replaced``): no fork
-        # until it is, and a re-plan that fell due meanwhile is owed (``_replan_if_due``).
+        # until it is, and a re-plan that fell due meanwhile is owed (``fork_wait``).
         self.releasing = False
-        # A re-plan was committed and no round has run on its plan yet (see _replan_if_due).
+        # A re-plan was committed and no round has run on its plan yet (see ``fork_wait``).
         self.unrounded = False
         self._replan_owed = False
+        self._fork_after = 0.0  # ``time.monotonic()`` before which no owed re-plan is forked
         self._deferred: dict[str, tuple[Job, Mapping[str, Any]]] | None = None
         """Inside ``batch``: the submissions accepted, to be sent to the backend after the
         batch's commit (by job id, so a cancellation in the same batch can drop one)."""
@@ -754,10 +760,11 @@ class Service:
         return hasattr(self.backend, "look") and not self.needs_resync
 
     def take_arrivals(self) -> None:
-        """Under the request lock, a round's first step: resync if due, start a due re-plan,
-        and admit the backend's arrivals, queueing their submits (``act`` issues them before
-        ``decide`` observes: a submit is where the backend says an arrival's object is gone,
-        which the round must know before it decides to start it)."""
+        """Under the request lock, a round's first step: resync if due, owe a due re-plan
+        (the loop forks it after the round), and admit the backend's arrivals, queueing their
+        submits (``act`` issues them before ``decide`` observes: a submit is where the backend
+        says an arrival's object is gone, which the round must know before it decides to start
+        it)."""
         self.counters.round_began = time.monotonic()
         with self.backend.lock:
             if self._queue or self._outcomes:
@@ -1064,45 +1071,67 @@ class Service:
 
     # -- the lease re-plan, in a child process --------------------------------------------------
     def _replan_if_due(self, now: float, *, notify: bool = True) -> None:
-        """Start the lease re-plan in a child process when it is due, before anything selects:
-        a re-plan of thousands of guarantees takes seconds, which no request should wait for.
-        ``notify``: tell the loop (from a request; a round's loop sees it when the round ends).
+        """When the lease has ended, before anything selects: tell the committed plan (it goes
+        on deciding, as it does while a child computes: nothing re-plans under the lock) and
+        owe the re-plan, which the server's loop forks in a hold of its own once the request
+        or round in progress is done (:meth:`fork_replan`, when :meth:`fork_wait` says so). A
+        re-plan of thousands of guarantees takes seconds, which no request should wait for;
+        nor for the fork, which copies the page tables of the whole process (10-46 ms with
+        the lock and the GIL held at 6,024 guarantees): forked in the call that met the
+        lease's end, every request of that call's batch waited for it (issue 27, session 17).
+        ``notify``: wake the loop to fork (from a request; the loop looks after each round).
 
-        Never while the plan the last commit replaced is being freed (``releasing``): after a
-        fork every page that release writes (each freed booking is a write) is a copy, 61,000
-        copies and 2.5x the release's CPU at 6,024 guarantees (``benchmarks/replan_commit.py
-        --fork-first``), all in the process that answers requests. That happened whenever a
-        re-plan took longer than a lease: the next was due at its commit, and the first request
-        after the commit forked it. Such a re-plan is owed instead, and forked by the first
-        call once the release is done; the committed plan decides meanwhile, as it does while
-        a child computes, and nothing re-plans under the lock.
-
-        Nor between a commit and the first round on the new plan (``unrounded``): that round
-        starts and stops jobs all over the plan, and after a fork each page it writes is a
-        copy: 26-61 ms of CPU under the lock with 5,900-7,300 page faults, against 5-10 ms
-        and up to 380 faults before the fork (10 s leases, where re-plans outlast their lease;
-        issue 27, session 16, "the wait after a fork"). The re-plan is owed until that round
-        has run."""
-        if not self.replan_in_child:
+        A re-plan that falls due while another is in flight is not owed: the one in flight
+        re-plans the lease it was forked in, and its plan's own lease is due again at its
+        commit. The owed one is logged as deferred when it cannot be forked at once (a child
+        alive, the replaced plan being freed, no round on the committed plan yet)."""
+        if not self.replan_in_child or not rounds.replan_due(self.scheduler, now):
             return
-        due = rounds.replan_due(self.scheduler, now)
+        rounds.defer_replan(self.scheduler, now)
+        self._replan_owed = self.replan is None
         if self.replan is not None or self.releasing or self.unrounded:
-            if due:
-                # not re-planned here, under the lock: forked once the last one is committed
-                # (its plan then holds the lease it was forked in) or, if it is, freed
-                rounds.defer_replan(self.scheduler, now)
-                self._replan_owed = self.replan is None
-                # logged: with a child alive, telling the committed plan copies its pages
-                decision_log("replan_deferred", now=now, owed=self._replan_owed)
-            return
-        if not (due or self._replan_owed):
+            # logged: with a child alive, telling the committed plan copies its pages
+            decision_log("replan_deferred", now=now, owed=self._replan_owed)
+        elif notify:
+            self.on_replan()
+
+    def fork_wait(self) -> float | None:
+        """Seconds until the owed re-plan may be forked (0.0: now), or None: none is owed, or
+        it may not be forked yet, for any of three reasons.
+
+        Not while a child computes or its commit is under way (``replan``). Not while the plan
+        the last commit replaced is being freed (``releasing``): after a fork every page that
+        release writes (each freed booking is a write) is a copy, 61,000 copies and 2.5x the
+        release's CPU at 6,024 guarantees (``benchmarks/replan_commit.py --fork-first``), all
+        in the process that answers requests; and only ``FORK_GAP`` after it ends. Nor between
+        a commit and the first round on the new plan (``unrounded``): that round starts and
+        stops jobs all over the plan, and after a fork each page it writes is a copy: 26-61 ms
+        of CPU under the lock with 5,900-7,300 page faults, against 5-10 ms and up to 380
+        faults before the fork (10 s leases; issue 27, session 16, "the wait after a fork").
+        The three came together whenever a re-plan took longer than its lease: the next was
+        due at its commit. Read by the loop without the lock: :meth:`fork_replan` checks
+        again under it."""
+        if not self._replan_owed or self._fork_blocked:
+            return None
+        return max(0.0, self._fork_after - time.monotonic())
+
+    @property
+    def _fork_blocked(self) -> bool:
+        return self.replan is not None or self.releasing or self.unrounded or self.needs_resync
+
+    def fork_replan(self) -> None:
+        """Under the lock, from the server's loop between requests: fork the owed re-plan
+        (``rounds.start_replan``; the committed plan was told of the lease at its end)."""
+        if not self._replan_owed or self._fork_blocked:
             return
         self._replan_owed = False
+        now = self.backend.now()
+        began = time.perf_counter()
         self.replan = rounds.start_replan(self.scheduler, now)
         if self.replan is not None:
-            decision_log("replan_started", now=now, jobs=len(self.replan.known))
-            if notify:
-                self.on_replan()
+            # with the fork's wall time: the one hold of the lock a re-plan's start costs
+            forked = round(1000 * (time.perf_counter() - began), 1)
+            decision_log("replan_started", now=now, jobs=len(self.replan.known), fork_ms=forked)
 
     def replan_result(self, replan: rounds.Replan):
         """The child's result (blocks: call it off the event loop, without the lock)."""
@@ -1110,10 +1139,11 @@ class Service:
 
     def release_replaced(self) -> None:
         """Free the plan the last commit replaced (off the event loop, without the lock); the
-        next re-plan may be forked once it is (``_replan_if_due``)."""
+        next re-plan may be forked ``FORK_GAP`` after it is (:meth:`fork_wait`)."""
         try:
             rounds.release_replaced(self.scheduler)
         finally:
+            self._fork_after = time.monotonic() + FORK_GAP
             self.releasing = False
 
     def commit_replan(self, replan: rounds.Replan, result) -> bool:
@@ -1161,8 +1191,9 @@ class Service:
 
     def _round(self) -> None:
         now = self.backend.now()
-        # A lease may have ended since the round took its arrivals: forked, not re-planned by
-        # this round's select under the lock (seconds with thousands of guarantees).
+        # A lease may have ended since the round took its arrivals: owed (forked by the loop
+        # after this round), not re-planned by this round's select under the lock (seconds
+        # with thousands of guarantees).
         self._replan_if_due(now, notify=False)
         stats = rounds.solver_stats(self.scheduler)
         before = None if stats is None else stats.rounds

@@ -12,6 +12,7 @@ concrete policy.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import logging
@@ -19,7 +20,7 @@ import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from chronus_py.backends.base import JobReport
 from chronus_py.estimates import Fixed
@@ -447,10 +448,32 @@ def replan_result(replan: Replan, scheduler: Scheduler) -> Any | None:
     if not data or status != 0:
         return None
     result = pickle.loads(data)
-    for _ in scheduler.policy.replan_load(result):
-        pass
+    _paced(scheduler.policy.replan_load(result))
     _freeze_bookings()
     return result
+
+
+def _paced(steps: Iterable[None]) -> None:
+    """Run ``steps`` (a read or a release in pieces), handing the GIL over (``time.sleep(0)``
+    releases it) once a piece ends ``HAND_OVER`` or more after the last hand-over.
+
+    Why: a piece is under a millisecond, but a thread that runs piece after piece keeps the GIL
+    until the interpreter's switch interval (5 ms) makes it drop it, and then takes it back
+    first as often as not. The requests' threads (the event loop's and the batches') each wait
+    that long for every hand-off a request needs: with a 1 ms busy loop in one thread, a thread
+    sleeping 1 ms at a time woke 14 ms late at the median, 31 times in a second; with
+    ``time.sleep(0)`` after each millisecond, 0.1 ms, 210 times (issue 27, session 17, a
+    scratch script at load 5). Not after every piece: a release of 834 pieces, handing over
+    after each, took twice its CPU (35 -> 70 ms, ``benchmarks/replan_commit.py``)."""
+    last = time.perf_counter()
+    for _ in steps:
+        if time.perf_counter() - last >= HAND_OVER:
+            time.sleep(0)
+            last = time.perf_counter()
+
+
+HAND_OVER = 0.001
+"""Seconds of a paced read or release between two hand-overs of the GIL (:func:`_paced`)."""
 
 
 def _freeze_bookings() -> None:
@@ -469,8 +492,35 @@ def _freeze_bookings() -> None:
 def release_replaced(scheduler: Scheduler) -> None:
     """Free the plan the last commit replaced, in steps (``Policy.replan_release``): from a
     worker thread, without the lock, once the commit is done."""
-    for _ in scheduler.policy.replan_release():
-        pass
+    _paced(scheduler.policy.replan_release())
+    _trim_heap()
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``), where there
+    is one.
+
+    Why: the bookings of a plan are tuples of thousands of leases, each its own block of the C
+    heap, and the freed plan's blocks stay in the process as free memory that C's allocator
+    keeps for itself: still resident, still copied (their page-table entries) by the next
+    re-plan's fork, which follows ``FORK_GAP`` later. At 6,024 guarantees and 30 s leases the
+    process held 220 MB after a release and 139 MB after a trim, at 17 ms of CPU in the call,
+    which releases the GIL (issue 27, session 17; ``benchmarks/replan_commit.py``)."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc() -> ctypes.CDLL | None:
+    """The process's own symbols (the C library's among them), where they have
+    ``malloc_trim`` (glibc)."""
+    try:
+        libc = ctypes.CDLL(None)
+    except (OSError, TypeError):  # no dlopen of the process itself (Windows)
+        return None
+    return libc if hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _libc()
 
 
 def _untaken(scheduler: Scheduler, replan: Replan) -> list[JobState]:

@@ -453,6 +453,8 @@ async def _loop(
     wake.set()  # the first round at once: after a restart, work is waiting
     collecting: asyncio.Task | None = None
     while not stop.is_set():
+        if service.fork_wait() == 0.0:
+            await _fork(service, lock, steps)
         if service.replan is not None and (collecting is None or collecting.done()):
             collecting = asyncio.create_task(_collect_replan(service, service.replan, lock, wake))
         # in a worker thread: the backend's next event takes the backend's lock, which a
@@ -461,11 +463,16 @@ async def _loop(
         timeout = (
             MAX_IDLE if due is None else min(service.backend.wall_seconds_until(due), MAX_IDLE)
         )
+        fork = service.fork_wait()
+        if fork is not None:
+            timeout = min(timeout, fork)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), timeout)
-        wake.clear()
         if stop.is_set():
             break
+        if service.fork_wait() == 0.0:
+            continue  # the owed re-plan's fork first; the round follows (``wake`` is kept)
+        wake.clear()
         # At most one round per ``interval``, and rounds hold the request lock at most a third
         # of the loop's time, so a burst of submissions is answered between rounds, not behind
         # them. Only the lock counts: a round's backend commands run outside it, and counting
@@ -498,6 +505,16 @@ async def _loop(
         await collecting
 
 
+async def _fork(service, lock: asyncio.Lock, steps) -> None:
+    """Fork the owed lease re-plan in a hold of the lock of its own, between the requests'
+    batches and the rounds (``Service.fork_replan``): no request's call pays for the fork
+    (issue 27, session 17). A failed fork is logged; the committed plan goes on deciding."""
+    try:
+        await _locked(lock, steps, service.fork_replan)
+    except Exception:  # noqa: BLE001 - the loop must outlive a failed fork
+        log.exception("the lease re-plan could not be forked; the committed plan goes on")
+
+
 async def _locked(lock: asyncio.Lock, steps, step) -> float:
     """Run ``step`` in the ``steps`` worker thread under the request lock; the seconds it held
     the lock."""
@@ -518,6 +535,7 @@ async def _collect_replan(service, replan, lock: asyncio.Lock, wake: asyncio.Eve
             done = await asyncio.to_thread(service.commit_replan, replan, result)
     wake.set()
     await asyncio.to_thread(service.release_replaced)
+    wake.set()  # a re-plan owed meanwhile may be forked ``FORK_GAP`` after (``fork_wait``)
 
 
 def _bind(host: str, port: int) -> socket.socket:
