@@ -143,9 +143,7 @@ class LeaseSelector:
         self._cap = SLACK_LEASES  # leases past `first` a deadline can reach (see _window)
         self._triggers: list[tuple[float, str]] = []
         self._refused = False  # some SLO job was refused a guarantee since the last re-plan
-        # Guarantees that take GPUs of the lease, not of the share: wider than the share, or
-        # promised in place (_in_place); their GPUs.
-        self._wide: dict[str, int] = {}
+        self._wide: dict[str, int] = {}  # guarantees wider than the share: their GPUs
         # The scheduler's active jobs, which the policy sets at each decision point: admission
         # of a job wider than the share weighs the work waiting in them (_pool_work). Not
         # pickled (__getstate__).
@@ -364,12 +362,10 @@ class LeaseSelector:
 
     def _fitting(
         self, state: JobState, now: float, first: int
-    ) -> tuple[DeadlineOption, np.ndarray, bool] | None:
+    ) -> tuple[DeadlineOption, np.ndarray] | None:
         """The job's best deadline option whose remaining leases fit the plan's residual from
-        lease ``first`` on within the headroom (:meth:`_place`), or, for a running job, in
-        place (:meth:`_in_place`); those leases; and whether they take GPUs of the lease
-        rather than of the share (a job wider than the share, or one promised in place).
-        None if no option fits."""
+        lease ``first`` on within the headroom (:meth:`_place`), and those leases; None if no
+        option fits."""
         gpus = self._gpus(state)
         work = self._need_seconds(state, now, first)
         need = leases_needed(work, self.settings.lease)
@@ -381,43 +377,8 @@ class LeaseSelector:
             ask = Ask(option.at, gpus, work, first, self._spare(state), waiting=waiting)
             slots = self._search(ask)
             if slots is not None:
-                return option, slots, wide
-            if state.status is Status.RUNNING:
-                slots = self._in_place(ask)
-                if slots is not None:
-                    return option, slots, True
+                return option, slots
         return None
-
-    def _in_place(self, ask: Ask) -> np.ndarray | None:
-        """A promise in place for a job running in the pool (issue 28, session 17): lease
-        ``first`` alone, if its remaining work (``ask.work``, with its band and a restart) ends
-        in it at its width, the lease has its GPUs free (no earlier promise is broken), it ends
-        in the job's window (``spare`` kept before the deadline), and the guarantees that take
-        GPUs of the lease rather than of the share still leave it the pool's ``keep``; None if
-        not. The narrow share does not bind here: the booking holds only GPUs the job holds
-        anyway until it ends, in the lease it is running in.
-
-        One lease, a modelling choice: a promised job must run now (its lease is not one block
-        ending at its deadline lease), so a longer promise in place holds its GPUs against the
-        shorter work the pool runs first. On Philly MIX1 at 256 GPUs (benchmarks/RESULTS.md),
-        promising in place every running job whose work ends before its deadline gave 3,421
-        more guarantees and met 446 fewer first deadlines (0.9581 against 0.9788): jobs of
-        hours, promised in a lull, held their GPUs through the next burst of short jobs. Only
-        those due within 1.5 times their work, or booked latest-first, lost 0.0115 and 0.0156.
-        A job whose work ends in the lease it runs in is one the pool seldom stops: 3,791 more
-        guarantees there, and the same first deadlines met, job by job."""
-        at, gpus, work, first, spare, headroom, _ = ask
-        headroom = self.settings.headroom if headroom is None else headroom
-        end, need = self._window(at, work, first, spare)
-        if end - first < need or need > 1 or headroom >= 1.0 or gpus > self.capacity:
-            return None
-        last = first + need
-        keep = self.plan.kept(headroom)
-        if (self._free(first, last) < gpus).any() or (
-            self._wide_used(first, last) + gpus > keep
-        ).any():
-            return None
-        return np.arange(first, last)
 
     def _share(self, headroom: float | None = None) -> int:
         """GPUs of a lease new guarantees no wider than it may use: what the headroom leaves."""
@@ -582,11 +543,11 @@ class LeaseSelector:
         fitting = self._fitting(state, now, first)
         if fitting is None:
             return False
-        option, leases, outside = fitting
+        option, leases = fitting
         gpus = self._gpus(state)
         self._promise(state.id, option)
         self._book(state.id, gpus, leases)
-        if outside:
+        if gpus > self._share():
             self._wide[state.id] = gpus
         return True
 
@@ -710,9 +671,7 @@ class LeaseSelector:
         the free GPUs) only shrinks as earlier candidates are booked; and a window's cap
         (``_window``) only grows with the leases booked, so the bound here (every candidate
         booked) is the widest. ``_place`` may still refuse a job this lets through (e.g. the
-        pool's work, for a wide job); it is asked as before. A running job is let through
-        too where its work ends in lease ``first`` and that has its GPUs free
-        (:meth:`_in_place`)."""
+        pool's work, for a wide job); it is asked as before."""
         headroom = self.settings.headroom
         if not candidates or headroom >= 1.0:
             return set()
@@ -742,12 +701,8 @@ class LeaseSelector:
             if prefix is None:
                 room = narrow if gpus <= self.capacity - keep else free
                 prefix = fitting[gpus] = np.concatenate(([0], np.cumsum(room >= gpus)))
-            end, need = max(ends[state.id] - first, 0), leases[state.id]
-            if prefix[end] >= need:
-                continue
-            if state.status is Status.RUNNING and need == 1 <= end and free[0] >= gpus:
-                continue  # it may be promised in place (_in_place)
-            refused.add(state.id)
+            if prefix[max(ends[state.id] - first, 0)] < leases[state.id]:
+                refused.add(state.id)
         return refused
 
     def recheck(self, state: JobState, promised: DeadlineOption | None, now: float) -> bool:

@@ -313,38 +313,6 @@ def test_arrival_mid_lease_is_planned_from_the_next_lease_and_a_refused_job_is_r
     assert [(d.job_id, str(d.action)) for d in plan.decisions] == [("G", "preempt"), ("R", "start")]
 
 
-def test_a_job_running_in_the_pool_is_promised_in_place_in_the_lease_its_work_ends_in():
-    # 1 node x 8 GPUs, lease 600 s, headroom 0.75 (a share of 2 GPUs, 6 kept), guard 0.
-    # B (2 GPUs, 2000 s by 2400): 2000 + 60 (start) + 60 = 2120 s, 4 leases in [0, 4): 0-3.
-    # R (2 GPUs, 900 s by 1500): 1020 s, 2 leases in [0, 2), whose share B holds: refused by
-    #   the headroom. L (2 GPUs, 2400 s by 3600): 5 leases in [0, 6), the share has 4 and 5
-    #   only: refused too. Both start in the pool beside B.
-    # At 600 B, running, has 1400 + 60 s: leases 1-3. R has 360 s left (its start counted):
-    #   360 + 60 s, one lease in [1, 2), whose share B still holds. But its work ends in this
-    #   lease on GPUs it holds anyway: promised in place, lease 1. That is one block ending at
-    #   its deadline lease, so it runs on in the pool until its laxity trigger,
-    #   1200 - 420 = 780, and must run then. Its GPUs count against the lease, not the
-    #   share. L (1860 + 60 s, 4 leases) would hold its GPUs for three leases more: still
-    #   refused by the headroom. (Until session 17, R was refused again.)
-    policy = chronus(lease=600.0, headroom=0.75, guard=0.0)
-    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
-    scheduler.submit(job("B", gpus=2, duration=2000, deadlines=[(2400, 1)]))
-    scheduler.submit(job("R", gpus=2, duration=900, deadlines=[(1500, 1)]))
-    scheduler.submit(job("L", gpus=2, duration=2400, deadlines=[(3600, 1)]))
-    plan = run_round(scheduler, 0.0)
-    selector = policy.selector
-    assert selector.booked == {"B": (0, 1, 2, 3)}
-    assert {str(d.action) for d in plan.decisions} == {"start"}
-    assert selector.why_not(scheduler.jobs["R"], 0.0).startswith("the headroom")
-    run_round(scheduler, 600.0)
-    assert selector.booked == {"B": (1, 2, 3), "R": (1,)}
-    assert scheduler.jobs["R"].guaranteed == DeadlineOption(1500.0, 1.0)
-    assert selector.tier("R") is Tier.AHEAD and selector.next_trigger() == 780.0
-    assert selector.why_not(scheduler.jobs["R"], 600.0) is None
-    assert selector.why_not(scheduler.jobs["L"], 600.0).startswith("the headroom")
-    assert selector._room(1, 2, 6).tolist() == [0]  # B's 2 GPUs fill the share, not R's
-
-
 @settings(max_examples=200, deadline=None)
 @given(
     st.sampled_from([8, 32, 256, 960]),
