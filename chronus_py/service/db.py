@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from chronus_py.errors import InputError
-from chronus_py.service.json_codec import encode_text
+from chronus_py.service.json_codec import decode_row, encode_text
 
 MIGRATIONS = (
     """
@@ -277,7 +277,7 @@ def _row(cursor: sqlite3.Cursor, row: Iterable) -> dict[str, Any]:
     out = dict(zip((c[0] for c in cursor.description), row))
     for key in ("spec", "admission", "placement"):
         if out.get(key) is not None:
-            out[key] = json.loads(out[key])
+            out[key] = decode_row(out[key])
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import gc
 import ipaddress
 import logging
@@ -47,6 +48,9 @@ from chronus_py.service.worker import Worker
 
 log = logging.getLogger("chronus.serve")
 MAX_IDLE = 1.0
+BIND_WAIT = 3.0
+"""Seconds a port in use is tried again before giving up: the front processes of a server just
+killed hold its listening socket until they notice, within a second (``front.py``)."""
 DEFAULTS: dict[str, Any] = {
     "listen": "127.0.0.1:8080",
     "db": "chronus.db",
@@ -62,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "throughputs": None,
     "read_timeout": 10.0,
     "max_connections": 1000,
+    "http_workers": 0,
 }
 
 
@@ -126,6 +131,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="open connections at most; one more gets 503 and is closed (default 1000)",
     )
     p.add_argument(
+        "--http-workers",
+        type=int,
+        help="front processes that read and write HTTP and forward each request to the "
+        "scheduler process; 0 (default): one process does both",
+    )
+    p.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         help="default info: one line per decision",
@@ -152,6 +163,7 @@ class Options:
     log_level: str
     read_timeout: float
     max_connections: int
+    http_workers: int
     layers_dir: Path | None
     hosts: Path | None
     throughputs: Path | None
@@ -198,6 +210,9 @@ def resolve(args: argparse.Namespace) -> Options:
     value = args.max_connections
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError("--max-connections", f"must be an integer >= 1, got {value!r}")
+    value = args.http_workers
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 64:
+        raise InputError("--http-workers", f"must be an integer in [0, 64], got {value!r}")
     backend_module(args.backend)
     settings = SchedulerSettings(policy=args.policy, options=settings_given(args, args.policy))
     make_policy(settings.policy, settings.options, source=str(args.config or "policy settings"))
@@ -224,6 +239,7 @@ def resolve(args: argparse.Namespace) -> Options:
         log_level=args.log_level,
         read_timeout=float(args.read_timeout),
         max_connections=args.max_connections,
+        http_workers=args.http_workers,
         layers_dir=None if args.layers_dir is None else Path(args.layers_dir),
         hosts=None if args.hosts is None else Path(args.hosts),
         throughputs=None if args.throughputs is None else Path(args.throughputs),
@@ -298,9 +314,7 @@ def serve(options: Options) -> int:
     from chronus_py.service.db import Database
     from chronus_py.service.metrics import ServiceMetrics
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_LineFormat())
-    logging.basicConfig(level=options.log_level.upper(), handlers=[handler])
+    logging.basicConfig(level=options.log_level.upper(), handlers=[line_handler()])
     # The decision log writes a line per request: not finding each line's caller (a walk up
     # the stack) nor the thread's and process's names, which the format never shows, halves
     # a line's cost (35 -> 18 us; the logging HOWTO's "Optimization"; issue 27, session 14).
@@ -358,16 +372,14 @@ def serve(options: Options) -> int:
 
     attach_ui(app, service, tokens=tokens, metrics=metrics, lock=lock, wake=wake.set)
 
-    server: list = []
+    end_serving: list[Callable[[], None]] = []  # uvicorn's, or the fronts' (below)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         # Our own handlers (uvicorn's would re-raise the signal after shutdown, so a clean stop
         # would still exit -15): SIGTERM/SIGINT end serving after the current round.
         for signum in (signal.SIGTERM, signal.SIGINT):
-            asyncio.get_running_loop().add_signal_handler(
-                signum, lambda: setattr(server[0], "should_exit", True)
-            )
+            asyncio.get_running_loop().add_signal_handler(signum, lambda: end_serving[0]())
         stop = asyncio.Event()
         task = asyncio.create_task(_loop(service, wake, stop, lock, options.round_interval))
         yield
@@ -392,6 +404,9 @@ def serve(options: Options) -> int:
         options.backend,
         options.db,
     )
+    if options.http_workers:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            return runner.run(_serve_with_fronts(app, lifespan, sock, options, end_serving))
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -402,13 +417,46 @@ def serve(options: Options) -> int:
         # nothing reads a client's address, so no X-Forwarded-For is worth parsing per request
         proxy_headers=False,
     )
-    server.append(uvicorn.Server(config))
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        runner.run(server[0].serve(sockets=[sock]))
+    server = uvicorn.Server(config)
+    end_serving.append(lambda: setattr(server, "should_exit", True))
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(server.serve(sockets=[sock]))
     return 0
 
 
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+async def _serve_with_fronts(
+    app, lifespan, sock: socket.socket, options: Options, end_serving: list
+) -> int:
+    """``--http-workers N``: the app's lifespan (the scheduling loop) here, HTTP in N front
+    processes that forward to it (``fronts.py``), until SIGTERM/SIGINT or failing fronts."""
+    from chronus_py.service.fronts import Fronts
+
+    stopping = asyncio.Event()
+    end_serving.append(stopping.set)
+    async with lifespan(app):
+        fronts = Fronts(
+            app,
+            sock,
+            options.http_workers,
+            read_timeout=options.read_timeout,
+            max_connections=options.max_connections,
+            log_level=options.log_level,
+            stop=stopping.set,
+        )
+        await fronts.start()
+        await stopping.wait()
+        await fronts.stop()
+    return fronts.exit_code
+
+
+def line_handler() -> logging.Handler:
+    """The log's handler: one line per record on stderr (``_LineFormat``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LineFormat())
+    return handler
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop where it is installed (a dependency, but not on Windows), else
     asyncio's own (None)."""
     try:
@@ -542,13 +590,19 @@ def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise InputError(
-            "--listen", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-        ) from None
+    deadline = time.monotonic() + BIND_WAIT
+    while True:
+        try:
+            sock.bind((host, port))
+            break
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE and time.monotonic() < deadline:
+                time.sleep(0.05)  # the fronts of a server just killed, still ending
+                continue
+            sock.close()
+            raise InputError(
+                "--listen", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            ) from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock

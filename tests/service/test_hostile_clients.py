@@ -15,11 +15,14 @@ READ_TIMEOUT = 1.0
 MAX_CONNECTIONS = 24
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@pytest.fixture(scope="module", params=["0", "1"], ids=["one-process", "a-front"])
+def server(tmp_path_factory, request):
+    """The single process, and a front process forwarding to the scheduler
+    (``--http-workers 1``: the front holds the bounds)."""
     limits = ("--read-timeout", str(READ_TIMEOUT), "--max-connections", str(MAX_CONNECTIONS))
+    fronts = ("--http-workers", request.param)
     with running(
-        tmp_path_factory.mktemp("hostile"), "--nodes", "4", "--speed", "50", *limits
+        tmp_path_factory.mktemp("hostile"), "--nodes", "4", "--speed", "50", *limits, *fronts
     ) as server:
         yield server
     log = server.log.read_text()
