@@ -13,8 +13,8 @@ def serve(tmp_path):
     """``serve(*args)`` starts a server in ``tmp_path``; all are stopped at the end."""
     started: list[Server] = []
 
-    def start(*args: str, workdir: Path | None = None) -> Server:
-        server = Server(workdir or tmp_path, *args).start()
+    def start(*args: str, workdir: Path | None = None, port: int | None = None) -> Server:
+        server = Server(workdir or tmp_path, *args, port=port).start()
         started.append(server)
         return server
 

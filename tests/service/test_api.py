@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from serving import ADMIN, TOKENS, A, B, running
+from serving import ADMIN, TOKENS, A, B, running, wait_for
 
 ARGS = ("--nodes", "4", "--speed", "50", "--headroom", "0.5")
 
@@ -22,16 +22,6 @@ def shared(tmp_path_factory):
     on a cluster with room for all of them (nothing one does changes what another sees)."""
     with running(tmp_path_factory.mktemp("shared"), *ARGS) as server:
         yield server
-
-
-def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 def test_submit_guarantee_status_plan_and_cancel(server):

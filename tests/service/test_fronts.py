@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
-from serving import ADMIN, TOKENS, A, B, Server
+from serving import ADMIN, TOKENS, A, B, Server, wait_for
 
 
 def fronts_of(server: Server) -> list[int]:
@@ -29,16 +28,6 @@ def fronts_of(server: Server) -> list[int]:
     return sorted(out)
 
 
-def wait_for(what, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s: {what}")
-
-
 def alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -48,28 +37,15 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def start(tmp_path):
+def start(serve, tmp_path):
+    """``start(port=None)``: a server with two fronts on 2 nodes, stopped at the test's end."""
     (tmp_path / "tokens.yaml").write_text(TOKENS)
-    started: list[Server] = []
 
     def start(port: int | None = None) -> Server:
-        server = Server(
-            tmp_path,
-            "--tokens",
-            str(tmp_path / "tokens.yaml"),
-            "--nodes",
-            "2",
-            "--http-workers",
-            "2",
-            port=port,
-        ).start()
-        started.append(server)
-        return server
+        tokens = str(tmp_path / "tokens.yaml")
+        return serve("--tokens", tokens, "--nodes", "2", "--http-workers", "2", port=port)
 
-    yield start
-    for server in started:
-        server.stop()
-        server.http.close()
+    return start
 
 
 def job(job_id: str) -> dict:
