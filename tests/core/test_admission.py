@@ -155,19 +155,28 @@ def test_a_job_wider_than_the_share_is_promised_only_where_the_pools_work_fits_t
     assert crossed.probe(scheduler.jobs["W"], t) == DeadlineOption(t + 12000, 1.0)
 
 
+def queued_then_wide(queued, wide):
+    """1 node x 8 GPUs, lease 1200 s, headroom 0.5 (share 4 GPUs), guard 0: ``queued``
+    submitted at 0 (nothing is started here), then the ``wide`` job at its own submit time."""
+    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
+    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
+    scheduler.submit(queued)
+    scheduler.select(0.0)
+    scheduler.submit(wide)
+    scheduler.select(wide.submit)
+    return policy, scheduler
+
+
 def test_a_queued_job_weighs_on_a_wide_job_only_as_far_as_its_width_runs_in_the_window():
     # As above, with one best-effort job of 4 GPUs x 36,000 s queued (+ 90 s start: 144,360
     # GPU-s). W (8 GPUs, 1000 + 120 s: 9,600 GPU-s in one lease) by T + 12,000: leases
     # 1000-1009 hold 96,000 GPU-s. The queued job can run 4 x 12,000 = 48,000 GPU-s of its
     # work in W's window, and 57,600 fit: promised the latest lease, 1009. Counted in full (the
     # rule until session 16), 153,960 did not.
-    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
-    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
-    scheduler.submit(job("B", gpus=4, duration=36000))
-    scheduler.select(0.0)
     t = 1_200_000.0
-    scheduler.submit(job("W", gpus=8, submit=t, deadlines=[(t + 12000, 1)]))
-    scheduler.select(t)
+    policy, scheduler = queued_then_wide(
+        job("B", gpus=4, duration=36000), job("W", gpus=8, submit=t, deadlines=[(t + 12000, 1)])
+    )
     assert policy.selector.booked == {"W": (1009,)}
     assert policy.selector._pool_work(scheduler.jobs["W"], t, t + 12000, 0.0) == 48000.0
 
@@ -214,13 +223,11 @@ def test_a_wide_job_weighs_its_work_not_the_whole_leases_it_is_booked_in():
     # 13,920 of them and holds 0.725 of the window; B's 1,030 fit beside it: promised in both
     # leases. Counted by its leases (the rule until session 17), its booking took all 19,200
     # and B's queued work refused it.
-    policy = chronus(lease=1200.0, headroom=0.5, guard=0.0)
-    scheduler = Scheduler(Cluster.uniform(1, 8), policy)
-    scheduler.submit(job("B", gpus=1, duration=1000))
-    scheduler.select(0.0)
     t = 1_200_000.0
-    scheduler.submit(job("W", gpus=8, submit=t, duration=1500, deadlines=[(t + 2400, 1)]))
-    scheduler.select(t)
+    policy, scheduler = queued_then_wide(
+        job("B", gpus=1, duration=1000),
+        job("W", gpus=8, submit=t, duration=1500, deadlines=[(t + 2400, 1)]),
+    )
     selector, w = policy.selector, scheduler.jobs["W"]
     assert selector.booked == {"W": (1000, 1001)}
     assert selector._held(t + 2400, 1740.0, 1000, selector._spare(w)) == 0.725
