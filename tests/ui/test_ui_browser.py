@@ -4,21 +4,10 @@ one change it allows (cancelling one's own job), and that it follows the schedul
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
-from serving import TOKENS, Server
+from serving import TOKENS, Server, wait_for
 from ui_helpers import TOKEN, bearer
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not reached")
 
 
 def submit(server, who: str, body: dict) -> dict:
@@ -50,7 +39,8 @@ def test_pages_show_state_plan_and_deadlines_to_their_tenant_only(server, open_a
                     lambda: (
                         server.http.get(f"/v1/jobs/{job}", headers=bearer(who)).json()["state"]
                         == "running"
-                    )
+                    ),
+                    timeout=20.0,
                 )
         body = {"id": f"a{i}", "gpus": gpus, "estimate_seconds": 20000}
         submit(server, "team-a", {**body, "deadlines": [{"at": now + 80000 + 1000 * i}]})
@@ -195,7 +185,8 @@ def test_rows_are_grouped_by_tenant_cell_under_a_hived_config(tmp_path):
         wait_for(
             lambda: (
                 server.http.get("/v1/jobs/x", headers=bearer("team-a")).json()["state"] == "running"
-            )
+            ),
+            timeout=20.0,
         )
         page = server.http.get("/ui/", headers=bearer("admin")).text
         assert "cells of vcA" in page and "unbound cells" in page
