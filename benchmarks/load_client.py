@@ -10,8 +10,9 @@ submissions of new jobs, cancellations (first of the ids in ``--cancel-ids``, th
 own submissions, so pending stays level when the two rates are equal), and status reads of a
 random job this run knows. Writes per stream: count, statuses (0: the connection failed),
 p50/p95/p99/max latency (ms); and ``timeline``, every request as (the instant it was due on
-the server's clock, kind, latency in s), to single out the requests around an event the
-server logs (a lease re-plan) by the server's own time.
+the server's clock, kind, latency in s, how late it was sent in s), to single out the requests
+around an event the server logs (a lease re-plan) by the server's own time, and the part of
+each one's wait that the client spent before sending it.
 
 The client's own lag is in every latency it records (a request sent late waited that long too),
 so it is measured and reported beside them: ``sent_late`` per stream, how long after its due
@@ -68,7 +69,8 @@ async def run(args: argparse.Namespace, shard: int, ids: list[str], start_at: fl
     known = list(ids)
     late: dict[str, list[float]] = {k: [] for k in KINDS}
     statuses: dict[str, dict[int, int]] = {k: {} for k in KINDS}
-    timeline: list[tuple[float, str, float]] = []  # (due, server's clock; kind; latency s)
+    # (due, server's clock; kind; latency s; how late it was sent, s)
+    timeline: list[tuple[float, str, float, float]] = []
     connector = aiohttp.TCPConnector(limit=max(1, args.connections // args.procs))
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(args.url, connector=connector, timeout=timeout) as http:
@@ -79,7 +81,8 @@ async def run(args: argparse.Namespace, shard: int, ids: list[str], start_at: fl
         counter = [0]
 
         async def one(kind: str, due: float) -> None:
-            late[kind].append(time.perf_counter() - due)
+            sent = time.perf_counter() - due
+            late[kind].append(sent)
             if kind == "submit":
                 counter[0] += 1
                 body = job(f"c{shard}-{counter[0]}", rng, now)
@@ -96,7 +99,7 @@ async def run(args: argparse.Namespace, shard: int, ids: list[str], start_at: fl
                     status = resp.status
             except aiohttp.ClientError:
                 status = 0  # the connection failed (counted under status 0, not dropped)
-            timeline.append((now + due - asked, kind, time.perf_counter() - due))
+            timeline.append((now + due - asked, kind, time.perf_counter() - due, sent))
             statuses[kind][status] = statuses[kind].get(status, 0) + 1
             if kind == "submit" and status == 201:
                 cancellable.append(body["id"])
@@ -151,7 +154,7 @@ def merge(parts: list[dict]) -> dict:
             for status, n in part["statuses"][kind].items():
                 statuses[status] = statuses.get(status, 0) + n
         out[kind] = {
-            **quantiles([lat for _, k, lat in timeline if k == kind]),
+            **quantiles([lat for _, k, lat, _ in timeline if k == kind]),
             "statuses": statuses,
             "sent_late": quantiles([x for part in parts for x in part["late"][kind]]),
         }

@@ -23,7 +23,8 @@ inside the measurement. ``--checkout DIR`` runs the server from another checkout
 pristine tree), so two versions are compared by the same command; the machine's load
 (``uptime``) is recorded with every figure. The churn report classes every request by when it
 waited against the server's re-plan events (``by_replan_phase``: after a fork, after a lease
-ended during a re-plan, near a commit, other), with each class's slowest requests; and apart,
+ended during a re-plan, near a commit, other), with each class's slowest requests, how late the
+client sent them and the longest wait counted from the send (``client_split``); and apart,
 the requests due around a commit that the next fork follows within a second (``commit_to_fork``:
 a re-plan that outlasted its lease).
 """
@@ -354,8 +355,8 @@ def around_replans(timeline: list, events: list[dict]) -> dict:
     if began is not None:
         windows.append((began, None))
     within = lambda due: any(a <= due and (b is None or due <= b) for a, b in windows)  # noqa: E731
-    inside = [lat for due, _, lat in timeline if within(due)]
-    outside = [lat for due, _, lat in timeline if not within(due)]
+    inside = [lat for due, _, lat, _ in timeline if within(due)]
+    outside = [lat for due, _, lat, _ in timeline if not within(due)]
     return {"windows": windows, "inside": summary(inside), "outside": summary(outside)}
 
 
@@ -366,7 +367,34 @@ BEFORE_COMMIT = 3.0
 """Seconds before a commit that count as near it (its catch-up steps hold the lock)."""
 SLOWEST = 5
 """The slowest requests of each class listed with the instant they were due, to be matched
-against what the server did then (its log)."""
+against what the server did then (its log), and how late the client sent each."""
+
+
+def client_split(requests: list) -> dict:
+    """The client's part of the waits of ``requests`` (timeline rows): the longest lateness
+    and the longest wait counted from the send instead of the due instant. Why: at 10 s
+    leases the "after a fork" maxima (182-299 ms, session 17) came in runs whose client sent
+    requests 100-160 ms late; tracing every request on both sides, the slowest were sent
+    40-120 ms late and then took 60-110 ms in the server, the client's processes and the
+    server's stalled in the same instants (issue 27, "the after-a-fork maxima, session 17").
+    A wait from the send is still no server time (the loopback, both event loops are in it),
+    but the client's own lateness is out of it."""
+    if not requests:
+        return {}
+    return {
+        "sent_late_max_ms": 1000 * max(late for _, _, _, late in requests),
+        "from_send_max_ms": 1000 * max(lat - max(late, 0.0) for _, _, lat, late in requests),
+    }
+
+
+def slowest_rows(requests: list) -> list:
+    """The ``SLOWEST`` slowest of ``requests`` as [due on the server's clock, kind, ms, ms the
+    client sent it late]: to find what each waited for."""
+    ordered = sorted(requests, key=lambda r: r[2], reverse=True)[:SLOWEST]
+    return [
+        [round(due, 3), kind, round(1000 * lat, 1), round(1000 * late, 1)]
+        for due, kind, lat, late in ordered
+    ]
 
 
 def by_replan_phase(timeline: list, events: list[dict]) -> dict:
@@ -394,20 +422,16 @@ def by_replan_phase(timeline: list, events: list[dict]) -> dict:
         return "other"
 
     names = ("after_fork", "after_deferral", "near_commit", "other")
-    phases: dict[str, list[float]] = {name: [] for name in names}
-    slowest: dict[str, list] = {name: [] for name in names}
-    for due, kind, latency in timeline:
-        phases[phase(due, latency)].append(latency)
-        slowest[phase(due, latency)].append((latency, due, kind))
+    phases: dict[str, list] = {name: [] for name in names}
+    for row in timeline:
+        phases[phase(row[0], row[2])].append(row)
     return {
         name: {
-            **summary(latencies),
-            "slowest": [  # (due on the server's clock, kind, ms): to find what each waited for
-                [round(due, 3), kind, round(1000 * latency, 1)]
-                for latency, due, kind in sorted(slowest[name], reverse=True)[:SLOWEST]
-            ],
+            **summary([latency for _, _, latency, _ in rows]),
+            **client_split(rows),
+            "slowest": slowest_rows(rows),
         }
-        for name, latencies in phases.items()
+        for name, rows in phases.items()
     }
 
 
@@ -429,20 +453,12 @@ def commit_to_fork(timeline: list, events: list[dict]) -> dict:
         fork = next((x["now"] for x in events[i + 1 :] if x["event"] == "replan_started"), None)
         if fork is not None and fork - e["now"] <= CHAIN_GAP:
             windows.append((e["now"] - CHAIN_BEFORE, fork + CHAIN_AFTER))
-    inside = sorted(
-        (
-            (latency, due, kind)
-            for due, kind, latency in timeline
-            if any(a <= due <= b for a, b in windows)
-        ),
-        reverse=True,
-    )
+    inside = [row for row in timeline if any(a <= row[0] <= b for a, b in windows)]
     return {
         "chains": len(windows),
-        **summary([latency for latency, _, _ in inside]),
-        "slowest": [
-            [round(due, 3), kind, round(1000 * lat, 1)] for lat, due, kind in inside[:SLOWEST]
-        ],
+        **summary([latency for _, _, latency, _ in inside]),
+        **client_split(inside),
+        "slowest": slowest_rows(inside),
     }
 
 
