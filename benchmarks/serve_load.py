@@ -374,11 +374,11 @@ def client_split(requests: list) -> dict:
     """The client's part of the waits of ``requests`` (timeline rows): the longest lateness
     and the longest wait counted from the send instead of the due instant. Why: at 10 s
     leases the "after a fork" maxima (182-299 ms, session 17) came in runs whose client sent
-    requests 100-160 ms late; tracing every request on both sides, the slowest were sent
-    40-120 ms late and then took 60-110 ms in the server, the client's processes and the
-    server's stalled in the same instants (issue 27, "the after-a-fork maxima, session 17").
-    A wait from the send is still no server time (the loopback, both event loops are in it),
-    but the client's own lateness is out of it."""
+    requests 100-160 ms late; traced on both sides, the requests over 100 ms came in bursts
+    in which the client sent them up to 135 ms late and the server took 44-122 ms of its own
+    from reading one to writing its answer: the whole machine stalled (issue 27, "the
+    after-a-fork maxima, session 17"). A wait from the send is still not the server's time
+    alone (the loopback and both event loops are in it), but the client's lateness is out."""
     if not requests:
         return {}
     return {
