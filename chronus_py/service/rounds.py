@@ -510,6 +510,28 @@ def _trim_heap() -> None:
         _LIBC.malloc_trim(0)
 
 
+def small_pages() -> None:
+    """Stop numpy from asking the kernel for huge pages (``madvise(MADV_HUGEPAGE)``, which it
+    does for every array of 4 MB or more on Linux), in this process and the re-plan children
+    it forks.
+
+    Why: a re-plan's child builds and drops large arrays all through its solve, and each new
+    one was faulted in as fresh 2 MB pages that the kernel zeroes: 7,228 huge-page faults in
+    one 90 s run at 10 s leases (``/proc/vmstat`` ``thp_fault_alloc``), about 14 GB zeroed.
+    In bursts of 0.1-0.2 s about 1.3 s after a fork, the whole 2-core machine was short of CPU
+    (the service's and the load client's threads waiting together), and requests waited
+    180-310 ms; with numpy's huge pages off (``NUMPY_MADVISE_HUGEPAGE=0``), two runs alternated
+    with two as before had no request over 46 ms against 306 ms (issue 27, session 17,
+    benchmarks/RESULTS.md). numpy names the switch with an underscore but documents it (1.20
+    release notes) as the way to turn this off at run time; the environment variable is read
+    only when numpy is first imported."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # numpy 1.x
+        from numpy.core.multiarray import _set_madvise_hugepage
+    _set_madvise_hugepage(False)
+
+
 def _libc() -> ctypes.CDLL | None:
     """The process's own symbols (the C library's among them), where they have
     ``malloc_trim`` (glibc)."""

@@ -43,7 +43,7 @@ from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.engine.loop import YOUNG_PASS
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.inputs import load_yaml
-from chronus_py.service.rounds import SchedulerSettings
+from chronus_py.service.rounds import SchedulerSettings, small_pages
 from chronus_py.service.worker import Worker
 
 log = logging.getLogger("chronus.serve")
@@ -363,6 +363,7 @@ def serve(options: Options) -> int:
     # and young collections run less often.
     gc.freeze()
     gc.set_threshold(YOUNG_PASS, 20, 100)
+    small_pages()
     lock = asyncio.Lock()
     app = build_app(
         service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock

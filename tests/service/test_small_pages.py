@@ -1,0 +1,21 @@
+"""``rounds.small_pages``: the service turns numpy's huge pages off for itself and the re-plan
+children it forks (their fresh 2 MB pages, zeroed by the kernel, starved a 2-core machine in
+bursts after each fork: issue 27, session 17)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chronus_py.service.rounds import small_pages
+
+multiarray = pytest.importorskip("numpy._core.multiarray")
+
+
+def test_small_pages_turns_numpy_huge_pages_off():
+    before = multiarray._get_madvise_hugepage()
+    try:
+        multiarray._set_madvise_hugepage(True)
+        small_pages()
+        assert multiarray._get_madvise_hugepage() is False
+    finally:
+        multiarray._set_madvise_hugepage(before)
