@@ -24,7 +24,13 @@ import asyncio
 import json
 from http import HTTPStatus
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
+
+from chronus_py.service.json_codec import encode
 
 
 def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpToolsProtocol]:
@@ -67,6 +73,51 @@ class _Guarded(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self._began = None
         super().on_message_complete()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app) -> None:
+        """A request the API answers from here (``_Api.direct``) runs as ``_direct``; any other
+        through the ASGI app, as uvicorn runs it."""
+        direct = getattr(app, "direct", None)
+        answer = None
+        if direct is not None and cycle.keep_alive and not cycle.waiting_for_100_continue:
+            answer = direct(cycle.scope)
+        if answer is None:
+            super()._start_asgi_task(cycle, app)
+            return
+        task = self.loop.create_task(self._direct(cycle, answer))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    async def _direct(self, cycle: RequestResponseCycle, answer) -> None:
+        """Read the request's whole body, have ``answer`` answer it, and write the answer as
+        uvicorn would write the app's ``JSONResponse`` (its default headers, then
+        ``content-length`` and ``content-type``), head and body in one write. The cycle's
+        state moves as its ``send`` moves it, so pipelining, keep-alive, a shutdown's close
+        and the read timeout treat it as any other request."""
+        while cycle.more_body and not cycle.disconnected:
+            self.flow.resume_reading()
+            await cycle.message_event.wait()
+            cycle.message_event.clear()
+        if cycle.disconnected:
+            return  # as the app's ``receive`` would have said: nothing to answer
+        content, status = await answer(cycle.scope, bytes(cycle.body))
+        if cycle.disconnected:
+            return
+        body = encode(content)
+        head = [STATUS_LINE[status]]
+        for name, value in cycle.default_headers:
+            head += (name, b": ", value, b"\r\n")
+        head.append(b"content-length: %d\r\ncontent-type: application/json\r\n" % len(body))
+        if not cycle.keep_alive:  # the server shuts down meanwhile (``shutdown``)
+            head.append(b"connection: close\r\n")
+        head += (b"\r\n", body)
+        cycle.response_started = True
+        self.transport.write_now(b"".join(head))
+        cycle.response_complete = True
+        cycle.message_event.set()
+        if not cycle.keep_alive:
+            self.transport.close()
+        cycle.on_response()
 
     def send_400_response(self, msg: str) -> None:
         self._answer(400, "not a valid HTTP request (request line, a header, or its framing)")
@@ -140,6 +191,14 @@ class _OneWrite:
         self._held = None
         self._flush.cancel()  # type: ignore[union-attr]  # its turn would find nothing held
         self._transport.write(held + data)
+
+    def write_now(self, data: bytes) -> None:
+        """Send ``data`` (after anything held) at once: a whole answer, nothing to wait for."""
+        held, self._held = self._held, None
+        if held is not None:
+            self._flush.cancel()  # type: ignore[union-attr]
+            data = held + data
+        self._transport.write(data)
 
     def writelines(self, lines) -> None:
         self.write(b"".join(lines))
