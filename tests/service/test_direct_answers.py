@@ -1,0 +1,151 @@
+"""The requests answered straight from the connection (``api._Api.direct``, ``connections.py``:
+a submission, a job's read and its cancellation without a query string) get the same bytes
+as through the ASGI app (the same requests with a query, which take Starlette's path), and
+an idle keep-alive connection is closed after uvicorn's keep-alive timeout, counted from its
+last answer."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+from serving import Server, running
+
+from chronus_py.backends.sim import SimBackend
+from chronus_py.service.api import build_app
+from chronus_py.service.core import Service
+from chronus_py.service.db import Database
+from chronus_py.service.rounds import SchedulerSettings
+
+TOKEN = b"Authorization: Bearer team-a-token-0123456789\r\n"
+KEEP_ALIVE = 5.0
+"""uvicorn's ``timeout_keep_alive``, which ``chronus serve`` keeps."""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running(tmp_path_factory.mktemp("direct"), "--nodes", "4", "--speed", "50") as server:
+        yield server
+    log = server.log.read_text()
+    assert "Traceback" not in log, log
+
+
+@pytest.mark.parametrize(
+    "method, path, query, headers, direct",
+    [
+        ("POST", "/v1/jobs", b"", [(b"content-length", b"20")], True),
+        ("GET", "/v1/jobs/j1", b"", [], True),
+        ("DELETE", "/v1/jobs/j1", b"", [(b"content-length", b"0")], True),
+        ("POST", "/v1/jobs", b"dry_run=true", [(b"content-length", b"20")], False),
+        ("GET", "/v1/jobs/j1", b"x=1", [], False),
+        ("POST", "/v1/jobs", b"", [], False),  # no Content-Length
+        ("POST", "/v1/jobs", b"", [(b"content-length", b"65537")], False),  # the app's 413
+        ("POST", "/v1/jobs", b"", [(b"transfer-encoding", b"chunked")], False),
+        ("GET", "/v1/jobs/j1", b"", [(b"content-length", b"3")], False),
+        ("GET", "/v1/jobs", b"", [], False),  # the listing
+        ("PUT", "/v1/jobs/j1", b"", [], False),  # the app's 405
+        ("GET", "/v1/jobs/j1/progress", b"", [], False),
+        ("GET", "/v1/jobs/", b"", [], False),
+    ],
+)
+def test_which_requests_are_answered_from_the_connection(
+    tmp_path, method, path, query, headers, direct
+):
+    backend = SimBackend(tmp_path / "world.sim", [("n0", 8)], speed=1.0)
+    service = Service(backend, Database(tmp_path / "chronus.db"), SchedulerSettings())
+    app = build_app(service)
+    scope = {"method": method, "path": path, "query_string": query, "root_path": ""}
+    assert (app.direct({**scope, "headers": headers}) is not None) == direct
+    service.db.close()
+
+
+def exchange(sock: socket.socket, request: bytes) -> tuple[list[bytes], bytes]:
+    """Send one request on a keep-alive connection: its answer's head lines without the
+    ``date`` header (it changes every second), and its body."""
+    sock.sendall(request)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    length = next(
+        int(v) for n, _, v in (x.partition(b": ") for x in lines) if n == b"content-length"
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return [x for x in lines if not x.startswith(b"date: ")], body
+
+
+def request(method: str, path: str, body: bytes | None = None, *, token: bool = True) -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\n".encode() + (TOKEN if token else b"")
+    if body is None:
+        return head + b"\r\n"
+    return head + b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.parametrize(
+    "method, path, body, token",
+    [
+        ("GET", "/v1/jobs/d1", None, True),
+        ("GET", "/v1/jobs/nope", None, True),
+        ("GET", "/v1/jobs/d1", None, False),
+        ("DELETE", "/v1/jobs/nope", None, True),
+        ("POST", "/v1/jobs", b'{"gpus": 1}', True),
+        ("POST", "/v1/jobs", b'{"gpus": 1, "estimate_seconds": NaN}', True),
+        ("POST", "/v1/jobs", b"not json", True),
+        ("POST", "/v1/jobs", b"[" * 40 + b"]" * 40, True),
+        ("POST", "/v1/jobs", b'{"id": "d1", "gpus": 1, "estimate_seconds": 60}', True),
+    ],
+)
+def test_the_same_bytes_as_through_the_app(server: Server, method, path, body, token):
+    """Each request without a query (answered from the connection) and with one that changes
+    nothing (``?dry_run=false`` for a submission, ``?x=1`` for the others: through the app)."""
+    first = request("POST", "/v1/jobs", b'{"id": "d1", "gpus": 1, "estimate_seconds": 60}')
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        exchange(sock, first)  # d1 exists (a 201 the first time, a 409 after)
+        query = "?dry_run=false" if method == "POST" else "?x=1"
+        direct = exchange(sock, request(method, path, body, token=token))
+        app = exchange(sock, request(method, path + query, body, token=token))
+    assert direct == app
+    status = int(direct[0][0].split(b" ")[1])
+    assert status >= 400 or method == "GET", direct  # each case answered as it should be
+    assert set(json.loads(direct[1])) >= ({"error", "field"} if status >= 400 else {"id"})
+
+
+def test_a_cancellation_and_a_submission_answered_from_the_connection(server: Server):
+    """201 with the job's id, a read of it, then its cancellation: the answers as through the
+    app, but for the ids and times in them."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        made = exchange(
+            sock, request("POST", "/v1/jobs", b'{"id": "c1", "gpus": 1, "estimate_seconds": 60}')
+        )
+        other = exchange(
+            sock,
+            request(
+                "POST", "/v1/jobs?dry_run=false", b'{"id": "c2", "gpus": 1, "estimate_seconds": 60}'
+            ),
+        )
+        assert made[0][0] == other[0][0] == b"HTTP/1.1 201 Created"
+        assert [x.partition(b": ")[0] for x in made[0]] == [x.partition(b": ")[0] for x in other[0]]
+        assert json.loads(made[1])["id"] == "c1" and json.loads(other[1])["id"] == "c2"
+        read = exchange(sock, request("GET", "/v1/jobs/c1"))
+        assert json.loads(read[1])["id"] == "c1"  # read-your-write
+        gone = exchange(sock, request("DELETE", "/v1/jobs/c1"))
+        again = exchange(sock, request("DELETE", "/v1/jobs/c1?x=1"))  # idempotent
+        assert gone[0][0] == b"HTTP/1.1 200 OK" and json.loads(gone[1])["state"] == "cancelled"
+        assert gone == again
+
+
+def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(server: Server):
+    """Counted from the last answer: a request 0.6 of the timeout after the first keeps the
+    connection open past the first's timeout, and it closes a timeout after the second's."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=3 * KEEP_ALIVE) as sock:
+        exchange(sock, request("GET", "/v1/jobs/nope"))
+        time.sleep(0.6 * KEEP_ALIVE)
+        exchange(sock, request("GET", "/v1/jobs/nope"))
+        answered = time.monotonic()
+        assert sock.recv(1) == b""  # closed by the server
+        idle = time.monotonic() - answered
+    assert KEEP_ALIVE - 0.2 < idle < KEEP_ALIVE + 1.5
