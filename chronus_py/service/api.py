@@ -194,11 +194,14 @@ def build_app(
     # the same checks in the same order, the same calls, the same content, every error
     # answered as ``handler`` answers it.
     def answered(fn: Callable[[Caller, dict, bytes], Awaitable[tuple[Any, int]]]) -> Direct:
-        async def direct(scope: dict, raw: bytes) -> tuple[Any, int]:
+        async def direct(scope: dict, raw: bytes) -> tuple[bytes, int]:
             try:
-                return await fn(caller_of(_header(scope["headers"], b"authorization")), scope, raw)
+                authorization = _header(scope["headers"], b"authorization")
+                content, status = await fn(caller_of(authorization), scope, raw)
+                return encode(content), status
             except Exception as exc:  # noqa: BLE001 - answered here (``_failure``)
-                return _failure(exc, scope["method"], scope["path"])
+                content, status = _failure(exc, scope["method"], scope["path"])
+                return encode(content), status
 
         return direct
 
@@ -325,9 +328,9 @@ def build_app(
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-Direct = Callable[[dict, bytes], Awaitable[tuple[Any, int]]]
+Direct = Callable[[dict, bytes], Awaitable[tuple[bytes, int]]]
 """A request answered from the connection (``_Api.direct``): given its ASGI scope and whole
-body, the content and status of its JSON answer (raising what a handler raises)."""
+body, its JSON answer's body and status (every error answered, as ``handler`` answers it)."""
 
 
 class _Api(Starlette):

@@ -15,7 +15,10 @@ httptools protocol with those bounds added:
 - a request the HTTP parser refuses (e.g. ``Content-Length: -1``) gets the API's JSON 400, not
   uvicorn's plain text.
 
-And a response's head and body go out in one write (:class:`_OneWrite`).
+And a response's head and body go out in one write (:class:`_OneWrite`); the requests a
+client sends by the hundred a second (a submission, a job's read, its cancellation) are
+answered from here without the ASGI app's request and response objects (``_direct``, with
+``api._Api.direct``), and an idle keep-alive connection keeps one timer (``_idle_check``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,6 @@ from uvicorn.protocols.http.httptools_impl import (
     HttpToolsProtocol,
     RequestResponseCycle,
 )
-
-from chronus_py.service.json_codec import encode
 
 
 def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpToolsProtocol]:
@@ -106,10 +107,9 @@ class _Guarded(HttpToolsProtocol):
             cycle.message_event.clear()
         if cycle.disconnected:
             return  # as the app's ``receive`` would have said: nothing to answer
-        content, status = await answer(cycle.scope, bytes(cycle.body))
+        body, status = await answer(cycle.scope, bytes(cycle.body))
         if cycle.disconnected:
             return
-        body = encode(content)
         head = [STATUS_LINE[status]]
         for name, value in cycle.default_headers:
             head += (name, b": ", value, b"\r\n")
