@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import Counter
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -270,30 +271,27 @@ class Scheduler:
         """Merge running and pending jobs in key order and give GPUs to the fitting prefix.
 
         Running jobs whose (stale, never better than fresh) key sorts before the best pending job
-        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked.
+        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked
+        (:func:`merge_walk`).
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
         ids = [i for _, i in self._running_sorted[cut:]]
         tail = [self.running[i] for i in ids]
         keys = self.policy.keys(tail, now)
         self._running_key.update(zip(ids, keys))
-        fresh = sorted(zip(keys, ids))
+        ranked = sorted(zip(keys, ids, [s.gpus for s in tail]))  # ids are unique: by (key, id)
+        fresh = [(key, job_id) for key, job_id, _ in ranked]
+        gpus = [g for _, _, g in ranked]
         del self._running_sorted[cut:]
         self._running_sorted += fresh
         self._running_sorted.sort()  # two sorted runs: one linear merge, not a bisect per job
-        budget = self.allocator.free_gpus() + sum(s.gpus for s in tail)
-        smallest = min(min(self._pending_sizes), min(s.gpus for s in tail))
-        keep, start = set(), []
-        for key, job_id in heapq.merge(fresh, self._pending):
-            if budget < smallest:
-                break
-            state = self.jobs[job_id]
-            if state.gpus <= budget:
-                budget -= state.gpus
-                (keep.add(job_id) if job_id in self.running else start.append((key, state)))
-            elif not self.policy.backfill:
-                break
-        preempted = [s for s in tail if s.id not in keep]
+        budget = self.allocator.free_gpus() + sum(gpus)
+        smallest = min(min(self._pending_sizes), min(gpus))
+        dropped, chosen = merge_walk(
+            fresh, gpus, self._pending, self._gpus_of, budget, smallest, self.policy.backfill
+        )
+        start = [(key, self.jobs[job_id]) for key, job_id in chosen]
+        preempted = [s for s in tail if s.id in dropped]
         places = {s.id: dict(s.placement) for s in preempted}
         for state in preempted:
             self._preempt(state, now)
@@ -312,6 +310,9 @@ class Scheduler:
             started += self._fill(now)
         self._rekey([s.id for s in preempted if self.policy.preempted(s, now)], now)
         return Moves(now, tuple(started), tuple(preempted))
+
+    def _gpus_of(self, job_id: str) -> int:
+        return self.jobs[job_id].gpus
 
     def _make_room(self, state: JobState, key: tuple, now: float) -> list[JobState]:
         """Start ``state`` (ranked ``key``), which the allocator refused although enough GPUs
@@ -505,3 +506,55 @@ class Scheduler:
         self._rekey([job_id], now)
         self._arrived.append(state)
         return state
+
+
+def merge_walk(
+    running: list[tuple[tuple, str]],
+    gpus: list[int],
+    pending: list[tuple[tuple, str]],
+    gpus_of: Callable[[str], int],
+    budget: int,
+    smallest: int,
+    backfill: bool,
+) -> tuple[set[str], list[tuple[tuple, str]]]:
+    """The placement walk (:meth:`Scheduler._walk`): the ``running`` jobs (``(key, id)`` in key
+    order, holding ``gpus`` each) merged in key order with the ``pending`` ones (``gpus_of``
+    each), giving ``budget`` GPUs to every job that fits (to later ones only if ``backfill``)
+    until fewer than ``smallest`` are left. Returns the running jobs left without GPUs, and the
+    pending jobs that get them (``(key, id)``, in order).
+
+    A run of running jobs with no pending one between them, whose GPUs all fit in what is left,
+    is taken at once: each fits in turn, as what is left before it covers it and every one after
+    it in the run. Under churn (issue 27) the walk went job by job through some 900 running and
+    pending jobs a round to find the few that move; it now visits one by one only the pending
+    jobs it reaches and the running ones where the GPUs run short, near its end."""
+    after = list(accumulate(reversed(gpus), initial=0))[::-1]  # the GPUs of each job on
+    dropped: set[str] = set()
+    chosen: list[tuple[tuple, str]] = []
+    i = j = 0
+    while i < len(running) or j < len(pending):
+        if budget < smallest:
+            break
+        if j == len(pending) or (i < len(running) and running[i] < pending[j]):
+            end = len(running) if j == len(pending) else bisect.bisect_left(running, pending[j], i)
+            if after[i] - after[end] <= budget:
+                budget -= after[i] - after[end]
+                i = end
+            elif gpus[i] <= budget:
+                budget -= gpus[i]
+                i += 1
+            elif backfill:
+                dropped.add(running[i][1])
+                i += 1
+            else:
+                break
+            continue
+        g = gpus_of(pending[j][1])
+        if g <= budget:
+            budget -= g
+            chosen.append(pending[j])
+        elif not backfill:
+            break
+        j += 1
+    dropped.update(job_id for _, job_id in running[i:])  # never reached: no GPUs left for them
+    return dropped, chosen
