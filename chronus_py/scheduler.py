@@ -520,15 +520,15 @@ def merge_walk(
     """The placement walk (:meth:`Scheduler._walk`): the ``running`` jobs (``(key, id)`` in key
     order, holding ``gpus`` each) merged in key order with the ``pending`` ones (``gpus_of``
     each), giving ``budget`` GPUs to every job that fits (to later ones only if ``backfill``)
-    until fewer than ``smallest`` are left. Returns the running jobs left without GPUs, and the
+    until fewer than ``smallest`` (the fewest any of them needs) are left. Returns the running jobs left without GPUs, and the
     pending jobs that get them (``(key, id)``, in order).
 
-    A run of running jobs with no pending one between them, whose GPUs all fit in what is left,
-    is taken at once: each fits in turn, as what is left before it covers it and every one after
-    it in the run. Under churn (issue 27) the walk went job by job through some 900 running and
-    pending jobs a round to find the few that move; it now visits one by one only the pending
-    jobs it reaches and the running ones where the GPUs run short, near its end."""
-    after = list(accumulate(reversed(gpus), initial=0))[::-1]  # the GPUs of each job on
+    Running jobs with no pending one between them are taken at once, as many in a row as fit in
+    what is left: each fits in turn, since what is left before it covers it and every one after
+    it in that row. Under churn (issue 27) the walk went job by job through some 1,000 running
+    and pending jobs a round to find the few that move; it now visits one by one only the pending
+    jobs it reaches and the running jobs that do not fit."""
+    held = list(accumulate(gpus, initial=0))  # GPUs of the running jobs before each
     dropped: set[str] = set()
     chosen: list[tuple[tuple, str]] = []
     i = j = 0
@@ -537,12 +537,10 @@ def merge_walk(
             break
         if j == len(pending) or (i < len(running) and running[i] < pending[j]):
             end = len(running) if j == len(pending) else bisect.bisect_left(running, pending[j], i)
-            if after[i] - after[end] <= budget:
-                budget -= after[i] - after[end]
-                i = end
-            elif gpus[i] <= budget:
-                budget -= gpus[i]
-                i += 1
+            fit = bisect.bisect_right(held, budget + held[i], i, end + 1) - 1  # i..fit-1 fit
+            if fit > i:
+                budget -= held[fit] - held[i]
+                i = fit
             elif backfill:
                 dropped.add(running[i][1])
                 i += 1

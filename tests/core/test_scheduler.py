@@ -233,7 +233,7 @@ def walk_job_by_job(running, gpus, pending, sizes, budget, smallest, backfill):
 
 @given(
     st.lists(
-        st.tuples(st.integers(0, 30), st.sampled_from([1, 1, 2, 4, 8, 16]), st.booleans()),
+        st.tuples(st.integers(0, 30), st.sampled_from([1, 2, 3, 4, 8, 16]), st.booleans()),
         min_size=2,
         max_size=60,
     ),
