@@ -136,7 +136,7 @@ class SimWorld:
         self._ends: list[tuple[float, int, str, int]] = []
         self._seq = 0
         self.time = -math.inf
-        self.reported: set[str] = set()  # ended jobs the service has not been shown yet
+        self.reported: set[str] = set()  # completions the service has not been shown yet
         self.changed: set[str] = set()  # jobs started, stopped or ended since the service looked
 
     def advance(self, now: float) -> None:
@@ -147,6 +147,7 @@ class SimWorld:
             if job.state is RunState.RUNNING and job.starts == run:
                 self._end(job, RunState.FINISHED, at)
                 self.changed.add(job_id)
+                self.reported.add(job_id)
         self.time = max(self.time, now)
 
     def next_end(self) -> float | None:
@@ -163,7 +164,6 @@ class SimWorld:
         job.stop(at)
         job.state = state
         job.ended_at = at
-        self.reported.add(job.id)
 
     def _release(self, job: _SimJob) -> None:
         for node, gpus in job.placement.items():
