@@ -67,7 +67,8 @@ def run(rounds: int, submits: int, log_path: Path) -> dict:
 
     def body(job_id: str, gpus: int | None = None, estimate: float | None = None) -> dict:
         work = estimate or rng.choice((7200.0, 14400.0, 28800.0, 57600.0))
-        out = {"id": job_id, "gpus": gpus or rng.choice((1, 1, 1, 2, 4, 8)), "estimate_seconds": work}
+        gpus = gpus or rng.choice((1, 1, 1, 2, 4, 8))
+        out = {"id": job_id, "gpus": gpus, "estimate_seconds": work}
         if rng.random() < 0.7:
             out["deadlines"] = [{"at": backend.now() + work * rng.uniform(1.5, 4.0)}]
         return out
@@ -121,8 +122,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkout", type=Path, action="append", required=True)
     p.add_argument("--rounds", type=int, default=300)
-    p.add_argument("--submits", type=int, default=25, help="submissions (and cancellations) a round")
-    p.add_argument("--out", default="churn_decisions.json", help="file name under benchmarks/results")
+    p.add_argument("--submits", type=int, default=25, help="submissions (as many cancels) a round")
+    p.add_argument("--out", default="churn_decisions.json", help="name under benchmarks/results")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child is not None:
@@ -132,8 +133,18 @@ def main() -> None:
     for n, checkout in enumerate(args.checkout):
         log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"churn_decisions_{os.getpid()}_{n}.log"
         child = subprocess.run(
-            [sys.executable, __file__, "--checkout", str(checkout), "--rounds", str(args.rounds),
-             "--submits", str(args.submits), "--child", str(log_path)],
+            [
+                sys.executable,
+                __file__,
+                "--checkout",
+                str(checkout),
+                "--rounds",
+                str(args.rounds),
+                "--submits",
+                str(args.submits),
+                "--child",
+                str(log_path),
+            ],
             cwd=checkout,
             env={**os.environ, "PYTHONPATH": str(checkout.resolve())},
             capture_output=True,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import Counter
-from itertools import accumulate
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Callable, Iterable, Mapping
 
 from chronus_py.errors import InputError
@@ -520,8 +520,8 @@ def merge_walk(
     """The placement walk (:meth:`Scheduler._walk`): the ``running`` jobs (``(key, id)`` in key
     order, holding ``gpus`` each) merged in key order with the ``pending`` ones (``gpus_of``
     each), giving ``budget`` GPUs to every job that fits (to later ones only if ``backfill``)
-    until fewer than ``smallest`` (the fewest any of them needs) are left. Returns the running jobs left without GPUs, and the
-    pending jobs that get them (``(key, id)``, in order).
+    until fewer than ``smallest`` (the fewest any of them needs) are left. Returns the running
+    jobs left without GPUs, and the pending jobs that get them (``(key, id)``, in order).
 
     Running jobs with no pending one between them are taken at once, as many in a row as fit in
     what is left: each fits in turn, since what is left before it covers it and every one after

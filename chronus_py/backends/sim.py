@@ -136,8 +136,8 @@ class SimWorld:
         self._ends: list[tuple[float, int, str, int]] = []
         self._seq = 0
         self.time = -math.inf
-        self.reported: set[str] = set()  # completions the service has not been shown yet
-        self.changed: set[str] = set()  # jobs started, stopped or ended since the service looked
+        self.reported: set[str] = set()  # ended jobs the service has not been shown yet
+        self.changed: set[str] = set()  # jobs whose state changed since the service last looked
 
     def advance(self, now: float) -> None:
         """Complete every run whose work is done by ``now``, in time order."""
@@ -146,8 +146,6 @@ class SimWorld:
             job = self.jobs[job_id]
             if job.state is RunState.RUNNING and job.starts == run:
                 self._end(job, RunState.FINISHED, at)
-                self.changed.add(job_id)
-                self.reported.add(job_id)
         self.time = max(self.time, now)
 
     def next_end(self) -> float | None:
@@ -160,10 +158,12 @@ class SimWorld:
         return job.state is RunState.RUNNING and job.starts == entry[3]
 
     def _end(self, job: _SimJob, state: RunState, at: float) -> None:
+        self.changed.add(job.id)
         self._release(job)
         job.stop(at)
         job.state = state
         job.ended_at = at
+        self.reported.add(job.id)
 
     def _release(self, job: _SimJob) -> None:
         for node, gpus in job.placement.items():
@@ -173,13 +173,13 @@ class SimWorld:
 
     # -- commands: each checked, then applied; ``check_*`` raise before anything changes --------
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:
-        """A start or a stop is a change the service is shown (``jobs_changed``): when a run
-        began is the world's to say. A submit or a cancel is not: the service gave it and knows
-        its outcome (a job waiting; a job it no longer holds), and under churn (1,000 of them a
-        second, issue 27) observing each cost a fifth of the rounds' time for nothing."""
+        """Every command but a submit is a change the service is shown (``jobs_changed``): a
+        submitted job waits, as the service that submitted it knows, and under churn (500 a
+        second, issue 27) observing each one every round was work for nothing. A cancel is
+        shown: the sim cannot tell the service's own from one made outside chronus."""
         self.advance(at)
         getattr(self, f"_{kind}")(job_id, at, data)
-        if kind in ("start", "preempt"):
+        if kind != "submit":
             self.changed.add(job_id)
 
     def check(self, kind: str, job_id: str, data: Any) -> None:
