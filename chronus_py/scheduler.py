@@ -15,6 +15,7 @@ import bisect
 import heapq
 from collections import Counter
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Callable, Iterable, Mapping
 
 from chronus_py.errors import InputError
@@ -270,30 +271,27 @@ class Scheduler:
         """Merge running and pending jobs in key order and give GPUs to the fitting prefix.
 
         Running jobs whose (stale, never better than fresh) key sorts before the best pending job
-        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked.
+        keep their GPUs whatever happens, so only the tail after it is re-keyed and walked
+        (:func:`merge_walk`).
         """
         cut = bisect.bisect_left(self._running_sorted, self._pending[0])
         ids = [i for _, i in self._running_sorted[cut:]]
         tail = [self.running[i] for i in ids]
         keys = self.policy.keys(tail, now)
         self._running_key.update(zip(ids, keys))
-        fresh = sorted(zip(keys, ids))
+        ranked = sorted(zip(keys, ids, [s.gpus for s in tail]))  # ids are unique: by (key, id)
+        fresh = [(key, job_id) for key, job_id, _ in ranked]
+        gpus = [g for _, _, g in ranked]
         del self._running_sorted[cut:]
         self._running_sorted += fresh
         self._running_sorted.sort()  # two sorted runs: one linear merge, not a bisect per job
-        budget = self.allocator.free_gpus() + sum(s.gpus for s in tail)
-        smallest = min(min(self._pending_sizes), min(s.gpus for s in tail))
-        keep, start = set(), []
-        for key, job_id in heapq.merge(fresh, self._pending):
-            if budget < smallest:
-                break
-            state = self.jobs[job_id]
-            if state.gpus <= budget:
-                budget -= state.gpus
-                (keep.add(job_id) if job_id in self.running else start.append((key, state)))
-            elif not self.policy.backfill:
-                break
-        preempted = [s for s in tail if s.id not in keep]
+        budget = self.allocator.free_gpus() + sum(gpus)
+        smallest = min(min(self._pending_sizes), min(gpus))
+        dropped, chosen = merge_walk(
+            fresh, gpus, self._pending, self._gpus_of, budget, smallest, self.policy.backfill
+        )
+        start = [(key, self.jobs[job_id]) for key, job_id in chosen]
+        preempted = [s for s in tail if s.id in dropped]
         places = {s.id: dict(s.placement) for s in preempted}
         for state in preempted:
             self._preempt(state, now)
@@ -312,6 +310,9 @@ class Scheduler:
             started += self._fill(now)
         self._rekey([s.id for s in preempted if self.policy.preempted(s, now)], now)
         return Moves(now, tuple(started), tuple(preempted))
+
+    def _gpus_of(self, job_id: str) -> int:
+        return self.jobs[job_id].gpus
 
     def _make_room(self, state: JobState, key: tuple, now: float) -> list[JobState]:
         """Start ``state`` (ranked ``key``), which the allocator refused although enough GPUs
@@ -505,3 +506,53 @@ class Scheduler:
         self._rekey([job_id], now)
         self._arrived.append(state)
         return state
+
+
+def merge_walk(
+    running: list[tuple[tuple, str]],
+    gpus: list[int],
+    pending: list[tuple[tuple, str]],
+    gpus_of: Callable[[str], int],
+    budget: int,
+    smallest: int,
+    backfill: bool,
+) -> tuple[set[str], list[tuple[tuple, str]]]:
+    """The placement walk (:meth:`Scheduler._walk`): the ``running`` jobs (``(key, id)`` in key
+    order, holding ``gpus`` each) merged in key order with the ``pending`` ones (``gpus_of``
+    each), giving ``budget`` GPUs to every job that fits (to later ones only if ``backfill``)
+    until fewer than ``smallest`` (the fewest any of them needs) are left. Returns the running
+    jobs left without GPUs, and the pending jobs that get them (``(key, id)``, in order).
+
+    Running jobs with no pending one between them are taken at once, as many in a row as fit in
+    what is left: each fits in turn, since what is left before it covers it and every one after
+    it in that row. Under churn (issue 27) the walk went job by job through some 1,000 running
+    and pending jobs a round to find the few that move; it now visits one by one only the pending
+    jobs it reaches and the running jobs that do not fit."""
+    held = list(accumulate(gpus, initial=0))  # GPUs of the running jobs before each
+    dropped: set[str] = set()
+    chosen: list[tuple[tuple, str]] = []
+    i = j = 0
+    while i < len(running) or j < len(pending):
+        if budget < smallest:
+            break
+        if j == len(pending) or (i < len(running) and running[i] < pending[j]):
+            end = len(running) if j == len(pending) else bisect.bisect_left(running, pending[j], i)
+            fit = bisect.bisect_right(held, budget + held[i], i, end + 1) - 1  # i..fit-1 fit
+            if fit > i:
+                budget -= held[fit] - held[i]
+                i = fit
+            elif backfill:
+                dropped.add(running[i][1])
+                i += 1
+            else:
+                break
+            continue
+        g = gpus_of(pending[j][1])
+        if g <= budget:
+            budget -= g
+            chosen.append(pending[j])
+        elif not backfill:
+            break
+        j += 1
+    dropped.update(job_id for _, job_id in running[i:])  # never reached: no GPUs left for them
+    return dropped, chosen

@@ -112,8 +112,9 @@ class Backend(Protocol):
     def jobs_changed(self) -> Sequence[ObservedJob]:
         """Optional (a backend may leave it out): the jobs whose state changed since the last
         call of ``jobs`` or ``jobs_changed`` (ended, started, stopped, or changed outside
-        chronus), as ``jobs`` reports them. A service with thousands of jobs observes through it
-        every round and calls ``jobs`` only now and then; without it, ``jobs`` every round."""
+        chronus), as ``jobs`` reports them; a job chronus submitted may be left out until it
+        changes (the service knows it waits). A service with thousands of jobs observes through
+        it every round and calls ``jobs`` only now and then; without it, ``jobs`` every round."""
 
     def start_latency(self) -> float:
         """Optional (a backend may leave it out: 0): backend seconds from when the plan had a job

@@ -174,9 +174,14 @@ class SimWorld:
 
     # -- commands: each checked, then applied; ``check_*`` raise before anything changes --------
     def apply(self, kind: str, job_id: str, at: float, data: Any) -> None:
+        """Every command but a submit is a change the service is shown (``jobs_changed``): a
+        submitted job waits, as the service that submitted it knows, and under churn (500 a
+        second, issue 27) observing each one every round was work for nothing. A cancel is
+        shown: the sim cannot tell the service's own from one made outside chronus."""
         self.advance(at)
         getattr(self, f"_{kind}")(job_id, at, data)
-        self.changed.add(job_id)
+        if kind != "submit":
+            self.changed.add(job_id)
 
     def check(self, kind: str, job_id: str, data: Any) -> None:
         """Raise BackendUnavailable if ``kind`` cannot apply now (nothing is changed)."""

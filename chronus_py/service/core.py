@@ -139,22 +139,26 @@ def decision_log(event: str, **fields: Any) -> None:
 
 
 @contextlib.contextmanager
-def held_decisions():
+def held_decisions(*, kept: bool = False):
     """The decision lines this thread logs inside, logged as one record (one line each in the
     server's log, ``server._LineFormat``) when the block ends without an exception, and dropped
-    if it raises (``Service.batch``: what its failed commit did not keep was never decided).
+    if it raises (``Service.batch``: what its failed commit did not keep was never decided),
+    unless ``kept`` (a round's step: each line says what was done before the failure).
 
     Why: ``logging`` costs ~16 us a record besides the line itself (the record, the handlers'
     chain, a flushed write; in-process, issue 27 session 14), and a batch of requests logs up
-    to ``batches.MOST`` lines."""
+    to ``batches.MOST`` lines, a round under churn a dozen (its starts and preemptions, each
+    start's late-start line, their records)."""
     outer = getattr(_held, "lines", None)
     _held.lines = lines = [] if outer is None else outer
+    done = False
     try:
         yield
+        done = True
     finally:
         _held.lines = outer
-    if outer is None and lines:
-        log.info("\n".join(lines))
+        if outer is None and lines and (done or kept):
+            log.info("\n".join(lines))
 
 
 class Service:
@@ -765,6 +769,10 @@ class Service:
         submits (``act`` issues them before ``decide`` observes: a submit is where the backend
         says an arrival's object is gone, which the round must know before it decides to start
         it)."""
+        with held_decisions(kept=True):
+            self._take_arrivals()
+
+    def _take_arrivals(self) -> None:
         self.counters.round_began = time.monotonic()
         with self.backend.lock:
             if self._queue or self._outcomes:
@@ -782,6 +790,10 @@ class Service:
     def decide(self) -> None:
         """Under the request lock, once the arrivals are submitted: observe, plan, record the
         promises and the lease plan, and queue the backend commands (``act`` issues them)."""
+        with held_decisions(kept=True):
+            self._decide()
+
+    def _decide(self) -> None:
         if self.counters.round_began is None:
             self.counters.round_began = time.monotonic()
         with self.backend.lock:
@@ -853,6 +865,10 @@ class Service:
         """Under the request lock: write each command that took effect to the database (the job's
         state only while it is still active: a cancellation after its start has the last word),
         count the failures, and keep the layers current."""
+        with held_decisions(kept=True):
+            self._record_outcomes()
+
+    def _record_outcomes(self) -> None:
         try:
             with self.backend.lock:
                 outcomes, self._outcomes = self._outcomes, []

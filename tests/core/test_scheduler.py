@@ -1,5 +1,6 @@
-"""The scheduler's own bookkeeping: intake, restore, progress reports, the round-up, and the
-placement walk when the allocator turns a gang down that the GPU count allows.
+"""The scheduler's own bookkeeping: intake, restore, progress reports, the round-up, the
+placement walk when the allocator turns a gang down that the GPU count allows, and the walk's
+runs of running jobs taken at once against the walk job by job.
 
 An allocator that does not spread a gang over nodes (``ConsolidatedAllocator(spread=False)``)
 is the real allocator that refuses such gangs here; HiveD tenants with full cells do the same.
@@ -7,16 +8,19 @@ is the real allocator that refuses such gangs here; HiveD tenants with full cell
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from core_helpers import chronus, job
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chronus_py.jobs.model import Cluster, DeadlineOption, Node
 from chronus_py.policies import make_policy
 from chronus_py.round import advance, run_round
-from chronus_py.scheduler import Scheduler
+from chronus_py.scheduler import Scheduler, merge_walk
 from chronus_py.selector import Tier
 from placement import CellAllocator, ConsolidatedAllocator, load_config
 
@@ -209,6 +213,44 @@ def test_a_walk_whose_start_is_refused_does_not_restart_the_jobs_it_preempted():
     assert set(scheduler.running) == {"A", "B", "C", "D"}
     assert moves.preempted == () and moves.started == ()
     assert [scheduler.jobs[j].preemptions for j in "ABCD"] == [0, 0, 0, 0]
+
+
+def walk_job_by_job(running, gpus, pending, sizes, budget, smallest, backfill):
+    """The walk as first written, one job at a time: what ``merge_walk`` must answer."""
+    held = dict(zip((job_id for _, job_id in running), gpus))
+    keep, chosen = set(), []
+    for key, job_id in heapq.merge(running, pending):
+        if budget < smallest:
+            break
+        g = held.get(job_id, sizes.get(job_id))
+        if g <= budget:
+            budget -= g
+            (keep.add(job_id) if job_id in held else chosen.append((key, job_id)))
+        elif not backfill:
+            break
+    return set(held) - keep, chosen
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 30), st.sampled_from([1, 2, 3, 4, 8, 16]), st.booleans()),
+        min_size=2,
+        max_size=60,
+    ),
+    st.integers(0, 24),
+    st.booleans(),
+)
+def test_the_walk_takes_a_run_of_running_jobs_at_once_as_it_would_one_by_one(jobs, free, backfill):
+    # keys (value, seq): equal values (ties broken by seq), running and pending interleaved
+    running = sorted(((v, n), f"j{n}") for n, (v, _, runs) in enumerate(jobs) if runs)
+    pending = sorted(((v, n), f"j{n}") for n, (v, _, runs) in enumerate(jobs) if not runs)
+    sizes = {f"j{n}": g for n, (_, g, _) in enumerate(jobs)}
+    gpus = [sizes[job_id] for _, job_id in running]
+    smallest = min(sizes.values())
+    budget = free + sum(gpus)
+    args = (running, gpus, pending, sizes, budget, smallest, backfill)
+    dropped, chosen = merge_walk(*args[:3], sizes.__getitem__, *args[4:])
+    assert (dropped, chosen) == walk_job_by_job(*args)
 
 
 def test_chronus_before_its_first_decision_and_the_selectors_guarantee_lookup():

@@ -46,7 +46,12 @@ def request(job: Job) -> dict:
 
 
 def refusals(caplog) -> dict[str, str]:
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "chronus.serve"]
+    lines = [  # a round's step logs its lines as one record (``core.held_decisions``)
+        json.loads(line)
+        for r in caplog.records
+        if r.name == "chronus.serve"
+        for line in r.getMessage().splitlines()
+    ]
     return {line["job"]: line["reason"] for line in lines if line["event"] == "refuse"}
 
 

@@ -232,3 +232,23 @@ def test_commands_a_failed_step_left_unissued_are_dropped_and_decided_again(tmp_
     svc.tick()
     assert commands(svc, "t0") == ["submit", "start"]
     svc.db.close()
+
+
+def test_a_rounds_step_logs_its_lines_as_one_record_and_keeps_them_if_it_fails(svc, caplog):
+    """Each locked step of a round logs its decision lines together (one write, not one each),
+    and a step that fails half-way still logs what it did before the failure."""
+    caplog.set_level("INFO", logger="chronus.serve")
+    submit(svc, "a", "b")
+    caplog.clear()
+    svc.tick()
+    starts = [r.getMessage() for r in caplog.records if '"event":"start"' in r.getMessage()]
+    assert len(starts) == 1 and starts[0].count('"event":"start"') == 2
+    caplog.clear()
+
+    def broken() -> None:
+        raise RuntimeError("a bug in the round")
+
+    svc._round = broken
+    with pytest.raises(RuntimeError, match="a bug in the round"):
+        svc.decide()  # its observation logged both late starts before the round failed
+    assert caplog.text.count('"event":"late_start"') == 2

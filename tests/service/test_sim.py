@@ -131,3 +131,24 @@ def test_a_failed_commit_rolls_back_and_the_world_forgets_what_it_held(tmp_path)
     assert {o.id: o.state for o in sim.jobs()} == {"a": RunState.PENDING}
     sim.start("a", {"n0": (0,)})  # and the next command is kept
     assert stored_commands(sim.path)[-1] == ("start", "a")
+
+
+def test_the_changes_shown_are_all_but_the_services_own_submits(tmp_path):
+    # Under churn the service submits 500 jobs a second; each waits, as it knows, so observing
+    # them every round was work for nothing (issue 27, session 18). A cancel is shown: the sim
+    # cannot tell the service's own from one made outside chronus.
+    sim = SimBackend(tmp_path / "w.sim", NODES, speed=10_000)
+    for name in "abc":
+        sim.submit(job(name, 4, 1000.0))
+    assert sim.jobs_changed() == []
+    sim.cancel("c")
+    sim.start("a", {"n0": (0, 1, 2, 3)})
+    sim.start("b", {"n1": (0, 1, 2, 3)})
+    sim.preempt("b")
+    assert {(o.id, o.state) for o in sim.jobs_changed()} == {
+        ("a", RunState.RUNNING),
+        ("b", RunState.PENDING),
+        ("c", RunState.CANCELLED),
+    }
+    time.sleep((1000.0 + restart_overhead(4)) / 10_000 + 0.05)
+    assert [(o.id, o.state) for o in sim.jobs_changed()] == [("a", RunState.FINISHED)]
