@@ -18,7 +18,8 @@ httptools protocol with those bounds added:
 And a response's head and body go out in one write (:class:`_OneWrite`); the requests a
 client sends by the hundred a second (a submission, a job's read, its cancellation) are
 answered from here without the ASGI app's request and response objects (``_direct``, with
-``api._Api.direct``), and an idle keep-alive connection keeps one timer (``_idle_check``).
+``api._Api.direct``), and an idle keep-alive connection's timeout is kept as the read
+timeout is (:class:`_Deadline`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 from http import HTTPStatus
+from typing import Callable
 
 from uvicorn.protocols.http.httptools_impl import (
     STATUS_LINE,
@@ -46,39 +48,34 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpTool
 class _Guarded(HttpToolsProtocol):
     read_timeout: float
     max_connections: int
-    _began: float | None = None  # when the request being read began (None: not reading one)
-    _clock: asyncio.TimerHandle | None = None  # the connection's one timer, if it runs
-    _idle_since: float | None = None  # when the last answer left an idle keep-alive connection
-    _idle_clock: asyncio.TimerHandle | None = None  # its keep-alive timer, if it runs
+    _reading: _Deadline  # the request being read, from its first byte (the read timeout)
+    _idle: _Deadline  # an idle keep-alive connection, from its last answer
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._reading = _Deadline(self.loop, self.read_timeout, self._read_too_long)
+        self._idle = _Deadline(self.loop, self.timeout_keep_alive, self.timeout_keep_alive_handler)
         super().connection_made(_OneWrite(transport, self.loop))  # type: ignore[arg-type]
         if len(self.connections) > self.max_connections:
             self._answer(503, "too many open connections; retry later")
             return
-        self._arm()
+        self._reading.start()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._began = None
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self._idle_since = None
-        if self._idle_clock is not None:
-            self._idle_clock.cancel()
-            self._idle_clock = None
+        self._reading.cancel()
+        self._idle.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        self._arm()  # the first byte of a request starts its clock
+        self._reading.start()  # the first byte of a request starts its clock
         super().data_received(data)
 
     def on_message_begin(self) -> None:
-        self._arm()  # a pipelined request whose first bytes came with the previous one's last
+        # a pipelined request whose first bytes came with the previous one's last
+        self._reading.start()
         super().on_message_begin()
 
     def on_message_complete(self) -> None:
-        self._began = None
+        self._reading.stop()
         super().on_message_complete()
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app) -> None:
@@ -126,64 +123,30 @@ class _Guarded(HttpToolsProtocol):
         cycle.on_response()
 
     def on_response_complete(self) -> None:
-        """uvicorn's, but an idle connection's keep-alive timeout is kept as the read timeout
-        is (``_arm``): uvicorn sets a timer after every answer and cancels it at the next
-        request's first bytes, a ``call_later`` and a cancel per request (uvicorn's
+        """uvicorn's, but an idle connection's keep-alive timeout is a :class:`_Deadline`, as
+        the read timeout is: uvicorn sets a timer after every answer and cancels it at the
+        next request's first bytes, a ``call_later`` and a cancel per request (uvicorn's
         ``on_response_complete`` was 1.9% of the server's GIL samples under churn, issue 27
-        session 18); here the connection keeps one timer, moved only when it fires
-        (``_idle_check``)."""
+        session 18)."""
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
-        self._idle_since = None
+        self._idle.stop()
         self.flow.resume_reading()
         if self.pipeline:
             cycle, app = self.pipeline.pop()
             self._start_asgi_task(cycle, app)
             return
-        self._idle_since = self.loop.time()
-        if self._idle_clock is None:
-            self._idle_clock = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
+        self._idle.start(anew=True)
 
     def _unset_keepalive_if_required(self) -> None:
-        self._idle_since = None  # new bytes: not idle (the timer finds that when it fires)
-
-    def _idle_check(self) -> None:
-        """The keep-alive timer fired: close the connection if it has been idle since an
-        answer for ``timeout_keep_alive`` seconds, else wait for the rest of that time."""
-        self._idle_clock = None
-        if self._idle_since is None:
-            return
-        left = self._idle_since + self.timeout_keep_alive - self.loop.time()
-        if left > 0:
-            self._idle_clock = self.loop.call_later(left, self._idle_check)
-            return
-        self.timeout_keep_alive_handler()
+        self._idle.stop()  # new bytes: not idle
 
     def send_400_response(self, msg: str) -> None:
         self._answer(400, "not a valid HTTP request (request line, a header, or its framing)")
 
-    def _arm(self) -> None:
-        """Start the clock of the request being read, if it is not running. The connection
-        keeps one timer, set when its first request begins and moved only when it fires
-        (``_check``): a request read in time costs two attribute writes, not a ``call_later``
-        and its cancel (issue 27, session 16)."""
-        if self._began is None:
-            self._began = self.loop.time()
-            if self._clock is None:
-                self._clock = self.loop.call_later(self.read_timeout, self._check)
-
-    def _check(self) -> None:
-        """The timer fired: the request being read, if any, has timed out or is given the rest
-        of its time; with none being read the timer stops until the next one begins."""
-        self._clock = None
-        if self._began is None:
-            return
-        left = self._began + self.read_timeout - self.loop.time()
-        if left > 0:
-            self._clock = self.loop.call_later(left, self._check)
-            return
-        self._began = None
+    def _read_too_long(self) -> None:
+        """The request being read took longer than the read timeout: a 408, and closed."""
         cycle = self.cycle  # the last request's (done) until the late one's headers end
         if cycle is not None and cycle.response_started and not cycle.response_complete:
             self.transport.close()  # an answer is being written: no 408 can follow it
@@ -203,6 +166,52 @@ class _Guarded(HttpToolsProtocol):
         )
         self.transport.write(head.encode() + body)
         self.transport.close()
+
+
+class _Deadline:
+    """A timeout kept by one timer of the loop, set when counting starts and moved only when
+    it fires: starting and stopping cost an attribute write, not a ``call_later`` and its
+    cancel. A connection's read timeout (issue 27, session 16) and its keep-alive timeout
+    (session 18) start and stop with every request under churn. ``expired`` is called once
+    ``seconds`` have passed since :meth:`start` with no :meth:`stop` between."""
+
+    __slots__ = ("loop", "seconds", "expired", "since", "_timer")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, seconds: float, expired: Callable[[], None]
+    ):
+        self.loop, self.seconds, self.expired = loop, seconds, expired
+        self.since: float | None = None  # when counting started (None: not counting)
+        self._timer: asyncio.TimerHandle | None = None  # set whenever ``since`` is
+
+    def start(self, *, anew: bool = False) -> None:
+        """Count from now, unless counting already (and not ``anew``)."""
+        if self.since is None or anew:
+            self.since = self.loop.time()
+        if self._timer is None:
+            self._timer = self.loop.call_later(self.seconds, self._fire)
+
+    def stop(self) -> None:
+        """Stop counting; the timer, if set, finds that when it fires."""
+        self.since = None
+
+    def cancel(self) -> None:
+        """Stop counting and drop the timer (the connection is gone)."""
+        self.since = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self.since is None:
+            return
+        left = self.since + self.seconds - self.loop.time()
+        if left > 0:
+            self._timer = self.loop.call_later(left, self._fire)
+            return
+        self.since = None
+        self.expired()
 
 
 class _OneWrite:
