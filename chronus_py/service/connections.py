@@ -36,18 +36,24 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 
 
-def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpToolsProtocol]:
-    """The protocol class for ``uvicorn.Config(http=...)``, with these bounds."""
+def guarded_protocol(
+    read_timeout: float, max_connections: int, direct: Callable | None = None
+) -> type[HttpToolsProtocol]:
+    """The protocol class for ``uvicorn.Config(http=...)``, with these bounds, answering from
+    the connection what ``direct`` takes (``api._Api.direct``; None: every request goes to the
+    app). Given here, not looked up on the app uvicorn hands the protocol, which is the app
+    itself only while uvicorn wraps it in no middleware (``proxy_headers``, trace logging)."""
     return type(
         "GuardedHttpToolsProtocol",
         (_Guarded,),
-        {"read_timeout": read_timeout, "max_connections": max_connections},
+        {"read_timeout": read_timeout, "max_connections": max_connections, "direct": direct},
     )
 
 
 class _Guarded(HttpToolsProtocol):
     read_timeout: float
     max_connections: int
+    direct: Callable | None  # which requests are answered from here (``guarded_protocol``)
     _reading: _Deadline  # the request being read, from its first byte (the read timeout)
     _idle: _Deadline  # an idle keep-alive connection, from its last answer
 
@@ -81,10 +87,9 @@ class _Guarded(HttpToolsProtocol):
     def _start_asgi_task(self, cycle: RequestResponseCycle, app) -> None:
         """A request the API answers from here (``_Api.direct``) runs as ``_direct``; any other
         through the ASGI app, as uvicorn runs it."""
-        direct = getattr(app, "direct", None)
         answer = None
-        if direct is not None and cycle.keep_alive and not cycle.waiting_for_100_continue:
-            answer = direct(cycle.scope)
+        if self.direct is not None and cycle.keep_alive and not cycle.waiting_for_100_continue:
+            answer = self.direct(cycle.scope)
         if answer is None:
             super()._start_asgi_task(cycle, app)
             return

@@ -414,7 +414,7 @@ def serve(options: Options) -> int:
         access_log=False,
         lifespan="on",
         # httptools' parser (a dependency), with the bounds on slow clients (connections.py)
-        http=guarded_protocol(options.read_timeout, options.max_connections),
+        http=guarded_protocol(options.read_timeout, options.max_connections, app.direct),
         # nothing reads a client's address, so no X-Forwarded-For is worth parsing per request
         proxy_headers=False,
     )

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 
 import pytest
-from serving import Server, running
+import uvicorn
+from serving import Server, free_port, running, wait_for
 
 from chronus_py.backends.sim import SimBackend
 from chronus_py.service.api import build_app
+from chronus_py.service.connections import guarded_protocol
 from chronus_py.service.core import Service
 from chronus_py.service.db import Database
 from chronus_py.service.rounds import SchedulerSettings
@@ -149,3 +152,37 @@ def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(server: Serve
         assert sock.recv(1) == b""  # closed by the server
         idle = time.monotonic() - answered
     assert KEEP_ALIVE - 0.2 < idle < KEEP_ALIVE + 1.5
+
+
+def test_the_guarded_protocol_answers_what_direct_takes_without_the_app(tmp_path):
+    """uvicorn serving ``guarded_protocol`` with the API's ``direct``, as ``chronus serve``
+    does: a job's read is answered by ``direct``'s handler, a read with a query by the app."""
+    backend = SimBackend(tmp_path / "world.sim", [("n0", 8)], speed=1.0)
+    service = Service(backend, Database(tmp_path / "chronus.db"), SchedulerSettings())
+    app = build_app(service)
+    taken: list[str] = []
+
+    def direct(scope):
+        handler = app.direct(scope)
+        if handler is not None:
+            taken.append(scope["path"])
+        return handler
+
+    port = free_port()
+    config = uvicorn.Config(
+        app, port=port, log_level="warning", lifespan="off", http=guarded_protocol(5.0, 10, direct)
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            direct_answer = exchange(sock, request("GET", "/v1/jobs/nope", token=False))
+            app_answer = exchange(sock, request("GET", "/v1/jobs/nope?x=1", token=False))
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        service.db.close()
+    assert taken == ["/v1/jobs/nope"]
+    assert direct_answer == app_answer and direct_answer[0][0] == b"HTTP/1.1 404 Not Found"
