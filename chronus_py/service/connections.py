@@ -42,11 +42,17 @@ def guarded_protocol(
     """The protocol class for ``uvicorn.Config(http=...)``, with these bounds, answering from
     the connection what ``direct`` takes (``api._Api.direct``; None: every request goes to the
     app). Given here, not looked up on the app uvicorn hands the protocol, which is the app
-    itself only while uvicorn wraps it in no middleware (``proxy_headers``, trace logging)."""
+    itself only while uvicorn wraps it in no middleware (``proxy_headers``, trace logging).
+    A ``staticmethod``: a plain function kept on the class would be bound to the protocol
+    and called with it as its first argument."""
     return type(
         "GuardedHttpToolsProtocol",
         (_Guarded,),
-        {"read_timeout": read_timeout, "max_connections": max_connections, "direct": direct},
+        {
+            "read_timeout": read_timeout,
+            "max_connections": max_connections,
+            "direct": None if direct is None else staticmethod(direct),
+        },
     )
 
 
