@@ -4,11 +4,11 @@ chronus's annotations), and reading back what the cluster recorded (Workloads, P
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from lightkube.resources.core_v1 import Node
+from polling import wait_for
 
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.backends.kueue import harness
@@ -147,16 +147,9 @@ def make_setup(cp, ns, kube_queues, kubeconfig, *, quota: int = 16) -> Setup:
 
 
 def wait(cond, timeout: float, what: str, during=None):
-    """Poll ``cond()`` until it is truthy (returned); a timeout fails naming ``what``."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if during is not None:
-            during()
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    """``cond()``'s first true value (``polling.wait_for``), asked of the API server every
+    0.25 s."""
+    return wait_for(cond, timeout, what, during, every=0.25)
 
 
 def watch_all(cp: ControlPlane) -> Watches:

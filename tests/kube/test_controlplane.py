@@ -7,21 +7,10 @@ with chronus's own restart, in test_kueue_serve.py: one restart for both.)"""
 from __future__ import annotations
 
 import subprocess
-import time
 
-import pytest
+from polling import wait_for
 
 from chronus_py.backends.kueue.lab import GPU, job
-
-
-def wait_for(what, check, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def get_job(kube, ns, name):
@@ -50,10 +39,12 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
     assert second["spec"]["suspend"] is True
 
     pods = wait_for(
-        "first's pod to run",
         lambda: [
             p for p in pods_of(kube, kube_ns, "first") if p["status"].get("phase") == "Running"
         ],
+        60,
+        "first's pod to run",
+        every=0.25,
     )
     assert pods[0]["spec"]["nodeName"] == node
     assert pods[0]["spec"]["containers"][0]["resources"]["requests"][GPU] == "4"
@@ -62,8 +53,8 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
     assert get_job(kube, kube_ns, "second")["spec"]["suspend"] is True
     assert pods_of(kube, kube_ns, "second") == []
 
-    wait_for("first to complete", lambda: succeeded(kube, kube_ns, "first"))
-    wait_for("second to complete", lambda: succeeded(kube, kube_ns, "second"))
+    wait_for(lambda: succeeded(kube, kube_ns, "first"), 60, "first to complete", every=0.25)
+    wait_for(lambda: succeeded(kube, kube_ns, "second"), 60, "second to complete", every=0.25)
 
     def finished():  # Kueue marks a Workload Finished after its Job succeeded, not at once
         workloads = kube.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{kube_ns}/workloads")
@@ -74,7 +65,7 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
             if c["type"] == "Finished" and c["status"] == "True"
         ]
 
-    wait_for("both Workloads Finished", lambda: len(finished()) == 2, timeout=30)
+    wait_for(lambda: len(finished()) == 2, 30, "both Workloads Finished", every=0.25)
 
 
 def test_rbac_is_enforced_for_service_accounts(kube, kube_ns):

@@ -25,18 +25,6 @@ B = {"Authorization": "Bearer team-b-token-0123456789"}
 ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
 
 
-def wait_for(predicate, timeout: float = 15.0):
-    """``predicate()``'s first true value, asked every 50 ms; fails the test after ``timeout``
-    seconds (a condition waited for instead of slept for)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout:g} s: {predicate}")
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from serving import ADMIN, TOKENS, A, B, running, wait_for
+from polling import wait_for
+from serving import ADMIN, TOKENS, A, B, running
 
 ARGS = ("--nodes", "4", "--speed", "50", "--headroom", "0.5")
 

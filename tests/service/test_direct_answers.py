@@ -13,7 +13,8 @@ import time
 
 import pytest
 import uvicorn
-from serving import Server, free_port, running, wait_for
+from polling import wait_for
+from serving import Server, free_port, running
 
 from chronus_py.backends.sim import SimBackend
 from chronus_py.service.api import build_app

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 from serving import TOKENS, A, running
-from test_api import wait_for
 
 from chronus_py.jobs.throughputs import read_throughputs
 

@@ -11,7 +11,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from serving import ADMIN, TOKENS, A, B, Server, wait_for
+from polling import wait_for
+from serving import ADMIN, TOKENS, A, B, Server
 
 
 def fronts_of(server: Server) -> list[int]:

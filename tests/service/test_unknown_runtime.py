@@ -4,8 +4,8 @@ estimate, and every answer says its estimate state - also after a kill -9."""
 
 from __future__ import annotations
 
+from polling import wait_for
 from serving import TOKENS, A
-from test_api import wait_for
 
 
 def _job(http, job_id: str) -> dict:

@@ -6,6 +6,7 @@ import re
 import time
 
 import pytest
+from polling import wait_for
 
 from chronus_py.backends.base import RunState
 from chronus_py.backends.slurm.backend import SlurmBackend
@@ -41,14 +42,9 @@ def observed(b: SlurmBackend, job_id: str):
     return {o.id: o for o in b.jobs()}[job_id]
 
 
-def wait_for(pred, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
+def settled(check):
+    """``check()``'s first true value, asked of Slurm every 0.2 s for up to 20 s."""
+    return wait_for(check, 20.0, every=0.2)
 
 
 def test_nodes_and_health(lab):
@@ -134,7 +130,7 @@ def test_start_preempt_resume_and_finish(lab):
     b.start(jid, {"n1": (2, 3)})
     o = observed(b, jid)
     assert o.state is RunState.RUNNING and list(o.placement) == ["n1"] and o.starts == 2
-    o = wait_for(lambda: (x := observed(b, jid)).state is RunState.FINISHED and x)
+    o = settled(lambda: (x := observed(b, jid)).state is RunState.FINISHED and x)
     assert o.starts == 2 and o.work_done >= 4  # its 4 s of work, over two runs
 
 
@@ -190,7 +186,7 @@ def test_a_job_whose_work_ends_within_its_grace_is_finished_not_requeued(lab):
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     out = lab.root / "jobs" / f"{sid}.out"
-    wait_for(lambda: out.exists() and " from 0" in out.read_text())  # its trap is set
+    settled(lambda: out.exists() and " from 0" in out.read_text())  # its trap is set
     began = time.monotonic()
     b.preempt(jid)
     o = observed(b, jid)
@@ -235,14 +231,14 @@ def test_cancel_and_scancel(lab):
     lab.run("scancel", str(c))
     states = {o.id: o.state for o in b.jobs()}
     assert states[f"slurm-{a}"] is RunState.CANCELLED
-    assert wait_for(lambda: observed(b, f"slurm-{c}").state is RunState.CANCELLED)
+    assert settled(lambda: observed(b, f"slurm-{c}").state is RunState.CANCELLED)
 
 
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
     # a plain job fills n1, so the released job cannot start before chronus sees it
     busy = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 30\n")
-    wait_for(lambda: b.rest.job(busy).state == "RUNNING")
+    settled(lambda: b.rest.job(busy).state == "RUNNING")
     sid = lab.sbatch("--hold", "--gres=gpu:4", "-w", "n1", "--comment", "chronus: estimate=60")
     accept_all(b)
     lab.run("scontrol", "release", str(sid))
@@ -273,7 +269,7 @@ def test_api_submission_is_a_held_marked_job(lab):
     assert len(found) == 1 and found[0].held and "accepted" in found[0].comment
     assert b.arrivals() == []
     b.start("api-1", {"n1": (0, 1)})
-    assert wait_for(lambda: observed(b, "api-1").state is RunState.FINISHED)
+    assert settled(lambda: observed(b, "api-1").state is RunState.FINISHED)
 
 
 def test_jwt_over_tcp(lab):
@@ -316,7 +312,7 @@ def test_a_script_that_does_not_trap_the_signal_is_requeued_not_failed(lab):
     assert job.held and job.restart_cnt == 1
     assert o.state is RunState.PENDING and o.work_done >= 1.0
     b.start(jid, {"n2": (1,)})
-    o = wait_for(lambda: (x := observed(b, jid)).state is RunState.FINISHED and x)
+    o = settled(lambda: (x := observed(b, jid)).state is RunState.FINISHED and x)
     assert o.starts == 2
     text = (lab.root / "jobs" / f"{sid}.out").read_text()
     assert "run 1 on n2" in text and "from 0" not in text.split("run 1 on n2")[1]
@@ -338,7 +334,7 @@ def test_the_default_script_survives_preemption(lab):
     b.preempt("api-ckpt")
     assert observed(b, "api-ckpt").state is RunState.PENDING
     b.start("api-ckpt", {"n2": (0,)})
-    o = wait_for(lambda: (x := observed(b, "api-ckpt")).state is RunState.FINISHED and x)
+    o = settled(lambda: (x := observed(b, "api-ckpt")).state is RunState.FINISHED and x)
     assert o.starts == 2
     (out,) = (lab.root / "jobs").glob("chronus-api-ckpt-*.out")  # the last run's output
     ((run, done),) = re.findall(r"^run (\d+) of api-ckpt from (\d+) s$", out.read_text(), re.M)

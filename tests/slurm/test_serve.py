@@ -12,6 +12,7 @@ import re
 import time
 
 import pytest
+from polling import wait_for
 
 from chronus_py.backends.slurm.harness import ServeProcess
 from chronus_py.backends.slurm.lab import workload
@@ -46,14 +47,6 @@ def submit(lab, gpus: int, seconds: int, extra: str = "") -> int:
         f"chronus: estimate={seconds} {extra}".strip(),
         script=workload(seconds),
     )
-
-
-def until(what: str, pred, timeout: float = 30.0) -> None:
-    """Wait for a condition instead of sleeping for it."""
-    end = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < end, f"{what}: not within {timeout:g}s"
-        time.sleep(0.2)
 
 
 def running(serve, ids) -> bool:
@@ -100,7 +93,7 @@ def test_workload_placement_preemption_deadlines(lab, tmp_path):
     foreign = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "team note", script=workload(1))
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
         long = [submit(lab, 4, 12), submit(lab, 4, 12)]
-        until("both long jobs running", lambda: running(serve, long))
+        wait_for(lambda: running(serve, long), 30, "both long jobs running", every=0.2)
         short = [submit(lab, 4, 4), submit(lab, 2, 3), submit(lab, 1, 3)]
         slo = [submit(lab, 2, 5, "deadline=+3h"), submit(lab, 2, 5, "deadline=+3h:1,+4h:0.5")]
         ids = long + short + slo
@@ -132,7 +125,7 @@ def test_kill9_restart_and_slurm_outages(lab, tmp_path):
     serve = ServeProcess(lab, db).start()
     try:
         ids = [submit(lab, 4, 12), submit(lab, 4, 12), submit(lab, 2, 8), submit(lab, 2, 4)]
-        until("the first two running", lambda: running(serve, ids[:2]))
+        wait_for(lambda: running(serve, ids[:2]), 30, "the first two running", every=0.2)
         serve.kill9()
         late = submit(lab, 2, 4)  # arrives while the daemon is dead
         serve = ServeProcess(lab, db).start()
@@ -165,7 +158,7 @@ def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
         lab.run("scontrol", "update", "nodename=n2", "state=drain", "reason=disk")
         try:
-            until("n2 seen drained", lambda: serve.events("node_unhealthy"))
+            wait_for(lambda: serve.events("node_unhealthy"), 30, "n2 seen drained", every=0.2)
             first = [submit(lab, 4, 3), submit(lab, 4, 3)]
             watch(lab, serve, first, 90)
             assert [node for i in first for node, _ in runs(lab, i)] == ["n1", "n1"]
@@ -173,7 +166,7 @@ def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
             assert unhealthy and unhealthy[0]["node"] == "n2" and "disk" in unhealthy[0]["reason"]
         finally:
             lab.run("scontrol", "update", "nodename=n2", "state=resume")
-        until("n2 seen resumed", lambda: serve.events("node_healthy"))
+        wait_for(lambda: serve.events("node_healthy"), 30, "n2 seen resumed", every=0.2)
         second = [submit(lab, 4, 3), submit(lab, 4, 3)]
         watch(lab, serve, second, 90)
         assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
@@ -184,7 +177,7 @@ def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
     (the same count on every node), and starts at once: no failed start, no resync."""
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
         big = [submit(lab, 3, 10), submit(lab, 3, 10)]
-        until("both 3-GPU jobs running", lambda: running(serve, big))
+        wait_for(lambda: running(serve, big), 30, "both 3-GPU jobs running", every=0.2)
         split = submit(lab, 2, 3)
         watch(lab, serve, [split], 60)
         assert serve.jobs()[f"slurm-{split}"]["starts"] == 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from serving import TOKENS, Server, wait_for
+from polling import wait_for
+from serving import TOKENS, Server
 from ui_helpers import TOKEN, bearer
 
 
