@@ -191,14 +191,22 @@ def _flags(**flags: object) -> list[str]:
 
 def _make_certs(pki: Path) -> None:
     """A CA, the API server's serving certificate (loopback names and the service IP) and the
-    service-account signing key pair."""
+    service-account signing key pair. The CAs carry a critical ``keyUsage`` and the serving
+    certificates name their issuer's key: Python 3.13 verifies strictly (``VERIFY_X509_STRICT``)
+    and refuses a CA without the one, as RFC 5280 asks, and a certificate without the other
+    (OpenSSL 3 adds it by itself, OpenSSL 1.1 only when told)."""
     pki.mkdir(parents=True, exist_ok=True)
     ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-    _openssl(f"req -x509 {ec} -keyout ca.key -out ca.crt -days 7 -subj /CN=chronus-lab-ca", pki)
+    _openssl(
+        f"req -x509 {ec} -keyout ca.key -out ca.crt -days 7 -subj /CN=chronus-lab-ca"
+        " -addext keyUsage=critical,keyCertSign,cRLSign",
+        pki,
+    )
     (pki / "san.cnf").write_text(
         "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,"
         "DNS:kubernetes.default,DNS:kubernetes.default.svc\n"
         "extendedKeyUsage=serverAuth\n"
+        "authorityKeyIdentifier=keyid,issuer\n"
     )
     _openssl(f"req {ec} -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver", pki)
     _openssl(
@@ -215,13 +223,15 @@ def _make_certs(pki: Path) -> None:
     # (an RSA CA key in PKCS#1, the only form the rotator parses)
     _openssl(
         "req -x509 -newkey rsa:2048 -nodes -keyout webhook-ca.key -out webhook-ca.crt -days 365"
-        " -subj /CN=kueue-ca -addext subjectAltName=DNS:kueue-ca",
+        " -subj /CN=kueue-ca -addext subjectAltName=DNS:kueue-ca"
+        " -addext keyUsage=critical,keyCertSign,cRLSign",
         pki,
     )
     _openssl("rsa -in webhook-ca.key -traditional -out webhook-ca.key", pki)
     (pki / "webhook-san.cnf").write_text(
         f"subjectAltName=IP:127.0.0.1,DNS:{WEBHOOK_SERVICE}.{KUEUE_NS}.svc\n"
         "extendedKeyUsage=serverAuth\n"
+        "authorityKeyIdentifier=keyid,issuer\n"
     )
     _openssl(f"req {ec} -keyout webhook.key -out webhook.csr -subj /CN={WEBHOOK_SERVICE}", pki)
     _openssl(
