@@ -26,7 +26,9 @@ waited against the server's re-plan events (``by_replan_phase``: after a fork, a
 ended during a re-plan, near a commit, other), with each class's slowest requests, how late the
 client sent them and the longest wait counted from the send (``client_split``); and apart,
 the requests due around a commit that the next fork follows within a second (``commit_to_fork``:
-a re-plan that outlasted its lease).
+a re-plan that outlasted its lease). ``server`` gives each kind as the server timed it
+(``chronus_request_seconds``: from its handler's start to its answer, without the client's
+process or the time its bytes waited to be read): the share over 50 ms and the p99's bucket.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -172,6 +176,47 @@ def server_admission_quantiles(port: int) -> dict:
     }
 
 
+HANDLERS = {"submit": "submit", "cancel": "cancel", "read": "get_job"}
+"""The churn's requests by the handler that times them (``chronus_request_seconds``)."""
+
+
+def request_buckets(port: int) -> dict[str, list[tuple[float, float]]]:
+    """The server's ``chronus_request_seconds`` buckets now, by handler: (upper bound, count
+    at or below it), ascending."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "chronus_request_seconds":
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    bound = float(sample.labels["le"])
+                    buckets.setdefault(sample.labels["handler"], []).append((bound, sample.value))
+    return {handler: sorted(counts) for handler, counts in buckets.items()}
+
+
+def server_side(before: dict, after: dict) -> dict:
+    """Each churn kind's requests as the server timed them between two scrapes
+    (``request_buckets``): how many, the share over 50 ms (a bucket's bound, so exact), and
+    the p99 as the upper bound of the bucket that holds it. The client's latencies add its
+    own process and the machine it shares to these."""
+    out = {}
+    for kind, handler in HANDLERS.items():
+        old = dict(before.get(handler, ()))
+        counts = [(bound, n - old.get(bound, 0.0)) for bound, n in after.get(handler, ())]
+        total = counts[-1][1] if counts else 0.0
+        if not total:
+            continue
+        at_most = dict(counts)
+        out[kind] = {
+            "count": int(total),
+            "over_50_ms": (total - at_most[0.05]) / total,
+            "p99_ms_at_most": 1000 * next(b for b, n in counts if n >= 0.99 * total),
+        }
+    return out
+
+
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
     """The process's resident memory now (``VmRSS``) or at its peak so far (``VmHWM``), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -254,7 +299,9 @@ def main() -> None:
         print("fill:", fill, "uptime:", uptime(), flush=True)
         if args.churn:
             cpu = tree_cpu_seconds(proc.pid)
+            timed = request_buckets(port)
             churn = run_churn(port, workdir, [b["id"] for b in fill_jobs], args)
+            churn["server"] = server_side(timed, request_buckets(port))
             served = sum(churn[k]["count"] for k in ("submit", "cancel", "read"))
             after = tree_cpu_seconds(proc.pid)
             used = {p: after[p] - cpu.get(p, 0.0) for p in after}

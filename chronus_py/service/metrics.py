@@ -26,6 +26,14 @@ class ServiceMetrics:
             buckets=_LATENCY,
             registry=self.registry,
         )
+        self.request_seconds = Histogram(
+            "chronus_request_seconds",
+            "Wall seconds from a request reaching its API handler to its answer, by handler "
+            "(the wait for its batch and the lock included)",
+            ["handler"],
+            buckets=_LATENCY,
+            registry=self.registry,
+        )
         self.up = Gauge("chronus_up", "1 while the service runs", registry=self.registry)
         self.up.set(1)
         self.service = None

@@ -197,6 +197,8 @@ def test_metrics_openapi_and_health(server):
     assert 'chronus_submissions_total{decision="not_guaranteed"} 1.0' in metrics
     assert "chronus_round_seconds_bucket" in metrics
     assert "chronus_admission_seconds_count 1.0" in metrics
+    # answered from the connection (``_Api.direct``), timed as its handler through the app is
+    assert 'chronus_request_seconds_count{handler="submit"} 1.0' in metrics
     spec = http.get("/openapi.json").json()
     assert spec["openapi"].startswith("3.") and "/v1/jobs" in spec["paths"]
     assert http.get("/healthz").json()["backend"] == "sim"

@@ -1,6 +1,7 @@
 """While a round holds the scheduler, ``/healthz`` still answers at once (and says a round is
-running), and every request that reads or changes the service waits for the round to end: the
-real app, service and sim backend in-process, the round held by taking the loop's lock."""
+running), and every request that reads or changes the service waits for the round to end, a
+wait its handler's time in ``chronus_request_seconds`` counts: the real app, service and sim
+backend in-process, the round held by taking the loop's lock."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import time
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from chronus_py.backends.sim import SimBackend
 from chronus_py.service.api import build_app
@@ -71,3 +73,41 @@ def test_a_round_marks_itself_running_only_while_it_runs(tmp_path):
     svc.tick()
     assert seen and seen[0] is not None and svc.counters.round_began is None
     svc.db.close()
+
+
+def test_a_request_counts_its_wait_for_the_round_in_its_handlers_time(tmp_path):
+    svc, metrics = service(tmp_path)
+    held = 0.3
+
+    async def scenario():
+        lock = asyncio.Lock()
+        app = build_app(svc, metrics=metrics, lock=lock)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://chronus") as http:
+            await http.get("/v1/cluster")  # alone: not held
+            await lock.acquire()
+            waiting = [
+                asyncio.create_task(http.get("/v1/cluster")),
+                asyncio.create_task(
+                    http.post("/v1/jobs", json={"id": "j1", "gpus": 8, "estimate_seconds": 600})
+                ),
+            ]
+            await asyncio.sleep(held)
+            lock.release()
+            await asyncio.wait_for(asyncio.gather(*waiting), timeout=10)
+            return (await http.get("/metrics")).text
+
+    text = asyncio.run(scenario())
+    svc.db.close()
+    seen = {
+        (sample.name.removeprefix("chronus_request_seconds_"), sample.labels["handler"]): sample
+        for family in text_string_to_metric_families(text)
+        if family.name == "chronus_request_seconds"
+        for sample in family.samples
+        if sample.labels.get("le", "0.2") == "0.2"
+    }
+    assert seen["count", "cluster"].value == 2 and seen["count", "submit"].value == 1
+    assert seen["sum", "submit"].value >= held and seen["sum", "cluster"].value >= held
+    # one read of the cluster answered at once, one after the round: the held one in no bucket
+    # below the time it was held
+    assert seen["bucket", "cluster"].value == 1 and seen["bucket", "submit"].value == 0

@@ -1,5 +1,6 @@
 """The churn report's split of each wait into the client's lateness and the rest
-(benchmarks/serve_load.py, issue 27: the after-a-fork maxima, session 17)."""
+(benchmarks/serve_load.py, issue 27: the after-a-fork maxima, session 17), and its kinds as
+the server timed them (session 20)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,15 @@ def test_the_commit_to_fork_chain_reports_the_split_too():
     assert chain["count"] == 1  # the read at 30 s is outside the chain
     assert round(chain["from_send_max_ms"], 3) == 50.0
     assert chain["slowest"] == [[16.9, "submit", 150.0, 100.0]]
+
+
+def test_the_server_side_counts_only_what_came_between_the_two_scrapes():
+    before = {"submit": [(0.01, 90.0), (0.05, 100.0), (0.1, 100.0), (float("inf"), 100.0)]}
+    after = {
+        "submit": [(0.01, 990.0), (0.05, 1090.0), (0.1, 1098.0), (float("inf"), 1100.0)],
+        "get_job": [(0.01, 10.0), (0.05, 10.0), (0.1, 10.0), (float("inf"), 10.0)],
+    }
+    server = serve_load.server_side(before, after)
+    assert server["submit"] == {"count": 1000, "over_50_ms": 0.01, "p99_ms_at_most": 50.0}
+    assert server["read"] == {"count": 10, "over_50_ms": 0.0, "p99_ms_at_most": 10.0}
+    assert "cancel" not in server  # none came
