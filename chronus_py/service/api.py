@@ -41,6 +41,7 @@ from starlette.routing import Route
 
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.batches import Batches
+from chronus_py.service.connections import READ_AT
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.json_codec import encode
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
@@ -135,12 +136,14 @@ def build_app(
         return parse_json(raw)
 
     def timed(name: str) -> Callable[[float], None]:
-        """What ``name``'s handler reports its time to (``chronus_request_seconds``).
+        """What ``name``'s handler reports its time to (``chronus_request_seconds``): from
+        when the connection read the request's head (``connections.READ_AT``; with
+        ``--http-workers``, from the handler's start) to its answer.
 
         Why: the latency a client measures includes its own process and the machine it
-        shares; this is the service's part, the wait for a request's batch and the lock
-        included (issue 27, session 20: under churn, a load client on the same two cores saw
-        a p99 8-72 ms above the server's own)."""
+        shares; this is the service's part, the wait for the event loop, the request's batch
+        and the lock included (issue 27, session 20: under churn, a load client on the same
+        two cores saw a p99 8-72 ms above the server's own)."""
         if metrics is None:
             return lambda seconds: None
         return metrics.request_seconds.labels(name).observe
@@ -149,7 +152,7 @@ def build_app(
         observe = timed(fn.__name__)
 
         async def endpoint(request: Request) -> Response:
-            began = time.perf_counter()
+            began = request.scope.get(READ_AT) or time.perf_counter()
             try:
                 authorization = request.headers.get("authorization")
                 caller = caller_of(authorization) if auth else Caller("anonymous")
@@ -214,7 +217,7 @@ def build_app(
         observe = timed(fn.__name__.removesuffix("_direct"))
 
         async def direct(scope: dict, raw: bytes) -> tuple[bytes, int]:
-            began = time.perf_counter()
+            began = scope[READ_AT]
             try:
                 authorization = _header(scope["headers"], b"authorization")
                 content, status = await fn(caller_of(authorization), scope, raw)

@@ -19,13 +19,15 @@ And a response's head and body go out in one write (:class:`_OneWrite`); the req
 client sends by the hundred a second (a submission, a job's read, its cancellation) are
 answered from here without the ASGI app's request and response objects (``_direct``, with
 ``api._Api.direct``), and an idle keep-alive connection's timeout is kept as the read
-timeout is (:class:`_Deadline`).
+timeout is (:class:`_Deadline`). Each request's scope carries when it was read (``READ_AT``),
+from which the API times its answer (``chronus_request_seconds``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from http import HTTPStatus
 from typing import Callable
 
@@ -34,6 +36,10 @@ from uvicorn.protocols.http.httptools_impl import (
     HttpToolsProtocol,
     RequestResponseCycle,
 )
+
+READ_AT = "chronus.read_at"
+"""The scope's key for ``time.perf_counter()`` when the request's head was read: the time
+before its handler runs (the event loop's queue) counts in its answer's."""
 
 
 def guarded_protocol(
@@ -93,6 +99,7 @@ class _Guarded(HttpToolsProtocol):
     def _start_asgi_task(self, cycle: RequestResponseCycle, app) -> None:
         """A request the API answers from here (``_Api.direct``) runs as ``_direct``; any other
         through the ASGI app, as uvicorn runs it."""
+        cycle.scope[READ_AT] = time.perf_counter()  # type: ignore[literal-required]
         answer = None
         if self.direct is not None and cycle.keep_alive and not cycle.waiting_for_100_continue:
             answer = self.direct(cycle.scope)

@@ -28,8 +28,8 @@ class ServiceMetrics:
         )
         self.request_seconds = Histogram(
             "chronus_request_seconds",
-            "Wall seconds from a request reaching its API handler to its answer, by handler "
-            "(the wait for its batch and the lock included)",
+            "Wall seconds from reading a request to its answer, by handler (the waits for "
+            "the event loop, the request's batch and the lock included)",
             ["handler"],
             buckets=_LATENCY,
             registry=self.registry,
