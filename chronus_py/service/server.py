@@ -305,7 +305,14 @@ def _settings(settings: SchedulerSettings) -> dict[str, Any]:
 
 
 def serve(options: Options) -> int:
-    """Build the service and run until SIGTERM/SIGINT."""
+    """Build the service and run until SIGTERM/SIGINT, on a listening socket closed however
+    that ends (e.g. a bad option found once it was bound, which left it open to the process's
+    end when ``serve`` was called in a process that goes on)."""
+    with _bind(options.host, options.port) as sock:
+        return _serve_on(sock, options)
+
+
+def _serve_on(sock: socket.socket, options: Options) -> int:
     import uvicorn
 
     from chronus_py.service.api import build_app
@@ -320,7 +327,6 @@ def serve(options: Options) -> int:
     # a line's cost (35 -> 18 us; the logging HOWTO's "Optimization"; issue 27, session 14).
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    sock = _bind(options.host, options.port)
     tokens = None
     if options.tokens is not None:
         from chronus_py.service.auth import load_tokens

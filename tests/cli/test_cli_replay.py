@@ -47,7 +47,7 @@ def test_replay_json_and_out_dir(write, tmp_path, capsys):
     assert metrics["slo_deadline_ratio"] == 1.0 and metrics["be_avg_jct"] == 260.0
     assert metrics["gpus"] == 1 and metrics["guaranteed_miss_ratio"] is None
     assert "dropped 1 row(s)" in captured.err
-    rows = list(csv.DictReader(open(out / "jobs.csv")))
+    rows = list(csv.DictReader((out / "jobs.csv").read_text().splitlines()))
     assert [r["job_id"] for r in rows] == ["a", "b"] and rows[0]["met_deadline_index"] == "0"
     assert json.loads((out / "metrics.json").read_text())["jobs"] == 2
 
@@ -102,7 +102,7 @@ def test_replay_on_a_hived_cluster_with_tenant_map(write, tmp_path, capsys):
     )
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["gpus"] == 32 and metrics["jobs"] == 3
-    rows = {r["job_id"]: r for r in csv.DictReader(open(out / "jobs.csv"))}
+    rows = {r["job_id"]: r for r in csv.DictReader((out / "jobs.csv").read_text().splitlines())}
     # vcA holds one rack (16 GPUs): a and c run side by side, b fills vcB's rack.
     assert all(float(r["first_start"]) == float(r["submit"]) for r in rows.values())
 
@@ -223,8 +223,8 @@ def test_elastic_replay_maps_columns_and_writes_what_the_rigid_out_writes(write,
     assert metrics["policy"] == "elastic-chronus" and metrics["jobs"] == 2
     assert metrics["cluster"] == "1x8" and metrics["dropped_rows"] == 0
     assert "format plain (--columns): id=jid" in captured.err
-    rows = list(csv.DictReader(open(out / "jobs.csv")))
-    header = next(csv.reader(open(out / "jobs.csv")))
+    rows = list(csv.DictReader((out / "jobs.csv").read_text().splitlines()))
+    header = next(csv.reader((out / "jobs.csv").read_text().splitlines()))
     assert header[: len(JOB_COLUMNS)] == list(JOB_COLUMNS)  # the rigid replay's columns first
     # times were minutes: a's deadline is 20 min, met on 8 GPUs; b (deadline at its submission)
     # is declined and never runs: its row has no start, and the report draws the rest

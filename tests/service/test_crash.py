@@ -117,6 +117,7 @@ def run_workload(serve, tmp_path, *, kills: int) -> tuple[dict, dict, Server]:
             assert job_id in jobs, f"accepted job {job_id} lost"
             assert jobs[job_id]["admission"] == admission
     driver.join(timeout=60)
+    driver.http.close()
     assert driver.done
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
