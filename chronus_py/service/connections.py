@@ -38,8 +38,9 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 
 READ_AT = "chronus.read_at"
-"""The scope's key for ``time.perf_counter()`` when the request's head was read: the time
-before its handler runs (the event loop's queue) counts in its answer's."""
+"""The scope's key for ``time.perf_counter()`` when the request's head was read (a pipelined
+request's: when the answer before it was written), so that the time before its handler runs
+(the event loop's queue) counts in its answer's."""
 
 
 def guarded_protocol(
