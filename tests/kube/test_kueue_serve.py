@@ -149,10 +149,13 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
         s.submit(
             "wide",
             pods=2,
-            run_seconds=4,
-            # 25 minutes: the plan charges each start the controller's measured start latency
+            # Its pods run longer than the preempted pod takes to go (4.7 s once in CI): else
+            # the pod that found its node free first can finish and free it for the other,
+            # which then binds there too and the pair never holds both nodes.
+            run_seconds=12,
+            # 33 minutes: the plan charges each start the controller's measured start latency
             # (a minute per wall second at this compression), so a loaded machine needs room
-            notes={"chronus.io/estimate": "4m", "chronus.io/deadline": "+25m"},
+            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+33m"},
         )
         wait(
             lambda: any(e["job"] == long_id for e in serve.events("preempt")),
