@@ -27,8 +27,9 @@ ended during a re-plan, near a commit, other), with each class's slowest request
 client sent them and the longest wait counted from the send (``client_split``); and apart,
 the requests due around a commit that the next fork follows within a second (``commit_to_fork``:
 a re-plan that outlasted its lease). ``server`` gives each kind as the server timed it
-(``chronus_request_seconds``: from its handler's start to its answer, without the client's
-process or the time its bytes waited to be read): the share over 50 ms and the p99's bucket.
+(``chronus_request_seconds``: from reading the request's head to its answer, without the
+client's process or the time its bytes waited in the socket): the share over 50 ms and the
+p99's bucket.
 """
 
 from __future__ import annotations
@@ -157,22 +158,36 @@ def open_loop(port: int, bodies: list[dict], rate: float, connections: int = 16)
     }
 
 
-def server_admission_quantiles(port: int) -> dict:
-    """p50/p99 of the server's own admission time (handler start to answer, without queueing
-    in the event loop), as the upper bound of the histogram bucket that holds them."""
+def histogram_buckets(port: int, family: str) -> dict[str, list[tuple[float, float]]]:
+    """The server's histogram ``family`` in ``/metrics`` now, by its one label's value (``""``
+    for a histogram without labels): (upper bound, count at or below it), ascending."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
-    buckets = []
-    for line in text.splitlines():
-        if line.startswith("chronus_admission_seconds_bucket"):
-            bound = line.split('le="')[1].split('"')[0]
-            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for found in text_string_to_metric_families(text):
+        if found.name == family:
+            for sample in found.samples:
+                if sample.name.endswith("_bucket"):
+                    label = next((v for k, v in sample.labels.items() if k != "le"), "")
+                    bound = float(sample.labels["le"])
+                    buckets.setdefault(label, []).append((bound, sample.value))
+    return {label: sorted(counts) for label, counts in buckets.items()}
+
+
+def bucket_of(buckets: list[tuple[float, float]], q: float) -> float:
+    """The upper bound of the bucket that holds quantile ``q`` (``histogram_buckets``' form)."""
     total = buckets[-1][1]
-    pick = lambda q: next(b for b, n in buckets if n >= q * total)  # noqa: E731
+    return next(bound for bound, n in buckets if n >= q * total)
+
+
+def server_admission_quantiles(port: int) -> dict:
+    """p50/p99 of the server's own admission time (handler start to answer, without queueing
+    in the event loop), as the upper bound of the histogram bucket that holds them."""
+    (buckets,) = histogram_buckets(port, "chronus_admission_seconds").values()
     return {
-        "server_admission_p50_ms_at_most": 1000 * pick(0.5),
-        "server_admission_p99_ms_at_most": 1000 * pick(0.99),
+        "server_admission_p50_ms_at_most": 1000 * bucket_of(buckets, 0.5),
+        "server_admission_p99_ms_at_most": 1000 * bucket_of(buckets, 0.99),
     }
 
 
@@ -180,27 +195,11 @@ HANDLERS = {"submit": "submit", "cancel": "cancel", "read": "get_job"}
 """The churn's requests by the handler that times them (``chronus_request_seconds``)."""
 
 
-def request_buckets(port: int) -> dict[str, list[tuple[float, float]]]:
-    """The server's ``chronus_request_seconds`` buckets now, by handler: (upper bound, count
-    at or below it), ascending."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    buckets: dict[str, list[tuple[float, float]]] = {}
-    for family in text_string_to_metric_families(text):
-        if family.name == "chronus_request_seconds":
-            for sample in family.samples:
-                if sample.name.endswith("_bucket"):
-                    bound = float(sample.labels["le"])
-                    buckets.setdefault(sample.labels["handler"], []).append((bound, sample.value))
-    return {handler: sorted(counts) for handler, counts in buckets.items()}
-
-
 def server_side(before: dict, after: dict) -> dict:
-    """Each churn kind's requests as the server timed them between two scrapes
-    (``request_buckets``): how many, the share over 50 ms (a bucket's bound, so exact), and
-    the p99 as the upper bound of the bucket that holds it. The client's latencies add its
-    own process and the machine it shares to these."""
+    """Each churn kind's requests as the server timed them between two scrapes of
+    ``chronus_request_seconds`` (``histogram_buckets``): how many, the share over 50 ms (a
+    bucket's bound, so exact), and the p99's bucket (``bucket_of``). The client's latencies
+    add its own process and the machine it shares to these."""
     out = {}
     for kind, handler in HANDLERS.items():
         old = dict(before.get(handler, ()))
@@ -212,7 +211,7 @@ def server_side(before: dict, after: dict) -> dict:
         out[kind] = {
             "count": int(total),
             "over_50_ms": (total - at_most[0.05]) / total,
-            "p99_ms_at_most": 1000 * next(b for b, n in counts if n >= 0.99 * total),
+            "p99_ms_at_most": 1000 * bucket_of(counts, 0.99),
         }
     return out
 
@@ -299,9 +298,9 @@ def main() -> None:
         print("fill:", fill, "uptime:", uptime(), flush=True)
         if args.churn:
             cpu = tree_cpu_seconds(proc.pid)
-            timed = request_buckets(port)
+            timed = histogram_buckets(port, "chronus_request_seconds")
             churn = run_churn(port, workdir, [b["id"] for b in fill_jobs], args)
-            churn["server"] = server_side(timed, request_buckets(port))
+            churn["server"] = server_side(timed, histogram_buckets(port, "chronus_request_seconds"))
             served = sum(churn[k]["count"] for k in ("submit", "cancel", "read"))
             after = tree_cpu_seconds(proc.pid)
             used = {p: after[p] - cpu.get(p, 0.0) for p in after}
