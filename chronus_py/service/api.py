@@ -217,7 +217,7 @@ def build_app(
         observe = timed(fn.__name__.removesuffix("_direct"))
 
         async def direct(scope: dict, raw: bytes) -> tuple[bytes, int]:
-            began = scope[READ_AT]
+            began = scope.get(READ_AT) or time.perf_counter()
             try:
                 authorization = _header(scope["headers"], b"authorization")
                 content, status = await fn(caller_of(authorization), scope, raw)
