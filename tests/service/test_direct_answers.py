@@ -14,6 +14,7 @@ import time
 import pytest
 import uvicorn
 from polling import wait_for
+from prometheus_client.parser import text_string_to_metric_families
 from serving import Server, free_port, running
 
 from chronus_py.backends.sim import SimBackend
@@ -143,6 +144,34 @@ def test_a_cancellation_and_a_submission_answered_from_the_connection(server: Se
         again = exchange(sock, request("DELETE", "/v1/jobs/c1?x=1"))  # idempotent
         assert gone[0][0] == b"HTTP/1.1 200 OK" and json.loads(gone[1])["state"] == "cancelled"
         assert gone == again
+
+
+def submit_times(server: Server) -> tuple[float, float]:
+    """The submissions ``chronus_request_seconds`` has counted, and those within 0.2 s."""
+    seen = {
+        (sample.name.rpartition("_")[2], sample.labels.get("le")): sample.value
+        for family in text_string_to_metric_families(server.http.get("/metrics").text)
+        if family.name == "chronus_request_seconds"
+        for sample in family.samples
+        if sample.labels["handler"] == "submit"
+    }
+    return seen["count", None], seen["bucket", "0.2"]
+
+
+def test_a_direct_answer_is_timed_from_its_head_not_from_its_handler(server: Server):
+    """A submission whose body comes 0.4 s after its head: its handler runs once the body is
+    in, but its time counts from the head, so it lands in no bucket up to 0.2 s. (Timed from
+    its handler's start, as it would be without the connection's stamp, it would take
+    milliseconds.)"""
+    body = b'{"gpus": 1, "estimate_seconds": 60}'
+    whole = request("POST", "/v1/jobs", body)
+    count, quick = submit_times(server)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(whole[: -len(body)])
+        time.sleep(0.4)
+        answer = exchange(sock, body)
+    assert answer[0][0] == b"HTTP/1.1 201 Created"
+    assert submit_times(server) == (count + 1, quick)
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(server: Server):
