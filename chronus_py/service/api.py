@@ -5,8 +5,10 @@ or not HTTP), 401 (no or unknown token), 404 (no such job, or another tenant's),
 ``Allow`` header), 408 (the request did not arrive in time, ``connections.py``), 409 (an id you
 used already, job not active), 413 (body too large), 415 (a body that is not
 ``application/json``), 422 (a field is wrong, a number is NaN, Infinity or beyond a float, the
-body nests too deeply, or the job can never run here), 503 (the backend is unreachable, too many
-connections, or an unexpected error, which is logged once with its traceback and never shown).
+body nests too deeply, or the job can never run here), 431 (a request line and headers over
+64 KB, ``connections.py``), 503 (the backend is unreachable, too many connections, the database
+cannot be written, or an unexpected error, which is logged once with its traceback and never
+shown), 507 (the service's disk is full: nothing of the request was kept; a line in the log).
 
 One rule for refusals: a request that breaks the published schema (``openapi.py``, which
 includes the cluster's size and the elastic models) is a 4xx naming the field at fault; a
@@ -43,6 +45,7 @@ from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.batches import Batches
 from chronus_py.service.connections import READ_AT
 from chronus_py.service.core import ApiError, Caller, Service
+from chronus_py.service.db import storage_error
 from chronus_py.service.json_codec import encode
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 
@@ -73,6 +76,11 @@ def _failure(exc: Exception, method: str, path: str) -> tuple[dict, int]:
     if isinstance(exc, BackendUnavailable):
         log.warning(json.dumps({"event": "backend_error", "during": path, "error": str(exc)}))
         return {"error": f"the backend is unavailable: {exc}", "field": None}, 503
+    storage = storage_error(exc)
+    if storage is not None:  # e.g. a full disk: 507 (RFC 4918), in a line, no traceback
+        log.warning(json.dumps({"event": "storage_error", "during": path, "error": str(exc)}))
+        message = f"{storage}: nothing of this request was kept; retry once that is fixed"
+        return {"error": message, "field": None}, 507 if "full" in storage else 503
     log.error("unexpected error on %s %s", method, path, exc_info=exc)
     message = (
         "internal error (logged by the server); nothing was changed that "
@@ -175,17 +183,13 @@ def build_app(
         return JsonResponse(*await submitted(caller, await body_of(request), dry_run))
 
     async def list_jobs(request: Request, caller: Caller) -> Response:
-        query = request.query_params
-        for name in query:
-            if name not in ("tenant", "state", "limit", "after"):
-                raise ApiError(
-                    422, "unknown query parameter (have: tenant, state, limit, after)", name
-                )
+        query = _query(request, ("tenant", "state", "limit", "after"))
         state = query.get("state")
         if state is not None and state not in STATES:
             raise ApiError(422, f"unknown state (have: {', '.join(STATES)})", "state")
         limit = query.get("limit", "1000")
-        if not limit.isdigit() or not 1 <= int(limit) <= MAX_LIMIT:
+        # ASCII digits only: ``isdigit`` also takes "²" and "①", which ``int`` refuses
+        if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) <= MAX_LIMIT:
             raise ApiError(422, f"expected an integer in [1, {MAX_LIMIT}]", "limit")
         jobs = await call(
             service.list_jobs,
@@ -436,10 +440,25 @@ def _flag(request: Request, name: str) -> bool:
         # the common case, a submission without a query: Starlette parses even an empty one,
         # ~20 us a request (3% of the server's GIL time under churn, issue 27, session 14)
         return False
-    value = request.query_params.get(name, "false")
+    value = _query(request, (name,)).get(name, "false")
     if value not in ("true", "false"):
         raise ApiError(422, "expected true or false", name)
     return value == "true"
+
+
+def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
+    """A request's query parameters, each one of ``names`` and given once (else a 422 naming
+    it). Why: Starlette keeps the last of a repeated one and ignores unknown ones, so
+    ``?state=running&state=pending`` listed only pending jobs, and a misspelt
+    ``POST /v1/jobs?dryrun=true`` submitted the job it meant to try."""
+    out: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if name not in names:
+            raise ApiError(422, f"unknown query parameter (have: {', '.join(names)})", name)
+        if name in out:
+            raise ApiError(422, "given more than once", name)
+        out[name] = value
+    return out
 
 
 class _NotANumber:

@@ -13,7 +13,11 @@ httptools protocol with those bounds added:
   connection is closed;
 - a connection past ``max_connections`` open ones gets a JSON 503 at once and is closed;
 - a request the HTTP parser refuses (e.g. ``Content-Length: -1``) gets the API's JSON 400, not
-  uvicorn's plain text.
+  uvicorn's plain text;
+- a request line and headers over ``MAX_HEAD`` bytes get a JSON 431, and the connection is
+  closed: the parser keeps a head's header (and uvicorn its URL) whole until it ends, so
+  without a bound one connection buffered 73 MB of a never-ending header within the read
+  timeout, and a thousand of them the machine's memory.
 
 And a response's head and body go out in one write (:class:`_OneWrite`); the requests a
 client sends by the hundred a second (a submission, a job's read, its cancellation) are
@@ -37,6 +41,9 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
+MAX_HEAD = 64 * 1024
+"""Bytes a request's line and headers may take (nginx's default is 32 KB, Node's 16 KB): room
+for any token, cookie and URL this API reads."""
 READ_AT = "chronus.read_at"
 """The scope's key for ``time.perf_counter()`` when the request's head was read (a pipelined
 request's: when the answer before it was written), so that the time before its handler runs
@@ -69,6 +76,9 @@ class _Guarded(HttpToolsProtocol):
     direct: Callable | None  # which requests are answered from here (``guarded_protocol``)
     _reading: _Deadline  # the request being read, from its first byte (the read timeout)
     _idle: _Deadline  # an idle keep-alive connection, from its last answer
+    _head: int | None = None
+    """Bytes of the head being read, counted from the read after the one it began in (-1 in
+    that read; None: no head being read); see ``_more_head``."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._reading = _Deadline(self.loop, self.read_timeout, self._read_too_long)
@@ -87,11 +97,28 @@ class _Guarded(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         self._reading.start()  # the first byte of a request starts its clock
         super().data_received(data)
+        if self._head is not None:  # this read ended inside a head
+            self._more_head(len(data))
 
     def on_message_begin(self) -> None:
         # a pipelined request whose first bytes came with the previous one's last
         self._reading.start()
+        self._head = -1
         super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._head = None
+        super().on_headers_complete()
+
+    def _more_head(self, read: int) -> None:
+        """Count a read that ended inside a request's head; over ``MAX_HEAD``, a 431. The read
+        the head began in is not counted (it may hold earlier pipelined requests whole), so
+        a head is refused at most one read (uvloop's 256 KB) late, and never one within the
+        bound: a head of one read costs this one test, not a count per read."""
+        head = self._head
+        self._head = head = 0 if head < 0 else head + read  # type: ignore[operator]
+        if head > MAX_HEAD:
+            self._answer(431, f"the request line and headers are over {MAX_HEAD} bytes")
 
     def on_message_complete(self) -> None:
         self._reading.stop()

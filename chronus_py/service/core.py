@@ -487,16 +487,23 @@ class Service:
         state, admission = rounds.admit(self.scheduler, job, now, known=spec.estimate is not None)
         self._keep_cgroup(spec)
         deadline = admission.deadline
-        with self.db.transaction():
-            self._record(spec, state.seq, admission)
-            if deadline is not None:
-                self.db.promise(
-                    job.id, "promised", (deadline.at, deadline.value), now, update_job=False
-                )
-                self.promised[job.id] = deadline
-            self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
-            if stats is not None and stats.rounds != before:
-                self._record_promise_changes(now, in_transaction=True)
+        try:
+            with self.db.transaction():
+                self._record(spec, state.seq, admission)
+                if deadline is not None:
+                    self.db.promise(
+                        job.id, "promised", (deadline.at, deadline.value), now, update_job=False
+                    )
+                    self.promised[job.id] = deadline
+                self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
+                if stats is not None and stats.rounds != before:
+                    self._record_promise_changes(now, in_transaction=True)
+        except BaseException:
+            # Not kept (e.g. a full disk), but admitted in memory: rebuilt from the database
+            # and the backend before anything is decided again, as a batch whose commit fails
+            # is (``batch``); else the job would hold its id (a 409 on retry) and its GPUs.
+            self.needs_resync = True
+            raise
         decision_log(
             "admit",
             job=job.id,

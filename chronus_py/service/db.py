@@ -14,6 +14,7 @@ know (promises, estimates, history).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -45,6 +46,58 @@ SCHEMA_VERSION = len(MIGRATIONS)
 TERMINAL = ("finished", "cancelled", "failed")
 
 
+STORAGE_ERRORS = {
+    sqlite3.SQLITE_FULL: "the service's disk is full",
+    sqlite3.SQLITE_IOERR: "the service's database cannot be written",
+    sqlite3.SQLITE_READONLY: "the service's database is read-only",
+}
+
+
+def storage_error(exc: BaseException) -> str | None:
+    """What stops the database from keeping anything (a full disk, an I/O error, a file made
+    read-only under the daemon), or None for any other error: a condition of the machine, to
+    be answered and logged in a line (``api._failure``), not a bug with its traceback."""
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else STORAGE_ERRORS.get(code & 0xFF)
+
+
+def hold(path: Path) -> Any:
+    """Hold ``path`` (the service's database) for this process, by a lock on ``PATH.lock``
+    that the kernel drops when the process ends however it ends (``kill -9`` included); the
+    open lock file is returned, to be kept. A second ``chronus serve`` on the same database
+    is refused in one line naming the first's pid.
+
+    Why: two daemons on one database (a second started on another port) both admitted,
+    promised and started jobs, each unaware of the other's. A POSIX lock (``lockf``), not
+    ``flock``: it is not inherited by forked children (the lease re-plan's), so none of them
+    keeps it past the process's end."""
+    try:
+        import fcntl
+    except ImportError:  # not on Windows: no lock
+        return None
+    name = Path(f"{path}.lock")
+    try:
+        handle = open(name, "a+")
+    except OSError as exc:
+        raise InputError(name, f"cannot open the database's lock file: {exc.strerror}") from None
+    try:
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip()[:20] or "unknown"
+        handle.close()
+        raise InputError(
+            path, f"in use by another chronus serve (pid {holder}); stop it or give another --db"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
 class Database:
     def __init__(self, path: Path | str, *, sync: str = "normal"):
         self.path = Path(path)
@@ -65,7 +118,12 @@ class Database:
         version = 0
         if have:
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            version = int(row[0]) if row else 0
+            text = "0" if row is None else str(row[0])
+            if not (text.isascii() and text.isdigit()):
+                raise InputError(
+                    self.path, f"schema version {text[:40]!r} is not a number: not this service's"
+                )
+            version = int(text)
         if version > SCHEMA_VERSION:
             raise InputError(
                 self.path,

@@ -25,6 +25,7 @@ import contextlib
 import errno
 import gc
 import ipaddress
+import json
 import logging
 import math
 import signal
@@ -43,6 +44,7 @@ from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.engine.loop import YOUNG_PASS
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.inputs import load_yaml
+from chronus_py.service.db import storage_error
 from chronus_py.service.rounds import SchedulerSettings, small_pages
 from chronus_py.service.worker import Worker
 
@@ -263,7 +265,7 @@ def _merge_config(args: argparse.Namespace, path: Path) -> None:
 
 def _listen(text: Any) -> tuple[str, int]:
     host, sep, port = str(text).rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not host or not port.isascii() or not port.isdigit() or int(port) > 65535:
         raise InputError("--listen", f"expected HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
 
@@ -318,7 +320,7 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
     from chronus_py.service.api import build_app
     from chronus_py.service.connections import guarded_protocol
     from chronus_py.service.core import Service
-    from chronus_py.service.db import Database
+    from chronus_py.service.db import Database, hold
     from chronus_py.service.metrics import ServiceMetrics
 
     logging.basicConfig(level=options.log_level.upper(), handlers=[line_handler()])
@@ -333,7 +335,11 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
 
         tokens = load_tokens(options.tokens)
     nodes, allocator_factory = _hived(options.cluster)
-    options.db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        options.db.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError("--db", f"cannot make {options.db.parent}: {exc.strerror}") from None
+    held = hold(options.db)  # before the backend, whose state (the sim's) lives next to it
     backend = backend_module(options.backend).from_args(
         options.args, db_path=options.db, nodes=nodes
     )
@@ -395,6 +401,8 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
         await task
         db.close()
         backend.close()
+        if held is not None:
+            held.close()  # the database is free for the next daemon
         log.info('{"event": "stopped"}')
 
     app.router.lifespan_context = lifespan
@@ -552,8 +560,12 @@ async def _loop(
                     await steps.run(service.act)
             finally:
                 held += await _locked(lock, steps, service.record)
-        except Exception:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
-            log.exception("round failed; the scheduler is rebuilt from the backend next round")
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive a bug: log, resync, go on
+            storage = storage_error(exc)
+            if storage is None:
+                log.exception("round failed; the scheduler is rebuilt from the backend next round")
+            else:  # a full disk is no bug: a line a round until it is fixed, not a traceback
+                log.warning(json.dumps({"event": "round_failed", "error": f"{storage}: {exc}"}))
             service.needs_resync = True
         last = time.monotonic()
     if collecting is not None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import math
+import sqlite3
 import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable
@@ -29,12 +31,14 @@ from starlette.staticfiles import StaticFiles
 
 from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.core import ApiError, Caller
+from chronus_py.service.db import storage_error
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.pages import HERE, TEMPLATES
 from chronus_py.ui.session import COOKIE, Session, check_csrf, csrf
 from chronus_py.ui.snapshot import FRESH, Reader
 
+log = logging.getLogger("chronus.serve")
 POLL = 2
 MEMO = 64
 MAX_FORM = 4096
@@ -101,6 +105,15 @@ def ui_app(
             except BackendUnavailable as exc:
                 message = f"the backend is unavailable: {exc}"
                 return html("error.html", {"status": 503, "message": message}, 503)
+            except sqlite3.Error as exc:
+                storage = storage_error(exc)
+                if storage is None:
+                    raise
+                # a full disk under a cancel: the API's answer (``api._failure``), as a page
+                log.warning(json.dumps({"event": "storage_error", "during": request.url.path}))
+                status = 507 if "full" in storage else 503
+                message = f"{storage}: nothing was changed; retry once that is fixed"
+                return html("error.html", {"status": status, "message": message}, status)
 
         return endpoint
 

@@ -1,0 +1,247 @@
+"""What an operator and a sloppy or hostile client do to a real ``chronus serve`` beyond
+``test_hostile_clients.py``: heads that never end, odd query strings, a second daemon on the
+same database, a database it cannot read, a full disk. Each is refused in a JSON 4xx/5xx or in
+one line at start, never with a traceback, and no accepted job is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from polling import wait_for
+from serving import ADMIN, TOKENS, A, Server, free_port, running
+
+from chronus_py.service.connections import MAX_HEAD
+
+JOB = {"gpus": 1, "estimate_seconds": 600, "deadlines": [{"at": 900000}]}
+
+
+@pytest.fixture(scope="module", params=["0", "1"], ids=["one-process", "a-front"])
+def server(tmp_path_factory, request):
+    with running(
+        tmp_path_factory.mktemp("edges"), "--nodes", "2", "--http-workers", request.param
+    ) as server:
+        yield server
+    log = server.log.read_text()
+    assert "Traceback" not in log, log
+
+
+def exchange(server: Server, data: bytes, *, piece: int | None = None) -> bytes:
+    """Send ``data`` (in writes of ``piece`` bytes, if given) and read until the server
+    closes the connection or stops answering for a second."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    try:
+        step = piece or len(data)
+        for i in range(0, len(data), step):
+            sock.sendall(data[i : i + step])
+        sock.settimeout(1.0)
+        out = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except (TimeoutError, ConnectionResetError):
+                return out
+            if not chunk:
+                return out
+            out += chunk
+    finally:
+        sock.close()
+
+
+def get(path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {A['Authorization']}\r\n\r\n".encode()
+
+
+def test_a_head_over_the_bound_is_a_431_and_one_within_it_in_tiny_writes_is_served(server):
+    """A header that never ends was buffered whole (73 MB in 8 s from one connection before
+    the read timeout's 408); now a head over ``MAX_HEAD`` is refused as it arrives. A head
+    within the bound is served however it is cut up, and pipelined requests are counted
+    each on its own."""
+    head = get("/v1/jobs?limit=1").replace(b"\r\n\r\n", b"\r\nX-Big: ")
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall(head)
+    try:  # a header that never ends, until the server closes on it
+        for _ in range(1024):
+            sock.sendall(b"y" * 4096)
+    except OSError:
+        pass
+    data = sock.recv(65536)
+    sock.close()
+    status, _, body = data.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 431 "), data
+    assert json.loads(body) == {
+        "error": f"the request line and headers are over {MAX_HEAD} bytes",
+        "field": None,
+    }
+
+    near = get("/v1/jobs?limit=1").replace(b"\r\n\r\n", b"\r\nX-Pad: " + b"p" * 60000 + b"\r\n\r\n")
+    assert exchange(server, near, piece=997).startswith(b"HTTP/1.1 200 ")
+    padded = get("/healthz").replace(b"\r\n\r\n", b"\r\nX-Pad: " + b"p" * 900 + b"\r\n\r\n")
+    out = exchange(server, padded * 200)  # 200 KB in one write, each head 1 KB
+    assert out.count(b"HTTP/1.1 200 ") == 200 and b" 431 " not in out
+
+
+@pytest.mark.parametrize("limit", ["%C2%B2", "%E2%91%A0", "%EF%BC%91"])  # ², ①, fullwidth 1
+def test_a_limit_of_digits_that_are_not_ascii_is_a_422(server, limit):
+    """``str.isdigit`` takes "²" and "①", which ``int`` refuses: it was a 503 "internal
+    error" and a traceback in the log."""
+    r = server.http.get(f"/v1/jobs?limit={limit}", headers=A)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "limit"
+
+
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("state=running&state=pending", "state"),
+        ("limit=1&limit=5", "limit"),
+        ("after=a&after=b", "after"),
+        ("tenant=team-a&tenant=team-b", "tenant"),
+    ],
+)
+def test_a_list_parameter_given_twice_is_a_422_naming_it(server, query, field):
+    """It was the last one, silently: ``?state=running&state=pending`` listed pending jobs."""
+    r = server.http.get(f"/v1/jobs?{query}", headers=A)
+    assert r.status_code == 422, r.text
+    assert r.json() == {"error": "given more than once", "field": field}
+
+
+@pytest.mark.parametrize("query", ["dryrun=true", "dry-run=true", "dry_run=true&dry_run=false"])
+def test_a_misspelt_or_repeated_dry_run_submits_nothing(server, query):
+    """``POST /v1/jobs?dryrun=true`` submitted the job its client only meant to try."""
+    before = server.http.get("/v1/jobs?limit=10000", headers=A).json()["jobs"]
+    r = server.http.post(f"/v1/jobs?{query}", headers=A, json=JOB)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] in ("dryrun", "dry-run", "dry_run")
+    assert server.http.get("/v1/jobs?limit=10000", headers=A).json()["jobs"] == before
+
+
+def serve_once(workdir, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``chronus serve ARGS`` run to its end (a start refused)."""
+    return subprocess.run(
+        [sys.executable, "-m", "chronus_py", "serve", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_a_second_daemon_on_the_same_database_is_refused_in_one_line(serve, tmp_path):
+    """A second ``chronus serve`` on another port but the same ``--db`` ran alongside the
+    first, both admitting and starting jobs from one database and one simulated cluster."""
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    first = serve("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2")
+    assert first.http.post("/v1/jobs", headers=A, json={**JOB, "id": "kept"}).status_code == 201
+    second = serve_once(
+        tmp_path,
+        "--tokens",
+        "tokens.yaml",
+        "--listen",
+        f"127.0.0.1:{free_port()}",
+        "--db",
+        str(tmp_path / "chronus.db"),
+    )
+    assert second.returncode == 2
+    assert second.stderr.splitlines() == [
+        f"chronus serve: {tmp_path / 'chronus.db'}: in use by another chronus serve "
+        f"(pid {first.proc.pid}); stop it or give another --db"
+    ]
+    assert first.http.get("/v1/jobs/kept", headers=A).status_code == 200
+    first.kill()  # its lock ends with it: a restart at once takes the database
+    again = Server(tmp_path, "--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2")
+    try:
+        again.start()
+        assert again.http.get("/v1/jobs/kept", headers=A).status_code == 200
+    finally:
+        again.stop()
+        again.http.close()
+
+
+def test_databases_and_listen_addresses_it_cannot_use_are_one_line(tmp_path):
+    """A schema version that is not a number, a ``--db`` whose directory cannot be made and a
+    port of digits that are not ASCII each ended in a traceback."""
+    bad = tmp_path / "other.db"
+    with sqlite3.connect(bad) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("INSERT INTO meta VALUES ('schema_version', 'v2')")
+    cases = [
+        (("--db", str(bad)), f"chronus serve: {bad}: schema version 'v2' is not a number"),
+        (
+            ("--db", str(tmp_path / "file" / "sub" / "c.db")),
+            f"chronus serve: --db: cannot make {tmp_path / 'file' / 'sub'}",
+        ),
+        (("--listen", "127.0.0.1:①"), "chronus serve: --listen: expected HOST:PORT"),
+    ]
+    (tmp_path / "file").write_text("a file, not a directory")
+    for args, line in cases:
+        listen = () if "--listen" in args else ("--listen", f"127.0.0.1:{free_port()}")
+        done = serve_once(tmp_path, "--nodes", "2", *listen, *args)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(line), done.stderr
+
+
+def _can_mount() -> bool:
+    return os.geteuid() == 0 and shutil.which("mount") is not None
+
+
+@pytest.mark.skipif(not _can_mount(), reason="mounts a small tmpfs: needs root")
+def test_a_full_disk_is_a_507_in_a_line_and_loses_no_accepted_job(tmp_path):
+    """On a full disk a submission was a 503 "internal error" with a traceback in the log for
+    every request. Now: a 507 saying so, one log line, nothing of the request kept (the same
+    id is taken once there is room), and every job answered 201 is there after a restart."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--db", str(disk / "c.db"))
+    server = Server(tmp_path, *args)
+    filler = disk / "filler"
+    try:
+        server.start()
+        accepted = []
+        for i in range(3):
+            r = server.http.post("/v1/jobs", headers=A, json={**JOB, "id": f"j{i}"})
+            assert r.status_code == 201, r.text
+            accepted.append(f"j{i}")
+        with open(filler, "wb") as fill:  # every byte left
+            try:
+                while True:
+                    fill.write(b"\0" * 65536)
+                    fill.flush()
+            except OSError:
+                pass
+        r = server.http.post("/v1/jobs", headers=A, json={**JOB, "id": "late"})
+        assert r.status_code == 507, r.text
+        assert r.json() == {
+            "error": "the service's disk is full: nothing of this request was kept; "
+            "retry once that is fixed",
+            "field": None,
+        }
+        filler.unlink()
+
+        def taken():
+            r = server.http.post("/v1/jobs", headers=A, json={**JOB, "id": "late"})
+            assert r.status_code in (201, 503), r.text  # 503: the scheduler is being rebuilt
+            return r.status_code == 201
+
+        wait_for(taken, what="the refused id taken once there is room")
+        accepted.append("late")
+        server.kill()
+        server.start()
+        listed = server.http.get("/v1/jobs?limit=10000", headers=ADMIN).json()["jobs"]
+        assert {j["id"] for j in listed} >= {f"team-a:{j}" for j in accepted}
+    finally:
+        server.stop()
+        server.http.close()
+        subprocess.run(["umount", "-l", str(disk)])
+    log = server.log.read_text()
+    assert "Traceback" not in log, log
+    assert '"event": "storage_error", "during": "/v1/jobs"' in log
