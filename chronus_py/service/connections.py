@@ -188,6 +188,12 @@ class _Guarded(HttpToolsProtocol):
     def _unset_keepalive_if_required(self) -> None:
         self._idle.stop()  # new bytes: not idle
 
+    def _unsupported_upgrade_warning(self) -> None:
+        """An ``Upgrade`` request (WebSocket, h2c) is served as the plain request it also is,
+        in one line of log: not uvicorn's second, advising to install a WebSocket library
+        (the service has no WebSocket route, ``ws="none"``)."""
+        self.logger.warning("Unsupported upgrade request.")
+
     def send_400_response(self, msg: str) -> None:
         self._answer(400, "not a valid HTTP request (request line, a header, or its framing)")
 

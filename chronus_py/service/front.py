@@ -163,6 +163,7 @@ def main(argv: list[str]) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        log_config=None,  # uvicorn's lines through the service's handler (``line_handler``)
         http=guarded_protocol(float(read_timeout), int(max_connections)),
         ws="none",
         proxy_headers=False,

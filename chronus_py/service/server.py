@@ -427,8 +427,12 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        log_config=None,  # uvicorn's lines through the service's handler (``line_handler``)
         # httptools' parser (a dependency), with the bounds on slow clients (connections.py)
         http=guarded_protocol(options.read_timeout, options.max_connections, app.direct),
+        # no WebSocket route: an upgrade is served as the plain request it also is, as the
+        # fronts serve it (it was a 403 with an empty body, not the API's JSON)
+        ws="none",
         # nothing reads a client's address, so no X-Forwarded-For is worth parsing per request
         proxy_headers=False,
     )
@@ -465,10 +469,21 @@ async def _serve_with_fronts(
 
 
 def line_handler() -> logging.Handler:
-    """The log's handler: one line per record on stderr (``_LineFormat``)."""
+    """The log's handler: one line per record on stderr (``_LineFormat``). uvicorn's own
+    warnings (``Invalid HTTP request received.``, ``Unsupported upgrade request.``) go to it
+    too, as JSON lines (``_uvicorn_line``): uvicorn's logging config wrote them as
+    ``WARNING:  Invalid ...``, without the time, among the service's lines."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LineFormat())
+    logging.getLogger("uvicorn.error").addFilter(_uvicorn_line)
     return handler
+
+
+def _uvicorn_line(record: logging.LogRecord) -> bool:
+    """A uvicorn record's message as the service writes its own: one JSON object."""
+    record.msg = json.dumps({"event": "http", "message": record.getMessage()})
+    record.args = ()
+    return True
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

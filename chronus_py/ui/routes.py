@@ -65,6 +65,12 @@ def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[
     service.on_round = on_round
     if metrics is not None:
         metrics.registry.register(FiguresCollector(service))
+    # Starlette answers a path that differs by a trailing slash with a 307 to an absolute
+    # ``http://{Host}/...``: behind an HTTPS proxy that sent browsers to plain HTTP (where the
+    # ``Secure`` cookie is not sent), or to the proxy's upstream address. No such redirects
+    # (a JSON 404 for the API), and ``/ui`` goes to ``/ui/`` by a relative one.
+    app.router.redirect_slashes = False
+    app.router.routes.append(Route("/ui", _to_the_view, methods=["GET"]))
     app.router.routes.append(
         Mount("/ui", app=GZipMiddleware(ui_app(service, tokens, lock, wake, history)))
     )
@@ -141,7 +147,7 @@ def ui_app(
         etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
         headers = {**HEADERS, "ETag": etag}
         if request is not None and status == 200:
-            if request.headers.get("if-none-match") == etag:
+            if _matches(request.headers.get("if-none-match"), etag):
                 return Response(status_code=304, headers=headers)
         return HTMLResponse(body, status_code=status, headers=headers)
 
@@ -363,6 +369,11 @@ def ui_app(
         response.delete_cookie(COOKIE, path="/ui", secure=True, httponly=True, samesite="strict")
         return response
 
+    async def login_page(request: Request) -> Response:
+        """One route for both methods, so that a 405 names both in its ``Allow`` header (two
+        routes of one path each name only their own: ``Allow: GET, HEAD``)."""
+        return await (login if request.method == "POST" else login_form)(request)
+
     return Router(
         routes=[
             Route("/", page(overview), methods=["GET"]),
@@ -370,12 +381,25 @@ def ui_app(
             Route("/jobs/{job_id}", page(job), methods=["GET"]),
             Route("/jobs/{job_id}/cancel", page(cancel), methods=["POST"]),
             Route("/cluster", page(cluster), methods=["GET"]),
-            Route("/login", login_form, methods=["GET"]),
-            Route("/login", login, methods=["POST"]),
+            Route("/login", login_page, methods=["GET", "POST"]),
             Route("/logout", logout, methods=["POST"]),
             Mount("/static", app=StaticFiles(directory=HERE / "static")),
-        ]
+        ],
+        redirect_slashes=False,  # as the app's (``attach``)
     )
+
+
+async def _to_the_view(request: Request) -> Response:
+    return RedirectResponse("/ui/", status_code=308)
+
+
+def _matches(header: str | None, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag``: any of a list, ``*``, or the weak ``W/``
+    form (RFC 9110 13.1.2 compares weakly). A proxy that compresses the pages (nginx's
+    ``gzip``) makes their ETags weak, and an exact comparison then never answered 304."""
+    if header is None:
+        return False
+    return any(tag.strip().removeprefix("W/") in (etag, "*") for tag in header.split(","))
 
 
 async def _form(request: Request) -> dict[str, str]:

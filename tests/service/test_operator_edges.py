@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -245,3 +246,58 @@ def test_a_full_disk_is_a_507_in_a_line_and_loses_no_accepted_job(tmp_path):
     log = server.log.read_text()
     assert "Traceback" not in log, log
     assert '"event": "storage_error", "during": "/v1/jobs"' in log
+
+
+def test_no_redirect_names_a_host_and_ui_goes_to_its_view_relatively(server):
+    """Starlette redirected a path with a trailing slash, and ``/ui``, to an absolute
+    ``http://{Host}/...``: behind an HTTPS proxy, to plain HTTP (where the login cookie is not
+    sent) or to the proxy's upstream address. The API's such paths are a JSON 404."""
+    for path in ("/v1/jobs/", "/v1/jobs/x/", "/v1/plan/", "/ui/jobs/"):
+        r = server.http.get(path, headers={**A, "Host": "elsewhere.example"})
+        assert r.status_code == 404, (path, r.status_code, r.headers)
+        assert r.json() == {"error": "Not Found", "field": None}
+    r = server.http.get("/ui", headers={"Host": "elsewhere.example"})
+    assert r.status_code == 308 and r.headers["location"] == "/ui/"
+
+
+def test_the_login_page_allows_what_it_serves(server):
+    """Two routes for ``/ui/login`` (GET, POST) made a 405 name only the first's methods."""
+    r = server.http.request("PUT", "/ui/login")
+    assert r.status_code == 405
+    assert set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "POST"}
+
+
+def test_a_page_is_unchanged_for_its_etag_weak_or_in_a_list(server):
+    """``If-None-Match`` is compared weakly (RFC 9110): a proxy that compresses the pages makes
+    their ETags ``W/"..."``, and an exact comparison then never answered 304."""
+    etag = server.http.get("/ui/cluster", headers=A).headers["etag"]
+    for given in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        r = server.http.get("/ui/cluster", headers={**A, "If-None-Match": given})
+        assert r.status_code == 304, given
+    assert server.http.get("/ui/cluster", headers={**A, "If-None-Match": '"x"'}).status_code == 200
+
+
+LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ \{")
+
+
+def test_an_upgrade_is_served_plainly_and_uvicorn_writes_the_services_lines(server):
+    """A WebSocket upgrade was a 403 with an empty body from the single process (uvicorn's
+    WebSocket handling, which the fronts had off), and uvicorn's warnings were its own
+    ``WARNING:  Invalid HTTP request received.``, without the time, among the service's lines
+    (two for an upgrade, one advising to install a WebSocket library)."""
+    upgrade = get("/v1/jobs?limit=1").replace(
+        b"\r\n\r\n",
+        b"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    )
+    assert exchange(server, upgrade).startswith(b"HTTP/1.1 200 ")
+    assert exchange(server, b"GET /\xff HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+
+    def logged():
+        text = server.log.read_text()
+        return "Invalid HTTP request received." in text and "Unsupported upgrade" in text
+
+    wait_for(logged, what="uvicorn's lines in the log")
+    lines = server.log.read_text().splitlines()
+    assert all(LINE.match(line) for line in lines), [x for x in lines if not LINE.match(x)]
+    assert not any("WebSocket library" in line for line in lines)
