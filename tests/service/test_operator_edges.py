@@ -301,3 +301,21 @@ def test_an_upgrade_is_served_plainly_and_uvicorn_writes_the_services_lines(serv
     lines = server.log.read_text().splitlines()
     assert all(LINE.match(line) for line in lines), [x for x in lines if not LINE.match(x)]
     assert not any("WebSocket library" in line for line in lines)
+
+
+@pytest.mark.parametrize("tenant", ["team:a", "team a", ""])
+def test_a_tenant_name_that_could_share_a_job_id_is_refused_at_start(tmp_path, tenant):
+    """A job is ``TENANT:ID`` in the service and ids may hold ``:``: tenants ``team`` and
+    ``team:a`` named one job ``team:a:x`` (``team``'s ``a:x``, ``team:a``'s ``x``), and the
+    second to choose it got a 409 telling that the other's exists."""
+    (tmp_path / "tokens.yaml").write_text(
+        "tokens:\n"
+        '  - {token: "team-token-0123456789", tenant: team}\n'
+        f'  - {{token: "other-token-0123456789", tenant: "{tenant}"}}\n'
+    )
+    done = serve_once(tmp_path, "--tokens", "tokens.yaml", "--check")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "chronus serve: tokens.yaml: tokens[1].tenant: expected 1-128 characters of "
+        "A-Z a-z 0-9 . _ - (no ':', which ends a tenant in a job's id)"
+    ]
