@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TextIO
 
 from chronus_py.errors import InputError
 from chronus_py.service.json_codec import decode_row, encode_text
@@ -63,7 +63,7 @@ def storage_error(exc: BaseException) -> str | None:
     return None if code is None else STORAGE_ERRORS.get(code & 0xFF)
 
 
-def hold(path: Path) -> Any:
+def hold(path: Path) -> TextIO | None:
     """Hold ``path`` (the service's database) for this process, by a lock on ``PATH.lock``
     that the kernel drops when the process ends however it ends (``kill -9`` included); the
     open lock file is returned, to be kept. A second ``chronus serve`` on the same database
@@ -75,7 +75,7 @@ def hold(path: Path) -> Any:
     keeps it past the process's end."""
     try:
         import fcntl
-    except ImportError:  # not on Windows: no lock
+    except ImportError:  # Windows has no fcntl: no lock
         return None
     name = Path(f"{path}.lock")
     try:

@@ -310,8 +310,21 @@ def serve(options: Options) -> int:
     """Build the service and run until SIGTERM/SIGINT, on a listening socket closed however
     that ends (e.g. a bad option found once it was bound, which left it open to the process's
     end when ``serve`` was called in a process that goes on)."""
-    with _bind(options.host, options.port) as sock:
+    with _bind(options.host, options.port) as sock, _hold(options.db):
         return _serve_on(sock, options)
+
+
+def _hold(path: Path) -> contextlib.AbstractContextManager:
+    """The database held for this daemon (``db.hold``) until ``serve`` returns, however it
+    returns: its directory made first, the lock file closed on the way out."""
+    from chronus_py.service.db import hold
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError("--db", f"cannot make {path.parent}: {exc.strerror}") from None
+    held = hold(path)
+    return contextlib.nullcontext() if held is None else held
 
 
 def _serve_on(sock: socket.socket, options: Options) -> int:
@@ -320,7 +333,7 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
     from chronus_py.service.api import build_app
     from chronus_py.service.connections import guarded_protocol
     from chronus_py.service.core import Service
-    from chronus_py.service.db import Database, hold
+    from chronus_py.service.db import Database
     from chronus_py.service.metrics import ServiceMetrics
 
     logging.basicConfig(level=options.log_level.upper(), handlers=[line_handler()])
@@ -335,11 +348,6 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
 
         tokens = load_tokens(options.tokens)
     nodes, allocator_factory = _hived(options.cluster)
-    try:
-        options.db.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError("--db", f"cannot make {options.db.parent}: {exc.strerror}") from None
-    held = hold(options.db)  # before the backend, whose state (the sim's) lives next to it
     backend = backend_module(options.backend).from_args(
         options.args, db_path=options.db, nodes=nodes
     )
@@ -401,8 +409,6 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
         await task
         db.close()
         backend.close()
-        if held is not None:
-            held.close()  # the database is free for the next daemon
         log.info('{"event": "stopped"}')
 
     app.router.lifespan_context = lifespan
