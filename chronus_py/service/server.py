@@ -13,8 +13,8 @@ the lock, and it is committed in steps of at most ``CATCH_UP_STEP`` under the lo
 The loop sleeps until the earliest of: a submission or cancellation (woken at
 once, rounds at most every ``--round-interval`` wall seconds so a burst makes one round), the
 scheduler's next decision point (lease boundary, laxity trigger), the backend's next known event
-(a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM
-and SIGINT stop the server after the round in progress; the database is closed cleanly.
+(a sim completion or trace arrival), or one second (a backend may change on its own). SIGTERM,
+SIGINT and SIGHUP stop the server after the round in progress; the database is closed cleanly.
 """
 
 from __future__ import annotations
@@ -398,8 +398,10 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         # Our own handlers (uvicorn's would re-raise the signal after shutdown, so a clean stop
-        # would still exit -15): SIGTERM/SIGINT end serving after the current round.
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        # would still exit -15): SIGTERM/SIGINT end serving after the current round, and
+        # SIGHUP too (the terminal it was started from closed): by default it killed the
+        # daemon without its clean stop.
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             asyncio.get_running_loop().add_signal_handler(signum, lambda: end_serving[0]())
         stop = asyncio.Event()
         task = asyncio.create_task(_loop(service, wake, stop, lock, options.round_interval))

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -163,6 +164,22 @@ def test_a_second_daemon_on_the_same_database_is_refused_in_one_line(serve, tmp_
     finally:
         again.stop()
         again.http.close()
+
+
+@pytest.mark.parametrize("workers", ["0", "1"], ids=["one-process", "a-front"])
+def test_a_hang_up_stops_the_daemon_cleanly(serve, tmp_path, workers):
+    """SIGHUP (the terminal it was started from closed) killed the daemon without its clean
+    stop; it now stops as SIGTERM does: exit 0, the database closed, and what it accepted is
+    there for the next start."""
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--http-workers", workers)
+    first = serve(*args)
+    assert first.http.post("/v1/jobs", headers=A, json={**JOB, "id": "kept"}).status_code == 201
+    first.proc.send_signal(signal.SIGHUP)
+    assert first.proc.wait(timeout=30) == 0
+    assert '"event": "stopped"' in first.log.read_text()
+    again = serve(*args)
+    assert again.http.get("/v1/jobs/kept", headers=A).status_code == 200
 
 
 def test_databases_and_listen_addresses_it_cannot_use_are_one_line(tmp_path):
