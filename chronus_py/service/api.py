@@ -184,6 +184,8 @@ def build_app(
 
     async def list_jobs(request: Request, caller: Caller) -> Response:
         query = _query(request, ("tenant", "state", "limit", "after"))
+        if query.get("tenant") == "":
+            raise ApiError(422, "expected a tenant's name", "tenant")
         state = query.get("state")
         if state is not None and state not in STATES:
             raise ApiError(422, f"unknown state (have: {', '.join(STATES)})", "state")

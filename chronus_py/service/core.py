@@ -382,7 +382,7 @@ class Service:
         if self.needs_resync:
             # The scheduler may not match the cluster: a promise made now could not be kept.
             raise ApiError(
-                503, "the service is re-reading the cluster after a backend error; retry shortly"
+                503, "the service is re-reading the cluster after an error; retry shortly"
             )
         started = time.perf_counter()
         now = self.backend.now()

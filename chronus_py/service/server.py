@@ -264,10 +264,21 @@ def _merge_config(args: argparse.Namespace, path: Path) -> None:
 
 
 def _listen(text: Any) -> tuple[str, int]:
+    """``HOST:PORT``, an IPv6 host in brackets (``[::1]:8080``); a bracket left open or
+    stray (``[::1:8080``, which was taken as host ``::1``) is refused."""
     host, sep, port = str(text).rpartition(":")
-    if not sep or not host or not port.isascii() or not port.isdigit() or int(port) > 65535:
+    inner = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if (
+        not sep
+        or not inner
+        or "[" in inner
+        or "]" in inner
+        or not port.isascii()
+        or not port.isdigit()
+        or int(port) > 65535
+    ):
         raise InputError("--listen", f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
+    return inner, int(port)
 
 
 def _loopback(host: str) -> bool:
@@ -422,7 +433,7 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
         )
     log.info(
         '{"event": "listening", "url": "http://%s:%d", "backend": "%s", "db": "%s"}',
-        host,
+        f"[{host}]" if ":" in host else host,  # an IPv6 address, as a URL writes it
         port,
         options.backend,
         options.db,

@@ -114,6 +114,13 @@ def test_a_list_parameter_given_twice_is_a_422_naming_it(server, query, field):
     assert r.json() == {"error": "given more than once", "field": field}
 
 
+def test_an_empty_tenant_to_list_is_a_422(server):
+    """``?tenant=`` listed nothing, as if a tenant of no name had no jobs."""
+    r = server.http.get("/v1/jobs?tenant=", headers=ADMIN)
+    assert r.status_code == 422, r.text
+    assert r.json() == {"error": "expected a tenant's name", "field": "tenant"}
+
+
 @pytest.mark.parametrize("query", ["dryrun=true", "dry-run=true", "dry_run=true&dry_run=false"])
 def test_a_misspelt_or_repeated_dry_run_submits_nothing(server, query):
     """``POST /v1/jobs?dryrun=true`` submitted the job its client only meant to try."""
@@ -196,6 +203,9 @@ def test_databases_and_listen_addresses_it_cannot_use_are_one_line(tmp_path):
             f"chronus serve: --db: cannot make {tmp_path / 'file' / 'sub'}",
         ),
         (("--listen", "127.0.0.1:①"), "chronus serve: --listen: expected HOST:PORT"),
+        # a bracket left open was taken as host ::1
+        (("--listen", "[::1:8080"), "chronus serve: --listen: expected HOST:PORT"),
+        (("--listen", "[::1]]:8080"), "chronus serve: --listen: expected HOST:PORT"),
     ]
     (tmp_path / "file").write_text("a file, not a directory")
     for args, line in cases:
