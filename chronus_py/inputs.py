@@ -8,6 +8,9 @@ host models, layer-jobs files, profiles, samples, traces, request bodies -- read
 
 from __future__ import annotations
 
+import gzip
+import io
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -45,9 +48,36 @@ def _converted(source: str | Path | None = None) -> Iterator[None]:
         raise as_input_error(exc, source) from None
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+TAR_MAGIC_AT = 257  # a tar member header has "ustar" at this offset
+
+
 def read_text(path: str | Path, *, what: str = "file") -> str:
+    """The file as UTF-8 text. A gzip-compressed file (``trace.csv.gz``, as traces are often
+    published) is read through, whatever its name: its magic bytes can never start UTF-8 text."""
     with _converted(path):
-        return loading.read_text(path, what=what)
+        data = loading.read_bytes(path, what=what)
+        if data.startswith(GZIP_MAGIC):
+            data = gunzip(data, path, what=what)
+        return loading.decode(data, str(path))
+
+
+def gunzip(data: bytes, path: str | Path, *, what: str = "file") -> bytes:
+    """``data`` decompressed, to at most the loader's size limit: a small file that expands past
+    it (a compression bomb) is refused as a huge file is, without inflating the rest. A tar
+    archive inside (``.tar.gz``) is refused too: its member headers would read as columns."""
+    try:
+        with gzip.open(io.BytesIO(data)) as fh:
+            out = fh.read(loading.MAX_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(path, f"not a readable gzip file: {exc}") from None
+    if len(out) > loading.MAX_BYTES:
+        raise InputError(
+            path, f"{what} is larger than the limit of {loading.MAX_BYTES:,} bytes uncompressed"
+        )
+    if out[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == b"ustar":
+        raise InputError(path, "a tar archive: extract the CSV from it first")
+    return out
 
 
 def load_yaml(path: str | Path, *, what: str = "file") -> Any:

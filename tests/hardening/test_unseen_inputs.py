@@ -1,0 +1,79 @@
+"""Traces as users have them, not as the project's samples are: compressed, separated by tabs or
+semicolons, dated, piped in; and the output paths they type. A plausible variant reads as the
+original does; anything else is one line and exit code 2."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+
+import pytest
+
+from chronus_py.cli import main
+from chronus_py.errors import InputError
+from chronus_py.readers import read_trace
+
+PLAIN = (
+    "job_id,submit_time,duration,num_gpu,deadline,model_name\n"
+    "a,0,600,1,1200,vgg16\n"
+    "b,60,300,2,,resnet50\n"
+    '"c",120,900,4,3000,"bert, large"\n'
+)
+
+
+def jobs(trace) -> list[tuple]:
+    return [(j.id, j.submit, j.duration, j.gpus, j.deadlines, j.model) for j in trace.jobs]
+
+
+def replay(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["replay", "--nodes", "1", "--policy", "fifo", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def refused(capsys, *argv: str) -> str:
+    """The one line a refused replay prints (exit code 2, nothing on stdout)."""
+    code, out, err = replay(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+def test_a_gzip_compressed_trace_reads_as_the_plain_one(write, tmp_path):
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(PLAIN.encode()))
+    assert jobs(read_trace(path)) == jobs(read_trace(write(PLAIN)))
+
+
+def test_a_truncated_gzip_file_is_one_line(tmp_path, capsys):
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(PLAIN.encode())[:30])
+    assert f"{path}: not a readable gzip file" in refused(capsys, "--trace", str(path))
+
+
+def test_a_tar_archive_is_refused_not_read_as_columns(tmp_path):
+    data = PLAIN.encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        member = tarfile.TarInfo("trace.csv")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    path = tmp_path / "trace.tar.gz"
+    path.write_bytes(buffer.getvalue())
+    with pytest.raises(InputError, match="a tar archive: extract the CSV from it first"):
+        read_trace(path)
+
+
+def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
+    """257 MiB of zeros compress to 257 KiB: the size limit holds for what the file expands to."""
+    from placement.loading import MAX_BYTES
+
+    squeeze = gzip.GzipFile(fileobj=(buffer := io.BytesIO()), mode="wb", compresslevel=1)
+    chunk = bytes(1 << 20)
+    for _ in range(MAX_BYTES // len(chunk) + 1):
+        squeeze.write(chunk)
+    squeeze.close()
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(buffer.getvalue())
+    with pytest.raises(InputError, match="larger than the limit of .* bytes uncompressed"):
+        read_trace(path)
