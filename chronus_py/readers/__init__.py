@@ -143,6 +143,8 @@ def describe(chosen: Chosen, header: list[str], table: Table) -> str:
     detected = f"format {chosen.name} ({chosen.why})"
     if chosen.mapping is not None:
         detected += f": {chosen.mapping.describe(header)}"
+    if table.delimiter != ",":
+        detected += f"; fields separated by {table.delimiter!r}"
     shift = describe_origin(table.origin)
     return f"{detected}; {shift}" if shift else detected
 

@@ -24,13 +24,23 @@ from chronus_py.inputs import read_text, show
 from placement.limits import MAX_SECONDS, too_large
 
 HEADER_LINE = 1
+DELIMITERS = ",\t;|"
+
+
+def delimiter(text: str) -> str:
+    """The field separator: a comma if the header line has one, else the first of tab, ``;`` and
+    ``|`` it has (TSV dumps, and spreadsheets where the comma is the decimal mark). The header
+    alone decides, so a quoted comma in some later row cannot change how the file splits."""
+    end = text.find("\n")
+    first = text if end < 0 else text[:end]
+    return next((d for d in DELIMITERS if d in first), ",")
 
 
 def read_header(path: Path, text: str | None = None) -> list[str]:
     """The header's column names, or a one-line error for an empty or unreadable file."""
     text = read_text(path, what="trace") if text is None else text
     try:
-        header = next(csv.reader(io.StringIO(text)), None)
+        header = next(csv.reader(io.StringIO(text), delimiter=delimiter(text)), None)
     except csv.Error as exc:
         raise InputError(path, f"not a CSV table: {exc}", line=HEADER_LINE) from None
     if not header or not any(h.strip() for h in header):
@@ -41,7 +51,7 @@ def read_header(path: Path, text: str | None = None) -> list[str]:
 def check_row_widths(path: Path, width: int, text: str) -> None:
     """Every non-blank row must have the header's number of fields: a longer row would otherwise
     shift its values into the wrong columns without a word."""
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter(text))
     try:
         next(reader, None)
         for row in reader:
@@ -73,9 +83,11 @@ class Table:
         check_row_widths(path, len(header), text)
         import pandas as pd  # here, not at import: see the module docstring
 
+        self.delimiter = delimiter(text)
         try:
             self.df = pd.read_csv(
                 io.StringIO(text),
+                sep=self.delimiter,
                 dtype=str,
                 keep_default_na=False,
                 skipinitialspace=True,

@@ -64,6 +64,20 @@ def test_a_tar_archive_is_refused_not_read_as_columns(tmp_path):
         read_trace(path)
 
 
+@pytest.mark.parametrize("separator", ["\t", ";", "|"])
+def test_other_field_separators_read_as_commas_do(write, separator):
+    text = PLAIN.replace('"bert, large"', "bert-large").replace(",", separator)
+    trace = read_trace(write(text))
+    assert jobs(trace) == jobs(read_trace(write(PLAIN.replace("bert, large", "bert-large"))))
+    assert f"fields separated by {separator!r}" in trace.detected
+
+
+def test_a_semicolon_file_keeps_decimal_commas_as_one_bad_field(write):
+    path = write("job_id;submit_time;duration;num_gpu\na;0;1,5;1\n")
+    with pytest.raises(InputError, match=r":2: column duration: not a number: '1,5'"):
+        read_trace(path)
+
+
 def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
     """257 MiB of zeros compress to 257 KiB: the size limit holds for what the file expands to."""
     from placement.loading import MAX_BYTES
