@@ -1,7 +1,10 @@
 """A plain jobs CSV for Philly/Helios/Tiresias-style traces.
 
 Required ``job_id,submit_time,duration,num_gpu``; optional ``tenant``, ``deadline`` (absolute),
-``model_name``. Times are **seconds**. An empty or absent deadline marks a best-effort job.
+``model_name``. Times are **seconds**, or dates (``2020-04-01 00:00:05``, ISO 8601; no zone means
+UTC) read as seconds since the epoch, as ``--columns`` reads them: a file must not read with
+``--time-unit s`` and be refused without it. Times are kept as published (no shift). An empty or
+absent deadline marks a best-effort job.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from chronus_py.jobs.model import DeadlineOption, Job, JobKind
+from chronus_py.readers.field_csv import read_times
 from chronus_py.readers.table import Table
 from placement.limits import MAX_GPUS, MAX_JOB_SECONDS
 
@@ -17,12 +21,14 @@ COLUMNS = ("job_id", "submit_time", "duration", "num_gpu")
 
 def read(table: Table, skip_bad_rows: bool) -> list[Job]:
     ids = table.unique("job_id")
-    submit = table.number("submit_time", minimum=0)
+    submit = read_times(table, "submit_time", 1.0)
     duration = table.number("duration", minimum=0, maximum=MAX_JOB_SECONDS)
     gpus = table.number("num_gpu", integer=True, minimum=0, maximum=MAX_GPUS)
     n = len(table)
     deadline = (
-        table.number("deadline", optional=True) if table.has("deadline") else np.full(n, np.nan)
+        read_times(table, "deadline", 1.0, optional=True)
+        if table.has("deadline")
+        else np.full(n, np.nan)
     )
     table.flag(deadline < submit, "column deadline", "is before submit_time")
     table.drop(gpus == 0, "num_gpu is 0")

@@ -78,6 +78,21 @@ def test_a_semicolon_file_keeps_decimal_commas_as_one_bad_field(write):
         read_trace(path)
 
 
+def test_plain_traces_take_dates_as_the_columns_mapping_does(write):
+    dated = write(
+        "job_id,submit_time,duration,num_gpu,deadline\n"
+        "a,2020-01-01T00:00:00,100,1,2020-01-01 01:00:00\n"
+        "b,2020-01-01T00:10:00Z,50,2,\n",
+        "dated.csv",
+    )
+    epoch = write(
+        "job_id,submit_time,duration,num_gpu,deadline\n"
+        "a,1577836800,100,1,1577840400\nb,1577837400,50,2,\n",
+        "epoch.csv",
+    )
+    assert jobs(read_trace(dated)) == jobs(read_trace(epoch))
+
+
 def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
     """257 MiB of zeros compress to 257 KiB: the size limit holds for what the file expands to."""
     from placement.loading import MAX_BYTES

@@ -70,7 +70,7 @@ BAD = [
     (
         "job_id,submit_time,duration,num_gpu\n1,0,5,1\n2,x,5,1\n",
         3,
-        "column submit_time: not a number: 'x'",
+        "column submit_time: not a number or date: 'x'",
     ),
     ("job_id,submit_time,duration,num_gpu\n1,0,5,1.5\n", 2, "column num_gpu: not a whole number"),
     ("job_id,submit_time,duration,num_gpu\n1,0,-5,1\n", 2, "column duration: must be >= 0"),
@@ -147,7 +147,7 @@ def test_skip_bad_rows_counts_per_reason(write):
     trace = read_trace(path, skip_bad_rows=True)
     assert [j.id for j in trace.jobs] == ["1"]
     assert trace.dropped == {
-        "column submit_time: not a number:": 2,
+        "column submit_time: not a number or date:": 2,
         "column duration: must be >= 0": 1,
         "num_gpu is 0": 1,
         "column job_id: duplicate id": 1,
