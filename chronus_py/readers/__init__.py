@@ -82,11 +82,14 @@ def bundled(name: str) -> Path:
 
 
 def trace_path(trace: str | Path) -> tuple[str, Path]:
-    """(name, file) of a trace file or bundled trace name; refuses anything else."""
+    """(name, file) of a trace file or bundled trace name; refuses anything else. A pipe is a
+    file too (``--trace <(zcat t.csv.gz)``): the trace is read once, start to end."""
     path = Path(trace)
     if not path.exists() and str(trace) in BUNDLED:
         return str(trace), bundled(str(trace))
-    if not path.is_file():
+    if path.is_dir():
+        raise InputError(trace, "is a directory, not a trace file")
+    if not path.exists():
         raise InputError(trace, "no such trace file or bundled trace name")
     return path.name, path
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
+import os
 import tarfile
+import threading
 
 import pytest
 
@@ -91,6 +94,23 @@ def test_plain_traces_take_dates_as_the_columns_mapping_does(write):
         "epoch.csv",
     )
     assert jobs(read_trace(dated)) == jobs(read_trace(epoch))
+
+
+def test_a_trace_can_be_piped_in(tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(PLAIN))
+    writer.start()
+    code, out, _ = replay(capsys, "--trace", str(fifo), "--json")
+    if writer.is_alive():  # the replay never opened the pipe: unblock the writer
+        fifo.read_text()
+    writer.join()
+    assert code == 0 and json.loads(out)["jobs"] == 3
+
+
+def test_a_directory_as_trace_says_so(tmp_path, capsys):
+    err = refused(capsys, "--trace", str(tmp_path))
+    assert err == f"chronus replay: {tmp_path}: is a directory, not a trace file"
 
 
 def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
