@@ -7,7 +7,9 @@ import json
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Callable
 
+from chronus_py.errors import InputError
 from chronus_py.jobs.overhead import OVERHEADS
 
 
@@ -186,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{read.name}: {read.detected}", file=sys.stderr)
 
     setup = setup_from(args)
+    if args.out:
+        make_out_dir(args.out)
     bar = progress_bar("replay")
     if setup.elastic:
         from chronus_py.engine import write_jobs_csv
@@ -210,12 +214,7 @@ def run(args: argparse.Namespace) -> int:
     if setup.policy == "chronus":
         metrics["settings"] = ChronusSettings.from_mapping(setup.options).to_dict()
     if args.out:
-        from chronus_py.ui.report import write_replay
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_jobs(args.out / "jobs.csv")
-        (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        write_replay(args.out)  # report.html: the schedule drawn, next to the metrics
+        write_out(args.out, metrics, write_jobs)
     if args.json:
         print(json.dumps(metrics))
     else:
@@ -224,6 +223,31 @@ def run(args: argparse.Namespace) -> int:
         reasons = ", ".join(f"{n} x {why}" for why, n in sorted(trace.dropped.items()))
         print(f"dropped {trace.dropped_rows} row(s): {reasons}", file=sys.stderr)
     return 0
+
+
+def make_out_dir(out: Path) -> None:
+    """Create ``--out`` before the replay: a path that cannot be a directory (a file, a file's
+    child, no permission) is refused at once as one line, not as a traceback after the replay."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(out, "exists and is not a directory") from None
+    except OSError as exc:
+        raise InputError(
+            out, f"cannot create the output directory: {exc.strerror or exc}"
+        ) from None
+
+
+def write_out(out: Path, metrics: dict, write_jobs: Callable[[Path], None]) -> None:
+    """``jobs.csv``, ``metrics.json`` and ``report.html`` (the schedule drawn) into ``out``."""
+    from chronus_py.ui.report import write_replay
+
+    try:
+        write_jobs(out / "jobs.csv")
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_replay(out)
+    except OSError as exc:
+        raise InputError(out, f"cannot write: {exc.strerror or exc}") from None
 
 
 def format_table(metrics: dict) -> str:

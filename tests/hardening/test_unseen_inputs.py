@@ -113,6 +113,15 @@ def test_a_directory_as_trace_says_so(tmp_path, capsys):
     assert err == f"chronus replay: {tmp_path}: is a directory, not a trace file"
 
 
+@pytest.mark.parametrize("where", ["file", "file/child"])
+def test_an_out_that_cannot_be_a_directory_is_refused_first(write, tmp_path, capsys, where):
+    """Refused before the replay (stdout stays empty), not as a traceback after it."""
+    trace = write(PLAIN)
+    (tmp_path / "file").write_text("")
+    out = tmp_path / where
+    assert f"chronus replay: {out}: " in refused(capsys, "--trace", str(trace), "--out", str(out))
+
+
 def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
     """257 MiB of zeros compress to 257 KiB: the size limit holds for what the file expands to."""
     from placement.loading import MAX_BYTES
