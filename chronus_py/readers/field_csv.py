@@ -162,7 +162,8 @@ PLAIN_MAPPING = FieldFormat(
 
 
 def parse_columns(text: str) -> dict[str, str]:
-    """``NAME=COLUMN,...`` -> {field: column}; unknown fields are refused by name."""
+    """``NAME=COLUMN,...`` -> {field: column}; unknown fields, and fields given twice, are refused
+    by name."""
     out: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, eq, column = part.partition("=")
@@ -173,6 +174,8 @@ def parse_columns(text: str) -> dict[str, str]:
             raise InputError(
                 "--columns", f"unknown field {name[:40]!r} (have: {', '.join(FIELDS)})"
             )
+        if name in out:  # the last one used to win without a word
+            raise InputError("--columns", f"field {name!r} is mapped twice")
         out[name] = column
     if not out:
         raise InputError("--columns", "expected NAME=COLUMN,...")

@@ -122,6 +122,11 @@ def test_an_out_that_cannot_be_a_directory_is_refused_first(write, tmp_path, cap
     assert f"chronus replay: {out}: " in refused(capsys, "--trace", str(trace), "--out", str(out))
 
 
+def test_a_field_mapped_twice_is_refused(write):
+    with pytest.raises(InputError, match="--columns: field 'id' is mapped twice"):
+        read_trace(write(PLAIN), columns="id=job_id,id=model_name")
+
+
 def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
     """257 MiB of zeros compress to 257 KiB: the size limit holds for what the file expands to."""
     from placement.loading import MAX_BYTES
