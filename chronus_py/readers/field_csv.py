@@ -23,6 +23,7 @@ once. Durations are numbers in ``time_unit``. Rows asking for no GPUs are droppe
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -295,31 +296,41 @@ def read_times(table: Table, column: str, unit: float, *, optional: bool = False
 
 
 def _dates(raw: np.ndarray) -> np.ndarray:
-    """Seconds since the epoch; NaN where a cell is not a date pandas can represent."""
-    import pandas as pd
-
-    try:
-        parsed = pd.to_datetime(
-            pd.Series(raw, dtype=object), errors="coerce", format="ISO8601", utc=True
-        )
-        seconds = (
-            (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=float, copy=True)
-        )
-    except (ValueError, OverflowError, TypeError):  # pandas raises for some out-of-range dates
-        seconds = np.full(len(raw), np.nan)
-    for i in np.flatnonzero(np.isnan(seconds)):
-        seconds[i] = _one_date(str(raw[i]))
+    """Seconds since the epoch; NaN where a cell is not a date pandas can represent. ISO 8601
+    cells are read as such, and the others all in the one format guessed from the first of them
+    that has one: guessed cell by cell, ``01/02/2020`` was read month-first and ``13/02/2020``
+    day-first in the same column, and the jobs came out of order without a word."""
+    seconds = _parse_dates(raw, "ISO8601")
+    rest = np.flatnonzero(np.isnan(seconds))
+    if len(rest):
+        seconds[rest] = _parse_dates(raw[rest], _guess_format(raw[rest]))
     return seconds
 
 
-def _one_date(text: str) -> float:
+def _guess_format(raw: np.ndarray, tries: int = 1000) -> str | None:
+    """The date format of the first of ``raw``'s first ``tries`` cells that has one."""
+    from pandas.tseries.api import guess_datetime_format
+
+    with warnings.catch_warnings():  # it warns when it guesses day-first, which is the point
+        warnings.simplefilter("ignore")
+        return next(filter(None, (guess_datetime_format(str(c)) for c in raw[:tries])), None)
+
+
+def _parse_dates(raw: np.ndarray, format: str | None) -> np.ndarray:
+    """``raw`` in ``format`` as seconds since the epoch (UTC without a zone); NaN where a cell is
+    not in it or beyond pandas' dates."""
     import pandas as pd
 
+    if format is None:
+        return np.full(len(raw), np.nan)
     try:
-        stamp = pd.to_datetime(text, format="mixed", utc=True)
-        return float((stamp - pd.Timestamp(0, tz="UTC")).total_seconds())
-    except (ValueError, OverflowError, TypeError):
-        return math.nan
+        parsed = pd.to_datetime(
+            pd.Series(raw, dtype=object), errors="coerce", format=format, utc=True
+        )
+        seconds = (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+        return seconds.to_numpy(dtype=float, copy=True)
+    except (ValueError, OverflowError, TypeError):  # pandas raises for some out-of-range dates
+        return np.full(len(raw), np.nan)
 
 
 def _gpus(table: Table, fmt: FieldFormat, cols: dict[str, str]) -> np.ndarray:

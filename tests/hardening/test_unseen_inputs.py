@@ -140,3 +140,13 @@ def test_a_compression_bomb_is_refused_by_its_uncompressed_size(tmp_path):
     path.write_bytes(buffer.getvalue())
     with pytest.raises(InputError, match="larger than the limit of .* bytes uncompressed"):
         read_trace(path)
+
+
+def test_a_date_column_is_read_in_one_order(write):
+    """Dates guessed cell by cell read 01/02 month-first and 13/02 day-first in one column."""
+    header = "job_id,submit_time,duration,num_gpu\n"
+    mixed = write(header + "a,01/02/2020 00:00,10,1\nb,13/02/2020 00:00,10,1\n", "mixed.csv")
+    with pytest.raises(InputError, match=r"mixed.csv:3: column submit_time: not a number or date"):
+        read_trace(mixed, time_unit="s")
+    day_first = write(header + "a,13/02/2020 00:00,10,1\nb,01/03/2020 00:00,10,1\n", "dmy.csv")
+    assert [j.submit for j in read_trace(day_first, time_unit="s").jobs] == [0.0, 17 * 86400.0]
