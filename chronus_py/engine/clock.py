@@ -55,6 +55,10 @@ class Clock:
             candidates.append(self.completions[0][0])
         return min(candidates)
 
+    def quiet(self) -> bool:
+        """Nothing left on the clock: no arrival to come and no completion pending."""
+        return self.next_group >= len(self.groups) and not self.completions
+
     def pop_completions(
         self, now: float, within: float = 0.0, due: Due | None = None
     ) -> list[tuple[str, int]]:

@@ -132,7 +132,7 @@ def replay(
     total = cluster.gpus  # a sum over the nodes: once, not per job (issue 27)
     for job in ordered:
         if job.min_size > total:
-            raise InputError(job.id, f"needs {job.min_size} GPUs, the cluster has {total}")
+            raise InputError(f"job {job.id}", f"needs {job.min_size} GPUs, the cluster has {total}")
     stage: Scheduler | ElasticScheduler
     if elastic:
         _refuse_estimates(
@@ -176,6 +176,7 @@ def replay(
     next_check = math.inf
     finished = 0
     events = 0
+    idle = 0  # wake-ups in a row on an idle cluster with nothing left to come and nothing started
     now = 0.0
     while True:
         wakeups = [
@@ -227,9 +228,23 @@ def replay(
                 estimation.started(state, now)
         if on_progress and (decided.started or decided.preempted or decided.resized):
             on_progress(finished, len(ordered))
-    stuck = [s.id for s in stage.jobs.values() if s.status is not Status.FINISHED and not s.dropped]
+        if decided.started or decided.resized or stage.running or not clock.quiet():
+            idle = 0
+        elif not (next_check < math.inf or _pending(profiling) or _pending(estimation)):
+            idle += 1
+            if idle >= STUCK_WAKEUPS and _unfinished(stage):
+                break
+    stuck = _unfinished(stage)
     if stuck:
-        raise InputError(stuck[0], f"{len(stuck)} job(s) could never be placed on this cluster")
+        first = stage.jobs[stuck[0]]
+        others = f" (nor {len(stuck) - 1} other job(s))" if len(stuck) > 1 else ""
+        if allocator is None:
+            raise InputError(f"job {first.id}", f"could never be placed on this cluster{others}")
+        raise InputError(
+            f"job {first.id}",
+            f"needs {first.job.min_size} GPUs, which virtual cluster {first.job.tenant!r} can "
+            f"never place{others}: give its tenant another one with --tenant-map",
+        )
     return ReplayResult(
         jobs=tuple(stage.jobs.values()) + tuple(profiled),
         cluster=cluster,
@@ -240,6 +255,24 @@ def replay(
         events=events,
         placement_failures=stage.placement_failures if elastic else 0,
     )
+
+
+STUCK_WAKEUPS = 3
+"""Wake-ups in a row (lease boundaries, say) at which nothing runs, nothing is left to arrive or
+complete, and a round starts nothing, before the jobs left are said never to fit: a round on an
+idle cluster starts whatever fits it (a policy waiting for a boundary starts it at the next),
+so they never will. Without this a policy that wakes at every lease boundary, as Chronus
+does, went on waking for ever (a job wider than its HiveD virtual cluster)."""
+
+
+def _pending(stage: ProfilingPool | InPlaceEstimation | None) -> bool:
+    """Whether an estimate stage (the profiling pool, in-place measurement) has work to come."""
+    return stage is not None and stage.next_time() < math.inf
+
+
+def _unfinished(stage: Scheduler | ElasticScheduler) -> list[str]:
+    """Jobs neither finished nor dropped, in submission order."""
+    return [s.id for s in stage.jobs.values() if s.status is not Status.FINISHED and not s.dropped]
 
 
 def _overhead_model(overhead: str | Overhead | None, elastic: bool) -> Overhead:

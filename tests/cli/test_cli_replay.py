@@ -3,6 +3,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from chronus_py.cli import main
 from chronus_py.engine.metrics import JOB_COLUMNS
 
@@ -70,7 +72,7 @@ def test_skip_bad_rows_replays_the_rest(write, capsys):
 def test_job_wider_than_cluster_is_an_input_error(write, capsys):
     path = write("job_id,submit_time,duration,num_gpu\n1,0,10,64\n")
     assert main(["replay", "--trace", str(path), "--nodes", "2"]) == 2
-    assert "needs 64 GPUs, the cluster has 16" in capsys.readouterr().err
+    assert "job 1: needs 64 GPUs, the cluster has 16" in capsys.readouterr().err
 
 
 CONFIG = "tests/placement/configs/rack-2x2.yaml"
@@ -105,6 +107,22 @@ def test_replay_on_a_hived_cluster_with_tenant_map(write, tmp_path, capsys):
     rows = {r["job_id"]: r for r in csv.DictReader((out / "jobs.csv").read_text().splitlines())}
     # vcA holds one rack (16 GPUs): a and c run side by side, b fills vcB's rack.
     assert all(float(r["first_start"]) == float(r["submit"]) for r in rows.values())
+
+
+@pytest.mark.parametrize("policy", ["chronus", "srtf", "fifo"])
+def test_a_job_wider_than_its_virtual_cluster_is_a_one_line_error(write, tmp_path, capsys, policy):
+    """vcA holds one rack (16 GPUs) of the 32: a 32-GPU job of its tenant fits the cluster but
+    never its virtual cluster. Chronus, which wakes at every lease boundary, replayed for ever."""
+    path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,32,x\nb,0,100,8,x\n")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("x: vcA\n")
+    args = ["replay", "--trace", str(path), "--cluster", CONFIG, "--tenant-map", str(tenants)]
+    assert main([*args, "--policy", policy]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        "chronus replay: job a: needs 32 GPUs, which virtual cluster 'vcA' can never place: "
+        "give its tenant another one with --tenant-map"
+    )
 
 
 def test_unmapped_tenant_is_a_one_line_error(write, capsys):
