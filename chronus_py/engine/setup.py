@@ -45,7 +45,7 @@ from chronus_py.readers.elastic import read_elastic_trace
 from chronus_py.scheduler import SpeedModel
 from chronus_py.selector import ChronusSettings
 from placement import Allocator, CellAllocator, PlacementError, load_config
-from placement.limits import MAX_GPUS_PER_NODE, MAX_JOB_SECONDS, MAX_NODES
+from placement.limits import MAX_GPUS_PER_NODE, MAX_JOB_SECONDS, MAX_NODES, MAX_SECONDS
 from placement.slowdown import speed_factor
 
 REESTIMATE_EVERY = 300.0
@@ -233,9 +233,18 @@ def setup_cluster(jobs: Sequence[Job], setup: ReplaySetup) -> ClusterSetup:
 
 
 def scale_load(jobs: Sequence[Job], load: float) -> tuple[Job, ...]:
-    """Compress (load > 1) or stretch submit times by ``1/load``; deadlines keep their offsets."""
+    """Compress (load > 1) or stretch submit times by ``1/load``; deadlines keep their offsets.
+    A load that stretches the last submission past ``MAX_SECONDS`` (``--load 1e-300``) is
+    refused: the lease plan's slot indices overflowed (a traceback)."""
     if load == 1.0:
         return tuple(jobs)
+    last = max((job.submit for job in jobs), default=0.0) / load
+    if not last <= MAX_SECONDS:
+        raise InputError(
+            "--load",
+            f"{load:g} puts the last submission at {last:.3g} s, past the {MAX_SECONDS:g} s "
+            "any time may be",
+        )
     out = []
     for job in jobs:
         submit = job.submit / load

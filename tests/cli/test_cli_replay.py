@@ -75,6 +75,17 @@ def test_job_wider_than_cluster_is_an_input_error(write, capsys):
     assert "job 1: needs 64 GPUs, the cluster has 16" in capsys.readouterr().err
 
 
+def test_a_load_that_stretches_the_trace_past_any_time_is_an_input_error(write, capsys):
+    """--load 1e-300 put the second job's submission at 1e302 s, and the lease plan's slot
+    index overflowed (a traceback)."""
+    path = write("job_id,submit_time,duration,num_gpu\n1,0,10,1\n2,100,10,1\n")
+    assert main(["replay", "--trace", str(path), "--load", "1e-300"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "chronus replay: --load: 1e-300 puts the last submission at 1e+302 s, past the 1e+15 s "
+        "any time may be"
+    )
+
+
 CONFIG = "tests/placement/configs/rack-2x2.yaml"
 
 
