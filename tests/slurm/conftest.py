@@ -1,11 +1,9 @@
 """A private Slurm cluster for the Slurm backend's tests (``chronus_py/backends/slurm/lab.py``).
 
 The Slurm installation is the system's, or the one under ``$CHRONUS_TEST_SLURM`` (a prefix, e.g.
-the Slurm 24.11 or 26.05 that ``.ci/slurm.sh`` builds); ``.ci/run`` runs the suite on the
-system's Slurm and its core (``test_rest.py``, ``test_backend.py`` and one end-to-end run) on each
-build. Without Slurm (or without root, or, from Slurm 25.05 on, without the accounts its daemons
-run as) the tests skip and say why; in CI (``CI=true``) that is a failure instead, since CI
-installs Slurm first (``.ci/slurm.sh``).
+the Slurm 24.11 that ``.ci/slurm.sh`` builds); ``.ci/run`` runs the suite against both. Without
+Slurm (or without root) the tests skip and say why; in CI (``CI=true``) that is a failure
+instead, since CI installs Slurm first (``.ci/slurm.sh``).
 """
 
 from __future__ import annotations

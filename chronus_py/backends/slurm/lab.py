@@ -7,13 +7,7 @@ never against an imitation: Debian's ``slurm-wlm``, ``slurmrestd``, ``munge`` (S
 the Slurm installed under a prefix (``CHRONUS_TEST_SLURM``, e.g. the 24.11 that ``.ci/slurm.sh``
 builds; munge stays the system's). What differs between releases is kept here: slurmrestd serves
 ``openapi/v0.0.38`` up to 23.11 and ``openapi/slurmctld`` from 23.11 on, and ``SwitchType`` is
-left out (``switch/none``, the old default, no longer exists in 24.11). From 25.05 on slurmrestd
-refuses to run as root or as ``SlurmUser`` (``SLURMRESTD_SECURITY=disable_user_check`` aborts it
-outside developer builds), so there the lab has ``SlurmUser=slurm`` (Debian's account), runs
-slurmrestd on the unix socket as root in ``become_user`` mode (which Slurm means for inet mode,
-where it turns into each connecting user; here only root connects, and is served as root), and
-the one with JWT as ``daemon``; the lab then lives where those accounts can reach it (see
-:class:`SlurmLab`). Every daemon runs
+left out (``switch/none``, the old default, no longer exists in 24.11). Every daemon runs
 in the foreground as a child of this process, so :meth:`SlurmLab.stop` can end exactly the
 processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would; the GPUs are
 character devices cloned from ``/dev/null`` (Slurm sets ``CUDA_VISIBLE_DEVICES`` only for
@@ -24,16 +18,12 @@ Needs root (slurmd runs jobs as their owner and ``mknod`` makes the devices).
 
 from __future__ import annotations
 
-import grp
 import os
-import pwd
 import secrets
 import shutil
 import signal
 import socket
-import stat
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,19 +46,6 @@ BINARIES = (
 
 PREFIX_VARIABLE = "CHRONUS_TEST_SLURM"
 """A Slurm installation prefix (``PREFIX/sbin/slurmctld``, ...) to use instead of the system's."""
-
-
-UNPRIVILEGED_REST = (25, 5)
-"""The first Slurm release whose slurmrestd refuses to run as root or as ``SlurmUser`` unless
-built for development (Slurm's changelog: ``SLURMRESTD_SECURITY=disable_user_check`` only with
-``--enable-developer``)."""
-
-SLURM_USER = "slurm"
-"""``SlurmUser`` of a lab from :data:`UNPRIVILEGED_REST` on (Debian's Slurm packages create it)."""
-
-REST_USER = ("daemon", "daemon")
-"""The account and group of a lab's JWT slurmrestd from :data:`UNPRIVILEGED_REST` on: one every
-Debian system has that is neither root nor ``SlurmUser`` (slurmrestd refuses ``nobody``)."""
 
 
 def default_prefix() -> Path | None:
@@ -96,45 +73,6 @@ def release(prefix: Path | None = None) -> str:
     return out.split()[-1] if out.split() else "unknown"
 
 
-def major_minor(version: str) -> tuple[int, ...]:
-    """``26.05.3`` -> (26, 5)."""
-    return tuple(int(x) for x in version.split(".")[:2] if x.isdigit())
-
-
-def _missing_accounts() -> list[str]:
-    missing = []
-    for user in (SLURM_USER, REST_USER[0]):
-        try:
-            pwd.getpwnam(user)
-        except KeyError:
-            missing.append(f"user {user}")
-    try:
-        grp.getgrnam(REST_USER[1])
-    except KeyError:
-        missing.append(f"group {REST_USER[1]}")
-    return missing
-
-
-def reachable(path: Path, user: str) -> bool:
-    """Whether ``user`` may pass through every directory from ``/`` down to ``path``."""
-    account = pwd.getpwnam(user)
-    groups = {account.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
-    for directory in [path, *path.parents]:
-        try:
-            st = directory.stat()
-        except OSError:
-            return False
-        if st.st_uid == account.pw_uid:
-            bit = stat.S_IXUSR
-        elif st.st_gid in groups:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not st.st_mode & bit:
-            return False
-    return True
-
-
 def why_not_here(prefix: Path | None = None) -> str | None:
     """Why a lab cannot run on this machine (with the Slurm under ``prefix``, default
     ``$CHRONUS_TEST_SLURM`` or the system's), or None if it can."""
@@ -149,22 +87,6 @@ def why_not_here(prefix: Path | None = None) -> str | None:
         )
     if os.geteuid() != 0:
         return "a private Slurm cluster needs root (slurmd, mknod)"
-    version = release(prefix)
-    if major_minor(version) >= UNPRIVILEGED_REST:
-        why = f"Slurm {version}'s slurmrestd runs neither as root nor as SlurmUser: the lab"
-        if _missing_accounts():
-            return (
-                f"{why} needs {', '.join(_missing_accounts())} (Debian's slurm-wlm creates "
-                f"user {SLURM_USER})"
-            )
-        if prefix is not None:
-            for user in (SLURM_USER, REST_USER[0]):
-                if not reachable(Path(prefix) / "lib" / "slurm", user):
-                    return (
-                        f"{why} runs daemons as {SLURM_USER} and {REST_USER[0]}, who cannot "
-                        f"reach {PREFIX_VARIABLE}={prefix} (install it outside root's home, "
-                        f"as .ci/slurm.sh does)"
-                    )
     return None
 
 
@@ -201,13 +123,7 @@ done
 @dataclass
 class SlurmLab:
     """One private cluster. ``start()`` brings every daemon up and waits until the nodes are idle
-    and slurmrestd answers; ``stop()`` cancels every job and ends every daemon it started.
-
-    From Slurm 25.05 on (:data:`UNPRIVILEGED_REST`) slurmctld and the JWT slurmrestd run as
-    other accounts, which must reach the lab's files; a ``root`` they cannot reach (a pytest or
-    ``tempfile`` directory is private to root) is kept as given and the lab runs in a fresh
-    directory under ``/tmp`` instead (``root`` is then that directory, and ``root/lab`` links to
-    it), which ``stop()`` moves to ``root/lab``, logs and all."""
+    and slurmrestd answers; ``stop()`` cancels every job and ends every daemon it started."""
 
     root: Path
     nodes: int = 2
@@ -219,21 +135,9 @@ class SlurmLab:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self.release = release(self.prefix)
-        version = major_minor(self.release)
-        self.rest_plugin = "openapi/slurmctld" if version >= (23, 11) else "openapi/v0.0.38"
-        self.unprivileged_rest = version >= UNPRIVILEGED_REST
-        self.given_root: Path | None = None  # set when the lab runs elsewhere than asked
-        if self.unprivileged_rest and not all(
-            reachable(self.root, user) for user in (SLURM_USER, REST_USER[0])
-        ):
-            self.given_root = self.root
-            self.root = Path(tempfile.mkdtemp(prefix="chronus-slurm-lab-", dir="/tmp"))
-            os.chmod(self.root, 0o755)
-            (self.given_root / "lab").symlink_to(self.root)
-        # where the logs are, and stay once stop() has moved a lab that ran elsewhere
-        self.logs = (self.root if self.given_root is None else self.given_root / "lab") / "log"
+        major_minor = tuple(int(x) for x in self.release.split(".")[:2] if x.isdigit())
+        self.rest_plugin = "openapi/slurmctld" if major_minor >= (23, 11) else "openapi/v0.0.38"
         self.node_names = [f"n{i + 1}" for i in range(self.nodes)]
         self.ctld_port = free_port()
         self.node_ports = {n: free_port() for n in self.node_names}
@@ -262,14 +166,11 @@ class SlurmLab:
                 os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))
         names = ",".join(self.node_names)
         lab = self.root
-        if self.unprivileged_rest:
-            account = pwd.getpwnam(SLURM_USER)
-            os.chown(self.root / "state", account.pw_uid, account.pw_gid)
         lines = [
             "ClusterName=chronuslab",
             "SlurmctldHost=localhost",
             f"SlurmctldPort={self.ctld_port}",
-            f"SlurmUser={SLURM_USER if self.unprivileged_rest else 'root'}",
+            "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
             f"AuthInfo=socket={self.munge_socket}",
@@ -336,10 +237,10 @@ class SlurmLab:
                 if proc.poll() is not None:
                     raise RuntimeError(
                         f"{name} exited ({proc.returncode}) while waiting for "
-                        f"{what}; see {self.logs}"
+                        f"{what}; see {self.root / 'log'}"
                     )
             time.sleep(0.1)
-        raise RuntimeError(f"timed out waiting for {what}; see {self.logs}")
+        raise RuntimeError(f"timed out waiting for {what}; see {self.root / 'log'}")
 
     def run(self, *argv: str, check: bool = True, timeout: float = 30) -> str:
         """Run a Slurm command against this cluster; its stdout."""
@@ -395,34 +296,22 @@ class SlurmLab:
         pairs = dict(zip(states[::2], states[1::2]))
         return all(pairs.get(n) == "idle" for n in self.node_names)
 
-    def _local_rest_env(self) -> dict:
-        """The environment of a slurmrestd with local auth run as root: up to 24.11 it must be
-        told not to refuse root; from 25.05 on only ``become_user`` mode runs as root (a root
-        client is served as root; another user would turn the daemon into that user)."""
-        security = "become_user" if self.unprivileged_rest else "disable_user_check"
-        return {**self.env, "SLURMRESTD_SECURITY": security}
-
     def start_slurmrestd(self) -> None:
         if self.socket.exists():
             self.socket.unlink()
+        env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
         self._spawn(
             "slurmrestd",
             ["slurmrestd", "-a", "rest_auth/local", "-s", self.rest_plugin, f"unix:{self.socket}"],
-            self._local_rest_env(),
+            env,
         )
         self._wait("slurmrestd", lambda: self._rest_up())
         if self.jwt and "slurmrestd-jwt" not in self.procs:
-            jenv = {**self.env, "SLURM_JWT": "daemon"}
-            account: list[str] = []
-            if self.unprivileged_rest:  # refused in become_user mode: run as an account
-                account = ["-u", REST_USER[0], "-g", REST_USER[1]]
-            else:
-                jenv["SLURMRESTD_SECURITY"] = "disable_user_check"
+            jenv = {**env, "SLURM_JWT": "daemon"}
             self._spawn(
                 "slurmrestd-jwt",
                 [
                     "slurmrestd",
-                    *account,
                     "-a",
                     "rest_auth/jwt",
                     "-s",
@@ -443,7 +332,7 @@ class SlurmLab:
         sock = self.root / "run" / f"{name}.sock"
         if sock.exists():
             sock.unlink()
-        env = self._local_rest_env()
+        env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
         self._spawn(name, ["slurmrestd", "-a", "rest_auth/local", *args, f"unix:{sock}"], env)
         self._wait(name, lambda: self._rest_up(sock))
         return sock
@@ -511,23 +400,6 @@ class SlurmLab:
             self._terminate(name)
         for name in list(self.procs):
             self._terminate(name)
-        self._bring_home()
-
-    def _bring_home(self) -> None:
-        """Move a lab that ran elsewhere (see the class) to ``root/lab``, where it was asked to
-        be, so its logs stay with the caller's files and nothing is left in ``/tmp``."""
-        if self.given_root is None:
-            return
-        home = self.given_root / "lab"
-        try:
-            if home.is_symlink():
-                home.unlink()
-            os.rename(self.root, home)
-        except OSError:  # another file system, or the caller's root is gone
-            shutil.rmtree(self.root, ignore_errors=True)
-        else:
-            self.root = home
-        self.given_root = None
 
     def ensure_up(self) -> None:
         """Restart slurmctld or slurmrestd if a test stopped them."""

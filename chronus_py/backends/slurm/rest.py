@@ -4,8 +4,7 @@ Everything above this module sees :class:`~chronus_py.backends.slurm.model.Slurm
 :class:`~chronus_py.backends.slurm.model.SlurmNode`, never slurmrestd's JSON. Each API version has
 its layer (``api_v0038.py``: v0.0.38 of Slurm 22.05-23.11; ``api_v0040.py``: v0.0.40-45 of Slurm
 23.11-26.05), chosen at start-up from what the server's ``/openapi/v3`` offers (:data:`LAYERS`,
-the newest first). Tested on real daemons: v0.0.38 on Slurm 22.05.8, v0.0.40-42 on 24.11.5,
-v0.0.42-45 on 26.05.3. A server that offers none of them is one error naming both sides and the
+preferred first). A server that offers none of them is one error naming both sides and the
 ``slurmrestd`` option that fixes it on that Slurm release.
 
 Transport: ``unix:/path/to/slurmrestd.sock`` (local auth: slurmrestd trusts the socket's peer) or
@@ -52,18 +51,17 @@ HELD_OK = 2042
 LAYERS: dict[str, RestLayer] = {
     layer.version: layer
     for layer in (
-        RestV0040("v0.0.45"),
-        RestV0040("v0.0.44"),
-        RestV0040("v0.0.43"),
         RestV0040("v0.0.42"),
         RestV0040("v0.0.41"),
         RestV0040("v0.0.40"),
         RestV0038(),
+        RestV0040("v0.0.43"),
+        RestV0040("v0.0.44"),
+        RestV0040("v0.0.45"),
     )
 }
-"""The API versions chronus speaks, preferred first: the newest a server offers, the one its
-Slurm release keeps longest. Each is tested on a real Slurm: v0.0.42-45 on 26.05, v0.0.40-42 on
-24.11, v0.0.38 on 22.05."""
+"""The API versions chronus speaks, preferred first: those tested on a real Slurm (v0.0.40-42 on
+24.11, v0.0.38 on 22.05), then those read from Slurm's published parsers only."""
 
 
 class SlurmUnreachable(RuntimeError):
