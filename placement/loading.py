@@ -145,7 +145,7 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
 class _Frame:
     """One open collection in the event pass: its size so far and where the next key goes."""
 
-    __slots__ = ("anchor", "size", "height", "mapping", "index", "key", "path")
+    __slots__ = ("anchor", "size", "height", "mapping", "index", "key", "path", "keys")
 
     def __init__(self, anchor: str | None, mapping: bool, path: str):
         self.anchor = anchor
@@ -155,6 +155,7 @@ class _Frame:
         self.index = 0
         self.key: str | None = None
         self.path = path
+        self.keys: set[str] = set()  # a mapping's scalar keys so far
 
     def child_path(self) -> str:
         if self.mapping:
@@ -216,6 +217,14 @@ def _check_yaml_events(events: Iterable[Any], source: str) -> None:
         elif isinstance(event, yaml.ScalarEvent):
             key = stack[-1].child_path() if stack else ""
             value = _check_scalar(resolver, event, key, fail)
+            top = stack[-1] if stack else None
+            if top is not None and top.mapping and not top.index % 2:  # a key
+                # PyYAML keeps the last of a repeated key silently: a second ``now:`` planned
+                # at another time, a second ``pending:`` dropped the first's jobs without a
+                # word. A merge key (``<<``) may repeat: each merges another mapping.
+                if value in top.keys and value != "<<":
+                    raise fail(f"key {show(value)} appears twice in this mapping", event, top.path)
+                top.keys.add(value)
             if event.anchor is not None:
                 anchors[event.anchor] = (1, 1)
             add_leaf(1, 1, event)
@@ -270,8 +279,22 @@ def parse_json(text: str, source: str = "<text>") -> Any:
     def refuse_constant(name: str) -> Any:
         raise _NonFinite(name)
 
+    def refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        """An object, unless a key repeats (Python's parser keeps the last silently)."""
+        out = dict(pairs)
+        if len(out) < len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise _Repeated(key)
+                seen.add(key)
+        return out
+
     try:
-        data = json.loads(text, parse_constant=refuse_constant)
+        data = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=refuse_repeats)
+    except _Repeated as exc:
+        why = f"key {show(exc.args[0])} appears twice in one object"
+        raise LoadError("", why, source=source) from None
     except json.JSONDecodeError as exc:
         raise LoadError("", f"not valid JSON: {exc.msg}", source=source, line=exc.lineno) from None
     except _NonFinite as exc:
@@ -285,6 +308,10 @@ def parse_json(text: str, source: str = "<text>") -> Any:
 
 
 class _NonFinite(Exception):
+    pass
+
+
+class _Repeated(Exception):
     pass
 
 

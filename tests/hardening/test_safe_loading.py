@@ -147,3 +147,29 @@ def test_odd_tagged_scalars_are_clean_errors():
     """`!!int *zz` reached PyYAML's int constructor with an empty string (IndexError)."""
     err = refused(parse_yaml, "vc_a: vcA\n!!int *zz: vcB\n", "t.yaml")
     assert "not an integer" in err.why or "not valid YAML" in err.why
+
+
+@pytest.mark.parametrize(
+    "text, line, key",
+    [
+        ("now: 0\npending: []\nnow: 5\n", 3, ""),  # the last won: planned at 5
+        ("state:\n  pending: [a]\n  running: []\n  pending: [b]\n", 4, "state"),
+        ("- {id: a, gpus: 1, id: b}\n", 1, "[0]"),
+    ],
+)
+def test_a_yaml_key_given_twice_in_one_mapping_is_refused(text, line, key):
+    """PyYAML keeps the last of a repeated key without a word: a second ``pending:`` dropped
+    the first's jobs."""
+    err = refused(parse_yaml, text, "s.yaml")
+    assert err.line == line and err.key == key and err.why.endswith("twice in this mapping")
+
+
+def test_keys_may_repeat_across_mappings_and_merge_keys_may_repeat():
+    text = "a: &a {x: 1}\nb: &b {y: 2}\nc: {x: 3}\nd:\n  <<: *a\n  <<: *b\n  x: 4\n"
+    assert parse_yaml(text, "s.yaml")["d"] == {"x": 4, "y": 2}
+    assert parse_json('{"a": {"x": 1}, "b": {"x": 2}}', "s.json") == {"a": {"x": 1}, "b": {"x": 2}}
+
+
+def test_a_json_key_given_twice_in_one_object_is_refused():
+    err = refused(parse_json, '{"jobs": [{"id": "a", "gpus": 1, "gpus": 8}]}', "s.json")
+    assert err.why == "key 'gpus' appears twice in one object"
