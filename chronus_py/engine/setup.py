@@ -214,6 +214,14 @@ def setup_cluster(jobs: Sequence[Job], setup: ReplaySetup) -> ClusterSetup:
     cluster = Cluster(tuple(Node(name, gpus) for name, gpus in allocator.config.nodes()))
     mapping = read_tenant_map(setup.tenant_map) if setup.tenant_map else {}
     vcs = set(allocator.config.virtual_clusters)
+    for tenant, vc in mapping.items():
+        if vc not in vcs:
+            raise InputError(
+                setup.tenant_map,
+                f"{vc!r} is not a virtual cluster of {setup.cluster} "
+                f"(have: {', '.join(sorted(vcs))})",
+                field=f"tenant {tenant}",
+            )
     mapped = []
     for job in jobs:
         vc = mapping.get(job.tenant, mapping.get("default", job.tenant))

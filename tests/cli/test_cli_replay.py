@@ -136,6 +136,19 @@ def test_a_job_wider_than_its_virtual_cluster_is_a_one_line_error(write, tmp_pat
     )
 
 
+def test_a_tenant_map_naming_no_virtual_cluster_names_its_entry(write, tmp_path, capsys):
+    """It said the tenant had no virtual cluster, as if it were not mapped at all."""
+    path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\n")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("x: VC1\n")
+    args = ["replay", "--trace", str(path), "--cluster", CONFIG, "--tenant-map", str(tenants)]
+    assert main(args) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"chronus replay: {tenants}: tenant x: 'VC1' is not a virtual cluster of {CONFIG} "
+        "(have: vcA, vcB)"
+    )
+
+
 def test_unmapped_tenant_is_a_one_line_error(write, capsys):
     path = write("job_id,submit_time,duration,num_gpu,tenant\na,0,100,8,x\n")
     assert main(["replay", "--trace", str(path), "--cluster", CONFIG]) == 2
