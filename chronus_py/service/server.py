@@ -302,9 +302,10 @@ def check(options: Options) -> str:
         **_settings(options.settings),
         "cluster": None if options.cluster is None else str(options.cluster),
     }
+    nodes = _hived(options.cluster)[0]  # a HiveD config ``serve`` refuses is refused here too
     probe = getattr(backend_module(options.backend), "check", None)
     if probe is not None:  # a backend that can be asked: what it answered (InputError if not)
-        out["backend_check"] = probe(options.args, nodes=_hived(options.cluster)[0])
+        out["backend_check"] = probe(options.args, nodes=nodes)
     return "config OK\n" + yaml.safe_dump(out, sort_keys=False)
 
 
