@@ -75,18 +75,22 @@ def _version(text: str | None) -> str | None:
 
 
 def run_validate(args) -> int:
+    from chronus_py.inputs import as_input_error
     from chronus_py.layers.host import HostTopology
     from chronus_py.layers.validate import has_errors, validate_layers
+    from placement.errors import PlacementError
+    from placement.loading import read_bytes
 
     version = _version(args.scx_version)
-    try:
-        data = Path(args.file).read_bytes()
-    except OSError as exc:
-        raise InputError(args.file, f"cannot read: {exc.strerror}") from None
-    try:
+    try:  # bounded like every other file (256 MiB, checked before reading)
+        data = read_bytes(args.file, what="layer config")
+    except PlacementError as exc:
+        raise as_input_error(exc, args.file) from None
+    try:  # not decode(): a BOM stays in the text, for the validator to refuse as serde_json does
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(args.file, f"not UTF-8 text (byte {exc.start})") from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(args.file, f"not UTF-8 text (byte {exc.start})", line=line) from None
     host = HostTopology.from_yaml(args.host) if args.host else None
     flags = None if args.flags is None else shlex.split(args.flags)
     problems = validate_layers(
