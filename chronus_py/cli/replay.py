@@ -26,8 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--trace",
         default=DEFAULT_TRACE,
-        help="bundled trace name (philly-slo, philly-mix1, philly-mix2, itp-cluster01..10, "
-        f"elasticflow-philly) or a CSV file (default {DEFAULT_TRACE})",
+        help="bundled trace name (philly-slo, philly-mix1, philly-mix2, itp-cluster01, -02, "
+        f"-03, -05, -10, elasticflow-philly) or a CSV file (default {DEFAULT_TRACE})",
     )
     p.add_argument(
         "--format",
@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--columns",
         metavar="NAME=COLUMN,...",
         help="map a plain trace's (or a preset's) columns: id, submit, duration, start, "
-        "end, gpus, instances, tenant, deadline, model (no id: line numbers)",
+        "end, gpus, instances, tenant, deadline, model, and for --elastic iterations, batch, "
+        "elastic (no id: line numbers)",
     )
     p.add_argument(
         "--time-unit",
