@@ -46,6 +46,7 @@ from chronus_py.service.batches import Batches
 from chronus_py.service.connections import READ_AT
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.db import storage_error
+from chronus_py.service.jobspec import TENANT, TENANT_RULE
 from chronus_py.service.json_codec import encode
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
 
@@ -184,8 +185,9 @@ def build_app(
 
     async def list_jobs(request: Request, caller: Caller) -> Response:
         query = _query(request, ("tenant", "state", "limit", "after"))
-        if query.get("tenant") == "":
-            raise ApiError(422, "expected a tenant's name", "tenant")
+        tenant = query.get("tenant")
+        if tenant is not None and not TENANT.fullmatch(tenant):
+            raise ApiError(422, TENANT_RULE, "tenant")
         state = query.get("state")
         if state is not None and state not in STATES:
             raise ApiError(422, f"unknown state (have: {', '.join(STATES)})", "state")
@@ -196,7 +198,7 @@ def build_app(
         jobs = await call(
             service.list_jobs,
             caller,
-            tenant=query.get("tenant"),
+            tenant=tenant,
             state=state,
             limit=int(limit),
             after=query.get("after"),

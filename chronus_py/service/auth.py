@@ -11,19 +11,14 @@ sees every job and may submit for any tenant (the ``tenant`` field).
 from __future__ import annotations
 
 import hmac
-import re
 from pathlib import Path
 
 from chronus_py.errors import InputError
 from chronus_py.inputs import load_yaml
 from chronus_py.service.core import Caller
+from chronus_py.service.jobspec import TENANT, TENANT_RULE
 
 MIN_TOKEN = 16
-TENANT = re.compile(r"[A-Za-z0-9._-]{1,128}")
-"""A tenant's name: the characters of an id (``jobspec``; the ``tenant`` an admin may give a
-job) but ``:``. A tenant's job is ``TENANT:ID`` in the service, and ids may hold ``:``, so
-tenants ``a`` and ``a:b`` would name one job ``a:b:x`` (tenant ``a``'s id ``b:x``, tenant
-``a:b``'s ``x``): the second to choose it got a 409, telling that the other's job exists."""
 
 
 class Tokens:
@@ -74,12 +69,7 @@ def load_tokens(path: Path) -> Tokens:
                 path, "a tenant token needs a tenant (or admin: true)", field=f"{where}.tenant"
             )
         if tenant is not None and (not isinstance(tenant, str) or not TENANT.fullmatch(tenant)):
-            raise InputError(
-                path,
-                "expected 1-128 characters of A-Z a-z 0-9 . _ - (no ':', which ends a tenant "
-                "in a job's id)",
-                field=f"{where}.tenant",
-            )
+            raise InputError(path, TENANT_RULE, field=f"{where}.tenant")
         encoded = token.encode()
         if encoded in seen:
             raise InputError(path, "the same token appears twice", field=f"{where}.token")

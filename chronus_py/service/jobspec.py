@@ -51,6 +51,15 @@ FIELDS = (
 )
 ELASTIC_FIELDS = ("min_gpus", "max_gpus", "batch", "iterations")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+TENANT = re.compile(r"[A-Za-z0-9._-]{1,128}")
+"""A tenant's name (a token's, one an admin gives a job, one a listing asks for): the
+characters of an id but ``:``. A tenant's job is ``TENANT:ID`` in the service, and ids may
+hold ``:``, so tenants ``a`` and ``a:b`` would name one job ``a:b:x`` (tenant ``a``'s id
+``b:x``, tenant ``a:b``'s ``x``): the second to choose it got a 409, telling that the
+other's job exists."""
+TENANT_RULE = (
+    "expected 1-128 characters of A-Z a-z 0-9 . _ - (no ':', which ends a tenant in a job's id)"
+)
 _CGROUP_PART = r"[A-Za-z0-9_@:+=,\\-][A-Za-z0-9._@:+=,\\-]*"
 CGROUP = re.compile(f"/?{_CGROUP_PART}(/{_CGROUP_PART})*")
 """A cgroup path: no component starts with a dot, so none is '..' (nor hidden)."""
@@ -235,10 +244,8 @@ def parse_job(
         )
     if "tenant" in body:
         given = body["tenant"]
-        if not isinstance(given, str) or not _ID.fullmatch(given):
-            raise FieldError(
-                "tenant", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {_shown(given)}"
-            )
+        if not isinstance(given, str) or not TENANT.fullmatch(given):
+            raise FieldError("tenant", f"{TENANT_RULE}, got {_shown(given)}")
         if not may_set_tenant and given != tenant:
             raise Forbidden("tenant", "set by your token; only an admin token names another")
         tenant = given

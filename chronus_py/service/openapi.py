@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES
+from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES, TENANT
 
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 MAX_LIMIT = 10_000
@@ -76,7 +76,7 @@ _JOB_IN = {
         },
         "tenant": {
             "type": "string",
-            "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+            "pattern": f"^{TENANT.pattern}$",
             "description": "your token's tenant; only an admin token names another (else 403)",
         },
         "cgroup": {"type": "string", "maxLength": 512, "pattern": f"^{CGROUP.pattern}$"},
@@ -244,7 +244,11 @@ OPENAPI = {
                 "summary": "List jobs (a tenant sees its own)",
                 "operationId": "listJobs",
                 "parameters": [
-                    {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "tenant",
+                        "in": "query",
+                        "schema": {"type": "string", "pattern": f"^{TENANT.pattern}$"},
+                    },
                     {
                         "name": "state",
                         "in": "query",

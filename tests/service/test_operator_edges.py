@@ -20,6 +20,7 @@ from polling import wait_for
 from serving import ADMIN, TOKENS, A, Server, free_port, running
 
 from chronus_py.service.connections import MAX_HEAD
+from chronus_py.service.jobspec import TENANT_RULE
 
 JOB = {"gpus": 1, "estimate_seconds": 600, "deadlines": [{"at": 900000}]}
 
@@ -114,11 +115,13 @@ def test_a_list_parameter_given_twice_is_a_422_naming_it(server, query, field):
     assert r.json() == {"error": "given more than once", "field": field}
 
 
-def test_an_empty_tenant_to_list_is_a_422(server):
-    """``?tenant=`` listed nothing, as if a tenant of no name had no jobs."""
-    r = server.http.get("/v1/jobs?tenant=", headers=ADMIN)
+@pytest.mark.parametrize("tenant", ["", "a:b", "team a"])
+def test_a_tenant_to_list_that_no_tenant_can_be_named_is_a_422(server, tenant):
+    """``?tenant=`` listed nothing, as if a tenant of no name had no jobs; the schema says what
+    a tenant's name may be, and the answer follows it."""
+    r = server.http.get("/v1/jobs", params={"tenant": tenant}, headers=ADMIN)
     assert r.status_code == 422, r.text
-    assert r.json() == {"error": "expected a tenant's name", "field": "tenant"}
+    assert r.json() == {"error": TENANT_RULE, "field": "tenant"}
 
 
 @pytest.mark.parametrize("query", ["dryrun=true", "dry-run=true", "dry_run=true&dry_run=false"])
