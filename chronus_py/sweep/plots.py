@@ -22,6 +22,7 @@ TITLES = {
     "gpus_per_node": "GPUs per node",
     "load": "load (x arrival rate)",
     "sigma": "runtime estimation error sigma",
+    "resize_scale": "resize overhead (x the pause model)",
 }
 
 

@@ -64,3 +64,16 @@ def test_what_an_elastic_run_cannot_take_is_refused(itp, tmp_path, capsys, extra
     assert compare(itp, tmp_path / "out", *extra) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_a_resize_overhead_sweep_is_plotted(itp, tmp_path, capsys):
+    """The README's elastic grid (``--resize-scale 0,1`` with plots on) ended in a KeyError
+    traceback after every run was made: the sweep plot had no axis title for
+    ``resize_scale``, and neither report.md nor report.html was written."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "out"
+    code = compare(itp, out, "--policies", "elastic-edf", "--nodes", "4", "--resize-scale", "0,1")
+    assert code == 0, capsys.readouterr().err
+    assert (out / "sweep_resize_scale.png").stat().st_size > 0
+    assert "(sweep_resize_scale.png)" in (out / "report.md").read_text()
+    assert (out / "report.html").exists()
