@@ -538,6 +538,30 @@ def from_args(
 ) -> SimBackend:
     """A sim backend from the serve options; ``nodes`` (from a HiveD config) overrides
     ``--nodes``/``--gpus-per-node``."""
+    speed, nodes, trace_jobs = _options(args, nodes)
+    path = args.sim_state or Path(f"{db_path}.sim")
+    return SimBackend(path, nodes, speed=speed, trace_jobs=trace_jobs)
+
+
+def check(
+    args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """What ``chronus serve --check`` reports for the sim: its flags checked as ``serve``
+    checks them (``--speed 0``, ``--nodes 0`` or a ``--trace`` that cannot be read were
+    'config OK' and then refused at start), its cluster and trace, and nothing written."""
+    speed, nodes, trace_jobs = _options(args, nodes)
+    return {
+        "nodes": len(nodes),
+        "gpus": sum(gpus for _, gpus in nodes),
+        "speed": speed,
+        "trace_jobs": len(trace_jobs),
+    }
+
+
+def _options(
+    args: argparse.Namespace, nodes: Sequence[tuple[str, int]] | None
+) -> tuple[float, Sequence[tuple[str, int]], Sequence[Job]]:
+    """The speed, nodes and trace jobs the serve options give (one line for a bad one)."""
     from chronus_py.jobs.model import Cluster
 
     speed = 1.0 if args.speed is None else args.speed
@@ -554,5 +578,4 @@ def from_args(
         from chronus_py.readers import read_trace
 
         trace_jobs = read_trace(args.trace).jobs
-    path = args.sim_state or Path(f"{db_path}.sim")
-    return SimBackend(path, nodes, speed=speed, trace_jobs=trace_jobs)
+    return speed, nodes, trace_jobs

@@ -1,6 +1,7 @@
 """``chronus serve --backend kueue`` refuses bad options in one line, before it needs a cluster:
 a bad flag with a kubeconfig that does not even exist names the flag, and a kubeconfig that is
-not one names the file. No control plane is needed."""
+not one names the file; none of these needs a control plane. ``--check`` refuses what ``serve``
+would, and on the real control plane names chronus's AdmissionChecks."""
 
 from __future__ import annotations
 
@@ -65,3 +66,31 @@ def test_a_missing_kubeconfig_names_the_file(capsys, tmp_path):
     assert err.splitlines()[-1].endswith(
         f"{MISSING}: cannot read the kubeconfig: No such file or directory"
     ), err
+
+
+def test_check_refuses_a_bad_flag_without_a_cluster(capsys, tmp_path):
+    """``--check`` printed 'config OK' for ``--kueue-poll 0``, which ``serve`` then refused."""
+    code, err = serve(capsys, tmp_path, f"--kubeconfig={MISSING}", "--kueue-poll=0", "--check")
+    assert code == 2
+    assert err.splitlines()[-1].endswith("--kueue-poll: must be > 0, got 0.0"), err
+
+
+def test_check_asks_the_api_server_for_chronus_s_admission_checks(setup, capsys, tmp_path):
+    """On the real control plane: the API server reached with the controller's own
+    least-privilege kubeconfig, and the test's AdmissionCheck named as chronus's; nothing is
+    written."""
+    code = main(
+        [
+            "serve",
+            "--backend=kueue",
+            f"--kubeconfig={setup.kubeconfig}",
+            f"--kueue-controller-name=chronus.io/{setup.ns}",
+            f"--db={tmp_path / 'c.db'}",
+            "--check",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("config OK\n")
+    assert f"controller: chronus.io/{setup.ns}\n  admission_checks:\n  - {setup.check}\n" in out
+    assert list(tmp_path.iterdir()) == []

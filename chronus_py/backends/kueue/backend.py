@@ -885,13 +885,11 @@ def _lease(text: str | None) -> tuple[str, str] | None:
     return namespace, name
 
 
-def from_args(
-    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
-) -> KueueBackend:
-    """A Kueue backend from the serve options; with ``--kueue-lease`` this blocks until this
-    replica leads. ``nodes`` (a HiveD config's, ``--cluster``) must be chronus's Kubernetes
-    nodes with their allocatable GPUs when it starts: the cell tree then places jobs on them
-    by name."""
+def _flags(
+    args: argparse.Namespace,
+) -> tuple[float, float, dict[str, str], tuple[str, str] | None, float]:
+    """The poll interval, time scale, node selector, lease and lease duration the serve
+    options give, or one line naming the flag at fault (before any cluster is asked)."""
     poll = 1.0 if args.kueue_poll is None else float(args.kueue_poll)
     scale = 1.0 if args.kueue_time_scale is None else float(args.kueue_time_scale)
     for flag, value in (("--kueue-poll", poll), ("--kueue-time-scale", scale)):
@@ -899,11 +897,50 @@ def from_args(
             raise InputError(flag, f"must be > 0, got {value}")
     if scale != 1.0 and args.kueue_time_origin is None:
         raise InputError("--kueue-time-origin", "required with --kueue-time-scale other than 1")
-    selector = _selector(args.kueue_node_selector)
     lease = _lease(args.kueue_lease)
     duration = 15.0 if args.kueue_lease_duration is None else float(args.kueue_lease_duration)
     if lease is not None and not duration >= 0.5:
         raise InputError("--kueue-lease-duration", f"must be >= 0.5, got {duration}")
+    return poll, scale, _selector(args.kueue_node_selector), lease, duration
+
+
+def check(
+    args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """What ``chronus serve --check`` reports for Kueue: the flags checked as ``serve`` checks
+    them, the API server the kubeconfig names reached, and the AdmissionChecks that name
+    chronus's controller (none: no Workload will ever wait for chronus). Without it a bad
+    ``--kueue-poll`` or an API server out of reach printed 'config OK'. Nothing is written
+    and no lease is taken."""
+    _flags(args)
+    cfg = config(args.kubeconfig)
+    controller = args.kueue_controller_name or CONTROLLER
+    kube = Kube(cfg, manager=FIELD_MANAGER)
+    try:
+        checks = kube.admission_checks()
+    except BackendUnavailable as exc:
+        raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None
+    finally:
+        kube.close()
+    return {
+        "api_server": cfg.cluster.server,
+        "controller": controller,
+        "admission_checks": sorted(
+            c["metadata"]["name"]
+            for c in checks
+            if (c.get("spec") or {}).get("controllerName") == controller
+        ),
+    }
+
+
+def from_args(
+    args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
+) -> KueueBackend:
+    """A Kueue backend from the serve options; with ``--kueue-lease`` this blocks until this
+    replica leads. ``nodes`` (a HiveD config's, ``--cluster``) must be chronus's Kubernetes
+    nodes with their allocatable GPUs when it starts: the cell tree then places jobs on them
+    by name."""
+    poll, scale, selector, lease, duration = _flags(args)
     cfg = config(args.kubeconfig)  # the flags first: a bad one is refused without a cluster
     for name in ("httpx", "httpx2", "httpcore", "httpcore2"):  # a line per request otherwise
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -77,9 +77,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def from_args(
     args: argparse.Namespace, *, db_path: Path, nodes: Sequence[tuple[str, int]] | None = None
 ):
-    """The Kueue backend (``backend.from_args``), or one line: what to install when a module
-    of the kube extra is missing, else the import that failed, naming its module (a broken
-    install or a bug must not pass for a missing extra)."""
+    """The Kueue backend (``backend.from_args``)."""
+    return _backend().from_args(args, db_path=db_path, nodes=nodes)
+
+
+def check(args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None):
+    """What ``chronus serve --check`` reports for Kueue (``backend.check``)."""
+    return _backend().check(args, nodes=nodes)
+
+
+def _backend():
+    """The backend's module, or one line: what to install when a module of the kube extra is
+    missing, else the import that failed, naming its module (a broken install or a bug must
+    not pass for a missing extra)."""
     try:
         from chronus_py.backends.kueue import backend
     except ImportError as exc:
@@ -93,4 +103,4 @@ def from_args(
         )
         error.exit_code = 1
         raise error from None
-    return backend.from_args(args, db_path=db_path, nodes=nodes)
+    return backend
