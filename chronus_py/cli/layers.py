@@ -19,6 +19,10 @@ from pathlib import Path
 
 from chronus_py.errors import InputError
 
+SHOWN = 100
+"""Problems ``layers validate`` prints, at most: a config of a million bad layers printed a
+million lines (the summary line still counts them all)."""
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("layers", help="validate or emit scx_layered host layer configs")
@@ -96,9 +100,11 @@ def run_validate(args) -> int:
     problems = validate_layers(
         text, host=host, scx_version=version, lenient=args.lenient, flags=flags
     )
-    for problem in problems:
+    for problem in problems[:SHOWN]:
         prefix = "" if problem.severity == "error" else "warning: "
         print(f"{prefix}{problem}")
+    if len(problems) > SHOWN:
+        print(f"... and {len(problems) - SHOWN} more problem(s), not shown")
     errors = sum(p.severity == "error" for p in problems)
     warnings = len(problems) - errors
     verdict = "invalid" if has_errors(problems) else "valid"

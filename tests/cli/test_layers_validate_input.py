@@ -41,3 +41,14 @@ def test_a_missing_file_is_still_one_line(tmp_path):
     assert done.stderr.splitlines() == [
         "chronus layers: missing.json: cannot read: No such file or directory"
     ]
+
+
+def test_a_config_of_many_bad_layers_prints_the_first_problems_and_counts_the_rest(tmp_path):
+    """A million bad layers printed a million lines; the summary still counts every one."""
+    (tmp_path / "many.json").write_text("[" + ", ".join(["7"] * 500) + "]")
+    done = validate(tmp_path, "many.json")
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert len(lines) == 101 and lines[-1].endswith("more problem(s), not shown")
+    shown = int(lines[-1].split()[2]) + 100
+    assert done.stderr.splitlines() == [f"many.json: invalid ({shown} error(s), 0 warning(s))"]
