@@ -235,10 +235,12 @@ def _per_trace_lines(
     if not traces:
         return None
     fig, axes = _panels(plt, traces)
+    drawn = False
     for _, row in runs.iterrows():
         data = series.get(row["run"], {}).get(key)
         if not data:
             continue
+        drawn = True
         if key == "daily_deadline_ratio":
             x, y = [d[0] for d in data], [d[1] for d in data]
         else:
@@ -249,6 +251,9 @@ def _per_trace_lines(
             )
             x = np.arange(len(y)) / 24
         axes[row["trace"]].plot(x, y, label=row["label"], lw=1, color=colors[row["label"]])
+    if not drawn:  # no run has this series (an elastic run keeps no daily ratios): no figure
+        plt.close(fig)
+        return None
     for trace, ax in axes.items():
         ax.set_title(f"{Path(trace).name}: {title}", fontsize=7)
         ax.set_xlabel(

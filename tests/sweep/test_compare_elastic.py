@@ -77,3 +77,6 @@ def test_a_resize_overhead_sweep_is_plotted(itp, tmp_path, capsys):
     assert (out / "sweep_resize_scale.png").stat().st_size > 0
     assert "(sweep_resize_scale.png)" in (out / "report.md").read_text()
     assert (out / "report.html").exists()
+    # an elastic run keeps no hourly utilisation: no figure, where an empty one was drawn
+    assert not (out / "gpu_utilization.png").exists()
+    assert "gpu_utilization.png" not in (out / "report.md").read_text()
