@@ -185,8 +185,18 @@ def run(args: argparse.Namespace) -> int:
     from chronus_py.cli.progress import progress_bar
     from chronus_py.selector import ChronusSettings
 
+    # The format detected goes to stderr at once for a person watching a long replay; for a
+    # script, once the replay is done, so that a trace refused after it was read (a job wider
+    # than the cluster, a tenant with no virtual cluster) is one line on stderr, the error.
+    watched = sys.stderr.isatty()
+    said: list[str] = []
+
     def say(read) -> None:
-        print(f"{read.name}: {read.detected}", file=sys.stderr)
+        line = f"{read.name}: {read.detected}"
+        if watched:
+            print(line, file=sys.stderr)
+        else:
+            said.append(line)
 
     setup = setup_from(args)
     if args.out:
@@ -209,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
         write_jobs = partial(write_jobs_csv, result.jobs)
     if bar:
         bar.finish(count)
+    for line in said:
+        print(line, file=sys.stderr)
     metrics["cluster"] = (
         str(setup.cluster) if setup.cluster else f"{setup.nodes}x{setup.gpus_per_node}"
     )
