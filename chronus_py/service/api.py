@@ -78,10 +78,11 @@ def _failure(exc: Exception, method: str, path: str) -> tuple[dict, int]:
         log.warning(json.dumps({"event": "backend_error", "during": path, "error": str(exc)}))
         return {"error": f"the backend is unavailable: {exc}", "field": None}, 503
     storage = storage_error(exc)
-    if storage is not None:  # e.g. a full disk: 507 (RFC 4918), in a line, no traceback
+    if storage is not None:  # e.g. a full disk: in a line, no traceback
+        status, what = storage
         log.warning(json.dumps({"event": "storage_error", "during": path, "error": str(exc)}))
-        message = f"{storage}: nothing of this request was kept; retry once that is fixed"
-        return {"error": message, "field": None}, 507 if "full" in storage else 503
+        message = f"{what}: nothing of this request was kept; retry once that is fixed"
+        return {"error": message, "field": None}, status
     log.error("unexpected error on %s %s", method, path, exc_info=exc)
     message = (
         "internal error (logged by the server); nothing was changed that "

@@ -47,16 +47,17 @@ TERMINAL = ("finished", "cancelled", "failed")
 
 
 STORAGE_ERRORS = {
-    sqlite3.SQLITE_FULL: "the service's disk is full",
-    sqlite3.SQLITE_IOERR: "the service's database cannot be written",
-    sqlite3.SQLITE_READONLY: "the service's database is read-only",
+    sqlite3.SQLITE_FULL: (507, "the service's disk is full"),
+    sqlite3.SQLITE_IOERR: (503, "the service's database cannot be written"),
+    sqlite3.SQLITE_READONLY: (503, "the service's database is read-only"),
 }
 
 
-def storage_error(exc: BaseException) -> str | None:
-    """What stops the database from keeping anything (a full disk, an I/O error, a file made
-    read-only under the daemon), or None for any other error: a condition of the machine, to
-    be answered and logged in a line (``api._failure``), not a bug with its traceback."""
+def storage_error(exc: BaseException) -> tuple[int, str] | None:
+    """The HTTP status and words for what stops the database from keeping anything (a full
+    disk: 507, RFC 4918; an I/O error or a file made read-only under the daemon: 503), or None
+    for any other error: a condition of the machine, to be answered and logged in a line
+    (``api._failure``), not a bug with its traceback."""
     if not isinstance(exc, sqlite3.Error):
         return None
     code = getattr(exc, "sqlite_errorcode", None)

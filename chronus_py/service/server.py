@@ -600,7 +600,7 @@ async def _loop(
             if storage is None:
                 log.exception("round failed; the scheduler is rebuilt from the backend next round")
             else:  # a full disk is no bug: a line a round until it is fixed, not a traceback
-                log.warning(json.dumps({"event": "round_failed", "error": f"{storage}: {exc}"}))
+                log.warning(json.dumps({"event": "round_failed", "error": f"{storage[1]}: {exc}"}))
             service.needs_resync = True
         last = time.monotonic()
     if collecting is not None:

@@ -117,8 +117,8 @@ def ui_app(
                     raise
                 # a full disk under a cancel: the API's answer (``api._failure``), as a page
                 log.warning(json.dumps({"event": "storage_error", "during": request.url.path}))
-                status = 507 if "full" in storage else 503
-                message = f"{storage}: nothing was changed; retry once that is fixed"
+                status, what = storage
+                message = f"{what}: nothing was changed; retry once that is fixed"
                 return html("error.html", {"status": status, "message": message}, status)
 
         return endpoint
