@@ -122,14 +122,12 @@ def run(args: argparse.Namespace) -> int:
     if args.ray_address and args.executor != "ray":
         raise InputError("--ray-address", "only applies with --executor ray")
     grid = make_grid(args.config or "command line", values)
+    from chronus_py.cli.outputs import make_out_dir
     from chronus_py.readers import trace_path
 
     for trace in grid.traces:
         trace_path(trace)  # a missing trace file is refused before any run starts
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(args.out, f"cannot create the results directory: {exc.strerror}") from None
+    make_out_dir(args.out)
     bar = progress_bar("compare")
 
     def on_result(result, done: int, total: int) -> None:

@@ -200,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
 
     setup = setup_from(args)
     if args.out:
+        from chronus_py.cli.outputs import make_out_dir
+
         make_out_dir(args.out)
     bar = progress_bar("replay")
     if setup.elastic:
@@ -236,19 +238,6 @@ def run(args: argparse.Namespace) -> int:
         reasons = ", ".join(f"{n} x {why}" for why, n in sorted(trace.dropped.items()))
         print(f"dropped {trace.dropped_rows} row(s): {reasons}", file=sys.stderr)
     return 0
-
-
-def make_out_dir(out: Path) -> None:
-    """Create ``--out`` before the replay: a path that cannot be a directory (a file, a file's
-    child, no permission) is refused at once as one line, not as a traceback after the replay."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise InputError(out, "exists and is not a directory") from None
-    except OSError as exc:
-        raise InputError(
-            out, f"cannot create the output directory: {exc.strerror or exc}"
-        ) from None
 
 
 def write_out(out: Path, metrics: dict, write_jobs: Callable[[Path], None]) -> None:
