@@ -4,12 +4,15 @@ original does; anything else is one line and exit code 2."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
 import json
+import lzma
 import os
 import tarfile
 import threading
+import zipfile
 
 import pytest
 
@@ -46,6 +49,76 @@ def test_a_gzip_compressed_trace_reads_as_the_plain_one(write, tmp_path):
     path = tmp_path / "t.csv.gz"
     path.write_bytes(gzip.compress(PLAIN.encode()))
     assert jobs(read_trace(path)) == jobs(read_trace(write(PLAIN)))
+
+
+def zipped(*members: tuple[str, bytes], **options) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, **options) as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name, pack",
+    [
+        ("t.csv.bz2", bz2.compress),
+        ("t.csv.xz", lzma.compress),
+        ("t.zip", lambda data: zipped(("t.csv", data))),
+        # macOS's Finder adds a folder of resource forks beside the file it compresses.
+        (
+            "mac.zip",
+            lambda data: zipped(("t/", b""), ("t/t.csv", data), ("__MACOSX/t/._t.csv", b"x")),
+        ),
+        # pbzip2 and parallel xz write several streams, one after another.
+        ("two.csv.bz2", lambda data: bz2.compress(data[:50]) + bz2.compress(data[50:])),
+        ("two.csv.xz", lambda data: lzma.compress(data[:50]) + lzma.compress(data[50:])),
+        ("named.csv", gzip.compress),  # read by its bytes, not its name
+    ],
+)
+def test_other_compressed_traces_read_as_the_plain_one(write, tmp_path, name, pack):
+    path = tmp_path / name
+    path.write_bytes(pack(PLAIN.encode()))
+    assert jobs(read_trace(path)) == jobs(read_trace(write(PLAIN)))
+
+
+def test_text_that_starts_like_a_bzip2_file_is_still_text(write):
+    """Only bzip2's whole signature (with a block's magic after "BZh" and the digit) is taken."""
+    path = write("BZh9,submit_time,duration,num_gpu,job_id\n1,0,600,1,a\n")
+    assert [j.id for j in read_trace(path).jobs] == ["a"]
+
+
+@pytest.mark.parametrize(
+    "name, data, why",
+    [
+        ("t.csv.xz", lzma.compress(PLAIN.encode())[:40], "not a readable xz file"),
+        ("t.csv.bz2", bz2.compress(PLAIN.encode())[:40], "not a readable bzip2 file"),
+        ("t.zip", zipped(("t.csv", PLAIN.encode()))[:60], "not a readable zip file"),
+        (
+            "two.zip",
+            zipped(("a.csv", PLAIN.encode()), ("b.csv", PLAIN.encode())),
+            "a zip archive with 2 files ('a.csv', 'b.csv'): it must hold one trace",
+        ),
+        ("empty.zip", zipped(), "a zip archive with no file: it must hold one trace"),
+        ("t.csv.zst", b"\x28\xb5\x2f\xfd" + bytes(20), "zstd-compressed: decompress it first"),
+    ],
+)
+def test_an_archive_that_cannot_be_read_is_one_line(tmp_path, capsys, name, data, why):
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert f"{path}: {why}" in refused(capsys, "--trace", str(path))
+
+
+def test_an_encrypted_zip_member_is_one_line(tmp_path, capsys):
+    """zipfile cannot write encrypted members: the flag bit of a stored member is set by hand, as
+    an encrypting tool would leave it (the contents are never reached)."""
+    data = bytearray(zipped(("t.csv", PLAIN.encode())))
+    for header, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.index(header) + flags_at
+        data[at] |= 0x1
+    path = tmp_path / "locked.zip"
+    path.write_bytes(bytes(data))
+    assert "is encrypted" in refused(capsys, "--trace", str(path))
 
 
 def test_a_truncated_gzip_file_is_one_line(tmp_path, capsys):
