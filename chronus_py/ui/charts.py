@@ -62,7 +62,7 @@ def heatmap(nodes: Sequence[NodeView], *, per_block: int = 64, titles: bool = Tr
             extra.append(
                 f'<rect x="{x0}" y="{y}" width="{node.gpus * pitch - GAP}" height="{CELL}" '
                 f'fill-opacity="0" data-node="{escape(node.name)}"><title>{escape(node.name)}: '
-                f"{what or f'{len(node.busy)}/{node.gpus} GPUs busy'}</title></rect>"
+                f"{escape(what) or f'{len(node.busy)}/{node.gpus} GPUs busy'}</title></rect>"
             )
     blocks = (len(nodes) + per_block - 1) // per_block
     width = blocks * block_w

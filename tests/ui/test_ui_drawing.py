@@ -33,3 +33,13 @@ def test_a_crowded_lane_costs_at_most_its_width():
     points = re.search(r'<path d="([^"]+)" fill="#d97706"', svg).group(1).count("H")
     assert 0 < points <= 2 * 1240
     assert len(svg) < 60_000
+
+
+def test_a_node_reason_is_text_not_markup():
+    """A backend's reason is free text (Slurm's ``scontrol update reason=...``, a Kubernetes
+    condition's message): the heat map wrote it into its tooltip unescaped, so a reason with
+    ``</title>`` ended the tooltip and put its own markup on the cluster page."""
+    reason = '</title></rect></svg><a href="//evil.example">log in again</a>'
+    svg = str(charts.heatmap([NodeView("n0", 8, False, reason, {})]))
+    assert "<a " not in svg and "evil.example</a>" not in svg
+    assert "n0: unhealthy: &lt;/title&gt;&lt;/rect&gt;&lt;/svg&gt;&lt;a href=" in svg
