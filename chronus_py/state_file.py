@@ -427,6 +427,8 @@ class _Reader:
     ) -> JobEntry:
         raw = self.mapping(raw, key, _JOB_KEYS + (("placement",) if running else ()))
         job_id = raw.get("id")
+        if isinstance(job_id, float):  # ``id: 1e5`` is a number, as in YAML 1.2 and JSON
+            raise self.fail(f"{key}.id", f"read as the number {job_id!r}: quote the id")
         if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
             raise self.fail(f"{key}.id", "required: a string or integer id")
         job_id = str(job_id)

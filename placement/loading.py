@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import reprlib
 from pathlib import Path
 from typing import Any, Iterable
@@ -35,7 +36,26 @@ MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 5_000_000
 MAX_INT = 2**63 - 1
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+# YAML 1.2's floats with an exponent (``1e15``, ``7.2e3``, ``-1E-3``). YAML 1.1, which PyYAML
+# follows, wants a point and a signed exponent (``1.0e+15``) and reads the rest as strings, so
+# ``now: 1e15`` was refused as "not a number"; YAML 1.2 readers (and Go's, so kubectl's) take
+# them as numbers.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+
+
+class _Resolver(yaml.resolver.Resolver):
+    """PyYAML's (YAML 1.1) resolver, with YAML 1.2's exponent floats."""
+
+
+_Resolver.add_implicit_resolver(_FLOAT_TAG, _EXPONENT_FLOAT, list("-+.0123456789"))
+
+
+class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """PyYAML's safe loader (libyaml's when the wheel has it), resolving as :class:`_Resolver`."""
+
+    yaml_implicit_resolvers = _Resolver.yaml_implicit_resolvers
 
 
 class LoadError(PlacementError):
@@ -112,8 +132,8 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
     """Parse YAML text: first an iterative pass over the event stream checks depth, expanded size
     and numbers, then the (recursive) constructor runs on a document known to be small enough."""
     try:
-        _check_yaml_events(yaml.parse(text, Loader=_SAFE_LOADER), source)
-        return yaml.load(text, Loader=_SAFE_LOADER)
+        _check_yaml_events(yaml.parse(text, Loader=_SafeLoader), source)
+        return yaml.load(text, Loader=_SafeLoader)
     except LoadError:
         raise
     except yaml.YAMLError as exc:
@@ -176,7 +196,7 @@ class _Frame:
 
 
 def _check_yaml_events(events: Iterable[Any], source: str) -> None:
-    resolver = yaml.resolver.Resolver()
+    resolver = _Resolver()
     anchors: dict[str, tuple[int, int]] = {}  # anchor -> (expanded size, height)
     stack: list[_Frame] = []
     total = 0
@@ -239,8 +259,6 @@ def _check_yaml_events(events: Iterable[Any], source: str) -> None:
             stack.clear()
 
 
-_INT_TAG = "tag:yaml.org,2002:int"
-_FLOAT_TAG = "tag:yaml.org,2002:float"
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 

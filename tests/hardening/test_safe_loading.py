@@ -72,6 +72,30 @@ def test_numbers_are_range_checked_where_they_appear(text, why, key):
     assert why in err.why and err.key == key and err.line == 1
 
 
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("now: 1e15", 1e15),
+        ("x: 7.2e3", 7200.0),
+        ("x: -1E-3", -0.001),
+        ("x: .5e2", 50.0),
+        ("x: 1.0e+5", 1e5),  # YAML 1.1's form still reads
+        ("x: 12", 12),
+        ("x: 1e", "1e"),
+        ("x: e5", "e5"),
+        ("x: '1e5'", "1e5"),
+    ],
+)
+def test_exponent_floats_read_as_yaml_1_2_reads_them(text, value):
+    """YAML 1.1 (PyYAML) read ``1e15`` as a string, so ``now: 1e15`` was 'not a number'."""
+    assert parse_yaml(text, "n.yaml") == {text.split(":")[0]: value}
+
+
+def test_an_exponent_float_is_range_checked_as_others_are():
+    err = refused(parse_yaml, "now: 1e999", "n.yaml")
+    assert err.why == "'1e999' is not a finite number" and err.key == "now"
+
+
 def test_json_limits():
     assert "nested deeper" in refused(parse_json, "[" * 100_000, "d.json").why
     assert "NaN is not a JSON number" in refused(parse_json, '{"a": NaN}', "n.json").why

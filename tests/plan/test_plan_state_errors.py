@@ -186,6 +186,19 @@ def test_bad_key_is_one_line_naming_it(tmp_path, capsys, path, value, message):
     assert captured.err == f"chronus plan: {file}: {message}\n"
 
 
+def test_an_id_read_as_a_number_says_to_quote_it(tmp_path, capsys):
+    """``id: 1e5`` is a number in YAML 1.2 (and so here): a hash-like id must be quoted."""
+    text = write_state(tmp_path, base()).read_text()
+    path = tmp_path / "ids.yaml"
+    path.write_text(text.replace("id: ", "id: 1e5 #", 1))
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"chronus plan: {path}: ")
+        and "read as the number 100000.0: quote the id" in err
+    )
+
+
 def test_the_base_state_is_valid(tmp_path, capsys):
     assert main(["plan", str(write_state(tmp_path, base()))]) == 0
 
