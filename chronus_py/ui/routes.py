@@ -42,6 +42,8 @@ log = logging.getLogger("chronus.serve")
 POLL = 2
 MEMO = 64
 MAX_FORM = 4096
+MAX_TEXT = 100
+STATES = ("pending", "running", "finished", "cancelled", "failed")
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
     "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; "
@@ -105,9 +107,7 @@ def ui_app(
                     return RedirectResponse("/ui/login", status_code=303)
                 return await fn(request, caller, token)
             except ApiError as exc:
-                return html(
-                    "error.html", {"status": exc.status, "message": exc.message}, exc.status
-                )
+                return html("error.html", {"status": exc.status, "message": exc.line()}, exc.status)
             except BackendUnavailable as exc:
                 message = f"the backend is unavailable: {exc}"
                 return html("error.html", {"status": 503, "message": message}, 503)
@@ -168,7 +168,7 @@ def ui_app(
         return part
 
     async def overview(request: Request, caller: Caller, token: str | None) -> Response:
-        span = request.query_params.get("span", views.DEFAULT_SPAN)
+        span = _query(request, ("span", "part")).get("span", views.DEFAULT_SPAN)
         if span not in views.SPANS:
             raise ApiError(422, f"unknown span (have: {', '.join(views.SPANS)})", "span")
 
@@ -207,16 +207,21 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def jobs(request: Request, caller: Caller, token: str | None) -> Response:
-        q = request.query_params
+        q = _query(request, ("sort", "desc", "state", "kind", "q", "part"))
         sort = q.get("sort", "slack")
         if sort not in views.SORTS:
             raise ApiError(422, f"unknown sort (have: {', '.join(views.SORTS)})", "sort")
         state = q.get("state", "")
-        if state not in ("", "pending", "running", "finished", "cancelled", "failed"):
-            raise ApiError(422, "unknown state", "state")
+        if state not in ("", *STATES):
+            raise ApiError(422, f"unknown state (have: {', '.join(STATES)})", "state")
+        kinds = [k for k in timeline.LABELS if k != "other"]  # "other": no job of the caller's
         kind = q.get("kind", "")
-        if kind not in ("", *timeline.LABELS):
-            raise ApiError(422, "unknown kind", "kind")
+        if kind not in ("", *kinds):
+            raise ApiError(422, f"unknown kind (have: {', '.join(kinds)})", "kind")
+        if q.get("desc", "") not in ("", "0", "1"):
+            raise ApiError(422, "expected 1 (descending) or 0", "desc")
+        if len(q.get("q", "")) > MAX_TEXT:
+            raise ApiError(422, f"at most {MAX_TEXT} characters", "q")
         ended = 200 if state in ("", "finished", "cancelled", "failed") else 0
 
         reading = await read(lambda: reader.read(caller, ended=ended))
@@ -229,7 +234,7 @@ def ui_app(
                 descending=q.get("desc") == "1",
                 state=state,
                 kind=kind,
-                text=q.get("q", "")[:100],
+                text=q.get("q", ""),
             )
 
         snap, result = await asyncio.to_thread(choose)
@@ -263,6 +268,7 @@ def ui_app(
 
     async def job(request: Request, caller: Caller, token: str | None) -> Response:
         job_id = request.path_params["job_id"]
+        _query(request, ("part",))
 
         def gather():
             own = service.resolve(job_id, caller)  # 404 for another tenant's job
@@ -297,6 +303,7 @@ def ui_app(
         return RedirectResponse(f"/ui/jobs/{quote(job_id)}", status_code=303)
 
     async def cluster(request: Request, caller: Caller, token: str | None) -> Response:
+        _query(request, ("part",))
         reading = await read(reader.read, caller)
 
         def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
@@ -400,6 +407,21 @@ def _matches(header: str | None, etag: str) -> bool:
     if header is None:
         return False
     return any(tag.strip().removeprefix("W/") in (etag, "*") for tag in header.split(","))
+
+
+def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
+    """A page's query parameters, each one of ``names`` and given once (else a 422 naming it),
+    as the API takes its own: Starlette keeps the last of a repeated one and ignores unknown
+    ones, so ``?sort=id&sort=gpus`` sorted by GPUs and ``?page=2`` showed the first page, both
+    without a word."""
+    out: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if name not in names:
+            raise ApiError(422, f"unknown query parameter (have: {', '.join(names)})", name)
+        if name in out:
+            raise ApiError(422, "given more than once", name)
+        out[name] = value
+    return out
 
 
 async def _form(request: Request) -> dict[str, str]:
