@@ -35,7 +35,7 @@ from chronus_py.service.db import storage_error
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.pages import HERE, TEMPLATES
-from chronus_py.ui.session import COOKIE, Session, check_csrf, csrf
+from chronus_py.ui.session import COOKIE, Session, check_csrf, check_origin, csrf
 from chronus_py.ui.snapshot import FRESH, Reader
 
 log = logging.getLogger("chronus.serve")
@@ -353,6 +353,8 @@ def ui_app(
 
     async def login(request: Request) -> Response:
         try:
+            # another site's form must not log this browser in under a token of its choosing
+            check_origin(request)
             form = await _form(request)
         except ApiError as exc:
             return html(
@@ -372,6 +374,10 @@ def ui_app(
         return response
 
     async def logout(request: Request) -> Response:
+        try:
+            check_origin(request)  # another site's form must not log this browser out
+        except ApiError as exc:
+            return html("error.html", {"status": exc.status, "message": exc.line()}, exc.status)
         response = RedirectResponse("/ui/login", status_code=303)
         response.delete_cookie(COOKIE, path="/ui", secure=True, httponly=True, samesite="strict")
         return response

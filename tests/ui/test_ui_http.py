@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ui_helpers import bearer
+from ui_helpers import TOKEN, bearer
 
 
 def error_line(text: str) -> str:
@@ -46,3 +46,34 @@ def test_the_filter_form_as_a_browser_sends_it_is_taken(server):
     address = "/ui/jobs?q=x&state=&kind=pool&sort=gpus&desc="
     assert server.http.get(address, headers=bearer("team-a")).status_code == 200
     assert server.http.get(address + "&part=live", headers=bearer("team-a")).status_code == 200
+
+
+def test_a_cancel_through_an_https_proxy_is_taken_and_a_cross_site_one_is_not(server):
+    """Behind the README's HTTPS reverse proxy the browser's ``Origin`` is
+    ``https://chronus.example`` while the request reaches the server as plain HTTP, its
+    ``Host`` whatever the proxy sends: comparing the two refused every cancel from the view.
+    The browser's own ``Sec-Fetch-Site`` says whether the form was this site's."""
+    r = server.http.post(
+        "/v1/jobs",
+        headers=bearer("team-a"),
+        json={"id": "proxied", "gpus": 1, "estimate_seconds": 90000},
+    )
+    assert r.status_code == 201, r.text
+    login = server.http.post(
+        "/ui/login", data={"token": TOKEN["team-a"]}, headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    assert login.status_code == 303, login.text
+    cookie = {"Cookie": f"chronus_token={login.cookies['chronus_token']}"}
+    page = server.http.get("/ui/jobs/proxied", headers=cookie)
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text).group(1)
+    proxied = {**cookie, "Host": "chronus.example", "Origin": "https://chronus.example"}
+    for site, status in (("cross-site", 403), ("same-site", 403), ("same-origin", 303)):
+        r = server.http.post(
+            "/ui/jobs/proxied/cancel",
+            data={"csrf": token},
+            headers={**proxied, "Sec-Fetch-Site": site},
+        )
+        assert r.status_code == status, (site, r.text[:300])
+    assert r.headers["location"] == "/ui/jobs/proxied"
+    listed = server.http.get("/v1/jobs?state=cancelled", headers=bearer("team-a")).json()
+    assert "proxied" in [j["id"] for j in listed["jobs"]]
