@@ -15,8 +15,8 @@ from chronus_py.backends.kueue.backend import message, resize_note  # noqa: E402
 from chronus_py.jobs.model import DeadlineOption  # noqa: E402
 
 
-def fields(notes: dict[str, str], gpus: int = 2):
-    return job_fields(notes, job_id="team-a.job-x-1", gpus=gpus, submit=1000.0, tenant="team-a")
+def fields(notes: dict[str, str], gpus: int = 2, submit: float = 1000.0):
+    return job_fields(notes, job_id="team-a.job-x-1", gpus=gpus, submit=submit, tenant="team-a")
 
 
 def test_annotations_read_with_the_slurm_marker_grammar():
@@ -52,6 +52,24 @@ def test_annotations_read_with_the_slurm_marker_grammar():
         ({"chronus.io/estimate": "1h", "chronus.io/iterations": "-3"}, "chronus.io/iterations:"),
         ({"chronus.io/estimate": "1h", "chronus.io/deadlin": "+1h"}, "chronus.io/deadlin:"),
         ({"chronus.io/model": "x"}, "chronus.io/estimate: required"),
+        ({"chronus.io/iterations": "\u00b2"}, "chronus.io/iterations: expected an integer"),
+        ({"chronus.io/estimate": "9" * 400}, "chronus.io/estimate: '9999"),
+        (
+            {"chronus.io/estimate": "1h", "chronus.io/deadline": "+1h:" + "9" * 400},
+            "chronus.io/deadline: the value",
+        ),
+        (
+            {"chronus.io/estimate": "1h", "chronus.io/deadline": "+2h:-0.4"},
+            "chronus.io/deadline: the value",
+        ),
+        (
+            {"chronus.io/estimate": "1h", "chronus.io/deadline": "1970-01-01T00:10:00Z"},
+            "chronus.io/deadline: '1970-01-01T00:10:00Z' is before",
+        ),
+        (
+            {"chronus.io/estimate": "1h", "chronus.io/deadline": "x" * 2000},
+            "chronus.io/deadline: 2000 characters",
+        ),
     ],
 )
 def test_a_bad_annotation_is_one_line_naming_it(notes, named):
@@ -59,6 +77,20 @@ def test_a_bad_annotation_is_one_line_naming_it(notes, named):
         fields(notes)
     assert str(err.value).startswith(named), str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_deadline_with_a_time_zone_is_that_instant():
+    """An ISO time's own colons are not the ``:VALUE`` separator: ``+05:30`` was read as value
+    30 at ``+05``, ``+01:00`` and a zoneless ``T08:00:00`` as value 0 (refused)."""
+    for text, at in (
+        ("1970-01-01T05:30:00+05:30", 0.0),
+        ("1970-01-01T06:00:00+05:30:0.5", 1800.0),
+        ("1970-01-01T02:00:00+01:00", 3600.0),
+        ("1970-01-01T01:00:30", 3630.0),
+    ):
+        got = fields({"chronus.io/estimate": "1m", "chronus.io/deadline": text}, submit=-1.0)
+        value = 0.5 if text.endswith(":0.5") else 1.0
+        assert got["deadlines"] == [{"at": at, "value": value}], (text, got["deadlines"])
 
 
 def test_a_job_without_gpus_is_refused_by_its_resources():

@@ -419,17 +419,20 @@ class KueueBackend(CompressedTime):
             if job is not None:
                 read = self._notes.get(job_id)
                 given = {**(self.kube.job_annotations(ns, job) if read is None else read), **given}
-            created = wls.unix(wls.meta(wl).get("creationTimestamp")) or time.time()
             try:
-                fields = notes.job_fields(
-                    given,
-                    job_id=job_id,
-                    gpus=wls.gpus(wl, self.resource),
-                    submit=self._v(created),
-                    tenant=ns,
-                )
+                fields = self._fields(job_id, wl, given)
             except notes.AnnotationError as exc:
                 self._refuse(job_id, wl, str(exc))
+                continue
+            except (BackendUnavailable, ChronusError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - one Workload's, not every round's
+                # A value no check foresaw (a bug here): this Workload is refused saying so,
+                # and the round goes on. Raised, it failed every round, so no Workload of any
+                # queue started until the Job was deleted (``iterations: "²"`` did).
+                log.exception("reading the annotations of %s", job_id)
+                why = f"chronus could not read its annotations ({type(exc).__name__}: {exc})"
+                self._refuse(job_id, wl, why[:200])
                 continue
             deadlines = fields.get("deadlines")
             if deadlines and deadlines[-1]["at"] <= self.now() + self.start_latency():
@@ -447,6 +450,32 @@ class KueueBackend(CompressedTime):
             self._arrived.add(job_id)
             out.append(fields)
         return out
+
+    def _fields(self, job_id: str, wl: dict, given: Mapping[str, str]) -> dict[str, Any]:
+        """The job fields of an arriving Workload, or :class:`AnnotationError` naming what the
+        user must fix: an annotation, or the Job's size when chronus's nodes cannot hold it
+        (the service refused it too, but its reason never reached the Workload: the user read
+        "it cannot run on chronus's nodes (more GPUs than they have, or its last deadline has
+        passed)" and had to guess which)."""
+        ns, _ = wls.key(wl)
+        created = wls.unix(wls.meta(wl).get("creationTimestamp")) or time.time()
+        gpus = wls.gpus(wl, self.resource)
+        fields = notes.job_fields(
+            given, job_id=job_id, gpus=gpus, submit=self._v(created), tenant=ns
+        )
+        nodes = self.nodes()
+        total = sum(len(n.gpus) for n in nodes)
+        if gpus > total:
+            sets = ", ".join(
+                f"{p.count} pod{'s' if p.count != 1 else ''} of {p.gpus_per_pod}"
+                for p in wls.pod_sets(wl, self.resource)
+                if p.gpus_per_pod
+            )
+            raise notes.AnnotationError(
+                f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {len(nodes)} "
+                f"node{'s' if len(nodes) != 1 else ''} have {total} ({self.resource})"
+            )
+        return fields
 
     # -- commands ----------------------------------------------------------------------------------
     def _require_leader(self) -> None:

@@ -1,0 +1,103 @@
+"""Sloppy users against ``chronus serve --backend kueue``: every Job's annotations malformed in
+another way, all submitted at once next to a good Job. Each bad Job must be told, where
+``kubectl describe workload`` shows it (chronus's check ``Rejected``, whose message Kueue
+copies into the Workload's events), one short line naming the annotation and what is wrong
+with its value; the controller must go on deciding for everyone else (no traceback, no round
+lost), and an annotation that is right must be read as its author meant it.
+
+Before these fixes: ``chronus.io/iterations: "²"`` (a digit to ``str.isdigit``, not to ``int``)
+failed every round with a traceback, so no Job of any queue started again until it was
+deleted; values the service then refused (a number too large for a float, an estimate past the
+planning horizon, 17 deadline options, a gang wider than the cluster) were told "it cannot run
+on chronus's nodes (more GPUs than they have, or its last deadline has passed)"; a 100 KB value
+was quoted whole into the message and the refusal record; and a deadline with a time-zone
+offset (``...T10:00:00+05:30``) was read as a soft deadline of value 30 at ``+05``."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from kueue_helpers import make_setup, wait  # noqa: E402
+
+from chronus_py.backends.kueue import workloads as wls  # noqa: E402
+
+EST, DL, IT = "chronus.io/estimate", "chronus.io/deadline", "chronus.io/iterations"
+
+# Job name -> (its annotations, GPUs per pod, pods, what the check's message must start with)
+BAD = {
+    "iter-superscript": ({IT: "\u00b2"}, 1, 1, "chronus.io/iterations: expected an integer"),
+    "iter-5000-digits": ({IT: "9" * 5000}, 1, 1, "chronus.io/iterations: 5000 characters"),
+    "est-overflow": ({EST: "9" * 400}, 1, 1, "chronus.io/estimate: '999999999"),
+    "est-horizon": ({EST: "1000d"}, 1, 1, "chronus.io/estimate: '1000d' is more than 366 days"),
+    "dl-17-options": (
+        {EST: "1m", DL: ",".join(f"+{i}h" for i in range(1, 18))},
+        1,
+        1,
+        "chronus.io/deadline: at most 16 options",
+    ),
+    "dl-100kb": ({EST: "1m", DL: "+" + "x" * 100_000}, 1, 1, "chronus.io/deadline: 100001 char"),
+    "dl-before-creation": (
+        {EST: "1m", DL: "2020-01-01T00:00:00Z"},
+        1,
+        1,
+        "chronus.io/deadline: '2020-01-01T00:00:00Z' is before the Job was created",
+    ),
+    "dl-horizon": (
+        {EST: "1m", DL: "+1h:1,+400d:0.5"},
+        1,
+        1,
+        "chronus.io/deadline: '+400d' is more",
+    ),
+    "wider-than-cluster": (
+        {EST: "1m"},
+        4,
+        3,
+        "resources: the Job asks 12 GPUs (3 pods of 4), chronus's 2 nodes have 8",
+    ),
+}
+
+
+def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
+    kube, kube_ns, kube_queues, chronus_kubeconfig, tmp_path
+):
+    s = make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig, quota=64)
+    s.add_nodes("a", "b")
+    with s.serve(tmp_path) as serve:
+        for name, (notes, gpus, pods, _) in BAD.items():
+            s.submit(name, gpus=gpus, pods=pods, notes=notes, run_seconds=2)
+        # a deadline given in another time zone, two hours after now in chronus's time
+        at = datetime.fromtimestamp(time.time() + 7200, timezone(timedelta(hours=5, minutes=30)))
+        at = at.replace(microsecond=0)
+        zoned = at.isoformat()
+        s.submit("zoned", gpus=1, run_seconds=2, notes={EST: "2m", DL: zoned})
+        s.submit("good", gpus=4, run_seconds=2, notes={EST: "2m", DL: "+60m"})
+
+        for name, (_, _, _, says) in BAD.items():
+            entry = wait(
+                lambda n=name: (e := s.entry(n)).get("state") == "Rejected" and e,
+                60,
+                f"{name}'s check Rejected",
+            )
+            text = entry["message"]
+            assert text.startswith("chronus refused it: " + says), (name, text)
+            assert "\n" not in text and len(text) < 300, (name, len(text), text[:400])
+            why = s.workload(name)["metadata"]["annotations"][wls.REFUSED]
+            assert len(why) < 300, (name, len(why))
+        for name in ("good", "zoned"):
+            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        record = wls.accepted(s.workload("zoned"))
+        assert record["deadlines"] == [{"at": at.timestamp(), "value": 1.0}], record
+        log = serve.log.read_text(errors="replace")
+        assert "Traceback" not in log, log[-3000:]
+        assert not serve.events("round_failed", "backend_error"), serve.events("backend_error")
+        refused = {e["job"] for e in serve.events("kueue_refuse")}
+        assert len(refused) == len(BAD), refused
+        for e in serve.events("kueue_refuse"):
+            assert len(json.dumps(e)) < 500, e
+        assert serve.proc.poll() is None
