@@ -13,7 +13,7 @@ httptools protocol with those bounds added:
   connection is closed;
 - a connection past ``max_connections`` open ones gets a JSON 503 at once and is closed;
 - a request the HTTP parser refuses (e.g. ``Content-Length: -1``) gets the API's JSON 400, not
-  uvicorn's plain text;
+  uvicorn's plain text, and a URL too long for it (``MAX_URL``) a JSON 414;
 - a request line and headers over ``MAX_HEAD`` bytes get a JSON 431, and the connection is
   closed: the parser keeps a head's header (and uvicorn its URL) whole until it ends, so
   without a bound one connection buffered 73 MB of a never-ending header within the read
@@ -44,6 +44,9 @@ from uvicorn.protocols.http.httptools_impl import (
 MAX_HEAD = 64 * 1024
 """Bytes a request's line and headers may take (nginx's default is 32 KB, Node's 16 KB): room
 for any token, cookie and URL this API reads."""
+MAX_URL = 65535
+"""The longest URL httptools parses (its offsets are 16 bits): a longer one is refused as it
+ends, and gets a 414, not the 400 of a malformed request."""
 READ_AT = "chronus.read_at"
 """The scope's key for ``time.perf_counter()`` when the request's head was read (a pipelined
 request's: when the answer before it was written), so that the time before its handler runs
@@ -118,7 +121,7 @@ class _Guarded(HttpToolsProtocol):
         head = self._head
         self._head = head = 0 if head < 0 else head + read  # type: ignore[operator]
         if head > MAX_HEAD:
-            self._answer(431, f"the request line and headers are over {MAX_HEAD} bytes")
+            self._too_long(431, f"the request line and headers are over {MAX_HEAD} bytes")
 
     def on_message_complete(self) -> None:
         self._reading.stop()
@@ -195,7 +198,14 @@ class _Guarded(HttpToolsProtocol):
         self.logger.warning("Unsupported upgrade request.")
 
     def send_400_response(self, msg: str) -> None:
-        self._answer(400, "not a valid HTTP request (request line, a header, or its framing)")
+        self._too_long(400, "not a valid HTTP request (request line, a header, or its framing)")
+
+    def _too_long(self, status: int, message: str) -> None:
+        """Refuse the request being read: with a 414 if its URL is longer than ``MAX_URL`` (the
+        URL read so far is uvicorn's ``url``, emptied when a request begins), else as given."""
+        if len(getattr(self, "url", b"")) > MAX_URL:
+            status, message = 414, f"the request's URL is over {MAX_URL} bytes"
+        self._answer(status, message)
 
     def _read_too_long(self) -> None:
         """The request being read took longer than the read timeout: a 408, and closed."""

@@ -55,10 +55,14 @@ from chronus_py.service.jobspec import (
     Unrunnable,
     integer,
     read_job,
+    shown,
 )
 from chronus_py.service.json_codec import log_line
 
 log = logging.getLogger("chronus.serve")
+ECHOED = 300
+"""The most of an unknown job's id a 404 repeats: room for the longest ids a backend gives
+(Kueue's ``<namespace>.<workload>``), not a 60 KB path sent back whole."""
 FULL_OBSERVE_EVERY = 300.0
 CATCH_UP_STEP = 0.02
 """Seconds of one step of a re-plan's commit under the request lock (``Service.commit_replan``):
@@ -630,7 +634,7 @@ class Service:
             row = self.db.job(name)
             if row is not None and caller.sees(row["tenant"]):
                 return row
-        raise ApiError(404, f"no job {job_id!r}", "id")
+        raise ApiError(404, f"no job {shown(job_id, ECHOED)}", "id")
 
     def resolve(self, job_id: str, caller: Caller) -> str:
         """The service's own id of the job ``caller`` names ``job_id`` (404 if not theirs)."""
@@ -667,7 +671,9 @@ class Service:
                 after = self._visible(after, caller)["id"]
             except ApiError:
                 # Not "nothing after it": the answer would tell another tenant's ids apart.
-                raise ApiError(404, f"no job {after!r} of yours to list after", "after") from None
+                raise ApiError(
+                    404, f"no job {shown(after, ECHOED)} of yours to list after", "after"
+                ) from None
         return [
             self.job_view(r, caller)
             for r in self.db.jobs(tenant=tenant, state=state, limit=limit, after=after)

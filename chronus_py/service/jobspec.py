@@ -198,7 +198,7 @@ def parse_job(
         or not _ID.fullmatch(str(job_id))
     ):
         raise FieldError(
-            "id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {_shown(job_id)}"
+            "id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {shown(job_id)}"
         )
     if body.get("elastic") is not None and submit is None:
         for name in ("gpus", "estimate_seconds"):
@@ -209,7 +209,7 @@ def parse_job(
     if gpus is None or gpus < 1:
         raise FieldError(
             "gpus",
-            f"expected an integer >= 1, got {_shown(body['gpus'])}"
+            f"expected an integer >= 1, got {shown(body['gpus'])}"
             if "gpus" in body
             else "required",
         )
@@ -224,7 +224,7 @@ def parse_job(
         iterations = integer(iterations)
         if iterations is None or iterations < 1:
             raise FieldError(
-                "iterations", f"expected an integer >= 1, got {_shown(body['iterations'])}"
+                "iterations", f"expected an integer >= 1, got {shown(body['iterations'])}"
             )
     if estimate is None and iterations is None and elastic is None:
         raise FieldError(
@@ -245,7 +245,7 @@ def parse_job(
     if "tenant" in body:
         given = body["tenant"]
         if not isinstance(given, str) or not TENANT.fullmatch(given):
-            raise FieldError("tenant", f"{TENANT_RULE}, got {_shown(given)}")
+            raise FieldError("tenant", f"{TENANT_RULE}, got {shown(given)}")
         if not may_set_tenant and given != tenant:
             raise Forbidden("tenant", "set by your token; only an admin token names another")
         tenant = given
@@ -304,7 +304,7 @@ def _elastic(body: Mapping[str, Any], throughputs) -> dict[str, Any]:
         if value is None or value < 1:
             raise FieldError(
                 f"elastic.{name}",
-                "required" if given is None else f"expected an integer >= 1, got {_shown(given)}",
+                "required" if given is None else f"expected an integer >= 1, got {shown(given)}",
             )
         values[name] = value
     if values["min_gpus"] > values["max_gpus"]:
@@ -320,7 +320,7 @@ def _elastic(body: Mapping[str, Any], throughputs) -> dict[str, Any]:
         models = sorted({m for m, _ in table.rates})
         if model not in models:
             raise FieldError(
-                "model", f"no throughput curve for {_shown(model)} (have: {', '.join(models)})"
+                "model", f"no throughput curve for {shown(model)} (have: {', '.join(models)})"
             )
         batches = sorted(b for m, b in table.rates if m == model)
         raise FieldError(
@@ -344,7 +344,7 @@ def _number(body: Mapping[str, Any], name: str) -> float | None:
         return None
     number = finite(value)
     if number is None or number <= 0:
-        raise FieldError(name, f"expected a number > 0, got {_shown(value)}")
+        raise FieldError(name, f"expected a number > 0, got {shown(value)}")
     return number
 
 
@@ -370,10 +370,10 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any, limit: int = 40) -> str:
     """A refused value as an error shows it: a huge number or string is cut short."""
     text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
@@ -393,14 +393,14 @@ def _deadlines(raw: Any) -> tuple[DeadlineOption, ...]:
         if at is None:
             raise FieldError(
                 f"{where}.at",
-                f"expected a finite number, got {_shown(item['at'])}"
+                f"expected a finite number, got {shown(item['at'])}"
                 if "at" in item
                 else "required",
             )
         value = finite(item.get("value", 1))
         if value is None or value < 0:
             raise FieldError(
-                f"{where}.value", f"expected a number >= 0, got {_shown(item.get('value'))}"
+                f"{where}.value", f"expected a number >= 0, got {shown(item.get('value'))}"
             )
         out.append(DeadlineOption(at, value))
     # Tightest first, one option per instant (the best value given for it).

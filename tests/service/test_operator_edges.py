@@ -19,7 +19,7 @@ import pytest
 from polling import wait_for
 from serving import ADMIN, TOKENS, A, Server, free_port, running
 
-from chronus_py.service.connections import MAX_HEAD
+from chronus_py.service.connections import MAX_HEAD, MAX_URL
 from chronus_py.service.jobspec import TENANT_RULE
 
 JOB = {"gpus": 1, "estimate_seconds": 600, "deadlines": [{"at": 900000}]}
@@ -88,6 +88,30 @@ def test_a_head_over_the_bound_is_a_431_and_one_within_it_in_tiny_writes_is_serv
     padded = get("/healthz").replace(b"\r\n\r\n", b"\r\nX-Pad: " + b"p" * 900 + b"\r\n\r\n")
     out = exchange(server, padded * 200)  # 200 KB in one write, each head 1 KB
     assert out.count(b"HTTP/1.1 200 ") == 200 and b" 431 " not in out
+
+
+@pytest.mark.parametrize("length", [MAX_URL + 1, 70_000, 300_000])
+def test_a_url_too_long_to_parse_is_a_414(server, length):
+    """httptools parses URLs of at most 64 KB: a longer one was the 400 of a malformed request
+    (and, past the head's bound, a 431)."""
+    path = "/v1/jobs/" + "a" * (length - len("/v1/jobs/"))
+    status, _, body = exchange(server, get(path)).partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 414 "), status
+    assert json.loads(body) == {
+        "error": f"the request's URL is over {MAX_URL} bytes",
+        "field": None,
+    }
+
+
+def test_a_404_repeats_a_long_id_cut_short(server):
+    """A 404 repeated the id it was asked for whole: 60 KB sent back for a 60 KB path."""
+    long_id = "b" * 60_000
+    for path in (f"/v1/jobs/{long_id}", f"/v1/jobs?after={long_id}"):
+        r = server.http.get(path, headers=A)
+        assert r.status_code == 404 and len(r.content) < 400, (r.status_code, len(r.content))
+        assert r.json()["error"].startswith("no job 'bbbb") and "..." in r.json()["error"]
+    r = server.http.get("/v1/jobs/" + "c" * 120, headers=A)
+    assert r.json()["error"] == f"no job {'c' * 120!r}"  # an id of a legal length, whole
 
 
 @pytest.mark.parametrize("limit", ["%C2%B2", "%E2%91%A0", "%EF%BC%91"])  # ², ①, fullwidth 1
