@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import Mapping, Sequence
+from urllib.parse import quote
 
 
 def duration(seconds: float | None) -> str:
@@ -64,7 +65,22 @@ def seconds(t: float | None) -> str:
     return "" if t is None or not math.isfinite(t) else f"{t:.0f}"
 
 
+def job_url(job_id: str, then: str = "") -> str:
+    """A job's page (``then="/cancel"``: its cancel form's target). Ids ``.`` and ``..`` are
+    path segments a browser resolves away (``/ui/jobs/..`` is ``/ui/``, and so is
+    ``/ui/jobs/%2E%2E``): such a job's link, live part and cancel went to the timeline, so
+    their address names the job in the query instead."""
+    if job_id in (".", ".."):
+        return f"/ui/job{then}?id={quote(job_id, safe='')}"
+    return f"/ui/jobs/{quote(job_id, safe='')}{then}"
+
+
+def with_query(url: str, query: str) -> str:
+    return url + ("&" if "?" in url else "?") + query
+
+
 FILTERS = {
+    "job_url": job_url,
     "duration": duration,
     "relative": relative,
     "figure": figure,

@@ -5,9 +5,9 @@ part (htmx, every ``POLL`` seconds) with ETags: an unchanged part costs a hash a
 read takes the service's lock for as long as it copies what it shows (a
 :class:`~chronus_py.ui.snapshot.Snapshot`); rendering happens after, outside the lock.
 
-Read-only, except ``POST /ui/jobs/{id}/cancel``, which calls the same ``Service.cancel`` as
-``DELETE /v1/jobs/{id}`` (so a tenant cancels only its own jobs) and, for a cookie caller,
-needs the page's CSRF token.
+Read-only, except ``POST /ui/jobs/{id}/cancel`` (``/ui/job/cancel?id=`` for the ids ``.`` and
+``..``), which calls the same ``Service.cancel`` as ``DELETE /v1/jobs/{id}`` (so a tenant
+cancels only its own jobs) and, for a cookie caller, needs the page's CSRF token.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sqlite3
 import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, urlencode
 
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
@@ -34,6 +34,7 @@ from chronus_py.service.core import ApiError, Caller
 from chronus_py.service.db import storage_error
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
+from chronus_py.ui.format import job_url, with_query
 from chronus_py.ui.pages import HERE, TEMPLATES
 from chronus_py.ui.session import COOKIE, Session, check_csrf, check_origin, csrf
 from chronus_py.ui.snapshot import FRESH, Reader
@@ -267,8 +268,7 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def job(request: Request, caller: Caller, token: str | None) -> Response:
-        job_id = request.path_params["job_id"]
-        _query(request, ("part",))
+        job_id = _job_of(request, ("part",))
 
         def gather():
             own = service.resolve(job_id, caller)  # 404 for another tenant's job
@@ -286,7 +286,7 @@ def ui_app(
                 "row": row,
                 "events": events,
                 "now": service.backend.now(),
-                "live_url": f"/ui/jobs/{quote(job_id)}?part=live",
+                "live_url": with_query(job_url(job_id), "part=live"),
             }
             name = "job_live.html" if part_of(request) else "job.html"
             return html(name, context, request=request)
@@ -294,13 +294,13 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def cancel(request: Request, caller: Caller, token: str | None) -> Response:
-        job_id = request.path_params["job_id"]
+        job_id = _job_of(request, ())
         form = await _form(request)
         check_csrf(request, token, form.get("csrf", ""))
         await read(service.cancel, job_id, caller)
         reader.forget()
         wake()
-        return RedirectResponse(f"/ui/jobs/{quote(job_id)}", status_code=303)
+        return RedirectResponse(job_url(job_id), status_code=303)
 
     async def cluster(request: Request, caller: Caller, token: str | None) -> Response:
         _query(request, ("part",))
@@ -393,6 +393,9 @@ def ui_app(
             Route("/jobs", page(jobs), methods=["GET"]),
             Route("/jobs/{job_id}", page(job), methods=["GET"]),
             Route("/jobs/{job_id}/cancel", page(cancel), methods=["POST"]),
+            # the address of jobs named "." or "..", which a browser cannot put in a path
+            Route("/job", page(job), methods=["GET"]),
+            Route("/job/cancel", page(cancel), methods=["POST"]),
             Route("/cluster", page(cluster), methods=["GET"]),
             Route("/login", login_page, methods=["GET", "POST"]),
             Route("/logout", logout, methods=["POST"]),
@@ -413,6 +416,17 @@ def _matches(header: str | None, etag: str) -> bool:
     if header is None:
         return False
     return any(tag.strip().removeprefix("W/") in (etag, "*") for tag in header.split(","))
+
+
+def _job_of(request: Request, names: tuple[str, ...]) -> str:
+    """The job a page is about: in its path, or (``/ui/job?id=``) its query."""
+    if "job_id" in request.path_params:
+        _query(request, names)
+        return request.path_params["job_id"]
+    job_id = _query(request, ("id", *names)).get("id")
+    if job_id is None:
+        raise ApiError(422, "missing: the job's id", "id")
+    return job_id
 
 
 def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import Sequence
 from markupsafe import Markup
 
 from chronus_py.ui import timeline
+from chronus_py.ui.format import job_url
 from chronus_py.ui.snapshot import JobRow, NodeView, Snapshot
 
 SPANS = {"1h": 3600.0, "6h": 6 * 3600.0, "1d": 86400.0, "3d": 3 * 86400.0, "7d": 7 * 86400.0}
@@ -183,7 +184,7 @@ def _node_bars(
                     offset=lo,
                     gpus=count,
                     deadline=_deadline(job) if node.name == first_node[job.id] else None,
-                    href=f"/ui/jobs/{job.id}",
+                    href=job_url(job.id),
                     name=job.id,
                 )
             )
@@ -221,7 +222,7 @@ def _lease_bars(job: JobRow, lane: str, lease: float) -> list[timeline.Bar]:
             label=_tip(job),
             deadline=_deadline(job) if i == len(spans) - 1 else None,
             reserved=True,
-            href=f"/ui/jobs/{job.id}",
+            href=job_url(job.id),
             name=job.id,
         )
         for i, (s, e) in enumerate(spans)
