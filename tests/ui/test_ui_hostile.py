@@ -3,6 +3,7 @@ browser (Debian's Chromium) against a real ``chronus serve``."""
 
 from __future__ import annotations
 
+from serving import TOKENS, Server
 from ui_helpers import TOKEN, bearer
 
 
@@ -80,3 +81,37 @@ def test_jobs_named_dot_and_dot_dot_have_pages_that_follow_and_cancel_them(serve
     assert {".", ".."} <= {j["id"] for j in listed["jobs"]}
     svg = server.http.get("/ui/?span=1d", headers=bearer("team-a")).text
     assert 'href="/ui/jobs/.."' not in svg and 'href="/ui/jobs/."' not in svg
+
+
+def test_a_page_says_when_it_stops_following_the_scheduler(browser, tmp_path):
+    """With the server gone (or answering an error), htmx left the live part as it was and the
+    page went on looking current: an operator read minutes-old state as now."""
+    from playwright.sync_api import expect
+
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--speed", "50")
+    server = Server(tmp_path, *args).start()
+    context = browser.new_context()
+    again = None
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/ui/login")
+        page.fill("input[name=token]", TOKEN["team-a"])
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server.url}/ui/")
+        page.goto(f"{server.url}/ui/jobs")
+        status = page.locator("#live-status")
+        with page.expect_response(lambda r: "part=live" in r.url, timeout=20000):
+            pass
+        expect(status).to_be_hidden()
+        server.stop()
+        expect(status).to_be_visible(timeout=20000)
+        expect(status).to_contain_text("the server does not answer")
+        again = Server(tmp_path, *args, port=server.port).start()
+        expect(status).to_be_hidden(timeout=20000)
+    finally:
+        context.close()
+        for s in (server, again):
+            if s is not None:
+                s.stop()
+                s.http.close()

@@ -1,9 +1,12 @@
 // Live parts are polled with ETags: the browser revalidates (If-None-Match) and the server
 // answers 304 when nothing changed; then the part is left alone instead of being swapped in
-// again. Nothing else runs here: the pages work without script, only without live updates.
+// again. A request that fails says so above the page (#live-status) until one succeeds: htmx
+// leaves the part as it was, and a page that silently stopped following the scheduler looked
+// current. Nothing else runs here: the pages work without script, only without live updates.
 (function () {
   "use strict";
   const seen = new Map();
+  let since = null;
   document.addEventListener("htmx:beforeSwap", function (event) {
     const detail = event.detail;
     const tag = detail.xhr.getResponseHeader("ETag");
@@ -14,6 +17,52 @@
     }
     if (tag) {
       seen.set(key, tag);
+    }
+  });
+
+  function status(text) {
+    const box = document.getElementById("live-status");
+    if (!box) {
+      return;
+    }
+    if (text === null) {
+      since = null;
+      box.hidden = true;
+      box.textContent = "";
+      return;
+    }
+    if (since === null) {
+      since = new Date();
+    }
+    const at = since.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    box.textContent = "Not updating: " + text + ". What you see is as of " + at +
+      " (your clock); it updates again once the server answers.";
+    box.hidden = false;
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    const xhr = event.detail.xhr;
+    let why = xhr.statusText || "";
+    try {
+      const shown = new DOMParser().parseFromString(xhr.responseText, "text/html")
+        .querySelector(".error");
+      if (shown && shown.textContent.trim()) {
+        why = shown.textContent.trim();
+      }
+    } catch (e) {
+      // not HTML: the status line says enough
+    }
+    status("the server answered " + xhr.status + (why ? " (" + why + ")" : ""));
+  });
+  document.addEventListener("htmx:sendError", function () {
+    status("the server does not answer");
+  });
+  document.addEventListener("htmx:timeout", function () {
+    status("the server did not answer in time");
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail.successful) {
+      status(null);
     }
   });
 })();
