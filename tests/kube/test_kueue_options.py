@@ -5,10 +5,15 @@ would, and on the real control plane names chronus's AdmissionChecks."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+import yaml
 
 pytest.importorskip("lightkube")
 
+from chronus_py.backends.kueue import harness  # noqa: E402
 from chronus_py.cli import main  # noqa: E402
 
 MISSING = "/nonexistent/kubeconfig"
@@ -94,3 +99,64 @@ def test_check_asks_the_api_server_for_chronus_s_admission_checks(setup, capsys,
     assert out.startswith("config OK\n")
     assert f"controller: chronus.io/{setup.ns}\n  admission_checks:\n  - {setup.check}\n" in out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_rbac_is_one_line_at_start(kube, kube_ns, tmp_path):
+    """An account the manifest's ClusterRole was applied to without ``list``/``watch`` on Nodes
+    and without the Workloads' status: ``--check`` and ``serve`` both refuse in one line naming
+    the account and each missing permission. Before, ``--check`` said 'config OK', and
+    ``serve`` waited five minutes for a first list of Nodes that was forbidden, then said it
+    took too long (and a missing status permission failed every start, one log line a round)."""
+    docs = yaml.safe_load_all((harness.DEPLOY / "controller.yaml").read_text())
+    (role,) = [d for d in docs if d and d["kind"] == "ClusterRole"]
+    rules = []
+    for rule in role["rules"]:
+        if rule["resources"] == ["workloads/status"]:
+            continue
+        if rule["resources"] == ["nodes"]:
+            rule = {**rule, "verbs": ["get", "patch"]}
+        rules.append(rule)
+    name = f"chronus-{kube_ns}"
+    kube.apply(
+        {**role, "metadata": {"name": name}, "rules": rules},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "limited", "namespace": kube_ns}],
+        },
+    )
+    try:
+        config = kube.service_account_kubeconfig(kube_ns, "limited", tmp_path / "limited")
+        expected = (
+            f"--kubeconfig: system:serviceaccount:{kube_ns}:limited may not patch "
+            "workloads/status.kueue.x-k8s.io, list nodes, watch nodes (deploy/kueue/"
+        )
+        for extra in (["--check"], []):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "chronus_py",
+                    "serve",
+                    "--backend=kueue",
+                    f"--kubeconfig={config}",
+                    f"--db={tmp_path / 'c.db'}",
+                    "--listen=127.0.0.1:0",
+                    *extra,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 2, (extra, done.stdout, done.stderr)
+            (line,) = done.stderr.strip().splitlines()
+            assert expected in line, (extra, line)
+    finally:
+        for kind in ("clusterrolebindings", "clusterroles"):
+            kube.api("DELETE", f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}", ok=(200, 404))

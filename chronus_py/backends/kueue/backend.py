@@ -933,6 +933,19 @@ def _flags(
     return poll, scale, _selector(args.kueue_node_selector), lease, duration
 
 
+def _permitted(kube: Kube, lease: tuple[str, str] | None) -> None:
+    """One line naming what the kubeconfig's account may not do of what chronus does (before
+    anything is read or written: ``serve`` and ``serve --check`` alike)."""
+    missing = kube.missing_permissions(None if lease is None else lease[0])
+    if missing:
+        who = kube.account() or "the account it acts as"
+        raise InputError(
+            "--kubeconfig",
+            f"{who} may not {', '.join(missing)} (deploy/kueue/controller.yaml's ClusterRole "
+            "and Role grant what chronus needs)",
+        )
+
+
 def check(
     args: argparse.Namespace, *, nodes: Sequence[tuple[str, int]] | None = None
 ) -> dict[str, Any]:
@@ -941,11 +954,12 @@ def check(
     chronus's controller (none: no Workload will ever wait for chronus). Without it a bad
     ``--kueue-poll`` or an API server out of reach printed 'config OK'. Nothing is written
     and no lease is taken."""
-    _flags(args)
+    lease = _flags(args)[3]
     cfg = config(args.kubeconfig)
     controller = args.kueue_controller_name or CONTROLLER
     kube = Kube(cfg, manager=FIELD_MANAGER)
     try:
+        _permitted(kube, lease)
         checks = kube.admission_checks()
     except BackendUnavailable as exc:
         raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None
@@ -985,6 +999,7 @@ def from_args(
         )
     kube = Kube(cfg, manager=FIELD_MANAGER)
     try:
+        _permitted(kube, lease)
         kube.admission_checks()
     except BackendUnavailable as exc:
         raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None

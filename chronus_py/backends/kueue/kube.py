@@ -20,6 +20,9 @@ import yaml
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
+from lightkube.resources.authentication_v1 import SelfSubjectReview
+from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Node
@@ -35,6 +38,18 @@ AdmissionCheck = create_global_resource(
     "kueue.x-k8s.io", "v1beta2", "AdmissionCheck", "admissionchecks"
 )
 T = TypeVar("T")
+NEEDS = (
+    ("kueue.x-k8s.io", "workloads", "", ("get", "list", "watch", "patch")),
+    ("kueue.x-k8s.io", "workloads", "status", ("patch",)),
+    ("kueue.x-k8s.io", "admissionchecks", "", ("list",)),
+    ("kueue.x-k8s.io", "admissionchecks", "status", ("patch",)),
+    ("batch", "jobs", "", ("get",)),
+    ("", "nodes", "", ("list", "watch", "patch")),
+)
+"""(API group, resource, subresource, verbs) the controller uses, cluster-wide; what
+``deploy/kueue/controller.yaml``'s ClusterRole grants. Under ``--kueue-lease`` it also needs
+``LEASE_VERBS`` on Leases in the Lease's namespace (the manifest's Role)."""
+LEASE_VERBS = ("get", "create", "update")
 
 
 class Conflict(BackendUnavailable):
@@ -115,6 +130,54 @@ class Kube:
             raise BackendUnavailable(f"kueue: {what}: {exc.status.message}") from None
         except (httpx2.HTTPError, OSError) as exc:
             raise BackendUnavailable(f"kueue: {what}: {exc}") from None
+
+    # -- what the account may do ------------------------------------------------------------------
+    def missing_permissions(self, lease_namespace: str | None = None) -> list[str]:
+        """What of :data:`NEEDS` (and the Lease's, given its namespace) the account may not do,
+        as ``verb resource`` phrases, asked of the API server's authorizer (a
+        SelfSubjectAccessReview each, which every authenticated account may make). Empty when
+        all is allowed, or when the authorizer cannot be asked (the calls then tell).
+
+        Why: without ``list nodes`` the first list never came and ``serve`` waited 5 minutes to
+        say "the first list of Workloads and Nodes took over 300 s"; without ``patch
+        workloads/status`` every start failed, a ``backend_error`` a round, and ``serve
+        --check`` said 'config OK' either way."""
+        asks = [(g, r, sub, v, None) for g, r, sub, verbs in NEEDS for v in verbs]
+        if lease_namespace is not None:
+            asks += [("coordination.k8s.io", "leases", "", v, lease_namespace) for v in LEASE_VERBS]
+        missing = []
+        for group, resource, sub, verb, namespace in asks:
+            review = SelfSubjectAccessReview(
+                spec=SelfSubjectAccessReviewSpec(
+                    resourceAttributes=ResourceAttributes(
+                        group=group,
+                        resource=resource,
+                        subresource=sub or None,
+                        verb=verb,
+                        namespace=namespace,
+                    )
+                )
+            )
+            try:
+                answer = self.client.create(review)
+            except ApiError:  # no authorization API to ask: the calls themselves will tell
+                return []
+            except (httpx2.HTTPError, OSError) as exc:
+                raise BackendUnavailable(f"kueue: ask the authorizer: {exc}") from None
+            if not (answer.status and answer.status.allowed):
+                name = resource + (f"/{sub}" if sub else "") + (f".{group}" if group else "")
+                where = f" in namespace {namespace}" if namespace else ""
+                missing.append(f"{verb} {name}{where}")
+        return missing
+
+    def account(self) -> str | None:
+        """The user the API server takes this client for (None if it cannot say)."""
+        try:
+            answer = self.client.create(SelfSubjectReview())
+        except (ApiError, httpx2.HTTPError, OSError):
+            return None
+        info = answer.status.userInfo if answer.status else None
+        return None if info is None else info.username
 
     # -- reads -------------------------------------------------------------------------------------
     def workload(self, namespace: str, name: str) -> dict | None:
