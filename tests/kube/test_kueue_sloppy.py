@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("lightkube")
 
-from kueue_helpers import make_setup, wait  # noqa: E402
+from kueue_helpers import KUEUE, make_setup, wait  # noqa: E402
 
 from chronus_py.backends.kueue import workloads as wls  # noqa: E402
 
@@ -101,3 +101,58 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
         for e in serve.events("kueue_refuse"):
             assert len(json.dumps(e)) < 500, e
         assert serve.proc.poll() is None
+
+
+def test_damaged_records_refuse_one_workload_and_stall_none(setup, tmp_path):
+    """Chronus's records on Workloads edited by hand while the controller was down (SIGKILL):
+    a ``chronus.io/job`` that is no job, a ``work-done`` and a ``guarantee`` whose numbers are
+    not numbers (``NaN`` is JSON to Python), a ``placement`` naming GPU 'a'. The restarted
+    controller refuses the Workload whose job it cannot read, saying so on it, reads the others'
+    damaged records as absent (less work credited, no promise, no run: it errs safe), and runs
+    them. Before, ``float('abc')`` failed every round and the unreadable job failed the
+    rebuild, so nothing started again."""
+    s = setup
+    s.add_nodes("a")
+    first = s.serve(tmp_path, "first").start()
+    names = ("hold", "job-bad", "done-bad", "place-bad")
+    try:
+        s.submit("hold", run_seconds=8, notes={EST: "8m"})
+        wait(lambda: s.running_nodes("hold"), 60, "hold to run")
+        for name in names[1:]:
+            s.submit(name, run_seconds=2, notes={EST: "2m", DL: "+300m"})
+        wait(
+            lambda: all(wls.accepted(s.workload(n) or {}) for n in names),
+            60,
+            "every Job accepted (its record written)",
+        )
+        first.kill9()
+    finally:
+        first.stop()
+    damage = {
+        "job-bad": {wls.JOB: json.dumps({"id": s.chronus_id("job-bad"), "gpus": "lots"})},
+        "done-bad": {wls.WORK_DONE: '{"seconds":"abc","runs":[1]}', wls.GUARANTEE: '{"at":NaN}'},
+        "place-bad": {wls.PLACEMENT: '{"nodes":{"x":["a"]},"since":"soon"}'},
+    }
+    for name, notes in damage.items():
+        wl = s.workload(name)["metadata"]["name"]
+        s.cp.api(
+            "PATCH",
+            f"{KUEUE}/namespaces/{s.ns}/workloads/{wl}",
+            {"metadata": {"annotations": notes}},
+            content_type="application/merge-patch+json",
+        )
+    with s.serve(tmp_path, "second", origin=first.origin) as second:
+        entry = wait(
+            lambda: (e := s.entry("job-bad")).get("state") == "Rejected" and e,
+            60,
+            "the Workload with the damaged job record refused",
+        )
+        assert entry["message"].startswith(
+            "chronus refused it: chronus.io/job: chronus's record of the job is damaged (gpus: "
+        ), entry
+        for name in ("hold", "done-bad", "place-bad"):
+            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        assert not s.succeeded("job-bad")
+        log = second.log.read_text(errors="replace")
+        assert "Traceback" not in log, log[-3000:]
+        assert not second.events("round_failed")

@@ -65,6 +65,7 @@ from chronus_py.backends.kueue.writes import WORKERS, Message, Writes
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
+from chronus_py.service.jobspec import FieldError, Origin, read_job
 
 log = logging.getLogger("chronus.kueue")
 FIELD_MANAGER = "chronus"
@@ -149,6 +150,7 @@ class KueueBackend(CompressedTime):
             workers=writers,
         )
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
+        self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
 
     def close(self) -> None:
         self.writes.close()
@@ -284,7 +286,7 @@ class KueueBackend(CompressedTime):
         seen = set()
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
-            if fields is None:
+            if fields is None or self._damaged(job_id, wl, fields, now):
                 continue
             seen.add(job_id)
             wl, fields = self._follow_count(job_id, wl, fields)
@@ -301,6 +303,33 @@ class KueueBackend(CompressedTime):
         ]
         self._gone.clear()  # reported once: the service ends them now
         return out
+
+    def _damaged(self, job_id: str, wl: dict, fields: dict, now: float) -> bool:
+        """Whether ``wl``'s ``chronus.io/job`` record is not a job the service can read (edited
+        by hand, or made by whoever may write Workloads): such a Workload is refused, once,
+        saying so, and left out. Reported, it failed the service's rebuild, at start and after
+        every backend error, so no Workload of any queue started again. Each record text is
+        read once (a round looks at every Workload)."""
+        text = wls.annotations(wl).get(wls.JOB, "")
+        if self._readable.get(job_id) == text:
+            return False
+        spec = {k: v for k, v in fields.items() if k != "submit"}
+        try:
+            if spec.get("id") != job_id:
+                raise FieldError("id", f"names {notes.shown(str(spec.get('id')))}, not {job_id}")
+            read_job(spec, Origin.record(str(spec.get("tenant")), now), now=now)
+        except (FieldError, TypeError, ValueError, OverflowError) as exc:
+            if wls.REFUSED not in wls.annotations(wl) and (
+                self.elector is None or self.elector.held
+            ):
+                why = f"{wls.JOB}: chronus's record of the job is damaged ({exc}); resubmit the Job"
+                try:
+                    self._refuse(job_id, wl, why[:300])
+                except BackendUnavailable as error:  # tried again at the next look
+                    log.warning(json.dumps({"event": "kueue_refuse", "error": str(error)}))
+            return True
+        self._readable[job_id] = text
+        return False
 
     def _unpin_gang(self, job_id: str, wl: dict, obs: ObservedJob) -> None:
         """Take a multi-node run's label off its nodes once the run is over, and close the run
@@ -400,11 +429,11 @@ class KueueBackend(CompressedTime):
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         for job_id, wl in self._ours().items():
-            if wls.accepted(wl) is not None:
-                continue
             entry = wls.check_entry(wl, self.checks)
             why = wls.annotations(wl).get(wls.REFUSED)
-            if why is not None:
+            if why is None and wls.accepted(wl) is not None:
+                continue
+            if why is not None:  # (accepted too: a damaged record, ``_damaged``)
                 if entry is not None and entry.get("state") == "Pending" and not wls.active(wl):
                     # Kueue resets every check to Pending when it evicts the Workload it
                     # deactivated: say again why, where the user looks (it stays inactive)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping
@@ -170,25 +171,49 @@ def accepted(wl: Mapping[str, Any]) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+def _finite(value: Any) -> float | None:
+    """A record's number: a finite float, else None (a damaged record is read as absent)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def guarantee(wl: Mapping[str, Any]) -> DeadlineOption | None:
+    """The promise chronus recorded (None: none, or a damaged record, which no round may take
+    for a promise: ``'{"at": NaN}'`` is JSON to Python)."""
     value = _json(wl, GUARANTEE)
-    if isinstance(value, dict) and "at" in value:
-        return DeadlineOption(float(value["at"]), float(value.get("value", 1.0)))
+    if isinstance(value, dict):
+        at, worth = _finite(value.get("at")), _finite(value.get("value", 1.0))
+        if at is not None and worth is not None:
+            return DeadlineOption(at, worth)
     return None
 
 
 def work_done(wl: Mapping[str, Any]) -> tuple[float, int]:
-    """(seconds of work, runs) of the Workload's runs that ended."""
-    value = _json(wl, WORK_DONE) or {}
-    return float(value.get("seconds", 0.0)), int(value.get("runs", 0))
+    """(seconds of work, runs) of the Workload's runs that ended; (0, 0) from a damaged record
+    (less work credited, never more). Read every round: a record ``float`` or ``int`` could
+    not read failed every round of the controller."""
+    value = _json(wl, WORK_DONE)
+    value = value if isinstance(value, dict) else {}
+    seconds, runs = _finite(value.get("seconds", 0.0)), _finite(value.get("runs", 0))
+    if seconds is None or runs is None or seconds < 0 or runs < 0:
+        return 0.0, 0
+    return seconds, int(runs)
 
 
 def resized(wl: Mapping[str, Any]) -> tuple[int, int] | None:
     """(GPUs before, GPUs after) of the last time Kueue reserved the Workload again at another
     pod count than chronus had accepted or last ran it at, as chronus recorded it."""
-    value = (_json(wl, WORK_DONE) or {}).get("resized")
+    value = _json(wl, WORK_DONE)
+    value = value.get("resized") if isinstance(value, dict) else None
     if isinstance(value, list) and len(value) == 2:
-        return int(value[0]), int(value[1])
+        was, now = _finite(value[0]), _finite(value[1])
+        if was is not None and now is not None:
+            return int(was), int(now)
     return None
 
 
@@ -215,10 +240,15 @@ def resize(fields: Mapping[str, Any], done: float, was: int, now: int) -> tuple[
 
 
 def placement(wl: Mapping[str, Any]) -> tuple[dict[str, tuple[int, ...]], float | None]:
-    """The GPUs chronus started the current run on, and when."""
-    value = _json(wl, PLACEMENT) or {}
-    nodes = {n: tuple(int(g) for g in gs) for n, gs in (value.get("nodes") or {}).items()}
-    return nodes, value.get("since")
+    """The GPUs chronus started the current run on, and when; none from a damaged record."""
+    value = _json(wl, PLACEMENT)
+    value = value if isinstance(value, dict) else {}
+    try:
+        nodes = {str(n): tuple(int(g) for g in gs) for n, gs in (value.get("nodes") or {}).items()}
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return {}, None
+    since = value.get("since")
+    return nodes, None if since is None else _finite(since)
 
 
 def encode(value: Any) -> str:
