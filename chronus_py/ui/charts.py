@@ -119,6 +119,7 @@ def share_bar(parts: Sequence[tuple[str, int, str]], total: int, *, width: int =
             )
         x += w
     return Markup(
-        f'<svg class="share" width="{width}" height="14" role="img" aria-label="share">'
+        f'<svg class="share" width="{width}" height="14" viewBox="0 0 {width} 14" '
+        f'preserveAspectRatio="none" role="img" aria-label="share">'
         f'<rect width="{width}" height="14" fill="#f1f5f9"/>{"".join(out)}</svg>'
     )

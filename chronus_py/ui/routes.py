@@ -100,6 +100,13 @@ def ui_app(
 
     def page(fn: Callable[[Request, Caller, str | None], Awaitable[Response]]):
         async def endpoint(request: Request) -> Response:
+            caller = None
+
+            def failed(status: int, message: str) -> Response:
+                # with the header of the page (who is logged in, the way out), not bare
+                context = {"caller": caller, "auth": tokens is not None, "path": request.url.path}
+                return html("error.html", {**context, "status": status, "message": message}, status)
+
             try:
                 caller, token = session.caller(request)
                 if caller is None:
@@ -108,10 +115,9 @@ def ui_app(
                     return RedirectResponse("/ui/login", status_code=303)
                 return await fn(request, caller, token)
             except ApiError as exc:
-                return html("error.html", {"status": exc.status, "message": exc.line()}, exc.status)
+                return failed(exc.status, exc.line())
             except BackendUnavailable as exc:
-                message = f"the backend is unavailable: {exc}"
-                return html("error.html", {"status": 503, "message": message}, 503)
+                return failed(503, f"the backend is unavailable: {exc}")
             except sqlite3.Error as exc:
                 storage = storage_error(exc)
                 if storage is None:
@@ -119,8 +125,7 @@ def ui_app(
                 # a full disk under a cancel: the API's answer (``api._failure``), as a page
                 log.warning(json.dumps({"event": "storage_error", "during": request.url.path}))
                 status, what = storage
-                message = f"{what}: nothing was changed; retry once that is fixed"
-                return html("error.html", {"status": status, "message": message}, status)
+                return failed(status, f"{what}: nothing was changed; retry once that is fixed")
 
         return endpoint
 

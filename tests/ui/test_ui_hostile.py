@@ -115,3 +115,25 @@ def test_a_page_says_when_it_stops_following_the_scheduler(browser, tmp_path):
             if s is not None:
                 s.stop()
                 s.http.close()
+
+
+def test_a_phone_sees_every_page_without_scrolling_sideways(server, open_as):
+    """At 360 px the header pushed the tenant's name and "log out" off the screen, the filter
+    form its kind menu, and a long id, the job's history and the tenants table widened every
+    page: the page itself scrolled sideways (only a wide table or drawing may, in its box)."""
+    long_id = "a-rather-long-job-name-" + "x" * 77
+    submit(server, "team-a", {"id": long_id, "gpus": 1, "estimate_seconds": 90000})
+    page, _ = open_as("team-a")
+    page.set_viewport_size({"width": 360, "height": 740})
+    missing = "/ui/jobs/nothing-" + "y" * 300  # a 404 page, its header kept
+    for path in ("/ui/", "/ui/jobs", "/ui/cluster", f"/ui/jobs/{long_id}", missing):
+        page.goto(f"{server.url}{path}")
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 360, (path, wide)
+        for control in ("header button.link", "header .who b"):
+            box = page.locator(control).bounding_box()
+            assert box is not None and box["x"] + box["width"] <= 360, (path, control, box)
+    page.goto(f"{server.url}/ui/jobs")
+    for control in ("input[name=q]", "select[name=state]", "select[name=kind]"):
+        box = page.locator(control).bounding_box()
+        assert box["x"] + box["width"] <= 360, (control, box)
