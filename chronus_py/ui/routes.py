@@ -383,7 +383,11 @@ def ui_app(
             check_origin(request)  # another site's form must not log this browser out
         except ApiError as exc:
             return html("error.html", {"status": exc.status, "message": exc.line()}, exc.status)
-        response = RedirectResponse("/ui/login", status_code=303)
+        # "cache" also drops the back-forward cache's pages: "back" after logging out brought
+        # the last page back whole (every id and placement) until its next poll
+        response = RedirectResponse(
+            "/ui/login", status_code=303, headers={"Clear-Site-Data": '"cache"'}
+        )
         response.delete_cookie(COOKIE, path="/ui", secure=True, httponly=True, samesite="strict")
         return response
 

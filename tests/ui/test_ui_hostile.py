@@ -137,3 +137,32 @@ def test_a_phone_sees_every_page_without_scrolling_sideways(server, open_as):
     for control in ("input[name=q]", "select[name=state]", "select[name=kind]"):
         box = page.locator(control).bounding_box()
         assert box["x"] + box["width"] <= 360, (control, box)
+
+
+def log_in(context, url: str, who: str):
+    page = context.new_page()
+    page.goto(f"{url}/ui/login")
+    page.fill("input[name=token]", TOKEN[who])
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{url}/ui/")
+    return page
+
+
+def test_back_after_log_out_shows_nothing_of_the_tenant(server, browser):
+    """On a shared screen, "back" after logging out brought the jobs page back whole from the
+    browser's back-forward cache, every id and placement readable until its next poll. (A
+    context of its own: the other tests' request recorder keeps pages out of that cache.)"""
+    submit(server, "team-a", {"id": "private-after-logout", "gpus": 1, "estimate_seconds": 90000})
+    context = browser.new_context()
+    try:
+        page = log_in(context, server.url, "team-a")
+        page.goto(f"{server.url}/ui/jobs")
+        assert page.locator('tr[data-job="private-after-logout"]').count() == 1
+        with page.expect_navigation():
+            page.click("header button.link")
+        assert page.url == f"{server.url}/ui/login"
+        page.go_back()
+        page.wait_for_load_state()
+        assert "private-after-logout" not in page.content()
+    finally:
+        context.close()
