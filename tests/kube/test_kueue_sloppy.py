@@ -26,6 +26,8 @@ pytest.importorskip("lightkube")
 from kueue_helpers import KUEUE, make_setup, wait  # noqa: E402
 
 from chronus_py.backends.kueue import workloads as wls  # noqa: E402
+from chronus_py.backends.kueue.lab import job  # noqa: E402
+from chronus_py.backends.kueue.names import GPU  # noqa: E402
 
 EST, DL, IT = "chronus.io/estimate", "chronus.io/deadline", "chronus.io/iterations"
 
@@ -77,6 +79,13 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
         zoned = at.isoformat()
         s.submit("zoned", gpus=1, run_seconds=2, notes={EST: "2m", DL: zoned})
         s.submit("good", gpus=4, run_seconds=2, notes={EST: "2m", DL: "+60m"})
+        # an init container that takes 4 GPUs before a trainer of 1: the pod asks 4
+        init = job("init4", s.queue, namespace=s.ns, annotations={EST: "2m"}, run_seconds=2)
+        pod = init["spec"]["template"]["spec"]
+        pod["initContainers"] = [
+            {**pod["containers"][0], "name": "fetch", "resources": {"limits": {GPU: "4"}}}
+        ]
+        s.cp.apply(init)
 
         for name, (_, _, _, says) in BAD.items():
             entry = wait(
@@ -89,8 +98,10 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
             assert "\n" not in text and len(text) < 300, (name, len(text), text[:400])
             why = s.workload(name)["metadata"]["annotations"][wls.REFUSED]
             assert len(why) < 300, (name, len(why))
-        for name in ("good", "zoned"):
+        for name in ("good", "zoned", "init4"):
             wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        init_id = s.chronus_id("init4")
+        assert serve.jobs()[init_id]["gpus"] == 4, serve.jobs()[init_id]
         record = wls.accepted(s.workload("zoned"))
         assert record["deadlines"] == [{"at": at.timestamp(), "value": 1.0}], record
         log = serve.log.read_text(errors="replace")

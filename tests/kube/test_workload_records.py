@@ -93,6 +93,20 @@ def test_a_deadline_with_a_time_zone_is_that_instant():
         assert got["deadlines"] == [{"at": at, "value": value}], (text, got["deadlines"])
 
 
+def test_a_pod_asks_what_kubernetes_counts_init_containers_and_sidecars_too():
+    def c(n: str, **more) -> dict:
+        return {"resources": {"limits": {"nvidia.com/gpu": n}}, **more}
+
+    for spec, asks in (
+        ({"containers": [c("1")], "initContainers": [c("4")]}, 4),
+        ({"containers": [c("1")], "initContainers": [c("1", restartPolicy="Always"), c("2")]}, 3),
+        ({"containers": [c("2"), c("1")], "initContainers": [c("1")]}, 3),
+        ({"containers": [c("1k")]}, 1000),
+        ({"containers": [c("2e3")]}, 2000),
+    ):
+        assert wls.pod_gpus({"spec": spec}, "nvidia.com/gpu") == asks, spec
+
+
 def test_a_job_without_gpus_is_refused_by_its_resources():
     with pytest.raises(AnnotationError, match="^resources: .*nvidia.com/gpu"):
         fields({"chronus.io/estimate": "1h"}, gpus=0)

@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from fractions import Fraction
 from typing import Any, Mapping
 
 from chronus_py.backends.kueue.annotations import PREFIX
@@ -114,20 +116,66 @@ def owner_job(wl: Mapping[str, Any]) -> str | None:
     return None
 
 
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+)|([a-zA-Z]*))")
+MAX_COUNT = 10**6
+"""The most GPUs a quantity is read as (a Node's are counted one by one)."""
+_SUFFIXES = {
+    "": 1,
+    "m": Fraction(1, 1000),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
 def _quantity(value: Any) -> int:
-    text = str(value)
-    return int(float(text[:-1]) * 1000) // 1000 if text.endswith("m") else int(float(text))
+    """A Kubernetes quantity (``4``, ``1k``, ``2e3``, ``500m``) as a whole count, rounded down;
+    0 if it is none (the API server checked it: an extended resource is a whole number, which
+    ``1k`` is, and ``float('1k')`` failed)."""
+    text = str(value).strip()
+    m = _QUANTITY.fullmatch(text) if len(text) <= 64 else None  # the API server's are short
+    if m is None or (m.group(3) or "") not in _SUFFIXES:
+        return 0
+    number = Fraction(m.group(1))
+    if m.group(2):
+        number *= Fraction(10) ** max(min(int(m.group(2)), 19), -19)  # 1e400: no huge power
+    else:
+        number *= _SUFFIXES[m.group(3) or ""]
+    return min(max(math.floor(number), 0), MAX_COUNT)
+
+
+def _asks(container: Mapping[str, Any], resource: str) -> int:
+    res = container.get("resources") or {}
+    amount = (res.get("limits") or {}).get(resource, (res.get("requests") or {}).get(resource))
+    return 0 if amount is None else _quantity(amount)
 
 
 def pod_gpus(template: Mapping[str, Any], resource: str) -> int:
-    """GPUs one pod of a pod set asks (its containers' limits, else requests)."""
-    total = 0
-    for c in (template.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        amount = (res.get("limits") or {}).get(resource, (res.get("requests") or {}).get(resource))
-        if amount is not None:
-            total += _quantity(amount)
-    return total
+    """GPUs one pod of a pod set asks, as Kubernetes and Kueue count a pod's request
+    (``PodRequests``): its containers' limits (else requests) plus its sidecars' (init
+    containers with ``restartPolicy: Always``), or an init container's plus the sidecars
+    started before it, if more. Counting the containers alone, a Job whose init container
+    takes 4 GPUs and whose trainer takes 1 was planned and placed as 1 GPU while Kueue
+    reserved 4 and kube-scheduler needed 4 free on the node."""
+    spec = template.get("spec") or {}
+    running = sum(_asks(c, resource) for c in spec.get("containers") or [])
+    sidecars = init = 0
+    for c in spec.get("initContainers") or []:
+        if c.get("restartPolicy") == "Always":
+            sidecars += _asks(c, resource)
+            init = max(init, sidecars)
+        else:
+            init = max(init, sidecars + _asks(c, resource))
+    return max(running + sidecars, init)
 
 
 @dataclass(frozen=True, slots=True)
