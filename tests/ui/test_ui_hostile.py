@@ -166,3 +166,46 @@ def test_back_after_log_out_shows_nothing_of_the_tenant(server, browser):
         assert "private-after-logout" not in page.content()
     finally:
         context.close()
+
+
+def test_a_keyboard_or_a_selection_in_the_table_is_not_thrown_out_by_a_poll(server, open_as):
+    """Tabbing through the jobs table, or selecting an id to copy it, lasted until the
+    scheduler next changed something (a 2 s poll on a busy cluster): the swap sent the focus
+    back to the top of the page and dropped the selection."""
+    from playwright.sync_api import expect
+
+    submit(server, "team-a", {"id": "kbd-first", "gpus": 1, "estimate_seconds": 90000})
+    page, _ = open_as("team-a")
+    page.goto(f"{server.url}/ui/jobs?q=kbd")
+    page.locator("input[name=q]").focus()
+    for _ in range(3):  # the state and kind menus, then the table's first column head
+        page.keyboard.press("Tab")
+    focused = "document.activeElement.closest('#live') && document.activeElement.textContent"
+    assert page.evaluate(focused).startswith("job")
+
+    def changed(response) -> bool:
+        return "part=live" in response.url and "kbd-second" in response.text()
+
+    submit(server, "team-a", {"id": "kbd-second", "gpus": 1, "estimate_seconds": 90000})
+    with page.expect_response(changed, timeout=20000):
+        pass
+    with page.expect_response(lambda r: "part=live" in r.url, timeout=20000):
+        pass  # one more poll: the first's swap, had there been one, is done by then
+    assert page.evaluate(focused).startswith("job")
+    assert page.locator('tr[data-job="kbd-second"]').count() == 0
+    page.keyboard.press("Shift+Tab")  # the focus leaves the table: it follows the scheduler again
+    expect(page.locator('tr[data-job="kbd-second"]')).to_have_count(1, timeout=20000)
+
+    page.locator("input[name=q]").focus()  # out of the table
+    select = """() => { const cell = document.querySelector('tr[data-job="kbd-first"] td.id a');
+        document.getSelection().selectAllChildren(cell); }"""
+    page.evaluate(select)  # as a mouse drag would, without moving the focus
+    submit(server, "team-a", {"id": "kbd-third", "gpus": 1, "estimate_seconds": 90000})
+    with page.expect_response(lambda r: "part=live" in r.url and "kbd-third" in r.text()):
+        pass
+    with page.expect_response(lambda r: "part=live" in r.url, timeout=20000):
+        pass
+    assert page.evaluate("document.getSelection().toString()") == "kbd-first"
+    assert page.locator('tr[data-job="kbd-third"]').count() == 0
+    page.evaluate("document.getSelection().removeAllRanges()")
+    expect(page.locator('tr[data-job="kbd-third"]')).to_have_count(1, timeout=20000)

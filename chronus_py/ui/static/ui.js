@@ -7,10 +7,28 @@
   "use strict";
   const seen = new Map();
   let since = null;
+  // Someone working in the live part (a keyboard focus in it, or text selected there to copy)
+  // keeps it until they leave: swapping it sent the focus back to the top of the page and
+  // dropped the selection every time the scheduler changed something.
+  function inUse(part) {
+    const active = document.activeElement;
+    if (active && active !== document.body && part.contains(active) && active.matches(":focus-visible")) {
+      return true;
+    }
+    const selection = document.getSelection();
+    return Boolean(selection && !selection.isCollapsed && selection.rangeCount &&
+      part.contains(selection.getRangeAt(0).commonAncestorContainer));
+  }
+
   document.addEventListener("htmx:beforeSwap", function (event) {
     const detail = event.detail;
     const tag = detail.xhr.getResponseHeader("ETag");
     const key = detail.requestConfig.path;
+    const polled = detail.requestConfig.elt && detail.requestConfig.elt.id === "live";
+    if (polled && detail.xhr.status === 200 && inUse(detail.target)) {
+      detail.shouldSwap = false;  // and its tag unrecorded: the next poll brings it again
+      return;
+    }
     if (tag && detail.requestConfig.verb === "get" && seen.get(key) === tag) {
       detail.shouldSwap = false;
       return;
