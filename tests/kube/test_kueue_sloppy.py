@@ -86,6 +86,10 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
             {**pod["containers"][0], "name": "fetch", "resources": {"limits": {GPU: "4"}}}
         ]
         s.cp.apply(init)
+        # parallelism 0: its pods ask a GPU, but there are none (was: "request no GPU")
+        paused = job("paused", s.queue, namespace=s.ns, annotations={EST: "2m"})
+        paused["spec"]["parallelism"] = 0
+        s.cp.apply(paused)
 
         for name, (_, _, _, says) in BAD.items():
             entry = wait(
@@ -98,6 +102,14 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
             assert "\n" not in text and len(text) < 300, (name, len(text), text[:400])
             why = s.workload(name)["metadata"]["annotations"][wls.REFUSED]
             assert len(why) < 300, (name, len(why))
+        says = wait(
+            lambda: (e := s.entry("paused")).get("state") == "Rejected" and e["message"],
+            60,
+            "the Job of no pods refused",
+        )
+        assert says == "chronus refused it: resources: the Workload has no pods (the Job's " + (
+            "parallelism is 0); nothing to run"
+        ), says
         for name in ("good", "zoned", "init4"):
             wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
         init_id = s.chronus_id("init4")
@@ -108,7 +120,7 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
         assert "Traceback" not in log, log[-3000:]
         assert not serve.events("round_failed", "backend_error"), serve.events("backend_error")
         refused = {e["job"] for e in serve.events("kueue_refuse")}
-        assert len(refused) == len(BAD), refused
+        assert len(refused) == len(BAD) + 1, refused  # and "paused"
         for e in serve.events("kueue_refuse"):
             assert len(json.dumps(e)) < 500, e
         assert serve.proc.poll() is None

@@ -35,6 +35,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from chronus_py.backends.kueue.names import GPU
 from chronus_py.backends.slurm import marker
 from chronus_py.service.jobspec import MAX_DEADLINES, FieldError, parse_job
 from chronus_py.service.rounds import HORIZON
@@ -156,11 +157,18 @@ def rfc3339(t: float) -> str:
 
 
 def job_fields(
-    annotations: Mapping[str, str], *, job_id: str, gpus: int, submit: float, tenant: str
+    annotations: Mapping[str, str],
+    *,
+    job_id: str,
+    gpus: int,
+    submit: float,
+    tenant: str,
+    pods: int | None = None,
+    resource: str = GPU,
 ) -> dict[str, Any]:
-    """The ``POST /v1/jobs`` fields of a Workload of ``gpus`` GPUs created at ``submit``, checked
-    by the service's rules too (``jobspec.parse_job``): every problem is an
-    :class:`AnnotationError` naming the annotation."""
+    """The ``POST /v1/jobs`` fields of a Workload of ``gpus`` GPUs (``resource``) in ``pods``
+    pods, created at ``submit``, checked by the service's rules too (``jobspec.parse_job``):
+    every problem is an :class:`AnnotationError` naming the annotation."""
     mine = {k: v for k, v in annotations.items() if k.startswith(PREFIX)}
     for key in mine:
         if key not in USER_KEYS and key[len(PREFIX) :] not in RECORD_KEYS:
@@ -170,9 +178,13 @@ def job_fields(
             raise AnnotationError(
                 f"{key}: {len(mine[key])} characters, expected at most {MAX_VALUE}"
             )
+    if pods == 0:  # not "its pods request no GPU": they may, there are none
+        raise AnnotationError(
+            "resources: the Workload has no pods (the Job's parallelism is 0); nothing to run"
+        )
     if gpus < 1:
         raise AnnotationError(
-            "resources: the Job's pods request no GPU (limits nvidia.com/gpu); chronus "
+            f"resources: the Job's pods request no GPU (limits {resource}); chronus "
             "schedules GPU jobs only"
         )
     fields: dict[str, Any] = {"id": job_id, "gpus": gpus, "tenant": tenant, "submit": submit}

@@ -490,7 +490,13 @@ class KueueBackend(CompressedTime):
         created = wls.unix(wls.meta(wl).get("creationTimestamp")) or time.time()
         gpus = wls.gpus(wl, self.resource)
         fields = notes.job_fields(
-            given, job_id=job_id, gpus=gpus, submit=self._v(created), tenant=ns
+            given,
+            job_id=job_id,
+            gpus=gpus,
+            submit=self._v(created),
+            tenant=ns,
+            pods=sum(p.count for p in wls.pod_sets(wl, self.resource)),
+            resource=self.resource,
         )
         nodes = self.nodes()
         total = sum(len(n.gpus) for n in nodes)
