@@ -3,8 +3,13 @@ browser (Debian's Chromium) against a real ``chronus serve``."""
 
 from __future__ import annotations
 
+from polling import wait_for
 from serving import TOKENS, Server
 from ui_helpers import TOKEN, bearer
+
+
+def state_of(server, job: str) -> str:
+    return server.http.get(f"/v1/jobs/{job}", headers=bearer("team-a")).json()["state"]
 
 
 def submit(server, who: str, body: dict) -> dict:
@@ -73,6 +78,7 @@ def test_jobs_named_dot_and_dot_dot_have_pages_that_follow_and_cancel_them(serve
         assert polled.value.status == 200
         assert polled.value.url == f"{page.url}&part=live"
         assert page.url == f"{server.url}/ui/job?id={name}"
+        page.click("#cancel summary")
         with page.expect_navigation():
             page.click("#cancel button")
         expect(page.locator("#job-state")).to_have_text("cancelled")
@@ -209,3 +215,36 @@ def test_a_keyboard_or_a_selection_in_the_table_is_not_thrown_out_by_a_poll(serv
     assert page.locator('tr[data-job="kbd-third"]').count() == 0
     page.evaluate("document.getSelection().removeAllRanges()")
     expect(page.locator('tr[data-job="kbd-third"]')).to_have_count(1, timeout=20000)
+
+
+def test_cancel_asks_first_and_is_done_by_keyboard(server, open_as):
+    """One click on "Cancel job" killed the job, its work lost, with nothing to undo it."""
+    from playwright.sync_api import expect
+
+    submit(server, "team-a", {"id": "asked", "gpus": 2, "estimate_seconds": 90000})
+    wait_for(lambda: state_of(server, "asked") == "running", timeout=20.0)
+    page, _ = open_as("team-a")
+    page.goto(f"{server.url}/ui/jobs/asked")
+    expect(page.locator("#cancel button")).to_be_hidden()
+    page.click("#cancel summary")
+    expect(page.locator("#cancel button")).to_be_visible()
+    expect(page.locator("#cancel form")).to_contain_text("stops now, on 2 GPU(s)")
+
+    def changed(response) -> bool:  # a poll with news (the progress bar moves every poll)
+        return "part=live" in response.url and response.status == 200
+
+    for _ in range(2):  # the question stays open over the page's polls
+        with page.expect_response(changed, timeout=20000):
+            pass
+    expect(page.locator("#cancel button")).to_be_visible()
+    assert state_of(server, "asked") == "running"
+    # by keyboard: close the question, open it again, and answer it
+    page.locator("#cancel summary").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#cancel button")).to_be_hidden()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Yes, cancel it"
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page.locator("#job-state")).to_have_text("cancelled")
