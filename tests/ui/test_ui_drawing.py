@@ -4,6 +4,7 @@ stays small however many jobs it holds."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from chronus_py.ui import charts, timeline
 from chronus_py.ui.snapshot import NodeView
@@ -43,3 +44,29 @@ def test_a_node_reason_is_text_not_markup():
     svg = str(charts.heatmap([NodeView("n0", 8, False, reason, {})]))
     assert "<a " not in svg and "evil.example</a>" not in svg
     assert "n0: unhealthy: &lt;/title&gt;&lt;/rect&gt;&lt;/svg&gt;&lt;a href=" in svg
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG 2's contrast ratio of two colours (#rgb or #rrggbb)."""
+
+    def luminance(colour: str) -> float:
+        if len(colour) == 4:
+            colour = "#" + "".join(c * 2 for c in colour[1:])
+        channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_a_job_name_on_its_bar_is_readable_on_every_kind():
+    """A running job's name is written on its bar in 11 px text: white on the pool's amber
+    (#d97706) was 3.2:1, under the 4.5:1 WCAG asks of text that size."""
+    css = (Path(charts.__file__).parent / "static" / "ui.css").read_text()
+    for kind in ("guaranteed", "pool", "best_effort", "elastic"):
+        bar = timeline.Bar("n", 0.0, 3600.0, kind, "tip", gpus=1, name="job-name")
+        svg = str(timeline.draw([timeline.Lane("n", "n")], [bar], start=0.0, end=7200.0))
+        text_class = re.search(r'<text [^>]*class="(on-[a-z]+)">job-name</text>', svg).group(1)
+        fill = re.search(rf"svg\.timeline text\.{text_class} {{ fill: (#[0-9a-f]+);", css)
+        assert _contrast(fill.group(1), timeline.COLOURS[kind]) >= 4.5, (kind, text_class)
