@@ -77,3 +77,14 @@ def test_a_cancel_through_an_https_proxy_is_taken_and_a_cross_site_one_is_not(se
     assert r.headers["location"] == "/ui/jobs/proxied"
     listed = server.http.get("/v1/jobs?state=cancelled", headers=bearer("team-a")).json()
     assert "proxied" in [j["id"] for j in listed["jobs"]]
+
+
+def test_empty_pages_say_what_to_do(server):
+    """A tenant with no jobs saw "no jobs" and a timeline of empty rows, and a filter that
+    matched nothing said the same: neither how to submit one nor how to see the rest."""
+    jobs = server.http.get("/ui/jobs", headers=bearer("team-b")).text
+    assert "No jobs yet of team-b. Submit one with <code>chronus submit" in jobs
+    none = server.http.get("/ui/jobs?state=running&q=zzz", headers=bearer("team-b")).text
+    assert 'No job matches these filters. <a href="/ui/jobs">Show all jobs</a>' in none
+    timeline = server.http.get("/ui/", headers=bearer("team-b")).text
+    assert "Nothing runs or is planned for team-b. Submit a job with" in timeline
