@@ -352,9 +352,20 @@ def ui_app(
     async def login_form(request: Request) -> Response:
         if tokens is None:
             return RedirectResponse("/ui/", status_code=303)
-        return html(
-            "login.html", {"error": None, "auth": True, "caller": None, "path": "/ui/login"}
+        error = None
+        stale = request.cookies.get(COOKIE)
+        if stale and session.login(stale) is None:
+            # the token this browser logged in with was revoked (or the server's tokens file
+            # changed): say so, and forget it; the page only came back to the form, unexplained
+            error = "The token this browser logged in with is no longer accepted: log in again."
+        response = html(
+            "login.html", {"error": error, "auth": True, "caller": None, "path": "/ui/login"}
         )
+        if error is not None:
+            response.delete_cookie(
+                COOKIE, path="/ui", secure=True, httponly=True, samesite="strict"
+            )
+        return response
 
     async def login(request: Request) -> Response:
         try:

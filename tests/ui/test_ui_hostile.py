@@ -248,3 +248,35 @@ def test_cancel_asks_first_and_is_done_by_keyboard(server, open_as):
     with page.expect_navigation():
         page.keyboard.press("Enter")
     expect(page.locator("#job-state")).to_have_text("cancelled")
+
+
+def test_a_revoked_token_ends_the_session_with_a_word(browser, tmp_path):
+    """A token taken out of the tokens file (and the server restarted) sent an open page back
+    to the login form without a word, the dead token still in the cookie."""
+    from playwright.sync_api import expect
+
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--speed", "50")
+    server = Server(tmp_path, *args).start()
+    context = browser.new_context()
+    again = None
+    try:
+        page = log_in(context, server.url, "team-a")
+        page.goto(f"{server.url}/ui/jobs")
+        server.stop()
+        revoked = "".join(line for line in TOKENS.splitlines(True) if "team-a" not in line)
+        (tmp_path / "tokens.yaml").write_text(revoked)
+        again = Server(tmp_path, *args, port=server.port).start()
+        page.wait_for_url(f"{server.url}/ui/login", timeout=20000)  # by the live part's poll
+        expect(page.locator(".error")).to_have_text(
+            "The token this browser logged in with is no longer accepted: log in again."
+        )
+        assert [c for c in context.cookies() if c["name"] == "chronus_token"] == []
+        page.reload()
+        expect(page.locator(".error")).to_have_count(0)
+    finally:
+        context.close()
+        for s in (server, again):
+            if s is not None:
+                s.stop()
+                s.http.close()
