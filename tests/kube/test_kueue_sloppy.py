@@ -179,3 +179,34 @@ def test_damaged_records_refuse_one_workload_and_stall_none(setup, tmp_path):
         log = second.log.read_text(errors="replace")
         assert "Traceback" not in log, log[-3000:]
         assert not second.events("round_failed")
+
+
+def test_a_deadline_that_passed_in_kueue_s_queue_is_named_on_the_workload(
+    kube, kube_ns, kube_queues, chronus_kubeconfig, tmp_path
+):
+    """A Job whose deadline passed while Kueue held it back for quota runs best-effort (README);
+    its check said "best-effort job: no deadline to guarantee", as if its owner had given
+    none. It now names the deadline and why (recorded on the Workload, so a restarted
+    controller says it too)."""
+    s = make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig, quota=4)
+    s.add_nodes("a")
+    with s.serve(tmp_path) as serve:
+        s.submit("hold", run_seconds=10, notes={EST: "10m"})
+        wait(lambda: s.running_nodes("hold"), 60, "hold to run")
+        s.submit("late", run_seconds=2, notes={EST: "2m", DL: "+3m"})
+        says = wait(
+            lambda: (
+                "passed before Kueue reserved" in (m := s.entry("late").get("message", "")) and m
+            ),
+            60,
+            "late's message to say its deadline passed",
+        )
+        (event,) = [e for e in serve.events("kueue_deadline_passed")]
+        at = wls.rfc3339(event["at"])
+        assert (
+            f"not guaranteed: its deadline {at} passed before Kueue reserved quota for it, "
+            + ("so it runs best-effort")
+            in says
+        ), says
+        assert "no deadline to guarantee" not in says
+        wait(lambda: s.succeeded("late"), 60, "late to complete")

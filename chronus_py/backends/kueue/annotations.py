@@ -44,7 +44,7 @@ PREFIX = "chronus.io/"
 ESTIMATE, DEADLINE = PREFIX + "estimate", PREFIX + "deadline"
 ITERATIONS, MODEL = PREFIX + "iterations", PREFIX + "model"
 USER_KEYS = (ESTIMATE, DEADLINE, ITERATIONS, MODEL)
-RECORD_KEYS = ("job", "guarantee", "work-done", "placement", "refused")
+RECORD_KEYS = ("job", "guarantee", "work-done", "placement", "refused", "deadline-passed")
 """Annotations chronus writes itself on the Workload (``workloads.py``), passed over here."""
 MAX_VALUE = 1024
 """Characters an annotation's value may have: 16 deadline options of an ISO time with its zone

@@ -151,6 +151,9 @@ class KueueBackend(CompressedTime):
         )
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
+        self._passed: dict[
+            str, float
+        ] = {}  # arrival id -> its last deadline, passed (``arrivals``)
 
     def close(self) -> None:
         self.writes.close()
@@ -428,6 +431,7 @@ class KueueBackend(CompressedTime):
 
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
+        self._passed = {}  # the last round's were recorded by its submits (or refused)
         for job_id, wl in self._ours().items():
             entry = wls.check_entry(wl, self.checks)
             why = wls.annotations(wl).get(wls.REFUSED)
@@ -476,6 +480,7 @@ class KueueBackend(CompressedTime):
                     )
                 )
                 del fields["deadlines"]
+                self._passed[job_id] = deadlines[-1]["at"]
             self._arrived.add(job_id)
             out.append(fields)
         return out
@@ -608,7 +613,8 @@ class KueueBackend(CompressedTime):
             self._require_leader()
             fields = dict(spec or {"id": job.id, "gpus": job.gpus, "tenant": job.tenant})
             fields["submit"] = job.submit
-            self._record(wl, job=fields, now=False)
+            passed = self._passed.pop(job.id, None)
+            self._record(wl, job=fields, deadline_passed=passed, now=False)
             self._tracked.add(job.id)
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
@@ -781,7 +787,7 @@ class KueueBackend(CompressedTime):
             entry = wls.check_entry(wl, self.checks)
             if entry is None or entry.get("state") not in ("Pending", "Ready"):
                 continue
-            text = resize_note(wl) + message(report)
+            text = resize_note(wl) + message(report, wls.deadline_passed(wl))
             if entry.get("state") == "Ready":
                 text = entry.get("message", "").split("; ", 1)[0] + "; " + text
             queued = self.writes.message(job_id)
@@ -865,8 +871,10 @@ def resize_note(wl: dict) -> str:
     return f"Kueue reserved it again at {note[1]} GPUs (was {note[0]}), planned at that size: "
 
 
-def message(report: JobReport) -> str:
-    """The decision in words, for ``kubectl describe workload``."""
+def message(report: JobReport, passed: float | None = None) -> str:
+    """The decision in words, for ``kubectl describe workload``; ``passed``: the last deadline
+    the Job gave, which passed before Kueue reserved quota for it (it then said "best-effort
+    job: no deadline to guarantee", as if the user had given none)."""
     if report.guaranteed is not None:
         text = f"guaranteed to finish by {wls.rfc3339(report.guaranteed.at)}"
         if report.guaranteed.value != 1:
@@ -874,7 +882,13 @@ def message(report: JobReport) -> str:
         if report.planned_start is not None:
             text += f"; planned start {wls.rfc3339(report.planned_start)}"
         return text
-    text = f"not guaranteed: {report.reason}"
+    reason = report.reason
+    if passed is not None:
+        reason = (
+            f"its deadline {wls.rfc3339(passed)} passed before Kueue reserved quota for it, so "
+            "it runs best-effort"
+        )
+    text = f"not guaranteed: {reason}"
     return text if report.running else text + "; waits for free GPUs"
 
 

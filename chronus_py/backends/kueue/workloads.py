@@ -9,6 +9,8 @@ Chronus's records are annotations it owns (server-side apply, its own field mana
                           (+ "resized": [FROM, TO]: GPUs, once Kueue reserved another count)
     chronus.io/placement  {"nodes": {node: [gpu, ...]}, "since": T}: the current run's GPUs
     chronus.io/refused    why chronus will not run it (a bad annotation): never looked at again
+    chronus.io/deadline-passed  T: the last deadline, passed before Kueue reserved quota for it
+                          (it runs best-effort; the check's message says why)
 
 so a controller that starts with an empty database rebuilds every job, run and promise from the
 API server alone. Times are on the backend's clock (``KueueBackend.now``).
@@ -30,7 +32,8 @@ from chronus_py.jobs.model import DeadlineOption
 
 JOB, GUARANTEE = PREFIX + "job", PREFIX + "guarantee"
 WORK_DONE, PLACEMENT, REFUSED = PREFIX + "work-done", PREFIX + "placement", PREFIX + "refused"
-RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED)
+PASSED = PREFIX + "deadline-passed"
+RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED, PASSED)
 HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -251,6 +254,12 @@ def work_done(wl: Mapping[str, Any]) -> tuple[float, int]:
     if seconds is None or runs is None or seconds < 0 or runs < 0:
         return 0.0, 0
     return seconds, int(runs)
+
+
+def deadline_passed(wl: Mapping[str, Any]) -> float | None:
+    """The last deadline the user gave, if it passed before Kueue reserved quota for the
+    Workload (chronus then took it in best-effort)."""
+    return _finite(_json(wl, PASSED))
 
 
 def resized(wl: Mapping[str, Any]) -> tuple[int, int] | None:
