@@ -213,7 +213,7 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def jobs(request: Request, caller: Caller, token: str | None) -> Response:
-        q = _query(request, ("sort", "desc", "state", "kind", "q", "part"))
+        q = _query(request, ("sort", "desc", "state", "kind", "q", "page", "part"))
         sort = q.get("sort", "slack")
         if sort not in views.SORTS:
             raise ApiError(422, f"unknown sort (have: {', '.join(views.SORTS)})", "sort")
@@ -228,7 +228,11 @@ def ui_app(
             raise ApiError(422, "expected 1 (descending) or 0", "desc")
         if len(q.get("q", "")) > MAX_TEXT:
             raise ApiError(422, f"at most {MAX_TEXT} characters", "q")
-        ended = 200 if state in ("", "finished", "cancelled", "failed") else 0
+        page = q.get("page", "1")
+        if not (page.isascii() and page.isdigit() and 1 <= len(page) <= 6 and int(page) >= 1):
+            raise ApiError(422, "expected a page number, 1 or more", "page")
+        page = int(page)
+        ended = views.ENDED if state in ("", "finished", "cancelled", "failed") else 0
 
         reading = await read(lambda: reader.read(caller, ended=ended))
 
@@ -241,9 +245,15 @@ def ui_app(
                 state=state,
                 kind=kind,
                 text=q.get("q", ""),
+                page=page,
             )
 
         snap, result = await asyncio.to_thread(choose)
+        if page > result.pages:
+            # (a poll of a page the table no longer reaches says so above the rows it showed)
+            raise ApiError(
+                422, f"no page {page}: {result.total} job(s) make {result.pages} page(s)", "page"
+            )
         result = replace(result, rows=await read(reader.describe, result.rows))
         filters = {
             "sort": sort,
@@ -253,7 +263,13 @@ def ui_app(
             "q": q.get("q", ""),
         }
 
-        address = "/ui/jobs?" + urlencode({k: v for k, v in filters.items() if v})
+        chosen = {k: v for k, v in filters.items() if v}
+        address = "/ui/jobs?" + urlencode({**chosen, **({"page": page} if page > 1 else {})})
+
+        def page_url(n: int) -> str | None:
+            if not 1 <= n <= result.pages or n == page:
+                return None
+            return "/ui/jobs?" + urlencode({**chosen, **({"page": n} if n > 1 else {})})
 
         def build() -> Response:  # drawing and rendering: off the event loop
             context = {
@@ -262,6 +278,9 @@ def ui_app(
                 "table": result,
                 "filters": filters,
                 "kinds": timeline.LABELS,
+                "pages": {"previous": page_url(page - 1), "next": page_url(page + 1)},
+                # ended jobs are read up to ``ended``: say so when there may be more
+                "ended": ended if ended and len(reading.ended) >= ended else 0,
                 "live_url": address + "&part=live",
             }
             name = "jobs_live.html" if part_of(request) else "jobs.html"

@@ -21,6 +21,8 @@ MAX_NODE_LANES = 48
 MAX_LANES = 32
 MAX_RESERVED_LANES = 16
 PAGE = 200
+ENDED = 200
+"""The jobs table lists every active job and the most recently ended ones, this many."""
 SORTS = (
     "slack",
     "id",
@@ -266,6 +268,9 @@ class Table:
     total: int
     sort: str
     descending: bool
+    first: int = 0
+    """The index of the first row shown among the ``total`` chosen."""
+    pages: int = 1
 
 
 def table(
@@ -277,8 +282,10 @@ def table(
     kind: str = "",
     text: str = "",
     limit: int = PAGE,
+    page: int = 1,
 ) -> Table:
-    """Filter (state, kind, a substring of id or tenant) then sort; missing values last."""
+    """Filter (state, kind, a substring of id or tenant) then sort, missing values last; the
+    ``page``-th ``limit`` rows."""
     text = text.strip().lower()
     chosen = [
         j
@@ -291,7 +298,9 @@ def table(
     missing = [j for j in chosen if getattr(j, sort) is None]
     present.sort(key=lambda j: (getattr(j, sort), j.id), reverse=descending)
     ordered = present + sorted(missing, key=lambda j: j.id)
-    return Table(ordered[:limit], len(chosen), sort, descending)
+    first = (page - 1) * limit
+    pages = max(1, -(-len(chosen) // limit))
+    return Table(ordered[first : first + limit], len(chosen), sort, descending, first, pages)
 
 
 def tenant_shares(snap: Snapshot) -> list[dict]:
