@@ -597,7 +597,7 @@ class ControlPlane:
         node = self.api("GET", f"/api/v1/nodes/{name}")
         return any(
             c["type"] == "Ready" and c["status"] == "True"
-            for c in node.get("status", {}).get("conditions", [])
+            for c in (node.get("status") or {}).get("conditions") or []
         )
 
     def cordon_node(self, name: str, cordon: bool = True) -> None:
@@ -673,7 +673,7 @@ class ControlPlane:
         cq = self.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{name}")
         return any(
             c["type"] == "Active" and c["status"] == "True"
-            for c in cq.get("status", {}).get("conditions", [])
+            for c in (cq.get("status") or {}).get("conditions") or []
         )
 
     def delete_queues(self, name: str, namespace: str = "default") -> None:
@@ -768,7 +768,7 @@ class ControlPlane:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
         return any(
             c["type"] == "Established" and c["status"] == "True"
-            for c in self.api("GET", path).get("status", {}).get("conditions", [])
+            for c in (self.api("GET", path).get("status") or {}).get("conditions") or []
         )
 
     def _start_controllers(self) -> list[Callable[[], None]]:
