@@ -42,6 +42,7 @@ def test_a_planned_start_tolerates_a_minute_or_a_tenth_of_the_wait():
 
 def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarantee(setup):
     s = setup
+    s.add_nodes("a")  # no nodes: a Job of any size is wider than the cluster, and refused
     s.submit("waits", gpus=1, run_seconds=60, notes={"chronus.io/estimate": "10m"})
     job_id = s.chronus_id("waits")
     kube = Kube(config(str(s.kubeconfig)), manager=FIELD_MANAGER)
@@ -88,5 +89,43 @@ def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarant
         assert published(withdrawn) == (2, text)  # the apply, then the merge patch
         assert s.promise("waits") is None
         assert published(withdrawn) == (0, text)
+    finally:
+        backend.close()
+
+
+def test_refusals_are_queued_not_written_in_the_round(setup):
+    """A round refuses bad Workloads under the request lock: their records and ``Rejected``
+    checks are queued for the writer threads (the round's own client writes nothing), land,
+    and are not refused twice. Written in the round, one team's template with a typo (here
+    6 Jobs, in a real cluster hundreds) held every request for two writes a Job."""
+    s = setup
+    names = [f"typo-{i}" for i in range(6)]
+    for name in names:
+        s.submit(name, gpus=1, run_seconds=60, notes={"chronus.io/estimate": "2 h"})
+    kube = Kube(config(str(s.kubeconfig)), manager=FIELD_MANAGER)
+    backend = KueueBackend(kube, controller=f"chronus.io/{s.ns}")
+    try:
+        ids = {s.chronus_id(n) for n in names}
+
+        def reserved() -> bool:
+            return {i for i, w in backend._ours().items() if wls.reserved(w)} >= ids
+
+        wait(reserved, 60, "Kueue to reserve every Job")
+        before = dict(kube.writes)  # the check marked Active at start
+        backend.look()
+        assert backend.arrivals() == []
+        assert dict(kube.writes) == before, kube.writes
+        assert backend.arrivals() == []  # read as refused at once, not refused again
+        assert backend.writes.wait_idle(30)
+        assert sum(backend.writes.writes.values()) == 2 * len(names), backend.writes.writes
+        for name in names:
+            entry = wait(
+                lambda n=name: (e := s.entry(n)).get("state") == "Rejected" and e,
+                30,
+                f"{name} Rejected",
+            )
+            assert entry["message"] == "chronus refused it: chronus.io/estimate: expected a " + (
+                "duration like 600, 90s, 20m, 2h, 1h30m, got '2 h'"
+            ), entry
     finally:
         backend.close()
