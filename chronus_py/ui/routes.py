@@ -409,6 +409,16 @@ def ui_app(
         return response
 
     async def logout(request: Request) -> Response:
+        if request.method != "POST":
+            # a person typing /ui/logout got the API's JSON 405: ask instead (a GET changes
+            # nothing, so that no link or image elsewhere logs anyone out)
+            try:
+                caller, _ = session.caller(request) if tokens is not None else (None, None)
+            except ApiError:  # a wrong bearer header: nobody to log out
+                caller = None
+            if caller is None:
+                return RedirectResponse("/ui/login", status_code=303)
+            return html("logout.html", {"caller": caller, "auth": True, "path": request.url.path})
         try:
             check_origin(request)  # another site's form must not log this browser out
         except ApiError as exc:
@@ -437,7 +447,7 @@ def ui_app(
             Route("/job/cancel", page(cancel), methods=["POST"]),
             Route("/cluster", page(cluster), methods=["GET"]),
             Route("/login", login_page, methods=["GET", "POST"]),
-            Route("/logout", logout, methods=["POST"]),
+            Route("/logout", logout, methods=["GET", "POST"]),
             Mount("/static", app=StaticFiles(directory=HERE / "static")),
         ],
         redirect_slashes=False,  # as the app's (``attach``)

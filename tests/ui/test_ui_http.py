@@ -119,3 +119,13 @@ def test_the_jobs_table_pages_through_every_active_job(server):
     for page, line in (("3", "page: no page 3: 201 job(s) make 2 page(s)"), ("0", "page: ex")):
         r = server.http.get(f"/ui/jobs?q=pg-&page={page}", headers=bearer("team-a"))
         assert r.status_code == 422 and error_line(r.text).startswith(line), r.text[:300]
+
+
+def test_a_typed_logout_address_asks_and_changes_nothing(server):
+    """``GET /ui/logout`` (typed, or a bookmark) answered the API's JSON 405."""
+    r = server.http.get("/ui/logout", headers=bearer("team-b"))
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert '<form method="post" action="/ui/logout">' in r.text
+    assert "tenant <b>team-b</b>" in r.text and "set-cookie" not in r.headers
+    gone = server.http.get("/ui/logout", follow_redirects=False)
+    assert gone.status_code == 303 and gone.headers["location"] == "/ui/login"
