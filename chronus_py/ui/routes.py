@@ -21,7 +21,7 @@ import sqlite3
 import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
@@ -110,9 +110,14 @@ def ui_app(
             try:
                 caller, token = session.caller(request)
                 if caller is None:
+                    # back to this page once logged in (a poll: to the page it polls for)
                     if request.query_params.get("part"):
-                        return Response(status_code=401, headers={"HX-Redirect": "/ui/login"})
-                    return RedirectResponse("/ui/login", status_code=303)
+                        here = urlsplit(request.headers.get("hx-current-url", ""))
+                        to = _login_to(here.path + (f"?{here.query}" if here.query else ""))
+                        return Response(status_code=401, headers={"HX-Redirect": to})
+                    if request.method != "GET":
+                        return RedirectResponse("/ui/login", status_code=303)
+                    return RedirectResponse(_login_to(_path_and_query(request)), status_code=303)
                 return await fn(request, caller, token)
             except ApiError as exc:
                 return failed(exc.status, exc.line())
@@ -371,6 +376,7 @@ def ui_app(
     async def login_form(request: Request) -> Response:
         if tokens is None:
             return RedirectResponse("/ui/", status_code=303)
+        then = _then(request.query_params.get("next"))
         error = None
         stale = request.cookies.get(COOKIE)
         if stale and session.login(stale) is None:
@@ -378,7 +384,8 @@ def ui_app(
             # changed): say so, and forget it; the page only came back to the form, unexplained
             error = "The token this browser logged in with is no longer accepted: log in again."
         response = html(
-            "login.html", {"error": error, "auth": True, "caller": None, "path": "/ui/login"}
+            "login.html",
+            {"error": error, "auth": True, "caller": None, "path": "/ui/login", "next": then},
         )
         if error is not None:
             response.delete_cookie(
@@ -396,13 +403,20 @@ def ui_app(
                 "login.html", {"error": exc.message, "auth": True, "caller": None}, exc.status
             )
         token = form.get("token", "").strip()
+        then = _then(form.get("next"))
         if session.login(token) is None:
             return html(
                 "login.html",
-                {"error": "unknown token", "auth": True, "caller": None, "path": "/ui/login"},
+                {
+                    "error": "unknown token",
+                    "auth": True,
+                    "caller": None,
+                    "path": "/ui/login",
+                    "next": then,
+                },
                 401,
             )
-        response = RedirectResponse("/ui/", status_code=303)
+        response = RedirectResponse(then, status_code=303)
         response.set_cookie(
             COOKIE, token, path="/ui", secure=True, httponly=True, samesite="strict"
         )
@@ -465,6 +479,33 @@ def _matches(header: str | None, etag: str) -> bool:
     if header is None:
         return False
     return any(tag.strip().removeprefix("W/") in (etag, "*") for tag in header.split(","))
+
+
+def _path_and_query(request: Request) -> str:
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def _login_to(then: str) -> str:
+    then = _then(then)
+    return "/ui/login" if then == "/ui/" else "/ui/login?" + urlencode({"next": then})
+
+
+def _then(given: str | None) -> str:
+    """Where a login goes on to: the view's page it was sent from (``?next=``), never another
+    site's (``//elsewhere``, ``/\\elsewhere``) nor the login or logout page; else the timeline.
+    A login always went to the timeline, so a bookmarked ``/ui/jobs?state=running`` was lost."""
+    if (
+        not given
+        or len(given) > 2000
+        or not given.startswith("/ui/")
+        or "//" in given
+        or "\\" in given
+        or any(ord(c) < 0x21 or ord(c) == 0x7F for c in given)
+        or given.split("?")[0] in ("/ui/login", "/ui/logout")
+    ):
+        return "/ui/"
+    return given
 
 
 def _job_of(request: Request, names: tuple[str, ...]) -> str:

@@ -154,7 +154,7 @@ def test_bearer_header_is_served_as_is_and_nothing_else_is(server):
         assert http.request(method, "/ui/jobs/a0", headers=bearer("admin")).status_code == 405
     assert http.post("/ui/", headers=bearer("admin")).status_code == 405
     login = http.get("/ui/jobs", follow_redirects=False)
-    assert login.status_code == 303 and login.headers["location"] == "/ui/login"
+    assert login.status_code == 303 and login.headers["location"] == "/ui/login?next=%2Fui%2Fjobs"
     assert (
         http.get("/v1/jobs", headers={"Cookie": f"chronus_token={TOKEN['admin']}"}).status_code
         == 401

@@ -267,7 +267,8 @@ def test_a_revoked_token_ends_the_session_with_a_word(browser, tmp_path):
         revoked = "".join(line for line in TOKENS.splitlines(True) if "team-a" not in line)
         (tmp_path / "tokens.yaml").write_text(revoked)
         again = Server(tmp_path, *args, port=server.port).start()
-        page.wait_for_url(f"{server.url}/ui/login", timeout=20000)  # by the live part's poll
+        # by the live part's poll, to come back here once logged in again
+        page.wait_for_url(f"{server.url}/ui/login?next=%2Fui%2Fjobs", timeout=20000)
         expect(page.locator(".error")).to_have_text(
             "The token this browser logged in with is no longer accepted: log in again."
         )
@@ -280,3 +281,21 @@ def test_a_revoked_token_ends_the_session_with_a_word(browser, tmp_path):
             if s is not None:
                 s.stop()
                 s.http.close()
+
+
+def test_logging_in_returns_to_the_page_asked_for(server, browser):
+    """A bookmarked or shared address (``/ui/jobs?state=running``) went to the login form, and
+    the login then to the timeline: the address was lost."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/ui/jobs?state=running&sort=gpus")
+        assert page.url.startswith(f"{server.url}/ui/login?next=")
+        page.fill("input[name=token]", "not-a-token-0123456789")
+        page.click("button[type=submit]")  # a wrong token first: the address is kept
+        page.fill("input[name=token]", TOKEN["team-a"])
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server.url}/ui/jobs?state=running&sort=gpus")
+        assert page.locator("select[name=state] option[selected]").inner_text() == "running"
+    finally:
+        context.close()

@@ -129,3 +129,22 @@ def test_a_typed_logout_address_asks_and_changes_nothing(server):
     assert "tenant <b>team-b</b>" in r.text and "set-cookie" not in r.headers
     gone = server.http.get("/ui/logout", follow_redirects=False)
     assert gone.status_code == 303 and gone.headers["location"] == "/ui/login"
+
+
+@pytest.mark.parametrize(
+    ("given", "then"),
+    [
+        ("/ui/jobs?state=running", "/ui/jobs?state=running"),
+        ("//evil.example/ui/", "/ui/"),
+        ("/ui//evil.example", "/ui/"),
+        ("/ui/\\evil.example", "/ui/"),
+        ("https://evil.example/ui/", "/ui/"),
+        ("/v1/jobs", "/ui/"),
+        ("/ui/logout", "/ui/"),
+        ("/ui/jobs\r\nSet-Cookie: x=1", "/ui/"),
+    ],
+)
+def test_a_login_goes_on_only_to_a_page_of_the_view(server, given, then):
+    """``next`` names where a login goes on to: a page of this view, never another site."""
+    r = server.http.post("/ui/login", data={"token": TOKEN["team-b"], "next": given})
+    assert r.status_code == 303 and r.headers["location"] == then
