@@ -13,7 +13,7 @@ from typing import Sequence
 from markupsafe import Markup
 
 from chronus_py.ui.snapshot import NodeView
-from chronus_py.ui.timeline import COLOURS
+from chronus_py.ui.timeline import COLOURS, HATCH
 
 CELL = 9
 GAP = 1
@@ -76,7 +76,7 @@ def heatmap(nodes: Sequence[NodeView], *, per_block: int = 64, titles: bool = Tr
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" role="img" '
         f'aria-label="GPU heat map" viewBox="0 0 {width} {height}" width="{width * scale}" '
-        f'height="{height * scale}">{body}{"".join(extra)}</svg>'
+        f'height="{height * scale}">{HATCH}{body}{"".join(extra)}</svg>'
     )
 
 

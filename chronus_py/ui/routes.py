@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from markupsafe import Markup
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -365,6 +366,7 @@ def ui_app(
                     ],
                     "unhealthy": [n for n in snap.nodes if not n.healthy],
                     "legend": [(s, c) for s, c in charts.STATES.items()],
+                    "hatch": Markup(timeline.HATCH),
                     "live_url": "/ui/cluster?part=live",
                 }
 

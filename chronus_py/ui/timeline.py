@@ -25,8 +25,17 @@ COLOURS = {
     "pool": "#d97706",
     "best_effort": "#64748b",
     "elastic": "#7c3aed",
-    "other": "#cbd5e1",
+    "other": "url(#other-tenants)",
 }
+HATCH = (
+    '<defs><pattern id="other-tenants" width="4" height="4" patternUnits="userSpaceOnUse" '
+    'patternTransform="rotate(45)"><rect width="4" height="4" fill="#e2e8f0"/>'
+    '<rect width="1.6" height="4" fill="#64748b"/></pattern></defs>'
+)
+"""Other tenants' GPUs: grey stripes, defined in every drawing that may use them (one id, the
+same pattern). A flat #cbd5e1 was 1.2:1 against a free GPU's #e2e8f0 in the heat map, so a
+tenant could not tell the GPUs others hold from free ones; no flat grey is both 3:1 from
+free and apart from best-effort's slate, and stripes are, in colour or not."""
 ON = {"pool": "on-amber"}
 """The class of a job's name written on its bar, by kind (else ``on-dark``, white; ``on-light``
 on a reserved lease's pale bar): white on the pool's amber was 3.2:1, under the 4.5:1 that
@@ -200,7 +209,7 @@ def draw(
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" role="img" '
         f'aria-label="{escape(title)}" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}">' + "".join(grid) + "".join(out) + "".join(marks) + "</svg>"
+        f'height="{height}">{HATCH}' + "".join(grid) + "".join(out) + "".join(marks) + "</svg>"
     )
 
 
@@ -210,8 +219,8 @@ def legend(
     reserved: bool = True,
 ) -> Markup:
     items = "".join(
-        f'<span class="key"><svg width="12" height="12"><rect width="12" height="12" '
-        f'fill="{COLOURS[k]}"/></svg>{escape(LABELS[k])}</span>'
+        f'<span class="key"><svg width="12" height="12">{HATCH if k == "other" else ""}'
+        f'<rect width="12" height="12" fill="{COLOURS[k]}"/></svg>{escape(LABELS[k])}</span>'
         for k in kinds
     )
     if reserved:

@@ -70,3 +70,20 @@ def test_a_job_name_on_its_bar_is_readable_on_every_kind():
         text_class = re.search(r'<text [^>]*class="(on-[a-z]+)">job-name</text>', svg).group(1)
         fill = re.search(rf"svg\.timeline text\.{text_class} {{ fill: (#[0-9a-f]+);", css)
         assert _contrast(fill.group(1), timeline.COLOURS[kind]) >= 4.5, (kind, text_class)
+
+
+def test_other_tenants_gpus_stand_apart_from_free_ones():
+    """In a tenant's heat map, the GPUs other tenants hold were #cbd5e1 beside free GPUs'
+    #e2e8f0 (1.2:1): busy looked free. WCAG 1.4.11 asks 3:1 of a graphic's parts."""
+    free = charts.STATES["free"]
+    node = NodeView("n0", 8, True, "", {0: "other", 1: "other"})
+    svg = str(charts.heatmap([node]))
+    fill = re.search(r'fill="([^"]+)" data-state="busy:other"', svg).group(1)
+    if fill.startswith("url(#"):  # a pattern: its darkest part must stand apart from free
+        pattern = re.search(rf'<pattern id="{fill[5:-1]}".*?</pattern>', svg).group(0)
+        colours = re.findall(r'fill="(#[0-9a-f]{6})"', pattern)
+        assert max(_contrast(c, free) for c in colours) >= 3, colours
+        legend = str(timeline.legend(("other",)))
+        assert f'id="{fill[5:-1]}"' in legend and f'fill="{fill}"' in legend
+    else:
+        assert _contrast(fill, free) >= 3, fill
