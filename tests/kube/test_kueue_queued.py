@@ -34,7 +34,10 @@ def test_partial_admission_a_count_changed_after_preemption_and_a_deadline_passe
     s = make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig, quota=6)
     (node,) = s.add_nodes("a", gpus=4)
     with s.serve(tmp_path) as serve:
-        overdue = {"chronus.io/estimate": "1m", "chronus.io/deadline": "2020-01-01T00:00:00Z"}
+        # one chronus second after its creation: passed (or too close to start in) by the time
+        # Kueue reserved and chronus looked (a deadline before the creation is refused since
+        # it is a mistake: test_kueue_sloppy.py; a wait in Kueue's queue is tested there too)
+        overdue = {"chronus.io/estimate": "1m", "chronus.io/deadline": "+1s"}
         s.submit("overdue", gpus=1, run_seconds=1, notes=overdue)
         s.submit("holder", gpus=4, run_seconds=3, notes={"chronus.io/estimate": "3m"})
         wait(lambda: s.succeeded("overdue"), 60, "the overdue Job to run anyway")
