@@ -151,9 +151,8 @@ class KueueBackend(CompressedTime):
         )
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
-        self._passed: dict[
-            str, float
-        ] = {}  # arrival id -> its last deadline, passed (``arrivals``)
+        self._passed: dict[str, float] = {}  # arrival id -> its last deadline, passed
+        self._size: tuple[int, int] | None = None  # chronus's nodes and GPUs, once a round
 
     def close(self) -> None:
         self.writes.close()
@@ -432,6 +431,7 @@ class KueueBackend(CompressedTime):
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         self._passed = {}  # the last round's were recorded by its submits (or refused)
+        self._size = None  # chronus's nodes and GPUs: read again (``_fields``)
         for job_id, wl in self._ours().items():
             entry = wls.check_entry(wl, self.checks)
             why = wls.annotations(wl).get(wls.REFUSED)
@@ -503,8 +503,10 @@ class KueueBackend(CompressedTime):
             pods=sum(p.count for p in wls.pod_sets(wl, self.resource)),
             resource=self.resource,
         )
-        nodes = self.nodes()
-        total = sum(len(n.gpus) for n in nodes)
+        if self._size is None:  # once a round: a burst of arrivals reads the Nodes once
+            nodes = self.nodes()
+            self._size = (len(nodes), sum(len(n.gpus) for n in nodes))
+        count, total = self._size
         if gpus > total:
             sets = ", ".join(
                 f"{p.count} pod{'s' if p.count != 1 else ''} of {p.gpus_per_pod}"
@@ -512,8 +514,8 @@ class KueueBackend(CompressedTime):
                 if p.gpus_per_pod
             )
             raise notes.AnnotationError(
-                f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {len(nodes)} "
-                f"node{'s' if len(nodes) != 1 else ''} have {total} ({self.resource})"
+                f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {count} "
+                f"node{'s' if count != 1 else ''} have {total} ({self.resource})"
             )
         return fields
 
