@@ -8,8 +8,8 @@
   const seen = new Map();
   let since = null;
   // Someone working in the live part (a keyboard focus in it, text selected there to copy, the
-  // cancel question open) keeps it until they leave: swapping it sent the focus back to the top of the page and
-  // dropped the selection every time the scheduler changed something.
+  // cancel question open) keeps it until they leave: swapping it sent the focus back to the
+  // top of the page and dropped the selection every time the scheduler changed something.
   function inUse(part) {
     if (part.querySelector("details[open]")) {
       return true;  // a question asked (cancel this job?) stays until it is answered
