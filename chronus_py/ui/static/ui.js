@@ -10,12 +10,20 @@
   // Someone working in the live part (a keyboard focus in it, text selected there to copy, the
   // cancel question open) keeps it until they leave: swapping it sent the focus back to the
   // top of the page and dropped the selection every time the scheduler changed something.
+  function keyboard(element) {
+    try {
+      return element.matches(":focus-visible");  // a click's focus is not: it would pin the part
+    } catch (e) {
+      return true;  // a browser without :focus-visible (Safari before 15.4)
+    }
+  }
+
   function inUse(part) {
     if (part.querySelector("details[open]")) {
       return true;  // a question asked (cancel this job?) stays until it is answered
     }
     const active = document.activeElement;
-    if (active && active !== document.body && part.contains(active) && active.matches(":focus-visible")) {
+    if (active && active !== document.body && part.contains(active) && keyboard(active)) {
       return true;
     }
     const selection = document.getSelection();
