@@ -5,6 +5,7 @@ would, and on the real control plane names chronus's AdmissionChecks."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 
@@ -14,6 +15,8 @@ import yaml
 pytest.importorskip("lightkube")
 
 from chronus_py.backends.kueue import harness  # noqa: E402
+from chronus_py.backends.kueue.backend import FIELD_MANAGER, KueueBackend  # noqa: E402
+from chronus_py.backends.kueue.kube import Kube, config  # noqa: E402
 from chronus_py.cli import main  # noqa: E402
 
 MISSING = "/nonexistent/kubeconfig"
@@ -160,3 +163,37 @@ def test_missing_rbac_is_one_line_at_start(kube, kube_ns, tmp_path):
     finally:
         for kind in ("clusterrolebindings", "clusterroles"):
             kube.api("DELETE", f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}", ok=(200, 404))
+
+
+def test_check_refuses_a_controller_name_no_admission_check_has(setup, capsys, caplog, tmp_path):
+    """A ``--kueue-controller-name`` no AdmissionCheck names (a typo, or the check not applied)
+    leaves every Workload of chronus's ClusterQueue waiting for ever: ``--check`` said
+    'config OK' with an empty list. ``serve`` itself starts (the check may be applied after
+    it) and says it in its log."""
+    typo = f"chronus.io/{setup.ns}-typo"
+    code = main(
+        [
+            "serve",
+            "--backend=kueue",
+            f"--kubeconfig={setup.kubeconfig}",
+            f"--kueue-controller-name={typo}",
+            f"--db={tmp_path / 'c.db'}",
+            "--check",
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    (line,) = err.splitlines()
+    said = (
+        f"--kueue-controller-name: no AdmissionCheck has controllerName {typo}, so no Workload "
+        "would wait for chronus: apply deploy/kueue/admissioncheck.yaml (the cluster's checks "
+        "name: "
+    )
+    assert said in line, line
+    assert f"chronus.io/{setup.ns}," in line or line.endswith(f"chronus.io/{setup.ns})"), line
+
+    kube = Kube(config(str(setup.kubeconfig)), manager=FIELD_MANAGER)
+    with caplog.at_level(logging.WARNING, logger="chronus.kueue"):
+        KueueBackend(kube, controller=typo).close()
+    (warned,) = [r for r in caplog.records if "kueue_no_admission_check" in r.getMessage()]
+    assert f"no AdmissionCheck has controllerName {typo}" in warned.getMessage()

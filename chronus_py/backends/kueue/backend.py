@@ -173,7 +173,18 @@ class KueueBackend(CompressedTime):
             for c in self.kube.admission_checks()
             if (c.get("spec") or {}).get("controllerName") == self.controller
         ]
-        self.checks = frozenset(c["metadata"]["name"] for c in ours)
+        checks = frozenset(c["metadata"]["name"] for c in ours)
+        if not checks and (self.checks or force):  # at start, and when the last one goes
+            log.warning(
+                json.dumps(
+                    {
+                        "event": "kueue_no_admission_check",
+                        "message": f"no AdmissionCheck has controllerName {self.controller}: no "
+                        "Workload waits for chronus (deploy/kueue/admissioncheck.yaml)",
+                    }
+                )
+            )
+        self.checks = checks
         if self.elector is not None and not self.elector.held:
             return
         for c in ours:
@@ -1019,15 +1030,20 @@ def check(
         raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None
     finally:
         kube.close()
-    return {
-        "api_server": cfg.cluster.server,
-        "controller": controller,
-        "admission_checks": sorted(
-            c["metadata"]["name"]
-            for c in checks
-            if (c.get("spec") or {}).get("controllerName") == controller
-        ),
-    }
+    ours = sorted(
+        c["metadata"]["name"]
+        for c in checks
+        if (c.get("spec") or {}).get("controllerName") == controller
+    )
+    if not ours:  # 'config OK' for a controller name no check uses: Workloads wait forever
+        names = sorted({str((c.get("spec") or {}).get("controllerName")) for c in checks})
+        raise InputError(
+            "--kueue-controller-name",
+            f"no AdmissionCheck has controllerName {controller}, so no Workload would wait for "
+            "chronus: apply deploy/kueue/admissioncheck.yaml"
+            + (f" (the cluster's checks name: {', '.join(names)})" if names else ""),
+        )
+    return {"api_server": cfg.cluster.server, "controller": controller, "admission_checks": ours}
 
 
 def from_args(
