@@ -65,6 +65,16 @@ BAD = {
 }
 
 
+def job_events(s, name: str) -> list[dict]:
+    """chronus's Events on the Job ``name``."""
+    items = s.cp.api(
+        "GET",
+        f"/api/v1/namespaces/{s.ns}/events",
+        params={"fieldSelector": f"involvedObject.kind=Job,involvedObject.name={name}"},
+    )["items"]
+    return [e for e in items if e["reason"] == "ChronusRefused"]
+
+
 def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
     kube, kube_ns, kube_queues, chronus_kubeconfig, tmp_path
 ):
@@ -102,6 +112,9 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
             assert "\n" not in text and len(text) < 300, (name, len(text), text[:400])
             why = s.workload(name)["metadata"]["annotations"][wls.REFUSED]
             assert len(why) < 300, (name, len(why))
+            # and on the Job, where `kubectl describe job` shows it (Kueue's are on the Workload)
+            (event,) = wait(lambda n=name: job_events(s, n), 30, f"an Event on {name}")
+            assert (event["type"], event["message"]) == ("Warning", text), event
         says = wait(
             lambda: (e := s.entry("paused")).get("state") == "Rejected" and e["message"],
             60,

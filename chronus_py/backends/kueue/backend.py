@@ -39,12 +39,14 @@ import argparse
 import hashlib
 import json
 import logging
+import queue
 import threading
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lightkube import ApiError
 from lightkube.resources.core_v1 import Node
 
 from chronus_py.backends import base
@@ -152,9 +154,19 @@ class KueueBackend(CompressedTime):
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
         self._passed: dict[str, float] = {}  # arrival id -> its last deadline, passed
+        self._events: queue.SimpleQueue = queue.SimpleQueue()  # (ns, job, uid, reason, text)
+        self._eventer = threading.Thread(
+            target=self._send_events,
+            args=(lambda: Kube(kube.cfg, manager=kube.manager, timeout=margin),),
+            name="kueue-events",
+            daemon=True,
+        )
+        self._eventer.start()
         self._size: tuple[int, int] | None = None  # chronus's nodes and GPUs, once a round
 
     def close(self) -> None:
+        self._events.put(None)
+        self._eventer.join(timeout=5)
         self.writes.close()
         log.info(json.dumps({"event": "kueue_writes", **(self.kube.writes + self.writes.writes)}))
         log.info(json.dumps({"event": "kueue_reads", "workload or job": self.kube.reads}))
@@ -596,6 +608,30 @@ class KueueBackend(CompressedTime):
         with self._failed_lock:
             self._failed.add(job_id)
 
+    def _event(self, wl: dict, reason: str, text: str) -> None:
+        """An Event on the Workload's Job, sent by its own thread (never the round's)."""
+        job = wls.owner_job(wl)
+        if job is not None:
+            self._events.put((wls.key(wl)[0], job, wls.owner_job_uid(wl), reason, text))
+
+    def _send_events(self, client) -> None:
+        """Send the queued Events until ``close``; best-effort: a failure is a log line, and
+        without ``create events`` (an older ClusterRole) one line, then none are sent."""
+        kube, allowed = client(), True
+        try:
+            while (item := self._events.get()) is not None:
+                if not allowed:
+                    continue
+                try:
+                    kube.job_event(*item)
+                except ApiError as exc:
+                    allowed = exc.status.code != 403
+                    log.warning(json.dumps({"event": "kueue_event", "error": str(exc)}))
+                except Exception as exc:  # noqa: BLE001 - an Event is informational
+                    log.warning(json.dumps({"event": "kueue_event", "error": str(exc)}))
+        finally:
+            kube.close()
+
     def _refuse(self, job_id: str, wl: dict, why: str) -> None:
         """A Workload chronus will not run: ``Rejected`` with the reason; Kueue deactivates it.
         Queued (``writes.py``; the round reads the refusal at once): a round refuses under the
@@ -605,6 +641,7 @@ class KueueBackend(CompressedTime):
         log.warning(json.dumps({"event": "kueue_refuse", "job": job_id, "reason": why}))
         wl = self._record(wl, refused=why, now=False)
         self._check(wl, "Rejected", f"chronus refused it: {why}", now=False)
+        self._event(wl, "ChronusRefused", f"chronus refused it: {why}")
 
     def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
         """Only Workloads are run: a job submitted to chronus's API has no pods to start."""

@@ -12,6 +12,7 @@ round looks at come from watch-fed copies (``watch.py``).
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -21,11 +22,13 @@ from lightkube import ApiError, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
+from lightkube.models.core_v1 import EventSource, ObjectReference
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.authentication_v1 import SelfSubjectReview
 from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Node
+from lightkube.resources.core_v1 import Event, Node
 from lightkube.types import PatchType
 
 from chronus_py.backends.base import BackendUnavailable
@@ -205,6 +208,32 @@ class Kube:
         return {} if job is None else dict(job.metadata.annotations or {})
 
     # -- writes (server-side apply, chronus's field manager) ---------------------------------------
+    def job_event(
+        self, namespace: str, job: str, uid: str | None, reason: str, message: str
+    ) -> None:
+        """A Warning Event on the user's Job, which ``kubectl describe job`` lists (Kueue's own
+        events about chronus's check are on the Workload, which users do not look at).
+        :class:`lightkube.ApiError` as the API server answered (403 without ``create
+        events``)."""
+        now = datetime.now(timezone.utc)
+        self.writes["event"] += 1
+        self.client.create(
+            Event(
+                metadata=ObjectMeta(generateName=f"{job[:200]}.", namespace=namespace),
+                involvedObject=ObjectReference(
+                    apiVersion="batch/v1", kind="Job", name=job, namespace=namespace, uid=uid
+                ),
+                reason=reason,
+                message=message[:1024],
+                type="Warning",
+                source=EventSource(component="chronus"),
+                firstTimestamp=now,
+                lastTimestamp=now,
+                count=1,
+            ),
+            namespace=namespace,
+        )
+
     def apply_workload_status(
         self, namespace: str, name: str, status: dict, *, resource_version: str | None = None
     ) -> dict:

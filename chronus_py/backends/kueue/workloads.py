@@ -119,6 +119,14 @@ def owner_job(wl: Mapping[str, Any]) -> str | None:
     return None
 
 
+def owner_job_uid(wl: Mapping[str, Any]) -> str | None:
+    """The uid of the ``batch/v1`` Job the Workload belongs to (for an Event on it)."""
+    for ref in meta(wl).get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return ref.get("uid")
+    return None
+
+
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+)|([a-zA-Z]*))")
 MAX_COUNT = 10**6
 """The most GPUs a quantity is read as (a Node's are counted one by one)."""
