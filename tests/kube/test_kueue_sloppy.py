@@ -88,7 +88,8 @@ def test_every_bad_annotation_is_one_line_on_its_workload_and_the_rest_runs(
         at = at.replace(microsecond=0)
         zoned = at.isoformat()
         s.submit("zoned", gpus=1, run_seconds=2, notes={EST: "2m", DL: zoned})
-        s.submit("good", gpus=4, run_seconds=2, notes={EST: "2m", DL: "+60m"})
+        # a YAML block scalar (`chronus.io/deadline: |`) ends the value with a newline
+        s.submit("good", gpus=4, run_seconds=2, notes={EST: "2m", DL: "+60m\n"})
         # an init container that takes 4 GPUs before a trainer of 1: the pod asks 4
         init = job("init4", s.queue, namespace=s.ns, annotations={EST: "2m"}, run_seconds=2)
         pod = init["spec"]["template"]["spec"]

@@ -79,6 +79,14 @@ def test_a_bad_annotation_is_one_line_naming_it(notes, named):
     assert "\n" not in str(err.value)
 
 
+def test_whitespace_in_a_deadline_is_ignored_as_in_an_estimate():
+    """A YAML block scalar (``chronus.io/deadline: |``) ends the value with a newline; the
+    estimate was stripped, the deadline refused ('got '6h\\n'')."""
+    for text in ("+6h\n", "\t+6h :1,\n +8h:0.5\n"):
+        got = fields({"chronus.io/estimate": "1h\n", "chronus.io/deadline": text})
+        assert got["deadlines"][0] == {"at": 1000.0 + 6 * 3600, "value": 1.0}, text
+
+
 def test_a_deadline_with_a_time_zone_is_that_instant():
     """An ISO time's own colons are not the ``:VALUE`` separator: ``+05:30`` was read as value
     30 at ``+05``, ``+01:00`` and a zoneless ``T08:00:00`` as value 0 (refused)."""

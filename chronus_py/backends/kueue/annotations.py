@@ -191,7 +191,7 @@ def job_fields(
     if ESTIMATE in mine:
         fields["estimate_seconds"] = _duration(mine[ESTIMATE].strip(), ESTIMATE)
     if DEADLINE in mine:
-        fields["deadlines"] = deadlines(mine[DEADLINE].replace(" ", ""), submit)
+        fields["deadlines"] = deadlines("".join(mine[DEADLINE].split()), submit)
     if ITERATIONS in mine:
         text = mine[ITERATIONS].strip()
         if not _INTEGER.fullmatch(text) or int(text) < 1:
