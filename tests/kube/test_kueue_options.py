@@ -140,6 +140,21 @@ def test_missing_rbac_is_one_line_at_start(kube, kube_ns, tmp_path):
             f"--kubeconfig: system:serviceaccount:{kube_ns}:limited may not patch "
             "workloads/status.kueue.x-k8s.io, list nodes, watch nodes (deploy/kueue/"
         )
+        lease = [f"--kueue-lease={kube_ns}/leader", "--check"]  # no Role for Leases there
+        done = subprocess.run(
+            [sys.executable, "-m", "chronus_py", "serve", "--backend=kueue"]
+            + [f"--kubeconfig={config}", f"--db={tmp_path / 'c.db'}", *lease],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        assert done.stderr.strip().endswith(
+            f"watch nodes, get leases.coordination.k8s.io in namespace {kube_ns}, create "
+            f"leases.coordination.k8s.io in namespace {kube_ns}, update "
+            f"leases.coordination.k8s.io in namespace {kube_ns} (deploy/kueue/controller.yaml's "
+            "ClusterRole and Role grant what chronus needs)"
+        ), done.stderr
         for extra in (["--check"], []):
             done = subprocess.run(
                 [
