@@ -322,6 +322,7 @@ class KueueBackend(CompressedTime):
         for job_id in self._tracked - seen:
             self._gone.setdefault(job_id, now)
         self._tracked = seen
+        self._readable = {i: t for i, t in self._readable.items() if i in seen}
         out += [
             ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
             for job_id, at in self._gone.items()
