@@ -580,6 +580,4 @@ def _history(service, job_id: str) -> list[dict]:
             }
         )
     events.sort(key=lambda e: e["at"])
-    return [
-        {**e, "placement": json.dumps(e["placement"]) if e["placement"] else ""} for e in events
-    ]
+    return events

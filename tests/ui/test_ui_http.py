@@ -148,3 +148,23 @@ def test_a_login_goes_on_only_to_a_page_of_the_view(server, given, then):
     """``next`` names where a login goes on to: a page of this view, never another site."""
     r = server.http.post("/ui/login", data={"token": TOKEN["team-b"], "next": given})
     assert r.status_code == 303 and r.headers["location"] == then
+
+
+def test_a_jobs_history_writes_placements_as_the_page_does(server):
+    """The history's placements were raw JSON (``{"node0": [2, 3]}``) under facts that write
+    the same placement ``node0: 2-3``."""
+    r = server.http.post(
+        "/v1/jobs",
+        headers=bearer("team-a"),
+        json={"id": "placed", "gpus": 1, "estimate_seconds": 90000},
+    )
+    assert r.status_code == 201, r.text
+
+    def running() -> list[str]:  # this one, or (on a cluster the module filled) another
+        listed = server.http.get("/v1/jobs?state=running", headers=bearer("team-a")).json()
+        return [j["id"] for j in listed["jobs"]]
+
+    wait_for(running, timeout=20.0)
+    page = server.http.get(f"/ui/jobs/{running()[0]}", headers=bearer("team-a")).text
+    found = re.search(r'<tr data-event="start">.*?<td class="placement">([^<]*)</td>', page)
+    assert found and re.fullmatch(r"node\d+: \d+(-\d+|,\d+)*", found.group(1)), page[-1500:]
