@@ -6,9 +6,10 @@ or not HTTP), 401 (no or unknown token), 404 (no such job, or another tenant's),
 used already, job not active), 413 (body too large), 415 (a body that is not
 ``application/json``), 422 (a field is wrong, a number is NaN, Infinity or beyond a float, the
 body nests too deeply, or the job can never run here), 414 (a URL over 64 KB) and 431 (a
-request line and headers over 64 KB, both ``connections.py``), 503 (the backend is unreachable, too many connections, the database
-cannot be written, or an unexpected error, which is logged once with its traceback and never
-shown), 507 (the service's disk is full: nothing of the request was kept; a line in the log).
+request line and headers over 64 KB, both ``connections.py``), 503 (the backend is unreachable,
+too many connections, the database cannot be written, or an unexpected error, which is logged
+once with its traceback and never shown), 507 (the service's disk is full: nothing of the
+request was kept; a line in the log).
 
 One rule for refusals: a request that breaks the published schema (``openapi.py``, which
 includes the cluster's size and the elastic models) is a 4xx naming the field at fault; a
