@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from chronus_py.backends.base import Backend, BackendUnavailable, NodeInfo, RunState
+from chronus_py.errors import InputError
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, Node
 from chronus_py.jobs.throughputs import ThroughputTable
 from chronus_py.service import rounds
@@ -249,7 +250,7 @@ class Service:
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
-                spec = self._read(row["spec"], Origin.record(row["tenant"], row["submit"]), now)
+                spec = self._stored(row, now)
                 if obs is not None and obs.state in _ENDED:
                     self.db.set_state(
                         row["id"], _ENDED[obs.state], finished=obs.ended_at, starts=obs.starts
@@ -445,6 +446,18 @@ class Service:
             self._record_promise_changes(now)
             return spec, admission
         return spec, self.accept(spec, now, in_round=in_round)
+
+    def _stored(self, row: Mapping[str, Any], now: float) -> JobSpec:
+        """An accepted job's row, read back as a record. One that cannot be is a line naming
+        the database and the job, and no start: serving without it would lose an accepted
+        job, and the traceback it was named neither (a tenant's 128-character id, refused by
+        the request's rule when read back, kept ``chronus serve`` from starting)."""
+        try:
+            return self._read(row["spec"], Origin.record(row["tenant"], row["submit"]), now)
+        except ApiError as exc:
+            raise InputError(
+                self.db.path, f"cannot be read back: {exc.line()}", field=f"job {row['id']!r}"
+            ) from None
 
     def _read(self, body: Any, origin: Origin, now: float) -> JobSpec:
         """A job's fields, checked (``jobspec.read_job``); what is wrong is an ApiError naming

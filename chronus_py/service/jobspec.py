@@ -51,6 +51,14 @@ FIELDS = (
 )
 ELASTIC_FIELDS = ("min_gpus", "max_gpus", "batch", "iterations")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+STORED_ID = re.compile(r"[A-Za-z0-9._:-]{1,257}")
+"""A record's id (a database row's, a backend's): a tenant's job is kept as ``TENANT:ID``, up to
+128 + 1 + 128 characters. Checked by the request's rule, a tenant's 128-character id was
+accepted and then refused when ``chronus serve`` read it back at its next start, which it could
+no longer make."""
+PATH_SEGMENTS = (".", "..")
+"""Ids a job cannot have: in ``/v1/jobs/{id}`` HTTP clients resolve them away (curl and httpx
+asked for ``/v1/`` instead), so the job could be neither read nor cancelled."""
 TENANT = re.compile(r"[A-Za-z0-9._-]{1,128}")
 """A tenant's name (a token's, one an admin gives a job, one a listing asks for): the
 characters of an id but ``:``. A tenant's job is ``TENANT:ID`` in the service, and ids may
@@ -195,11 +203,13 @@ def parse_job(
         isinstance(job_id, bool)
         or not isinstance(job_id, (str, int))
         or (submit is None and not isinstance(job_id, str))  # a trace's ids may be numbers
-        or not _ID.fullmatch(str(job_id))
+        or not (_ID if submit is None else STORED_ID).fullmatch(str(job_id))
     ):
         raise FieldError(
             "id", f"expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {shown(job_id)}"
         )
+    elif submit is None and job_id in PATH_SEGMENTS:
+        raise FieldError("id", f"{job_id!r} cannot be an id: a URL's path would drop it")
     if body.get("elastic") is not None and submit is None:
         for name in ("gpus", "estimate_seconds"):
             if name in body:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES, TENANT
+from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES, PATH_SEGMENTS, TENANT
 
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 MAX_LIMIT = 10_000
@@ -43,7 +43,9 @@ _JOB_IN = {
         "id": {
             "type": "string",
             "pattern": "^[A-Za-z0-9._:-]{1,128}$",
-            "description": "yours alone: another tenant may use the same id",
+            "not": {"enum": list(PATH_SEGMENTS)},
+            "description": "yours alone: another tenant may use the same id; not . or .., "
+            "which a URL's path drops",
         },
         "gpus": {"type": "integer", "minimum": 1},
         "estimate_seconds": {

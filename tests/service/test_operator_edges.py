@@ -216,6 +216,53 @@ def test_a_hang_up_stops_the_daemon_cleanly(serve, tmp_path, workers):
     assert again.http.get("/v1/jobs/kept", headers=A).status_code == 200
 
 
+def test_a_tenants_longest_id_survives_a_restart(serve, tmp_path):
+    """A tenant's job is kept as ``TENANT:ID``: a 128-character id was accepted, then refused
+    by the request's rule when the next start read it back, and ``chronus serve`` could not
+    start again (a traceback)."""
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2")
+    first = serve(*args)
+    longest = "z" * 128
+    assert first.http.post("/v1/jobs", headers=A, json={**JOB, "id": longest}).status_code == 201
+    first.kill()
+    again = serve(*args)
+    assert again.http.get(f"/v1/jobs/{longest}", headers=A).json()["id"] == longest
+
+
+def test_a_stored_job_that_cannot_be_read_back_is_one_line_naming_it(serve, tmp_path):
+    """Should a row ever be refused when read back (a rule tightened by an upgrade), the start
+    stops in one line naming the database and the job, not a traceback naming neither."""
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    first = serve("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2")
+    assert first.http.post("/v1/jobs", headers=A, json={**JOB, "id": "odd"}).status_code == 201
+    first.stop()
+    db = tmp_path / "chronus.db"
+    with sqlite3.connect(db) as conn:
+        spec = json.loads(
+            conn.execute("SELECT spec FROM job WHERE id = 'team-a:odd'").fetchone()[0]
+        )
+        conn.execute(
+            "UPDATE job SET spec = ? WHERE id = 'team-a:odd'", (json.dumps({**spec, "gpus": "x"}),)
+        )
+    done = serve_once(
+        tmp_path, "--nodes", "2", "--listen", f"127.0.0.1:{free_port()}", "--db", str(db)
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"chronus serve: {db}: job 'team-a:odd': cannot be read back: gpus: expected an integer "
+        ">= 1, got 'x'"
+    ]
+
+
+@pytest.mark.parametrize("job_id", [".", ".."])
+def test_an_id_a_url_would_drop_is_refused(server, job_id):
+    """``GET /v1/jobs/..`` is ``GET /v1/`` to curl and httpx: such a job could be neither read
+    nor cancelled."""
+    r = server.http.post("/v1/jobs", headers=A, json={**JOB, "id": job_id})
+    assert r.status_code == 422 and r.json()["field"] == "id", r.text
+
+
 def test_databases_and_listen_addresses_it_cannot_use_are_one_line(tmp_path):
     """A schema version that is not a number, a ``--db`` whose directory cannot be made and a
     port of digits that are not ASCII each ended in a traceback."""

@@ -52,6 +52,8 @@ def test_best_effort_and_default_id():
         ("chronus: estimate=60 deadline=+2h,+1h", "tightest first"),
         ("chronus: estimate=60 deadline=tomorrow", "deadline: expected +DURATION or an ISO time"),
         ("chronus: estimate=60 iterations=-1", "iterations: expected an integer"),
+        # a digit to str.isdigit, not to int: the ValueError left every round's arrivals
+        ("chronus: estimate=60 iterations=²", "iterations: expected an integer"),
         ("chronus: estimate=60 id=a/b", "id: expected"),
     ],
 )

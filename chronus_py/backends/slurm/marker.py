@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from chronus_py.service.jobspec import STORED_ID
+
 PREFIX = "chronus:"
 REFUSED = "chronus refused:"
 SEPARATOR = " |"
@@ -37,7 +39,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _DURATION = re.compile(rf"{_NUMBER}|(?:{_NUMBER}[smhd])+")
 _PART = re.compile(rf"({_NUMBER})([smhd]?)")
-_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_ITERATIONS = re.compile(r"[0-9]{1,18}")  # ASCII: "²" is a digit to str.isdigit, not to int
 
 
 class MarkerError(ValueError):
@@ -142,10 +144,10 @@ def job_fields(
         "estimate_seconds": duration(u["estimate"], "estimate"),
         "deadlines": deadlines(u["deadline"], submit) if "deadline" in u else [],
     }
-    if not _ID.fullmatch(fields["id"]):
-        raise MarkerError(f"id: expected 1-128 characters of A-Z a-z 0-9 . _ : -, got {u['id']!r}")
+    if not STORED_ID.fullmatch(fields["id"]):  # chronus's own: a user's is refused (``jobs``)
+        raise MarkerError(f"id: expected 1-257 characters of A-Z a-z 0-9 . _ : -, got {u['id']!r}")
     if "iterations" in u:
-        if not u["iterations"].isdigit() or int(u["iterations"]) < 1:
+        if not _ITERATIONS.fullmatch(u["iterations"]) or int(u["iterations"]) < 1:
             raise MarkerError(f"iterations: expected an integer >= 1, got {u['iterations']!r}")
         fields["iterations"] = int(u["iterations"])
     if "model" in u:
