@@ -186,7 +186,7 @@ def build_app(
         return JsonResponse(*await submitted(caller, await body_of(request), dry_run))
 
     async def list_jobs(request: Request, caller: Caller) -> Response:
-        query = _query(request, ("tenant", "state", "limit", "after"))
+        query = query_params(request, ("tenant", "state", "limit", "after"))
         tenant = query.get("tenant")
         if tenant is not None and not TENANT.fullmatch(tenant):
             raise ApiError(422, TENANT_RULE, "tenant")
@@ -446,17 +446,18 @@ def _flag(request: Request, name: str) -> bool:
         # the common case, a submission without a query: Starlette parses even an empty one,
         # ~20 us a request (3% of the server's GIL time under churn, issue 27, session 14)
         return False
-    value = _query(request, (name,)).get(name, "false")
+    value = query_params(request, (name,)).get(name, "false")
     if value not in ("true", "false"):
         raise ApiError(422, "expected true or false", name)
     return value == "true"
 
 
-def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
+def query_params(request: Request, names: tuple[str, ...]) -> dict[str, str]:
     """A request's query parameters, each one of ``names`` and given once (else a 422 naming
-    it). Why: Starlette keeps the last of a repeated one and ignores unknown ones, so
-    ``?state=running&state=pending`` listed only pending jobs, and a misspelt
-    ``POST /v1/jobs?dryrun=true`` submitted the job it meant to try."""
+    it); the web view's pages take theirs by it too. Why: Starlette keeps the last of a
+    repeated one and ignores unknown ones, so ``?state=running&state=pending`` listed only
+    pending jobs, and a misspelt ``POST /v1/jobs?dryrun=true`` submitted the job it meant to
+    try."""
     out: dict[str, str] = {}
     for name, value in request.query_params.multi_items():
         if name not in names:

@@ -31,6 +31,7 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from chronus_py.backends.base import BackendUnavailable
+from chronus_py.service.api import query_params
 from chronus_py.service.core import ApiError, Caller
 from chronus_py.service.db import storage_error
 from chronus_py.ui import charts, timeline, views
@@ -180,7 +181,7 @@ def ui_app(
         return part
 
     async def overview(request: Request, caller: Caller, token: str | None) -> Response:
-        span = _query(request, ("span", "part")).get("span", views.DEFAULT_SPAN)
+        span = query_params(request, ("span", "part")).get("span", views.DEFAULT_SPAN)
         if span not in views.SPANS:
             raise ApiError(422, f"unknown span (have: {', '.join(views.SPANS)})", "span")
 
@@ -219,7 +220,7 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def jobs(request: Request, caller: Caller, token: str | None) -> Response:
-        q = _query(request, ("sort", "desc", "state", "kind", "q", "page", "part"))
+        q = query_params(request, ("sort", "desc", "state", "kind", "q", "page", "part"))
         sort = q.get("sort", "slack")
         if sort not in views.SORTS:
             raise ApiError(422, f"unknown sort (have: {', '.join(views.SORTS)})", "sort")
@@ -333,7 +334,7 @@ def ui_app(
         return RedirectResponse(job_url(job_id), status_code=303)
 
     async def cluster(request: Request, caller: Caller, token: str | None) -> Response:
-        _query(request, ("part",))
+        query_params(request, ("part",))
         reading = await read(reader.read, caller)
 
         def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
@@ -513,27 +514,12 @@ def _then(given: str | None) -> str:
 def _job_of(request: Request, names: tuple[str, ...]) -> str:
     """The job a page is about: in its path, or (``/ui/job?id=``) its query."""
     if "job_id" in request.path_params:
-        _query(request, names)
+        query_params(request, names)
         return request.path_params["job_id"]
-    job_id = _query(request, ("id", *names)).get("id")
+    job_id = query_params(request, ("id", *names)).get("id")
     if job_id is None:
         raise ApiError(422, "missing: the job's id", "id")
     return job_id
-
-
-def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
-    """A page's query parameters, each one of ``names`` and given once (else a 422 naming it),
-    as the API takes its own: Starlette keeps the last of a repeated one and ignores unknown
-    ones, so ``?sort=id&sort=gpus`` sorted by GPUs and ``?page=2`` showed the first page, both
-    without a word."""
-    out: dict[str, str] = {}
-    for name, value in request.query_params.multi_items():
-        if name not in names:
-            raise ApiError(422, f"unknown query parameter (have: {', '.join(names)})", name)
-        if name in out:
-            raise ApiError(422, "given more than once", name)
-        out[name] = value
-    return out
 
 
 async def _form(request: Request) -> dict[str, str]:
