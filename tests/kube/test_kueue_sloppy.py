@@ -224,3 +224,38 @@ def test_a_deadline_that_passed_in_kueue_s_queue_is_named_on_the_workload(
         ), says
         assert "no deadline to guarantee" not in says
         wait(lambda: s.succeeded("late"), 60, "late to complete")
+
+
+def test_a_gang_chronus_cannot_split_into_its_pods_is_refused_and_stalls_nothing(setup, tmp_path):
+    """Chronus splits a Job wider than a node equally over the fewest nodes that hold it (the
+    scheduler's ``even_gangs``): 3 pods of 2 GPUs on 4-GPU nodes are 3 + 3 GPUs, which no pod
+    of 2 fills, and 5 pods of 1 GPU are 5 nodes of 1 where there are 2. Before: the first
+    failed its start every round it was planned (a backend error and a rebuild each time,
+    other Jobs' starts dropped with it), the second waited for ever, Kueue's quota held. Both
+    are refused naming the split; the other Job runs."""
+    s = setup
+    s.add_nodes("a", "b")
+    with s.serve(tmp_path) as serve:
+        s.submit("three-by-two", gpus=2, pods=3, notes={EST: "2m"})
+        s.submit("five-by-one", gpus=1, pods=5, notes={EST: "2m"})
+        s.submit("other", gpus=2, run_seconds=2, notes={EST: "2m"})
+        for name, says in (
+            (
+                "three-by-two",
+                "resources: chronus splits a Job wider than a node equally over the fewest "
+                "nodes that hold it: its 6 GPUs as 2 nodes of 3, which pods of 2 GPUs cannot fill",
+            ),
+            (
+                "five-by-one",
+                "resources: chronus splits a Job wider than a node equally over the fewest "
+                "nodes that hold it: its 5 GPUs as 5 nodes of 1, and chronus has 2 such nodes",
+            ),
+        ):
+            entry = wait(
+                lambda n=name: (e := s.entry(n)).get("state") == "Rejected" and e,
+                60,
+                f"{name} refused",
+            )
+            assert entry["message"].startswith("chronus refused it: " + says), entry
+        wait(lambda: s.succeeded("other"), 60, "the other Job to complete")
+        assert not serve.events("backend_error"), serve.events("backend_error")[:3]

@@ -163,6 +163,7 @@ class KueueBackend(CompressedTime):
         )
         self._eventer.start()
         self._size: tuple[int, int] | None = None  # chronus's nodes and GPUs, once a round
+        self._node_sizes: list[int] = []  # each node's GPUs, largest first (``_splits``)
 
     def close(self) -> None:
         self._events.put(None)
@@ -530,6 +531,7 @@ class KueueBackend(CompressedTime):
         if self._size is None:  # once a round: a burst of arrivals reads the Nodes once
             nodes = self.nodes()
             self._size = (len(nodes), sum(len(n.gpus) for n in nodes))
+            self._node_sizes = sorted((len(n.gpus) for n in nodes), reverse=True)
         count, total = self._size
         if gpus > total:
             sets = ", ".join(
@@ -541,7 +543,39 @@ class KueueBackend(CompressedTime):
                 f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {count} "
                 f"node{'s' if count != 1 else ''} have {total} ({self.resource})"
             )
+        self._splits(wl, gpus)
         return fields
+
+    def _splits(self, wl: dict, gpus: int) -> None:
+        """:class:`AnnotationError` unless chronus's scheduler can place a Job of ``gpus`` GPUs
+        in ``wl``'s pods. A Job wider than a node is split equally over the fewest nodes that
+        hold it (``Scheduler.request_for`` with ``even_gangs``), whatever its pods: 3 pods of
+        2 GPUs on 4-GPU nodes are planned as 3 + 3, which ``_start`` refuses (no pod of 2 fills
+        3), a backend error and a rebuild every round it was planned, and 5 pods of 1 GPU as 5
+        nodes of 1, which 2 nodes never hold, so it waited for ever on Kueue's quota. (The
+        scheduler, not this check, is where a split by pods belongs; reported.)"""
+        per_node = self._node_sizes[0] if self._node_sizes else 0
+        if gpus <= per_node:
+            return
+        ways = (k for k in range(2, gpus + 1) if gpus % k == 0 and gpus // k <= per_node)
+        nodes = next(ways, None)
+        if nodes is None:
+            return  # wider than the cluster: refused above
+        share = gpus // nodes
+        why = (
+            "resources: chronus splits a Job wider than a node equally over the fewest nodes "
+            f"that hold it: its {gpus} GPUs as {nodes} nodes of {share}"
+        )
+        holding = sum(1 for size in self._node_sizes if size >= share)
+        if holding < nodes:
+            raise notes.AnnotationError(f"{why}, and chronus has {holding} such nodes")
+        sizes = sorted({p.gpus_per_pod for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod})
+        bad = [k for k in sizes if share % k]
+        if bad:
+            raise notes.AnnotationError(
+                f"{why}, which pods of {bad[0]} GPUs cannot fill (pods whose GPUs divide "
+                f"{share}, or a Job on one node of {per_node}, can run)"
+            )
 
     # -- commands ----------------------------------------------------------------------------------
     def _require_leader(self) -> None:
