@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from polling import wait_for
@@ -88,6 +89,107 @@ def test_bad_marker_is_refused_with_a_reason(lab):
     job = b.rest.job(bad)
     assert job.state == "CANCELLED"
     assert job.comment.startswith("chronus refused: estimate: required")
+
+
+def test_a_long_comment_is_refused_within_slurms_limit_and_blocks_no_other_job(lab):
+    # Slurm keeps at most 1024 bytes of comment, on update too: the refusal of a bad marker
+    # quoted its whole comment after the reason, Slurm refused that update, and every round's
+    # arrivals failed for as long as the job waited (no job was taken in); a good marker that
+    # left no room for "| accepted" failed every round at its acceptance.
+    b = backend(lab)
+    good = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
+    noted = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 note=" + "x" * 950
+    )
+    full = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=" + "0" * 990 + "60"
+    )
+    assert [a["id"] for a in accept_all(b)] == [f"slurm-{good}"]
+    assert "accepted" in b.rest.job(good).comment
+    for sid, why in (
+        (noted, "chronus refused: note: unknown key"),
+        (full, "chronus refused: comment: 1010 bytes; chronus appends up to 41"),
+    ):
+        job = b.rest.job(sid)
+        assert job.state == "CANCELLED" and job.comment.startswith(why), job.comment
+        assert len(job.comment.encode()) <= 1024
+
+
+def test_values_the_service_would_refuse_are_refused_naming_the_marker_key(lab):
+    # The service refused these too, but the job's comment then said only "refused by the
+    # chronus service (see its decision log)"; and 400 nines were a float's infinity.
+    b = backend(lab)
+    nines = "9" * 400
+    cases = {
+        f"chronus: estimate={nines}": "estimate: more than 366 days, got '999",
+        f"chronus: estimate=60 deadline=+{nines}": "deadline: more than 366 days",
+        "chronus: estimate=60 deadline=+1h:" + nines: "deadline: the value after ':' must be",
+        "chronus: estimate=60 deadline=2020-01-01T00:00:00Z": (
+            "deadline: 2020-01-01T00:00:00Z is not after the job's submission ("
+        ),
+        "chronus: estimate=60 deadline=" + ",".join(f"+{h}h" for h in range(1, 18)): (
+            "deadline: at most 16 options, got 17"
+        ),
+        "chronus: estimate=60 model=" + "m" * 200: "model: at most 128 characters, got 200",
+        "chronus: estimate=60 | done=nan@0": "'done=nan@0': chronus's own field is damaged",
+        "chronus: estimate=60 Estimate=70": "Estimate: unknown key",
+    }
+    sids = {lab.sbatch("--hold", "--gres=gpu:1", "--comment", c): why for c, why in cases.items()}
+    assert b.arrivals() == []
+    for sid, why in sids.items():
+        job = b.rest.job(sid)
+        assert job.state == "CANCELLED", job.comment
+        assert job.comment.startswith(f"chronus refused: {why}"), job.comment
+    # a deadline that passed before chronus saw the job (here: time runs a million times fast)
+    fast = backend(lab, time_scale=1e6, time_origin=time.time())
+    late = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 deadline=+1m")
+    assert fast.arrivals() == []
+    assert re.match(
+        r"chronus refused: deadline: \S+Z has passed \(it is ", b.rest.job(late).comment
+    )
+
+
+def test_an_iso_deadline_is_read_whole_zone_offset_and_all(lab):
+    # Split at its last ':', 08:00:00+05:30 read as value 30 at +05 (half an hour off, and a
+    # soft deadline), and a zoneless 08:00:00 as value 0 (refused: "value must be > 0").
+    b = backend(lab)
+    at = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(hours=3)
+    zone = timezone(timedelta(hours=5, minutes=30))
+    india, later = (t.astimezone(zone).isoformat() for t in (at, at + timedelta(hours=1)))
+    naive = at.replace(tzinfo=None).isoformat()
+    sids = [
+        lab.sbatch("--hold", "--gres=gpu:1", "--comment", f"chronus: estimate=60 deadline={d}")
+        for d in (india, naive, f"{india}:1,{later}:0.5")
+    ]
+    got = {a["id"]: a["deadlines"] for a in b.arrivals()}
+    one = {"at": at.timestamp(), "value": 1.0}
+    assert got[f"slurm-{sids[0]}"] == [one] and got[f"slurm-{sids[1]}"] == [one]
+    assert got[f"slurm-{sids[2]}"] == [one, {"at": at.timestamp() + 3600, "value": 0.5}]
+
+
+def test_a_marker_edited_after_acceptance_fails_no_round(lab):
+    # An owner's `scontrol update comment=...` on a job chronus took: an unreadable marker, or
+    # none, hid the job from every listing, so each round that planned to start it failed
+    # ("job slurm-N is not in Slurm"), everyone's, and its owner was told nothing.
+    b = backend(lab)
+    typo, gone, fine = (
+        lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60") for _ in range(3)
+    )
+    accept_all(b)
+    lab.run("scontrol", "update", f"jobid={typo}", "comment=chronus: estimate=2 hours | accepted")
+    lab.run("scontrol", "update", f"jobid={gone}", "comment=my notes")
+    for sid in (typo, gone, fine):
+        b.start(f"slurm-{sid}", {"n1": (0,)} if sid != fine else {"n2": (0,)})
+    seen = {o.id: o.state for o in b.jobs()}
+    assert seen[f"slurm-{typo}"] is RunState.CANCELLED
+    assert seen[f"slurm-{gone}"] is RunState.FAILED
+    assert seen[f"slurm-{fine}"] is RunState.RUNNING
+    job = b.rest.job(typo)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: 'hours': expected key=value (the marker was changed after chronus "
+        "accepted the job)"
+    )
+    assert b.rest.job(gone).comment == "my notes"  # no marker: not chronus's to touch
 
 
 def test_user_may_not_pick_an_id(lab):

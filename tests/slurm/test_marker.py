@@ -55,6 +55,12 @@ def test_best_effort_and_default_id():
         # a digit to str.isdigit, not to int: the ValueError left every round's arrivals
         ("chronus: estimate=60 iterations=²", "iterations: expected an integer"),
         ("chronus: estimate=60 id=a/b", "id: expected"),
+        ("chronus: estimate=" + "9" * 400, "estimate: more than 366 days"),  # a float's inf
+        ("chronus: estimate=60 deadline=+1h:" + "9" * 400, "deadline: the value after ':'"),
+        ("chronus: estimate=60 deadline=+1h:nan", "deadline: the value after ':'"),
+        ("chronus: estimate=60 model=" + "m" * 129, "model: at most 128 characters"),
+        ("chronus: estimate=60 | accepted done=nan@0", "chronus's own field is damaged"),
+        ("chronus: estimate=60 | accepted done=inf@0", "chronus's own field is damaged"),
     ],
 )
 def test_errors_name_the_key(comment, why):
@@ -106,3 +112,27 @@ def test_slurm_lists():
 )
 def test_gpu_counts_of_every_api_version(text, gpus):
     assert gpu_count(text) == gpus
+
+
+@pytest.mark.parametrize(
+    "text, at, value",
+    [
+        # split at the last ':', +05:30 read as value 30 at +05, and a zoneless or +00:00 time
+        # as value 0 (refused)
+        ("2030-01-01T08:00:00+05:30", "2030-01-01T02:30:00Z", 1.0),
+        ("2030-01-01T08:00:00+05:30:0.5", "2030-01-01T02:30:00Z", 0.5),
+        ("2030-01-01T08:00:00", "2030-01-01T08:00:00Z", 1.0),
+        ("2030-01-01T08:00", "2030-01-01T08:00:00Z", 1.0),
+        ("2030-01-01T08:00:00+00:00:2", "2030-01-01T08:00:00Z", 2.0),
+        ("2030-01-01:2", "2030-01-01T00:00:00Z", 2.0),
+    ],
+)
+def test_an_iso_deadline_keeps_its_colons(text, at, value):
+    want = datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+    assert marker.deadlines(text, 0.0) == [{"at": want, "value": value}]
+
+
+def test_an_edited_marker_says_chronus_had_accepted_it():
+    with pytest.raises(marker.MarkerError) as err:
+        marker.parse("chronus: estimate=2 hours id=api-7 | accepted")
+    assert err.value.accepted and err.value.job_id == "api-7"

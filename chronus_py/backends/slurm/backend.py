@@ -52,6 +52,7 @@ from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachab
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
+from chronus_py.service.jobspec import FieldError, parse_job
 
 CANNOT_RESIZE = "it starts each job at one size and has no command to resize a running one"
 
@@ -71,6 +72,10 @@ _UNHEALTHY_FLAGS = {
 }
 
 log = logging.getLogger("chronus.slurm")
+
+_MARKER_KEYS = {"estimate_seconds": "estimate", "deadlines": "deadline", "gpus": "--gres"}
+"""The marker's key (or sbatch's option) behind a field of ``POST /v1/jobs``, to name it in a
+refusal the user reads in their job's comment."""
 
 LATENCY_SAMPLES = 20
 """Starts the start latency is the longest of: recent enough to follow the cluster's load."""
@@ -173,7 +178,10 @@ class SlurmBackend(CompressedTime):
         # (benchmarks/slurm_listing.py). Dropped by every command that changes a job chronus
         # lists (see ``_changing``) and used by one ``jobs``, so ``jobs`` sees what the round
         # itself did; a job that ends meanwhile is seen at the next round's look.
-        self._shared: tuple[list[tuple[SlurmJob, marker.Marker | None, str | None]], float] | None
+        self._shared: (
+            tuple[list[tuple[SlurmJob, marker.Marker | None, marker.MarkerError | None]], float]
+            | None
+        )
         self._shared = None
         self._unread = False  # the shared listing is a ``look`` no ``arrivals`` read yet
 
@@ -205,7 +213,7 @@ class SlurmBackend(CompressedTime):
             out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
         return out
 
-    def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, str | None]]:
+    def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, marker.MarkerError | None]]:
         """Every job with the marker in our partition: (job, parsed marker or None, error)."""
         out = []
         for j in self._slurm("list jobs", self.rest.jobs):
@@ -216,7 +224,10 @@ class SlurmBackend(CompressedTime):
             try:
                 m = marker.parse(j.comment)
             except marker.MarkerError as exc:
-                out.append((j, None, str(exc)))
+                out.append((j, None, exc))
+                if exc.accepted:  # chronus's job, whose owner edited the marker since
+                    job_id = exc.job_id or f"slurm-{j.id}"
+                    self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
                 continue
             out.append((j, m, None))
             job_id = self._chronus_id(j, m)
@@ -275,15 +286,35 @@ class SlurmBackend(CompressedTime):
             listing, looked = self._marked(), time.time()
         else:
             (listing, looked), self._shared = self._shared, None
-        for j, m, _ in listing:
+        for j, m, error in listing:
+            if error is not None and error.accepted:
+                out.append(self._edited(j, error, now))
+                continue
             if m is None or not m.accepted:
                 continue
             if j.state == "PENDING" and not j.held:
                 self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
-        out += [ObservedJob(job_id, RunState.FAILED, ended_at=now) for job_id in self._vanished]
+        seen = {o.id for o in out}  # a job refused above may have vanished from a start too
+        out += [
+            ObservedJob(job_id, RunState.FAILED, ended_at=now)
+            for job_id in self._vanished
+            if job_id not in seen
+        ]
         self._observed.append(looked)
         return out
+
+    def _edited(self, j: SlurmJob, error: marker.MarkerError, now: float) -> ObservedJob:
+        """A job chronus accepted whose marker its owner has since made unreadable (``scontrol
+        update comment=...``): chronus can no longer place it or record its work, so it is
+        refused as a new one would be (the reason in its comment, cancelled), and the service
+        sees it cancelled. Left alone, every round that started or preempted it failed."""
+        job_id = error.job_id or f"slurm-{j.id}"
+        if j.state in _RUNNING or j.state == "PENDING":
+            self._refuse(j, f"{error} (the marker was changed after chronus accepted the job)")
+        return ObservedJob(
+            job_id, RunState.CANCELLED, ended_at=self._v(j.end_time) if j.end_time else now
+        )
 
     def _observe(self, j: SlurmJob, m: marker.Marker, now: float) -> ObservedJob:
         job_id = self._chronus_id(j, m)
@@ -349,27 +380,57 @@ class SlurmBackend(CompressedTime):
         self._unread = False
         out = []
         listing, _ = self._shared
-        for j, m, error in listing:
-            if not j.held or (m is not None and m.accepted):
-                continue
-            if error is None and "id" in m.user:
+        gpus: int | None = None  # the partition's, read once there is an arrival to check
+        for j, m, exc in listing:
+            if not j.held or (m is not None and m.accepted) or (exc is not None and exc.accepted):
+                continue  # an accepted job's edited marker is ``jobs``'s to report
+            error = None if exc is None else str(exc)
+            if m is not None and "id" in m.user:
                 error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:
                 try:
-                    out.append(
-                        marker.job_fields(
-                            m,
-                            slurm_id=j.id,
-                            gpus=j.gpus_per_node * j.node_count,
-                            submit=self._v(j.submit_time),
-                            tenant=self._tenant(j),
-                        )
+                    marker.room(m.user)
+                    fields = marker.job_fields(
+                        m,
+                        slurm_id=j.id,
+                        gpus=j.gpus_per_node * j.node_count,
+                        submit=self._v(j.submit_time),
+                        tenant=self._tenant(j),
+                        now=self.now(),
                     )
-                    continue
+                    if gpus is None:
+                        gpus = sum(len(n.gpus) for n in self.nodes())
+                    error = self._unreadable(fields, gpus)
+                    if error is None:
+                        out.append(fields)
+                        continue
                 except marker.MarkerError as exc:
                     error = str(exc)
             self._refuse(j, error)  # refused jobs are not accepted: ``jobs`` skips them anyway
         return out
+
+    def _unreadable(self, fields: Mapping[str, Any], gpus: int) -> str | None:
+        """Why the service would refuse an arrival's fields, in the user's terms (the service's
+        own refusal of an arrival reaches the job only as 'refused by the chronus service'):
+        more GPUs than the partition has, or anything its reading of a job refuses."""
+        asked = fields["gpus"]
+        if asked > gpus:
+            scope = f"partition {self.partition}" if self.partition else "the cluster"
+            return f"--gres: the job asks for {asked} GPUs, {scope} has {gpus}"
+        try:
+            parse_job(
+                dict(fields),
+                now=self.now(),
+                tenant=fields["tenant"],
+                may_set_tenant=True,
+                submit=fields["submit"],
+            )
+        except FieldError as exc:
+            if exc.field == "tenant":  # the job's Slurm account, else its user
+                return f"account: {marker.shown(fields['tenant'])} is no chronus tenant: {exc.why}"
+            key = _MARKER_KEYS.get(exc.field.split("[")[0].split(".")[0])
+            return f"{key}: {exc.why}" if key else str(exc)
+        return None
 
     def _accepted(self, slurm_id: int, comment: str) -> None:
         """Show an arrival accepted in the shared listing, as its new comment has it in Slurm."""
@@ -393,10 +454,20 @@ class SlurmBackend(CompressedTime):
             raise _fail(f"hold job {j.id}", exc) from None
 
     def _refuse(self, j: SlurmJob, why: str) -> None:
-        """A marked job chronus will not run: say why in its comment, and cancel it."""
-        comment = f"{marker.REFUSED} {why} [{j.comment.strip()}]"
+        """A marked job chronus will not run: say why in its comment, and cancel it. The
+        comment quotes the user's after the reason, cut to what Slurm keeps (1024 bytes: a
+        longer one was refused, and with it every round's arrivals, for as long as the job
+        waited); one Slurm refuses all the same (the job ended meanwhile) is cancelled anyway."""
+        comment = marker.fitted(f"{marker.REFUSED} {why} [{j.comment.strip()}]")
         log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
-        self._slurm(f"refuse job {j.id}", self.rest.update, j.id, JobChange(comment=comment))
+        try:
+            self.rest.update(j.id, JobChange(comment=comment))
+        except SlurmError as exc:
+            log.warning(
+                json.dumps({"event": "slurm_refuse_comment", "slurm_job": j.id, "error": str(exc)})
+            )
+        except SlurmUnreachable as exc:
+            raise _fail(f"refuse job {j.id}", exc) from None
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
 
     def _cancel_slurm(self, slurm_id: int) -> None:
@@ -456,10 +527,14 @@ class SlurmBackend(CompressedTime):
         )
         self._slurm(f"submit job {job.id}", self.rest.submit, new)
 
-    def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker]:
+    def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
+        """The job to start or preempt; None, and reported failed by the next ``jobs``, if
+        Slurm no longer lists it as chronus's (purged, moved to another partition, its marker
+        removed by its owner): raising here failed every round that planned it, everyone's."""
         found = self._find(job_id)
         if found is None:
-            raise BackendUnavailable(f"slurm: job {job_id} is not in Slurm")
+            log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
+            self._vanished.add(job_id)
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
@@ -470,7 +545,10 @@ class SlurmBackend(CompressedTime):
         decided = min([t for _, _, t in self._stopping.values()] + [planned])
         self._changing()
         self._stop()  # the GPUs of the jobs preempted for this one must be free first
-        j, m = self._require(job_id)
+        found = self._require(job_id)
+        if found is None:
+            return
+        j, m = found
         if j.state in _RUNNING or j.state in _ENDED or j.state not in ("PENDING",):
             return  # running (never released twice) or over: the next observation says so
         counts = {len(g) for g in placement.values()}
@@ -524,7 +602,10 @@ class SlurmBackend(CompressedTime):
 
     def preempt(self, job_id: str) -> None:
         self._changing()
-        j, m = self._require(job_id)
+        found = self._require(job_id)
+        if found is None:
+            return
+        j, m = found
         if j.state == "PENDING":
             if not j.held:
                 self._hold(j)

@@ -24,12 +24,14 @@ not start with ``chronus:`` is not chronus's and is never touched.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from chronus_py.service.jobspec import STORED_ID
+from chronus_py.service.jobspec import MAX_DEADLINES, STORED_ID
+from chronus_py.service.rounds import HORIZON
 
 PREFIX = "chronus:"
 REFUSED = "chronus refused:"
@@ -40,10 +42,50 @@ _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _DURATION = re.compile(rf"{_NUMBER}|(?:{_NUMBER}[smhd])+")
 _PART = re.compile(rf"({_NUMBER})([smhd]?)")
 _ITERATIONS = re.compile(r"[0-9]{1,18}")  # ASCII: "²" is a digit to str.isdigit, not to int
+_VALUE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+COMMENT_BYTES = 1024
+"""The longest comment slurmctld takes, in bytes, at submission and on every update
+(``_test_job_desc_fields`` in ``src/slurmctld/job_mgr.c``, 22.05 to 24.11): a longer one is
+refused as ``Pathname of a file, directory or other parameter too long``."""
+MODEL_CHARS = 128  # the service's limit on ``model`` (``jobspec.parse_job``)
+_OURS = " | accepted done=99999999999.9@9999999999"
+"""The most chronus appends to a user's marker (``render``): an accepted marker must leave room."""
 
 
 class MarkerError(ValueError):
-    """A marker that cannot be read; the message names the key and says what was expected."""
+    """A marker that cannot be read; the message names the key and says what was expected.
+    From :func:`parse`: ``accepted``, whether chronus had taken the job (a user edited the
+    comment since), and ``job_id``, its ``id=`` if it has one."""
+
+    accepted: bool = False
+    job_id: str | None = None
+
+
+def shown(text: str, limit: int = 40) -> str:
+    """A user's value as an error quotes it: a long one cut short, so the reason stays one
+    readable line and fits in the comment (``fitted``)."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= limit else quoted[: limit - 4] + "...'"
+
+
+def fitted(text: str) -> str:
+    """``text`` cut to the :data:`COMMENT_BYTES` Slurm keeps (a refusal quotes the user's
+    comment after its reason: the reason stays whole, the quote loses its end)."""
+    data = text.encode()
+    if len(data) <= COMMENT_BYTES:
+        return text
+    return data[: COMMENT_BYTES - 4].decode(errors="ignore") + "...]"
+
+
+def room(user: dict[str, str]) -> None:
+    """MarkerError if the marker leaves no room in Slurm's comment for chronus's own fields
+    (``| accepted done=...``): every update chronus made of the job would then be refused."""
+    size = len(render(user, accepted=False).encode())
+    if size + len(_OURS) > COMMENT_BYTES:
+        raise MarkerError(
+            f"comment: {size} bytes; chronus appends up to {len(_OURS)} of its own and Slurm "
+            f"keeps {COMMENT_BYTES}: shorten it to {COMMENT_BYTES - len(_OURS)}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,78 +103,132 @@ def is_marked(comment: str) -> bool:
 
 
 def parse(comment: str) -> Marker:
-    """The marker in a job's comment; :class:`MarkerError` if it is malformed."""
+    """The marker in a job's comment; :class:`MarkerError` if it is malformed, saying whether
+    chronus had accepted the job (its own ``accepted`` survives a user's edit of their fields)
+    and the job's chronus id."""
     text = comment.strip()
     if not text.lower().startswith(PREFIX):
         raise MarkerError(f"a chronus job's comment starts with {PREFIX!r}")
     user_part, _, ours = text[len(PREFIX) :].partition(SEPARATOR)
+    accepted = "accepted" in ours.split()
+    named = re.search(r"(?:^|\s)id=(\S+)", user_part)
+    job_id = named.group(1) if named else None
+    try:
+        return _parse(user_part, ours, accepted)
+    except MarkerError as exc:
+        exc.accepted, exc.job_id = accepted, job_id
+        raise
+
+
+def _parse(user_part: str, ours: str, accepted: bool) -> Marker:
     user: dict[str, str] = {}
     for item in user_part.split():
         key, eq, value = item.partition("=")
         if not eq or not value:
-            raise MarkerError(f"{item!r}: expected key=value")
+            raise MarkerError(f"{shown(item)}: expected key=value")
         if key not in USER_KEYS:
-            raise MarkerError(f"{key}: unknown key (expected one of: {', '.join(USER_KEYS)})")
+            name = key if re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", key) else shown(key)
+            raise MarkerError(f"{name}: unknown key (expected one of: {', '.join(USER_KEYS)})")
         if key in user:
             raise MarkerError(f"{key}: given twice")
         user[key] = value
-    accepted, done, done_run = False, 0.0, 0.0
+    done, done_run = 0.0, 0.0
     for item in ours.split():
-        if item == "accepted":
-            accepted = True
-        elif item.startswith("done="):
+        if item.startswith("done="):
             amount, _, run = item[5:].partition("@")
             try:
                 done, done_run = float(amount), float(run or 0)
             except ValueError:
-                raise MarkerError(f"{item!r}: chronus's own field is damaged") from None
+                done = math.nan
+            if not (0 <= done < math.inf and 0 <= done_run < math.inf):  # "nan", "inf", "-1"
+                raise MarkerError(f"{shown(item)}: chronus's own field is damaged")
     return Marker(user, accepted, done, done_run)
 
 
 def duration(text: str, key: str) -> float:
     if not _DURATION.fullmatch(text):
-        raise MarkerError(f"{key}: expected a duration like 600, 90s, 20m, 2h, 1h30m, got {text!r}")
+        raise MarkerError(
+            f"{key}: expected a duration like 600, 90s, 20m, 2h, 1h30m, got {shown(text)}"
+        )
     seconds = sum(float(n) * _UNITS[u or "s"] for n, u in _PART.findall(text))
     if seconds <= 0:
-        raise MarkerError(f"{key}: must be > 0, got {text!r}")
+        raise MarkerError(f"{key}: must be > 0, got {shown(text)}")
     return seconds
 
 
-def _time(text: str, submit: float) -> float:
-    if text.startswith("+"):
-        return submit + duration(text[1:], "deadline")
+def _within_horizon(text: str, key: str) -> float:
+    """A duration chronus can plan: at most the planning horizon (400 nines are a float's
+    infinity, which the service refuses with a line that names none of the marker's keys)."""
+    seconds = duration(text, key)
+    if seconds > HORIZON:
+        raise MarkerError(f"{key}: more than {HORIZON / 86400:g} days, got {shown(text)}")
+    return seconds
+
+
+def _iso(text: str) -> float | None:
+    """An ISO time's Unix seconds (no zone: UTC), or None if ``text`` is not one."""
     try:
         at = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise MarkerError(f"deadline: expected +DURATION or an ISO time, got {text!r}") from None
+        return None
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     return at.timestamp()
 
 
+def _option(option: str, submit: float) -> tuple[float, float]:
+    """One deadline option, ``TIME[:VALUE]``: (Unix seconds, value). A relative TIME has no
+    colon of its own, so its VALUE follows the first; an ISO time has colons of its own, even
+    in its zone (``+05:30``), so a whole option that is an ISO time has no VALUE, and otherwise
+    VALUE follows the last colon (``2026-11-24T08:00:00+05:30:0.5``)."""
+    if option.startswith("+"):
+        at_text, sep, value_text = option.partition(":")
+        at = submit + _within_horizon(at_text[1:], "deadline")
+    else:
+        whole = _iso(option)
+        at_text, sep, value_text = (option, "", "") if whole is not None else option.rpartition(":")
+        at = whole if whole is not None else _iso(at_text) if sep else None
+        if at is None:
+            raise MarkerError(
+                f"deadline: expected +DURATION or an ISO time such as 2026-11-24T08:00:00Z, "
+                f"got {shown(option)}"
+            )
+    if not sep:
+        return at, 1.0
+    if not _VALUE.fullmatch(value_text) or not 0 < float(value_text) < math.inf:
+        raise MarkerError(
+            f"deadline: the value after ':' must be a number > 0, got {shown(option)}"
+        )
+    return at, float(value_text)
+
+
 def deadlines(text: str, submit: float) -> list[dict[str, float]]:
     """``+1h:1,+2h:0.5`` -> [{at, value}, ...] in absolute Unix seconds."""
+    options = text.split(",")
+    if len(options) > MAX_DEADLINES:
+        raise MarkerError(f"deadline: at most {MAX_DEADLINES} options, got {len(options)}")
     out = []
-    for option in text.split(","):
-        # an ISO time has colons of its own: the value is after the last colon only if numeric
-        head, sep, tail = option.rpartition(":")
-        if sep and re.fullmatch(r"\d+(?:\.\d*)?|\.\d+", tail) and head:
-            at_text, value = head, float(tail)
-        else:
-            at_text, value = option, 1.0
-        if value <= 0:
-            raise MarkerError(f"deadline: value must be > 0 in {option!r}")
-        out.append({"at": _time(at_text, submit), "value": value})
+    for option in options:
+        at, value = _option(option, submit)
+        out.append({"at": at, "value": value})
     for a, b in zip(out, out[1:]):
         if b["at"] <= a["at"]:
-            raise MarkerError(f"deadline: options must be tightest first, got {text!r}")
+            raise MarkerError(f"deadline: options must be tightest first, got {shown(text)}")
     return out
 
 
 def job_fields(
-    marker: Marker, *, slurm_id: int, gpus: int, submit: float, tenant: str
+    marker: Marker,
+    *,
+    slurm_id: int,
+    gpus: int,
+    submit: float,
+    tenant: str,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """The fields of ``POST /v1/jobs`` for a marked Slurm job (``submit`` its submission time)."""
+    """The fields of ``POST /v1/jobs`` for a marked Slurm job (``submit`` its submission time).
+    With ``now`` (an arrival), what the service would refuse at ``now`` is refused here too,
+    named by the marker's key: a deadline passed or beyond the planning horizon."""
     u = marker.user
     if "estimate" not in u:
         raise MarkerError("estimate: required (e.g. estimate=30m)")
@@ -141,20 +237,41 @@ def job_fields(
         "gpus": gpus,
         "tenant": tenant,
         "submit": submit,
-        "estimate_seconds": duration(u["estimate"], "estimate"),
+        "estimate_seconds": _within_horizon(u["estimate"], "estimate"),
         "deadlines": deadlines(u["deadline"], submit) if "deadline" in u else [],
     }
     if not STORED_ID.fullmatch(fields["id"]):  # chronus's own: a user's is refused (``jobs``)
-        raise MarkerError(f"id: expected 1-257 characters of A-Z a-z 0-9 . _ : -, got {u['id']!r}")
+        raise MarkerError(
+            f"id: expected 1-257 characters of A-Z a-z 0-9 . _ : -, got {shown(u['id'])}"
+        )
     if "iterations" in u:
         if not _ITERATIONS.fullmatch(u["iterations"]) or int(u["iterations"]) < 1:
-            raise MarkerError(f"iterations: expected an integer >= 1, got {u['iterations']!r}")
+            raise MarkerError(f"iterations: expected an integer >= 1, got {shown(u['iterations'])}")
         fields["iterations"] = int(u["iterations"])
     if "model" in u:
+        if len(u["model"]) > MODEL_CHARS:
+            raise MarkerError(f"model: at most {MODEL_CHARS} characters, got {len(u['model'])}")
         fields["model"] = u["model"]
+    if now is not None and fields["deadlines"]:
+        last = fields["deadlines"][-1]["at"]
+        if last <= now:  # the service refuses it: say which of the user's times it is
+            raise MarkerError(
+                f"deadline: {_utc(last)} is not after the job's submission ({_utc(submit)})"
+                if last <= submit
+                else f"deadline: {_utc(last)} has passed (it is {_utc(now)})"
+            )
+        if last > now + HORIZON:
+            raise MarkerError(f"deadline: {_utc(last)} is more than {HORIZON / 86400:g} days ahead")
     if gpus < 1:
         raise MarkerError("the job requests no GPU (submit it with --gres=gpu:N)")
     return fields
+
+
+def _utc(at: float) -> str:
+    try:
+        return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return f"{at:g}"
 
 
 def render(
