@@ -44,6 +44,11 @@ class RestV0038:
             gpus_per_node=gpu_count(str(j.get("tres_per_node") or "")),
             nodes=tuple(expand_hostlist(nodes)),
             placement=placement(nodes, list(j.get("gres_detail") or [])),
+            group="array"
+            if j.get("array_task_string") or j.get("array_task_id") is not None
+            else "heterogeneous"
+            if j.get("het_job_id")
+            else "",
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:

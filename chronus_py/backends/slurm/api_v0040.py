@@ -71,6 +71,11 @@ def number(value: Any) -> float:
     return float(value or 0)
 
 
+def _set(value: Any) -> bool:
+    """Whether a v0.0.40+ number is given (``{"set": false}`` when not: an array task id)."""
+    return isinstance(value, Mapping) and bool(value.get("set")) or isinstance(value, int)
+
+
 def _time(value: Any) -> float:
     t = number(value)
     return t if math.isfinite(t) else 0.0
@@ -116,6 +121,11 @@ class RestV0040:
             gpus_per_node=gpu_count(str(j.get("tres_per_node") or "")),
             nodes=tuple(expand_hostlist(nodes)),
             placement=placement(nodes, list(j.get("gres_detail") or [])),
+            group="array"
+            if j.get("array_task_string") or _set(j.get("array_task_id"))
+            else "heterogeneous"
+            if number(j.get("het_job_id"))
+            else "",
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:

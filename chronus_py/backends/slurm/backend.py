@@ -77,6 +77,14 @@ _MARKER_KEYS = {"estimate_seconds": "estimate", "deadlines": "deadline", "gpus":
 """The marker's key (or sbatch's option) behind a field of ``POST /v1/jobs``, to name it in a
 refusal the user reads in their job's comment."""
 
+_GROUPS = {
+    "array": "--array: chronus places one job per submission (a released array started all its "
+    "tasks on GPUs chronus counted once); submit each task as its own job",
+    "heterogeneous": "a heterogeneous job (sbatch ... : ...): chronus places one group of nodes "
+    "per job; submit each component as its own job",
+}
+"""Why a job that is one of several under one submission is refused (``SlurmJob.group``)."""
+
 LATENCY_SAMPLES = 20
 """Starts the start latency is the longest of: recent enough to follow the cluster's load."""
 
@@ -385,7 +393,9 @@ class SlurmBackend(CompressedTime):
             if not j.held or (m is not None and m.accepted) or (exc is not None and exc.accepted):
                 continue  # an accepted job's edited marker is ``jobs``'s to report
             error = None if exc is None else str(exc)
-            if m is not None and "id" in m.user:
+            if j.group:
+                error = _GROUPS[j.group]
+            elif m is not None and "id" in m.user:
                 error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:
                 try:
@@ -462,10 +472,13 @@ class SlurmBackend(CompressedTime):
         log.warning(json.dumps({"event": "slurm_refuse", "slurm_job": j.id, "reason": why}))
         try:
             self.rest.update(j.id, JobChange(comment=comment))
-        except SlurmError as exc:
-            log.warning(
-                json.dumps({"event": "slurm_refuse_comment", "slurm_job": j.id, "error": str(exc)})
-            )
+        except SlurmError as exc:  # v0.0.38 updates no array job: scontrol does
+            if self._scontrol("update", f"jobid={j.id}", f"comment={comment}") is not None:
+                log.warning(
+                    json.dumps(
+                        {"event": "slurm_refuse_comment", "slurm_job": j.id, "error": str(exc)}
+                    )
+                )
         except SlurmUnreachable as exc:
             raise _fail(f"refuse job {j.id}", exc) from None
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
@@ -691,20 +704,23 @@ class SlurmBackend(CompressedTime):
             self._requeuehold(j.id)
 
     def _requeuehold(self, slurm_id: int) -> None:
+        why = self._scontrol("requeuehold", str(slurm_id))
+        if why is not None:
+            raise BackendUnavailable(f"slurm: scontrol requeuehold {slurm_id}: {why}")
+
+    def _scontrol(self, *args: str) -> str | None:
+        """Run ``scontrol args``; None if it succeeded, else why not."""
         try:
             out = subprocess.run(
-                [self.scontrol, "requeuehold", str(slurm_id)],
+                [self.scontrol, *args],
                 env=self._env,
                 capture_output=True,
                 text=True,
                 timeout=30,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise _fail(f"scontrol requeuehold {slurm_id}", exc) from None
-        if out.returncode != 0:
-            raise BackendUnavailable(
-                f"slurm: scontrol requeuehold {slurm_id}: {(out.stderr or out.stdout).strip()}"
-            )
+            return str(exc)
+        return None if out.returncode == 0 else (out.stderr or out.stdout).strip()
 
     def cancel(self, job_id: str) -> None:
         self._changing()

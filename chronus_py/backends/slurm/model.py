@@ -43,6 +43,7 @@ class SlurmJob:
     gpus_per_node: int
     nodes: tuple[str, ...]  # where it runs or ran
     placement: Mapping[str, tuple[int, ...]]  # node -> GPU indices, from gres_detail
+    group: str = ""  # "array" (sbatch --array) or "heterogeneous" (sbatch ... : ...), else ""
 
     @property
     def held(self) -> bool:
