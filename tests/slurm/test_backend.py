@@ -192,16 +192,22 @@ def test_a_marker_edited_after_acceptance_fails_no_round(lab):
     assert b.rest.job(gone).comment == "my notes"  # no marker: not chronus's to touch
 
 
-def test_an_array_job_is_refused_and_blocks_no_other_job(lab):
+def test_array_and_exclusive_jobs_are_refused_and_block_no_other_job(lab):
     # Slurm lists a pending array as one job: on 22.05 (v0.0.38) its acceptance, an update of
     # an array, failed every round; on 24.11 its release started every task on GPUs chronus
     # counted once.
     b = backend(lab)
     array = lab.sbatch("--hold", "--array=0-2", "--gres=gpu:1", "--comment", "chronus: estimate=60")
     good = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
+    # --exclusive keeps the node's other GPUs, which chronus counted free: a job it started
+    # beside one waited out the start timeout (30 s of the round) and was held again, each round
+    alone = lab.sbatch(
+        "--hold", "--exclusive=user", "--gres=gpu:1", "--comment", "chronus: estimate=6"
+    )
     assert [a["id"] for a in accept_all(b)] == [f"slurm-{good}"]
-    job = b.rest.job(array)
-    assert job.state == "CANCELLED" and job.comment.startswith("chronus refused: --array:")
+    for sid, flag in ((array, "--array"), (alone, "--exclusive")):
+        job = b.rest.job(sid)
+        assert job.state == "CANCELLED" and job.comment.startswith(f"chronus refused: {flag}:")
 
 
 def test_user_may_not_pick_an_id(lab):

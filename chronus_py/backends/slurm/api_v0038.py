@@ -20,6 +20,9 @@ from chronus_py.backends.slurm.model import (
     placement,
 )
 
+_EXCLUSIVE = {"none", "user", "mcs", "topo"}
+"""A job's ``shared`` when sbatch --exclusive[=user|mcs|topo] keeps others off its nodes."""
+
 
 class RestV0038:
     version = "v0.0.38"
@@ -49,6 +52,7 @@ class RestV0038:
             else "heterogeneous"
             if j.get("het_job_id")
             else "",
+            exclusive=str(j.get("shared") or "") in _EXCLUSIVE,
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:

@@ -48,6 +48,7 @@ _JOB_BASE = {
 # Flags that name the job's state over its base, in the order Slurm's own job_state_string()
 # prefers them (a finishing job is RUNNING with COMPLETING: it still holds its GPUs).
 _JOB_OVER_BASE = ("COMPLETING", "CONFIGURING", "RESIZING", "STOPPED", "SIGNALING")
+_EXCLUSIVE = {"none", "user", "mcs", "topo"}  # ``shared`` of sbatch --exclusive[=user|mcs|topo]
 _NODE_BASE = {"INVALID", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE"}
 
 # Warnings that say the request was not done as sent: a field ignored (unknown, deprecated,
@@ -126,6 +127,7 @@ class RestV0040:
             else "heterogeneous"
             if number(j.get("het_job_id"))
             else "",
+            exclusive=bool({str(f).lower() for f in j.get("shared") or ()} & _EXCLUSIVE),
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:

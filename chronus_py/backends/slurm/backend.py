@@ -395,6 +395,12 @@ class SlurmBackend(CompressedTime):
             error = None if exc is None else str(exc)
             if j.group:
                 error = _GROUPS[j.group]
+            elif j.exclusive:
+                error = (
+                    "--exclusive: chronus hands out a node's GPUs one by one and would count "
+                    "those the job does not ask for free (a job started beside it never ran); "
+                    "ask for them with --gres=gpu:N"
+                )
             elif m is not None and "id" in m.user:
                 error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:

@@ -44,6 +44,7 @@ class SlurmJob:
     nodes: tuple[str, ...]  # where it runs or ran
     placement: Mapping[str, tuple[int, ...]]  # node -> GPU indices, from gres_detail
     group: str = ""  # "array" (sbatch --array) or "heterogeneous" (sbatch ... : ...), else ""
+    exclusive: bool = False  # sbatch --exclusive (or =user, =mcs, =topo): no sharing its nodes
 
     @property
     def held(self) -> bool:
