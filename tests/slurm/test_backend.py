@@ -405,6 +405,21 @@ def test_jwt_over_tcp(lab):
     with pytest.raises((SlurmError, SlurmUnreachable)) as err:  # slurmrestd answers 500
         bad.nodes()
     assert "x.y.z" not in str(err.value)
+    # a site renews JWTs (they expire): the token file is read again when it changes, where
+    # the token read once at start-up failed every request until chronus was restarted
+    path = lab.root / "etc" / "chronus.jwt"
+    path.write_text("x.y.z\n")
+    renewed = SlurmRest(
+        f"http://127.0.0.1:{lab.rest_port}",
+        user="root",
+        retries=1,
+        backoff=0.01,
+        token_file=str(path),
+    )
+    with pytest.raises((SlurmError, SlurmUnreachable)):
+        renewed.nodes()
+    path.write_text(token + "\n")
+    assert {n.name for n in renewed.nodes()} == {"n1", "n2"}
 
 
 def untrapped(seconds: int) -> str:

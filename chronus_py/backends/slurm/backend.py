@@ -716,10 +716,13 @@ class SlurmBackend(CompressedTime):
 
     def _scontrol(self, *args: str) -> str | None:
         """Run ``scontrol args``; None if it succeeded, else why not."""
+        env = self._env
+        if getattr(self.rest, "token", None):  # the token as last renewed (--slurm-token-file)
+            env = {**env, "SLURM_JWT": self.rest.token}
         try:
             out = subprocess.run(
                 [self.scontrol, *args],
-                env=self._env,
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=30,
@@ -893,7 +896,7 @@ def from_args(
     if token:
         env["SLURM_JWT"] = token
     user = args.slurm_user or os.environ.get("SLURM_USER_NAME") or getpass.getuser()
-    rest = SlurmRest(args.slurmrestd, token=token, user=user)
+    rest = SlurmRest(args.slurmrestd, token=token, user=user, token_file=args.slurm_token_file)
     try:
         rest.version  # noqa: B018 - reach slurmrestd once, so a wrong address is a clear error
     except SlurmUnreachable as exc:

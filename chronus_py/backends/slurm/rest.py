@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import socket
 import time
+from pathlib import Path
 from typing import Any, Mapping, Protocol
 from urllib.parse import urlsplit
 
@@ -156,7 +158,9 @@ def parse_endpoint(endpoint: str) -> tuple[str | None, str, int]:
 
 
 class SlurmRest:
-    """slurmrestd at ``endpoint``; ``token``/``user`` for JWT over TCP."""
+    """slurmrestd at ``endpoint``; ``token``/``user`` for JWT over TCP. With ``token_file``, the
+    token is read from it again whenever the file changes (a site renews JWTs, which expire:
+    read once, an expired token failed every request until chronus was restarted)."""
 
     def __init__(
         self,
@@ -169,19 +173,46 @@ class SlurmRest:
         backoff: float = 0.25,
         max_backoff: float = 2.0,
         version: str | None = None,
+        token_file: str | None = None,
     ):
         self.endpoint = endpoint
         self._unix, self._host, self._port = parse_endpoint(endpoint)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self._user = user
+        self._token_file = token_file
+        self._token_seen: tuple[int, int, int] | None = None
+        self.token: str | None = None
         if token:
-            self._headers["X-SLURM-USER-TOKEN"] = token
-            if user:
-                self._headers["X-SLURM-USER-NAME"] = user
+            self._use_token(token)
+        self._reread_token()
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._layer: RestLayer | None = None if version is None else LAYERS[version]
+
+    def _use_token(self, token: str) -> None:
+        self.token = token
+        self._headers["X-SLURM-USER-TOKEN"] = token
+        if self._user:
+            self._headers["X-SLURM-USER-NAME"] = self._user
+
+    def _reread_token(self) -> None:
+        """Take the token file's token if the file changed since it was last read (an empty or
+        unreadable file keeps the last token: a renewal being written)."""
+        if self._token_file is None:
+            return
+        try:
+            st = os.stat(self._token_file)
+            seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+            if seen == self._token_seen:
+                return
+            token = Path(self._token_file).read_text().strip()
+        except OSError:
+            return
+        if token:
+            self._use_token(token)
+            self._token_seen = seen
 
     def __repr__(self) -> str:  # never shows the token
         version = None if self._layer is None else self._layer.version
@@ -205,6 +236,7 @@ class SlurmRest:
         """One request: (status, parsed JSON or None, whether anything reached the server)."""
         sent = False
         conn = None
+        self._reread_token()
         try:
             conn = self._connection()
             if self._unix is None:
@@ -271,6 +303,21 @@ class SlurmRest:
             )
         errors = [e for e in layer.refusals(parsed) if _number(e) not in ok_errors]
         if errors or status >= 400:
+            refused = status in (401, 403, 511) or any(
+                "authentication" in str(e.get("error", "")).lower() for e in errors
+            )
+            if refused and self.token is not None:
+                # 24.11 answers an expired JWT 511 "Protocol authentication error" (22.05: 500
+                # "Unspecified error", which says nothing of the token)
+                renew = (
+                    f"; chronus reads {self._token_file} again when it changes"
+                    if self._token_file
+                    else ""
+                )
+                raise SlurmUnreachable(
+                    f"slurmrestd at {self.endpoint}: {what}: not authorized "
+                    f"(HTTP {status}); check the token (expired?){renew}"
+                )
             if status in (401, 403):
                 raise SlurmUnreachable(
                     f"slurmrestd at {self.endpoint}: {what}: not authorized "
