@@ -58,6 +58,22 @@ def test_nodes_and_health(lab):
     assert not n2.healthy and "disk" in n2.reason and "DRAIN" in n2.reason.upper()
 
 
+def test_a_node_taken_out_of_the_partition_is_unhealthy_not_forgotten(lab):
+    # Left out of the listing, the service kept the node as it was, healthy, and a start
+    # there never ran (BadConstraints): each round that planned one waited out the start
+    # timeout, then held the job again.
+    b = backend(lab)
+    assert {n.name for n in b.nodes()} == {"n1", "n2"}
+    lab.run("scontrol", "update", f"partitionname={lab.partition}", "nodes=n1")
+    try:
+        n2 = {n.name: n for n in b.nodes()}["n2"]
+        assert not n2.healthy and n2.reason == f"no longer in partition {lab.partition}"
+        assert n2.gpus == (0, 1, 2, 3)
+    finally:
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "nodes=n1,n2")
+    assert not any("no longer" in n.reason for n in b.nodes())
+
+
 def test_adopts_marked_held_jobs_only(lab):
     b = backend(lab)
     mine = lab.sbatch(

@@ -179,6 +179,7 @@ class SlurmBackend(CompressedTime):
         # 120x), so the service always sees when it began (``Service._observe``).
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
+        self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
         # round's ``arrivals`` and ``jobs``: a round lists every job twice otherwise (arrivals,
@@ -213,12 +214,22 @@ class SlurmBackend(CompressedTime):
             raise _fail(what, exc) from None
 
     def nodes(self) -> Sequence[NodeInfo]:
+        """The partition's nodes; one it listed before and no longer does (taken out of the
+        partition, or out of Slurm) stays, unhealthy: the service keeps a node it is not told
+        about as it was, and a start there never ran (Slurm: BadConstraints), waited out the start
+        timeout (30 s of the round) and was held again, in every round that planned one."""
         out = []
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
                 continue
             why = trouble(n)
             out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
+        listed = {n.name for n in out}
+        where = f"partition {self.partition}" if self.partition is not None else "Slurm"
+        for name, gpus in self._nodes_seen.items():
+            if name not in listed:
+                out.append(NodeInfo(name, gpus, healthy=False, reason=f"no longer in {where}"))
+        self._nodes_seen.update((n.name, n.gpus) for n in out)
         return out
 
     def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, marker.MarkerError | None]]:
