@@ -23,10 +23,16 @@ plan`` in ``cli/plan.py`` runs it once, the service once per wake-up, ``replay``
 5. **Host configs** (``round.host_configs``): an ``scx_layered`` config per host that protects
    each job's latency-critical threads.
 6. **Plan** (``round.assemble``): per-job decisions a cluster manager acts on, as a :class:`Plan`.
+
+What a caller hands the :class:`Scheduler` and :func:`run_round` is checked there: a bad job,
+number, time or report is one :class:`ArgumentError` (a job id the scheduler does not hold, a
+:class:`JobIdError`) naming the argument or field, raised before anything changes
+(``chronus_py/jobs/checks.py``).
 """
 
 from chronus_py.engine import replay, summarize
 from chronus_py.estimates import Estimator, Fixed, Noisy, Oracle, Profiled
+from chronus_py.jobs.checks import ArgumentError, JobIdError
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.plan import JobDecision, Plan
 from chronus_py.policies import Chronus, make_policy
@@ -63,4 +69,6 @@ __all__ = [
     "read_trace",
     "replay",
     "summarize",
+    "ArgumentError",
+    "JobIdError",
 ]

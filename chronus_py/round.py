@@ -25,24 +25,33 @@ too. :func:`new_scheduler` and :func:`restore` are the service's as well as ``ch
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
-from typing import Callable, Mapping
+from typing import Callable, Collection, Mapping
 
 from chronus_py.errors import InputError
 from chronus_py.estimates import Estimator, Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
+from chronus_py.jobs.checks import ArgumentError, check_job, number
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState, Status
-from chronus_py.layers import HostLayers, HostTopology, LayerSpec, emit_host_layers
+from chronus_py.layers import (
+    HostLayers,
+    HostTopology,
+    LayerSpec,
+    emit_host_layers,
+    resolve_thread_names,
+)
 from chronus_py.plan import Action, JobDecision, Plan
 from chronus_py.policies import make_policy
 from chronus_py.policies.base import Policy, Sizes
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.state_file import JobEntry, State
-from placement import CellAllocator
+from placement import CellAllocator, ConsolidatedAllocator
+from placement.loading import show
 
 
 def new_scheduler(
@@ -118,7 +127,8 @@ def _restore_entry(scheduler: Scheduler, state: State, entry: JobEntry, job: Job
             known=entry.estimate is not None,
         )
     except ValueError as exc:
-        raise InputError(state.source, str(exc), field=f"{entry.key}.placement") from None
+        why = exc.why if isinstance(exc, InputError) else str(exc)
+        raise InputError(state.source, why, field=f"{entry.key}.placement") from None
 
 
 def restore(
@@ -168,7 +178,17 @@ def sizes(scheduler: Scheduler, job: Job, done: float = 0.0) -> Sizes:
 
 def choose_size(scheduler: Scheduler, job: Job, now: float, *, done: float = 0.0) -> int:
     """The size a waiting job gets this round: the policy's choice (``Policy.size``) among its
-    sizes, against the plan as the last ``select`` left it."""
+    sizes, against the plan as the last ``select`` left it. A job no size of which fits the
+    cluster, or with a bad field or throughput curve, is an ArgumentError naming it."""
+    job = check_job(job, "choose_size")
+    done = number(done, f"job {show(job.id)}", "done")
+    if job.min_size > scheduler.total_gpus:
+        raise ArgumentError(
+            f"job {show(job.id)}",
+            f"its smallest size, {job.min_size}, is more than the cluster's "
+            f"{scheduler.total_gpus} GPUs",
+            field="sizes",
+        )
     return scheduler.policy.size(sizes(scheduler, job, done), scheduler.view(now))
 
 
@@ -187,8 +207,12 @@ def run_round(
 ) -> Plan:
     """The whole round: select, place, host configs (for nodes in ``hosts``, with each job's
     ``layers`` wishes, default ones for jobs not listed), and the decisions."""
+    now = _round_time(scheduler, now)
+    if hosts or layers:
+        _check_layer_inputs(scheduler, hosts or {}, layers or {})
     started = time.perf_counter()
     moves = advance(scheduler, now)
+    scheduler.last_round = now
     host_layers = host_configs(scheduler, hosts or {}, layers or {})
     return assemble(
         scheduler,
@@ -196,6 +220,74 @@ def run_round(
         host_layers=host_layers,
         timings={"round_s": time.perf_counter() - started},
     )
+
+
+def _round_time(scheduler: Scheduler, now: float) -> float:
+    """``now`` for a round: a finite number, no earlier than the last round's (time does not
+    go back; a plan for a past instant would start jobs on GPUs since given away) nor than a
+    job's submission (a job submitted ahead of time would start before it arrives)."""
+    if not isinstance(scheduler, Scheduler):
+        raise ArgumentError(
+            "run_round", f"expected a Scheduler, got {show(scheduler)}", field="scheduler"
+        )
+    now = number(now, "run_round", "now", minimum=None)
+    last = getattr(scheduler, "last_round", None)
+    if last is not None and now < last:
+        raise ArgumentError(
+            "run_round", f"{now:g} is before the last round's now ({last:g})", field="now"
+        )
+    latest = getattr(scheduler, "latest_submit", -math.inf)
+    if now < latest:
+        early = next(s.id for s in scheduler.jobs.values() if s.job.submit == latest)
+        raise ArgumentError(
+            "run_round",
+            f"{now:g} is before job {show(early)}'s submit time ({latest:g}): submit a job when "
+            "it arrives",
+            field="now",
+        )
+    return now
+
+
+def _check_layer_inputs(
+    scheduler: Scheduler, hosts: Mapping[str, HostTopology], layers: Mapping[str, LayerSpec]
+) -> None:
+    """``run_round``'s ``hosts`` and ``layers``, checked before the round changes anything: a
+    mistake found while emitting a host's config would come after jobs were started and
+    stopped, with no plan to say so. Every host is a node of the cluster, modelled with all of
+    the node's GPUs; every wish a LayerSpec with a known preset and thread names."""
+    for name, value, kind in (("hosts", hosts, "node"), ("layers", layers, "job id")):
+        if not isinstance(value, Mapping):
+            raise ArgumentError(
+                "run_round", f"expected a mapping of {kind} -> ..., got {show(value)}", field=name
+            )
+    node_gpus = {n.name: n.gpus for n in scheduler.cluster.nodes}
+    for node, host in hosts.items():
+        where = f"hosts[{node!r}]"
+        if node not in node_gpus:
+            raise ArgumentError("run_round", f"{show(node)} is no node of the cluster", field=where)
+        if not isinstance(host, HostTopology):
+            raise ArgumentError(
+                "run_round",
+                f"expected a HostTopology (HostTopology.from_yaml(PATH)), got {show(host)}",
+                field=where,
+            )
+        have = {gpu.index for gpu in host.gpus}
+        missing = [i for i in range(node_gpus[node]) if i not in have]
+        if missing and isinstance(scheduler.allocator, ConsolidatedAllocator):  # GPUs 0..n-1
+            raise ArgumentError(
+                "run_round",
+                f"host {host.name} models no GPU {missing[0]}, and the node has "
+                f"{node_gpus[node]} GPUs",
+                field=where,
+            )
+    for job_id, spec in layers.items():
+        where = f"layers[{job_id!r}]"
+        if not isinstance(spec, LayerSpec):
+            raise ArgumentError("run_round", f"expected a LayerSpec, got {show(spec)}", field=where)
+        try:
+            resolve_thread_names(spec.preset, spec.thread_names)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ArgumentError("run_round", str(exc), field=where) from None
 
 
 def host_configs(
@@ -258,7 +350,13 @@ def _deadline(state: JobState) -> float | None:
 
 def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
     """Why ``state`` gets ``action``: its standing in the policy's order, and the GPUs."""
-    if action is Action.WAIT:
+    vcs = _virtual_clusters(scheduler) if action is Action.WAIT else None
+    if vcs is not None and state.job.tenant not in vcs:
+        where = (
+            f"its tenant {state.job.tenant!r} is no virtual cluster of the cell allocator (have: "
+            f"{', '.join(sorted(vcs))}), so it can never be placed"
+        )
+    elif action is Action.WAIT:
         where = (
             f"needs {state.gpus} GPUs, {free} free after this round"
             if state.gpus > free
@@ -276,6 +374,11 @@ def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> 
         "admission decided on its first estimate"
     )
     return f"{standing}; {where}" if standing else where
+
+
+def _virtual_clusters(scheduler: Scheduler) -> Collection[str] | None:
+    """The virtual clusters of a cell allocator (HiveD), None for an allocator without them."""
+    return getattr(getattr(scheduler.allocator, "config", None), "virtual_clusters", None)
 
 
 def _next_decision(wakeup: float | None, decisions: tuple[JobDecision, ...]) -> float | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections import Counter
 from dataclasses import dataclass
 from itertools import accumulate
@@ -20,11 +21,21 @@ from typing import Callable, Iterable, Mapping
 
 from chronus_py.errors import InputError
 from chronus_py.estimates import EstimateErrors, Estimator, Oracle
+from chronus_py.jobs.checks import (
+    ArgumentError,
+    JobIdError,
+    check_cluster,
+    check_job,
+    integer,
+    number,
+)
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import Policy, View
 from placement import Allocator, ConsolidatedAllocator, PodSpec, Request, round_up
+from placement.limits import MAX_SECONDS
+from placement.loading import show
 
 SpeedModel = Callable[[Job, Mapping[str, tuple[int, ...]]], float]
 
@@ -41,7 +52,12 @@ class Moves:
 
 
 class Scheduler:
-    """``round_requests``: ask the allocator for the {1, 2, 4, whole nodes} round-up of each job's
+    """One scheduler is used by one thread at a time: it takes no lock, so a cluster manager that
+    submits, reports and runs rounds from several threads holds its own lock around every call
+    (the service runs them all on one worker thread). It pickles and deep-copies, allocator and
+    policy included, e.g. to try a round on a copy.
+
+    ``round_requests``: ask the allocator for the {1, 2, 4, whole nodes} round-up of each job's
     GPUs (placement's ``round_up``, the sizes the Chronus artifact packs), so a 3-GPU job holds
     4 GPUs and odd sizes leave no holes; off, a job holds exactly what it asked for.
 
@@ -67,12 +83,23 @@ class Scheduler:
         even_gangs: bool = False,
         whole_pods: bool = False,
     ):
+        cluster = check_cluster(cluster)
         if getattr(policy, "elastic", False):
             raise InputError(
                 policy.name,
                 "an elastic policy sizes jobs in a replay (chronus replay --elastic); a "
                 "scheduling round needs one that orders a queue",
             )
+        for name, value, needs in (
+            ("policy", policy, ("prepare", "key", "keys")),
+            ("estimator", estimator, ("estimate", "uncertainty")),
+        ):
+            if value is not None and not all(callable(getattr(value, m, None)) for m in needs):
+                raise ArgumentError(
+                    "Scheduler",
+                    f"expected an object with {', '.join(needs)} methods, got {show(value)}",
+                    field=name,
+                )
         self.cluster = cluster
         self.policy = policy
         self.allocator = allocator or ConsolidatedAllocator(
@@ -96,18 +123,52 @@ class Scheduler:
         self._running_key: dict[str, tuple] = {}
         self._running_sorted: list[tuple[tuple, str]] = []
         self._key_changes: list[tuple[float, int, str, int]] = []
+        self.latest_submit = -math.inf  # the latest submit time of a job taken in
+        self.last_round: float | None = None  # ``now`` of the last ``run_round``
 
     # -- intake ---------------------------------------------------------------------------------
     def submit(self, job: Job) -> JobState:
+        """Take in a job that arrived (at ``job.submit``; a round before then is refused), its
+        estimate from the estimator. A job wider than the cluster, an id taken before, or a bad
+        field is an ArgumentError naming it, and nothing is changed."""
+        job = check_job(job)
+        if job.duration is None and not job.rates and type(self.estimator) is Oracle:
+            raise ArgumentError(
+                f"job {show(job.id)}",
+                "no runtime: the scheduler was made without an estimator, so it takes the job's "
+                "duration (Oracle); give one, or Scheduler(..., estimator=Fixed({id: seconds}))",
+                field="duration",
+            )
+        if job.gpus > self.total_gpus:
+            raise ArgumentError(
+                f"job {show(job.id)}",
+                f"{job.gpus} is more than the cluster's {self.total_gpus} GPUs",
+                field="gpus",
+            )
+        return self._take(job)
+
+    def _take(self, job: Job) -> JobState:
         if job.id in self.jobs:
-            raise ValueError(f"job {job.id} submitted twice")
+            raise ArgumentError(
+                f"job {show(job.id)}", "submitted twice: job ids are unique", field="id"
+            )
+        estimate = self.estimator.estimate(job)
+        if type(estimate) is not float or not 0.0 <= estimate <= MAX_SECONDS:
+            estimate = number(estimate, f"job {show(job.id)}", "estimate (the estimator's)")
+        uncertainty = self.estimator.uncertainty(job)
+        if type(uncertainty) is not float or not 0.0 <= uncertainty <= MAX_SECONDS:
+            uncertainty = number(
+                uncertainty, f"job {show(job.id)}", "uncertainty (the estimator's)"
+            )
         state = JobState(
             job=job,
             seq=len(self.jobs),
-            estimate=self.estimator.estimate(job),
+            estimate=estimate,
             overhead=self.overhead(job.gpus),
-            uncertainty=self.estimator.uncertainty(job),
+            uncertainty=uncertainty,
         )
+        if job.submit > self.latest_submit:
+            self.latest_submit = job.submit
         if self.round_requests:
             state.gpus = round_up(job.gpus, node=self.node_gpus)
         self.jobs[job.id] = state
@@ -117,7 +178,13 @@ class Scheduler:
         return state
 
     def finish(self, job_id: str, now: float) -> JobState:
-        state = self.running.pop(job_id)
+        """A running job ended at ``now``: its GPUs are free for the next round. A job that is
+        not running (pending: :meth:`withdraw` it; finished; never submitted) is a JobIdError."""
+        state = self.running.get(job_id)
+        if state is None:
+            raise self._not_held(job_id, "Scheduler.finish")
+        now = _time(now, "Scheduler.finish")
+        del self.running[job_id]
         del self.active[job_id]
         self._set_running_key(state, None)
         self.allocator.release(job_id)
@@ -130,7 +197,8 @@ class Scheduler:
         """Remove an active job for good (cancelled, or ended outside the scheduler), releasing
         its GPUs if it runs. It keeps status FINISHED with ``finish`` = ``now`` as the end of its
         record; the caller knows why it ended."""
-        state = self.active[job_id]
+        state = self._active(job_id, "Scheduler.withdraw")
+        now = _time(now, "Scheduler.withdraw")
         if state.status is Status.RUNNING:
             return self.finish(job_id, now)
         self._dequeue(state)
@@ -412,11 +480,23 @@ class Scheduler:
         The allocator must then hold exactly those GPUs (``reserve``); if it cannot, nothing is
         changed and ValueError says why. Like ``submit``, the job counts as arrived at the next
         ``select``, so the policy sees it (a guaranteed job keeps its guarantee)."""
+        job = check_job(job, "Scheduler.restore")
+        now = _time(now, "Scheduler.restore")
+        work_done = number(work_done, f"job {show(job.id)}", "work_done")
         if guaranteed is not None and guaranteed not in job.deadlines:
-            raise ValueError(
-                f"job {job.id}: guaranteed deadline {guaranteed.at} is not one of its options"
+            why = (
+                f"guaranteed deadline {guaranteed.at} is not one of its options"
+                if isinstance(guaranteed, DeadlineOption)
+                else f"expected one of its DeadlineOptions, got {show(guaranteed)}"
             )
-        state = self.submit(job)
+            options = ", ".join(f"{d.at:g}" for d in job.deadlines) or "none"
+            raise ArgumentError(
+                f"job {show(job.id)}", f"{why} (its deadlines: {options})", field="guaranteed"
+            )
+        if placement is not None:
+            placement = _placement(placement, f"job {show(job.id)}")
+        latest = self.latest_submit
+        state = self._take(job)
         self._dequeue(state)
         state.guaranteed = state.was_guaranteed = guaranteed
         if placement is not None:
@@ -424,7 +504,8 @@ class Scheduler:
             if result.outcome != "placed":
                 del self.jobs[job.id], self.active[job.id]
                 self._arrived.pop()
-                raise ValueError(result.reason)
+                self.latest_submit = latest
+                raise ArgumentError(f"job {show(job.id)}", result.reason, field="placement")
             state.starts = 1
             state.service = work_done + state.overhead
             self._run_on(state, result.by_node(), now)
@@ -437,7 +518,9 @@ class Scheduler:
         """Replace the scheduler's idea of an active job's progress with an observation:
         ``work_done`` seconds of its estimated work are behind it at ``now`` (restart overheads
         are the scheduler's own, added on top). Its key is refreshed at once."""
-        state = self.active[job_id]
+        state = self._active(job_id, "Scheduler.report_progress")
+        work_done = number(work_done, f"job {show(job_id)}", "work_done")
+        now = _time(now, "Scheduler.report_progress")
         state.service = work_done + state.starts * state.overhead
         if state.status is Status.RUNNING:
             state.run_since = now
@@ -450,7 +533,8 @@ class Scheduler:
     def run_began(self, job_id: str, at: float, now: float) -> JobState:
         """An active job's current run began at ``at`` (the cluster manager's record), later
         than the round that started it: its progress counts from then, not from the round."""
-        state = self.active[job_id]
+        state = self._active(job_id, "Scheduler.run_began")
+        at, now = _time(at, "Scheduler.run_began", "at"), _time(now, "Scheduler.run_began")
         if state.status is Status.RUNNING and state.run_since is not None and at > state.run_since:
             state.run_since = min(at, now)
             self._rekey_running(state, now)
@@ -469,7 +553,9 @@ class Scheduler:
         re-estimation from observed progress); its key is refreshed at once, and a lease planner
         re-plans it next round. A job's first re-estimate also teaches ``estimate_errors`` how far
         off first estimates are, which pads the plans of jobs not observed yet."""
-        state = self.active[job_id]
+        state = self._active(job_id, "Scheduler.reestimate")
+        estimate, uncertainty = _estimate(estimate, uncertainty, job_id)
+        now = _time(now, "Scheduler.reestimate")
         if not state.observed:
             self.estimate_errors.record(state.estimate, estimate)
             state.observed = True
@@ -499,13 +585,69 @@ class Scheduler:
         measured: give it its first real estimate. Not a sample of estimate error (the
         placeholder was no estimate), and the job is offered admission at the next round, as
         if it had just arrived (``chronus_py.estimates.in_place``)."""
-        state = self.active[job_id]
+        state = self._active(job_id, "Scheduler.firm_estimate")
+        estimate, uncertainty = _estimate(estimate, uncertainty, job_id)
+        now = _time(now, "Scheduler.firm_estimate")
         state.estimate = estimate
         state.uncertainty = uncertainty
         state.known = True
         self._rekey([job_id], now)
         self._arrived.append(state)
         return state
+
+    def _active(self, job_id: str, source: str) -> JobState:
+        state = self.active.get(job_id)
+        if state is None:
+            raise self._not_held(job_id, source)
+        return state
+
+    def _not_held(self, job_id: str, source: str) -> JobIdError:
+        """Why ``job_id`` is not a job ``source`` can act on: never submitted, ended, or (for
+        ``finish``, which needs a running job) pending."""
+        state = self.jobs.get(job_id) if isinstance(job_id, str) else None
+        if state is None:
+            why = f"{show(job_id)} was never submitted"
+        elif state.status is Status.FINISHED:
+            why = f"{show(job_id)} already ended (at {state.finish:g})"
+        else:
+            why = f"{show(job_id)} is pending, not running (withdraw() ends a job that waits)"
+        return JobIdError(source, why, field="job_id")
+
+
+def _time(value: float, source: str, field: str = "now") -> float:
+    """A time argument: a finite number (absolute seconds), as a float."""
+    if type(value) is float and -MAX_SECONDS <= value <= MAX_SECONDS:
+        return value
+    return number(value, source, field, minimum=None)
+
+
+def _estimate(estimate: float, uncertainty: float, job_id: str) -> tuple[float, float]:
+    where = f"job {show(job_id)}"
+    return number(estimate, where, "estimate"), number(uncertainty, where, "uncertainty")
+
+
+def _placement(placement: Mapping[str, Iterable[int]], where: str) -> dict[str, tuple[int, ...]]:
+    """A placement argument (node name -> GPU indices) as the allocator takes it: names
+    strings, indices ints (a numpy index as the int it is); what it holds is the allocator's
+    to judge (a ValueError naming the node or GPU)."""
+    if not isinstance(placement, Mapping):
+        raise ArgumentError(
+            where,
+            f"expected a mapping of node -> GPU indices, got {show(placement)}",
+            field="placement",
+        )
+    out = {}
+    for node, gpus in placement.items():
+        if not isinstance(node, str):
+            raise ArgumentError(where, f"expected a node name, got {show(node)}", field="placement")
+        if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Iterable):
+            raise ArgumentError(
+                where,
+                f"expected a list of GPU indices, got {show(gpus)}",
+                field=f"placement[{node!r}]",
+            )
+        out[node] = tuple(integer(g, where, f"placement[{node!r}]", minimum=0) for g in gpus)
+    return out
 
 
 def merge_walk(

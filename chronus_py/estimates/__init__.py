@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Mapping, Protocol
 import numpy as np
 
 from chronus_py.estimates.errors import EstimateErrors
+from chronus_py.jobs.checks import JobIdError
 from chronus_py.jobs.model import Job
+from placement.loading import show
 
 if TYPE_CHECKING:
     from chronus_py.profiler import Profile
@@ -60,7 +62,12 @@ class Fixed:
     bands: Mapping[str, float] = field(default_factory=dict)
 
     def estimate(self, job: Job) -> float:
-        return self.seconds[job.id]
+        try:
+            return self.seconds[job.id]
+        except KeyError:
+            raise JobIdError(
+                "Fixed", f"no estimate for job {show(job.id)}", field="seconds"
+            ) from None
 
     def uncertainty(self, job: Job) -> float:
         return self.bands.get(job.id, 0.0)

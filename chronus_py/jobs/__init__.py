@@ -8,5 +8,6 @@ scheduler or replay keeps per job (:class:`JobState`: status, progress, starts, 
 (the Chronus artifact's extra work per start, ElasticFlow's pause). ``throughputs`` reads the
 per-(model, global batch) throughput tables; ``sizes`` derives an elastic job's sizes from its
 curve (powers of two up to its fastest); ``sizing`` checks an elastic range a cluster manager
-submits against those tables.
+submits against those tables; ``checks`` checks what a library caller hands the scheduler (a job,
+a number, a time) and holds the errors it raises.
 """

@@ -35,7 +35,7 @@ def unspread(cluster: Cluster, policy) -> Scheduler:
 def test_a_job_is_submitted_once():
     scheduler = Scheduler(Cluster.uniform(1, 1), make_policy("fifo"))
     scheduler.submit(job("A"))
-    with pytest.raises(ValueError, match="job A submitted twice"):
+    with pytest.raises(ValueError, match="job 'A': id: submitted twice"):
         scheduler.submit(job("A"))
 
 
