@@ -23,12 +23,14 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
+from chronus_py.jobs.checks import ArgumentError
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View
 from chronus_py.policies.booked_starts import BookedStarts
 from chronus_py.policies.replanned import Replanned, release
 from chronus_py.selector import ChronusSettings, LeaseSelector, SelectorStats, Tier
+from placement.loading import show
 
 POOL = (
     "no deadline option fits the lease plan's free capacity; competes in the pool by remaining "
@@ -54,6 +56,13 @@ class Chronus(OrderPolicy):
     name = "chronus"
 
     def __init__(self, settings: ChronusSettings | None = None):
+        if settings is not None and not isinstance(settings, ChronusSettings):
+            raise ArgumentError(
+                "Chronus",
+                f"expected ChronusSettings, got {show(settings)}: Chronus(ChronusSettings(...)), "
+                "or ChronusSettings.from_mapping for a mapping",
+                field="settings",
+            )
         self.settings = settings or ChronusSettings()
         self.selector: LeaseSelector | None = None
         self._view: View | None = None  # the last decision point's, to say why a job waits

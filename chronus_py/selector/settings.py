@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
+from numbers import Real
 from typing import Any, Mapping
 
 from placement.loading import show
@@ -101,9 +102,9 @@ class ChronusSettings:
         _check("headroom", self.headroom, most=1.0)
         if self.deterministic_time is not None:
             _check("deterministic_time", self.deterministic_time, positive=True)
-        for f in fields(self):  # 600 from a YAML file is the same setting as 600.0
+        for f in fields(self):  # 600 from a YAML file, or numpy's 600, is the setting 600.0
             value = getattr(self, f.name)
-            if isinstance(value, int):
+            if isinstance(value, Real) and type(value) is not float:
                 object.__setattr__(self, f.name, float(value))
 
     @classmethod
@@ -122,8 +123,9 @@ class ChronusSettings:
 
 
 def _check(name: str, value: object, *, positive: bool = False, most: float = math.inf) -> None:
-    """A finite number, >= 0 (> 0 if ``positive``) and <= ``most``, or a ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """A finite real number (an int, a float, a numpy scalar; not a bool, a string or a Decimal),
+    >= 0 (> 0 if ``positive``) and <= ``most``, or a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ValueError(f"{name}: expected a number, got {show(value)}")
     if value < 0 or (positive and value == 0):
         raise ValueError(f"{name}: must be {'> 0' if positive else '>= 0'}, got {show(value)}")
