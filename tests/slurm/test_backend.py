@@ -208,6 +208,26 @@ def test_a_marker_edited_after_acceptance_fails_no_round(lab):
     assert b.rest.job(gone).comment == "my notes"  # no marker: not chronus's to touch
 
 
+def test_chronus_fields_an_owner_drops_from_an_accepted_job_are_written_back(lab):
+    # Rewritten without "| accepted", the job arrived again: refused as a taken id in every
+    # round while held, and once released never seen running or ending by the service.
+    b = backend(lab)
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=4s", script=workload(4)
+    )
+    jid = f"slurm-{sid}"
+    accept_all(b)
+    b.start(jid, {"n1": (0,)})
+    b.preempt(jid)
+    assert observed(b, jid).state is RunState.PENDING
+    done = b.rest.job(sid).comment.split("| ")[1]  # "accepted done=...@..."
+    lab.run("scontrol", "update", f"jobid={sid}", "comment=chronus: estimate=5s")
+    assert b.arrivals() == []
+    assert b.rest.job(sid).comment == f"chronus: estimate=5s | {done}"
+    b.start(jid, {"n2": (0,)})
+    assert observed(b, jid).state is RunState.RUNNING
+
+
 def test_array_and_exclusive_jobs_are_refused_and_block_no_other_job(lab):
     # Slurm lists a pending array as one job: on 22.05 (v0.0.38) its acceptance, an update of
     # an array, failed every round; on 24.11 its release started every task on GPUs chronus

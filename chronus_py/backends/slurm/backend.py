@@ -180,6 +180,7 @@ class SlurmBackend(CompressedTime):
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
+        self._taken: dict[int, marker.Marker] = {}  # Slurm id -> its marker when last accepted
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
         # round's ``arrivals`` and ``jobs``: a round lists every job twice otherwise (arrivals,
@@ -240,9 +241,8 @@ class SlurmBackend(CompressedTime):
                 continue
             if self.partition is not None and j.partition != self.partition:
                 continue
-            try:
-                m = marker.parse(j.comment)
-            except marker.MarkerError as exc:
+            m, exc = self._read(j)
+            if exc is not None:
                 out.append((j, None, exc))
                 if exc.accepted:  # chronus's job, whose owner edited the marker since
                     job_id = exc.job_id or f"slurm-{j.id}"
@@ -252,6 +252,44 @@ class SlurmBackend(CompressedTime):
             job_id = self._chronus_id(j, m)
             self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
         return out
+
+    def _read(self, j: SlurmJob) -> tuple[marker.Marker | None, marker.MarkerError | None]:
+        """A marked job's marker, or why it cannot be read. A job this backend has seen
+        accepted is chronus's even when its owner has since rewritten the comment without
+        chronus's fields (``| accepted done=...``): they are written back, or, if the owner's
+        fields no longer read, the error says it was accepted (``jobs`` then refuses it).
+        Taken for a new arrival, it was refused as a taken id in every round while held, and
+        once released, never seen running or ending by the service."""
+        taken = self._taken.get(j.id)
+        if taken is not None and j.state not in _RUNNING and j.state != "PENDING":
+            del self._taken[j.id]  # over: nothing to write back
+            taken = None
+        try:
+            m = marker.parse(j.comment)
+            if taken is not None and not m.accepted:
+                marker.room(m.user)
+        except marker.MarkerError as exc:
+            if taken is not None:
+                exc.accepted = True
+                exc.job_id = exc.job_id or taken.user.get("id")
+            return None, exc
+        if m.accepted:
+            if j.state in _RUNNING or j.state == "PENDING":
+                self._taken[j.id] = m
+            return m, None
+        if taken is None:
+            return m, None
+        m = marker.Marker(m.user, True, taken.done, taken.done_run)
+        comment = marker.render(m.user, accepted=True, done=m.done, done_run=m.done_run)
+        log.warning(json.dumps({"event": "slurm_marker_restored", "slurm_job": j.id}))
+        try:
+            self.rest.update(j.id, JobChange(comment=comment))
+        except SlurmError:
+            pass  # it ended meanwhile, or the next listing writes it again
+        except SlurmUnreachable as exc:
+            raise _fail(f"restore the marker of job {j.id}", exc) from None
+        self._taken[j.id] = m
+        return m, None
 
     @staticmethod
     def _chronus_id(j: SlurmJob, m: marker.Marker) -> str:
@@ -265,10 +303,7 @@ class SlurmBackend(CompressedTime):
         if known is not None:
             j = self._slurm(f"job {known}", self.rest.job, known)
             if j is not None and marker.is_marked(j.comment):
-                try:
-                    m = marker.parse(j.comment)
-                except marker.MarkerError:
-                    m = None
+                m = self._read(j)[0]
                 if m is not None and self._chronus_id(j, m) == job_id:
                     return j, m
         found = [
@@ -522,6 +557,7 @@ class SlurmBackend(CompressedTime):
                     f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
                 )
                 self._accepted(j.id, comment)
+                self._taken[j.id] = marker.parse(comment)
             return
         self._changing()
         if job.id.startswith("slurm-"):
@@ -555,7 +591,8 @@ class SlurmBackend(CompressedTime):
             },
             partition=self.partition,
         )
-        self._slurm(f"submit job {job.id}", self.rest.submit, new)
+        slurm_id = self._slurm(f"submit job {job.id}", self.rest.submit, new)
+        self._taken[slurm_id] = marker.parse(comment)
 
     def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
         """The job to start or preempt; None, and reported failed by the next ``jobs``, if
@@ -717,6 +754,7 @@ class SlurmBackend(CompressedTime):
             self._slurm(
                 f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
             )
+            self._taken[j.id] = marker.parse(comment)
         if running:
             self._requeuehold(j.id)
 
