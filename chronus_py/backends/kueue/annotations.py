@@ -37,7 +37,7 @@ from typing import Any, Mapping
 
 from chronus_py.backends.kueue.names import GPU
 from chronus_py.backends.slurm import marker
-from chronus_py.service.jobspec import MAX_DEADLINES, FieldError, parse_job
+from chronus_py.service.jobspec import MAX_DEADLINES, FieldError, parse_job, shown
 from chronus_py.service.rounds import HORIZON
 
 PREFIX = "chronus.io/"
@@ -63,12 +63,6 @@ FIELD_KEYS = {
 
 class AnnotationError(ValueError):
     """An annotation chronus cannot read; the message names it and says what was expected."""
-
-
-def shown(text: str) -> str:
-    """A value as a refusal quotes it: at most 40 characters."""
-    quoted = repr(text)
-    return quoted if len(quoted) <= 40 else quoted[:37] + "..."
 
 
 def _duration(text: str, key: str, *, horizon: bool = True) -> float:

@@ -67,7 +67,7 @@ from chronus_py.backends.kueue.writes import WORKERS, Message, Writes
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
-from chronus_py.service.jobspec import FieldError, Origin, read_job
+from chronus_py.service.jobspec import FieldError, Origin, read_job, shown
 
 log = logging.getLogger("chronus.kueue")
 FIELD_MANAGER = "chronus"
@@ -343,7 +343,7 @@ class KueueBackend(CompressedTime):
         spec = {k: v for k, v in fields.items() if k != "submit"}
         try:
             if spec.get("id") != job_id:
-                raise FieldError("id", f"names {notes.shown(str(spec.get('id')))}, not {job_id}")
+                raise FieldError("id", f"names {shown(str(spec.get('id')))}, not {job_id}")
             read_job(spec, Origin.record(str(spec.get("tenant")), now), now=now)
         except (FieldError, TypeError, ValueError, OverflowError) as exc:
             if wls.REFUSED not in wls.annotations(wl) and (

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from chronus_py.backends.kueue.annotations import PREFIX
 from chronus_py.jobs.model import DeadlineOption
+from chronus_py.service.jobspec import finite
 
 JOB, GUARANTEE = PREFIX + "job", PREFIX + "guarantee"
 WORK_DONE, PLACEMENT, REFUSED = PREFIX + "work-done", PREFIX + "placement", PREFIX + "refused"
@@ -230,23 +231,12 @@ def accepted(wl: Mapping[str, Any]) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _finite(value: Any) -> float | None:
-    """A record's number: a finite float, else None (a damaged record is read as absent)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def guarantee(wl: Mapping[str, Any]) -> DeadlineOption | None:
     """The promise chronus recorded (None: none, or a damaged record, which no round may take
     for a promise: ``'{"at": NaN}'`` is JSON to Python)."""
     value = _json(wl, GUARANTEE)
     if isinstance(value, dict):
-        at, worth = _finite(value.get("at")), _finite(value.get("value", 1.0))
+        at, worth = finite(value.get("at")), finite(value.get("value", 1.0))
         if at is not None and worth is not None:
             return DeadlineOption(at, worth)
     return None
@@ -258,7 +248,7 @@ def work_done(wl: Mapping[str, Any]) -> tuple[float, int]:
     not read failed every round of the controller."""
     value = _json(wl, WORK_DONE)
     value = value if isinstance(value, dict) else {}
-    seconds, runs = _finite(value.get("seconds", 0.0)), _finite(value.get("runs", 0))
+    seconds, runs = finite(value.get("seconds", 0.0)), finite(value.get("runs", 0))
     if seconds is None or runs is None or seconds < 0 or runs < 0:
         return 0.0, 0
     return seconds, int(runs)
@@ -267,7 +257,7 @@ def work_done(wl: Mapping[str, Any]) -> tuple[float, int]:
 def deadline_passed(wl: Mapping[str, Any]) -> float | None:
     """The last deadline the user gave, if it passed before Kueue reserved quota for the
     Workload (chronus then took it in best-effort)."""
-    return _finite(_json(wl, PASSED))
+    return finite(_json(wl, PASSED))
 
 
 def resized(wl: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -276,7 +266,7 @@ def resized(wl: Mapping[str, Any]) -> tuple[int, int] | None:
     value = _json(wl, WORK_DONE)
     value = value.get("resized") if isinstance(value, dict) else None
     if isinstance(value, list) and len(value) == 2:
-        was, now = _finite(value[0]), _finite(value[1])
+        was, now = finite(value[0]), finite(value[1])
         if was is not None and now is not None:
             return int(was), int(now)
     return None
@@ -313,7 +303,7 @@ def placement(wl: Mapping[str, Any]) -> tuple[dict[str, tuple[int, ...]], float 
     except (AttributeError, TypeError, ValueError, OverflowError):
         return {}, None
     since = value.get("since")
-    return nodes, None if since is None else _finite(since)
+    return nodes, None if since is None else finite(since)
 
 
 def encode(value: Any) -> str:
