@@ -32,6 +32,14 @@ def who(page, url: str) -> str:
     return page.locator("header .who b").inner_text() if "/ui/login" not in page.url else ""
 
 
+def stopped(*servers) -> None:
+    """Stop the servers a test started itself (None: not started)."""
+    for server in servers:
+        if server is not None:
+            server.stop()
+            server.http.close()
+
+
 def test_another_site_can_neither_log_the_browser_in_nor_out(server, open_as):
     """A cross-site form posting a token of the attacker's to ``/ui/login`` put the browser in
     the attacker's tenant (what the victim then submits or reads is the attacker's); one
@@ -117,10 +125,7 @@ def test_a_page_says_when_it_stops_following_the_scheduler(browser, tmp_path):
         expect(status).to_be_hidden(timeout=20000)
     finally:
         context.close()
-        for s in (server, again):
-            if s is not None:
-                s.stop()
-                s.http.close()
+        stopped(server, again)
 
 
 def test_a_phone_sees_every_page_without_scrolling_sideways(server, open_as):
@@ -280,10 +285,7 @@ def test_a_revoked_token_ends_the_session_with_a_word(browser, tmp_path):
         expect(page.locator(".error")).to_have_count(0)
     finally:
         context.close()
-        for s in (server, again):
-            if s is not None:
-                s.stop()
-                s.http.close()
+        stopped(server, again)
 
 
 def test_logging_in_returns_to_the_page_asked_for(server, browser):
