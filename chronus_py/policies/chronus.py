@@ -67,8 +67,20 @@ class Chronus(OrderPolicy):
         self.selector: LeaseSelector | None = None
         self._view: View | None = None  # the last decision point's, to say why a job waits
         self._retired: LeaseSelector | None = None  # the plan the last re-plan replaced
+        self._jobs: Mapping[str, JobState] | None = None  # the one scheduler's active jobs
 
     def prepare(self, view: View) -> Collection[str]:
+        if view.active is not self._jobs:
+            if self._jobs is not None:
+                # Its lease plan holds another scheduler's jobs and capacity: shared, a round
+                # planned on the first cluster's GPUs and then failed on a job it never had.
+                raise ArgumentError(
+                    "Chronus",
+                    "already plans for another Scheduler: give each Scheduler its own "
+                    "Chronus(...) (a copy.deepcopy of the scheduler copies its policy too)",
+                    field="policy",
+                )
+            self._jobs = view.active
         self._view = view
         if self.selector is None:
             self.selector = LeaseSelector(self.settings, view.total_gpus, node_gpus=view.node_gpus)
