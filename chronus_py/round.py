@@ -223,9 +223,10 @@ def run_round(
 
 
 def _round_time(scheduler: Scheduler, now: float) -> float:
-    """``now`` for a round: a finite number, no earlier than the last round's (time does not
-    go back; a plan for a past instant would start jobs on GPUs since given away) nor than a
-    job's submission (a job submitted ahead of time would start before it arrives)."""
+    """``now`` for a round: a finite number, no earlier than the last round's or the latest
+    report (time does not go back; a plan for a past instant would start jobs on GPUs since
+    given away) nor than a job's submission (a job submitted ahead of time would start before
+    it arrives)."""
     if not isinstance(scheduler, Scheduler):
         raise ArgumentError(
             "run_round", f"expected a Scheduler, got {show(scheduler)}", field="scheduler"
@@ -235,6 +236,13 @@ def _round_time(scheduler: Scheduler, now: float) -> float:
     if last is not None and now < last:
         raise ArgumentError(
             "run_round", f"{now:g} is before the last round's now ({last:g})", field="now"
+        )
+    at, what, job_id = getattr(scheduler, "latest_report", (-math.inf, "", ""))
+    if now < at:
+        raise ArgumentError(
+            "run_round",
+            f"{now:g} is before job {show(job_id)} was {what} (at {at:g}): time does not go back",
+            field="now",
         )
     latest = getattr(scheduler, "latest_submit", -math.inf)
     if now < latest:

@@ -125,6 +125,8 @@ class Scheduler:
         self._key_changes: list[tuple[float, int, str, int]] = []
         self.latest_submit = -math.inf  # the latest submit time of a job taken in
         self.last_round: float | None = None  # ``now`` of the last ``run_round``
+        # The latest report (finish, progress, ...): its time, what it said, of which job.
+        self.latest_report: tuple[float, str, str] = (-math.inf, "", "")
 
     # -- intake ---------------------------------------------------------------------------------
     def submit(self, job: Job) -> JobState:
@@ -184,6 +186,8 @@ class Scheduler:
         if state is None:
             raise self._not_held(job_id, "Scheduler.finish")
         now = _time(now, "Scheduler.finish")
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "finished", job_id)
         del self.running[job_id]
         del self.active[job_id]
         self._set_running_key(state, None)
@@ -201,6 +205,8 @@ class Scheduler:
         now = _time(now, "Scheduler.withdraw")
         if state.status is Status.RUNNING:
             return self.finish(job_id, now)
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "withdrawn", job_id)
         self._dequeue(state)
         del self.active[job_id]
         if state in self._arrived:
@@ -495,8 +501,10 @@ class Scheduler:
             )
         if placement is not None:
             placement = _placement(placement, f"job {show(job.id)}")
-        latest = self.latest_submit
+        latest, report = self.latest_submit, self.latest_report
         state = self._take(job)
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "restored", job.id)
         self._dequeue(state)
         state.guaranteed = state.was_guaranteed = guaranteed
         if placement is not None:
@@ -504,7 +512,7 @@ class Scheduler:
             if result.outcome != "placed":
                 del self.jobs[job.id], self.active[job.id]
                 self._arrived.pop()
-                self.latest_submit = latest
+                self.latest_submit, self.latest_report = latest, report
                 raise ArgumentError(f"job {show(job.id)}", result.reason, field="placement")
             state.starts = 1
             state.service = work_done + state.overhead
@@ -521,6 +529,8 @@ class Scheduler:
         state = self._active(job_id, "Scheduler.report_progress")
         work_done = number(work_done, f"job {show(job_id)}", "work_done")
         now = _time(now, "Scheduler.report_progress")
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "reported on", job_id)
         state.service = work_done + state.starts * state.overhead
         if state.status is Status.RUNNING:
             state.run_since = now
@@ -535,6 +545,8 @@ class Scheduler:
         than the round that started it: its progress counts from then, not from the round."""
         state = self._active(job_id, "Scheduler.run_began")
         at, now = _time(at, "Scheduler.run_began", "at"), _time(now, "Scheduler.run_began")
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "reported on", job_id)
         if state.status is Status.RUNNING and state.run_since is not None and at > state.run_since:
             state.run_since = min(at, now)
             self._rekey_running(state, now)
@@ -556,6 +568,8 @@ class Scheduler:
         state = self._active(job_id, "Scheduler.reestimate")
         estimate, uncertainty = _estimate(estimate, uncertainty, job_id)
         now = _time(now, "Scheduler.reestimate")
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "re-estimated", job_id)
         if not state.observed:
             self.estimate_errors.record(state.estimate, estimate)
             state.observed = True
@@ -588,6 +602,8 @@ class Scheduler:
         state = self._active(job_id, "Scheduler.firm_estimate")
         estimate, uncertainty = _estimate(estimate, uncertainty, job_id)
         now = _time(now, "Scheduler.firm_estimate")
+        if now > self.latest_report[0]:
+            self.latest_report = (now, "re-estimated", job_id)
         state.estimate = estimate
         state.uncertainty = uncertainty
         state.known = True

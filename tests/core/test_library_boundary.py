@@ -555,3 +555,37 @@ def test_a_scheduler_copies_and_pickles_with_its_allocator_and_plan():
     assert sched.allocator.free_gpus() == 24 and trial.allocator.free_gpus() == 20
     thawed = pickle.loads(pickle.dumps(sched))
     assert run_round(thawed, 10.0).to_json() == tried.to_json() == run_round(sched, 10.0).to_json()
+
+
+def test_one_chronus_plans_for_one_scheduler():
+    # Before: the second scheduler's round planned on the first cluster's 16 GPUs and then
+    # failed with KeyError 'a' (a job of the first scheduler) while assembling its plan, its
+    # jobs already started.
+    policy = Chronus()
+    first = Scheduler(Cluster.uniform(2, 8), policy, estimator=Fixed({"a": 3600.0}))
+    first.submit(slo("a", gpus=16, at=5000.0))
+    run_round(first, 0.0)
+    second = Scheduler(Cluster.uniform(8, 8), policy, estimator=Fixed({"b": 3600.0}))
+    second.submit(slo("b", gpus=16, at=5000.0))
+    refused(
+        lambda: run_round(second, 0.0),
+        "Chronus: policy: already plans for another Scheduler: give each Scheduler its own "
+        "Chronus(...) (a copy.deepcopy of the scheduler copies its policy too)",
+    )
+    assert not second.running and "b" in second.active
+    assert [d.action for d in run_round(first, 10.0).decisions] == ["continue"]
+
+
+def test_a_round_is_not_planned_before_what_was_reported():
+    # The README's flow, one round too many: j1 was reported finished at 6900, so a round at
+    # 600 would give its GPUs away 6300 s before they were free. Before, it was planned.
+    sched = scheduler()
+    sched.restore(slo("j1"), 0.0, placement={"node0": [0, 1]})
+    sched.report_progress("j1", 900.0, 300.0)
+    run_round(sched, 300.0)
+    sched.finish("j1", 6900.0)
+    refused(
+        lambda: run_round(sched, 600.0),
+        "run_round: now: 600 is before job 'j1' was finished (at 6900): time does not go back",
+    )
+    assert run_round(sched, 6900.0).decisions == ()
