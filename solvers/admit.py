@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -47,7 +47,14 @@ def admit(
     ``solve``.
     """
     started = time.perf_counter()
+    if isinstance(candidates, LeaseJob) or not isinstance(candidates, Iterable):
+        raise SolverError(
+            "candidates", f"must be a sequence of LeaseJob, got {type(candidates).__name__}"
+        )
+    candidates = tuple(candidates)
     for k, job in enumerate(candidates):
+        if not isinstance(job, LeaseJob):
+            raise SolverError(f"candidates[{k}]", f"must be a LeaseJob, got {type(job).__name__}")
         if job.fixed:
             raise SolverError(
                 f"candidates[{k}] ({job.id}).fixed", "a candidate cannot already be fixed"
