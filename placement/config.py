@@ -13,6 +13,7 @@ ignored.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -129,6 +130,10 @@ def load_config(source: str | Path | Mapping[str, Any]) -> ClusterConfig:
     """Read a HiveD config from a YAML file path or an already-parsed mapping; validate it."""
     if isinstance(source, Mapping):
         return parse_config(source, "<mapping>")
+    if not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(
+            "", f"expected a YAML file's path or a parsed mapping, got {type(source).__name__}"
+        )
     path = Path(source)
     try:
         data = load_yaml(path, what="cluster config")

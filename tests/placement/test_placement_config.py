@@ -210,3 +210,11 @@ def test_sku_types_and_service_keys_are_ignored():
     data["physicalCluster"]["skuTypes"] = {"CT1": {"gpu": 1, "cpu": 4, "memory": "8Gi"}}
     data["webServerAddress"] = ":30096"
     assert load_config(data).chains()[0] == "CT1-NODE"
+
+
+@pytest.mark.parametrize("source, kind", [(None, "NoneType"), (3, "int"), (b"a.yaml", "bytes")])
+def test_a_config_that_is_no_path_nor_mapping_is_a_config_error(source, kind):
+    # Before: CellAllocator(None) was pathlib's TypeError ("expected str, bytes or os.PathLike").
+    with pytest.raises(ConfigError) as caught:
+        CellAllocator(source)
+    assert str(caught.value) == f"expected a YAML file's path or a parsed mapping, got {kind}"
