@@ -206,7 +206,12 @@ def run_round(
     layers: Mapping[str, LayerSpec] | None = None,
 ) -> Plan:
     """The whole round: select, place, host configs (for nodes in ``hosts``, with each job's
-    ``layers`` wishes, default ones for jobs not listed), and the decisions."""
+    ``layers`` wishes, default ones for jobs not listed), and the decisions.
+
+    Time goes forward: a ``now`` that is no finite number, or is before the last round's, the
+    latest report to the scheduler (a finish, progress, a restore) or a held job's submit time,
+    is an ArgumentError, as are ``hosts`` and ``layers`` that are not what they say; all are
+    raised before the round changes anything."""
     now = _round_time(scheduler, now)
     if hosts or layers:
         _check_layer_inputs(scheduler, hosts or {}, layers or {})
