@@ -215,16 +215,26 @@ def run_round(
     now = _round_time(scheduler, now)
     if hosts or layers:
         _check_layer_inputs(scheduler, hosts or {}, layers or {})
+    if getattr(scheduler, "in_round", False):
+        raise ArgumentError(
+            "run_round",
+            "another round of this scheduler is running (from another thread?): a Scheduler "
+            "takes one call at a time",
+        )
     started = time.perf_counter()
-    moves = advance(scheduler, now)
-    scheduler.last_round = now
-    host_layers = host_configs(scheduler, hosts or {}, layers or {})
-    return assemble(
-        scheduler,
-        moves,
-        host_layers=host_layers,
-        timings={"round_s": time.perf_counter() - started},
-    )
+    scheduler.in_round = True
+    try:
+        moves = advance(scheduler, now)
+        scheduler.last_round = now
+        host_layers = host_configs(scheduler, hosts or {}, layers or {})
+        return assemble(
+            scheduler,
+            moves,
+            host_layers=host_layers,
+            timings={"round_s": time.perf_counter() - started},
+        )
+    finally:
+        scheduler.in_round = False
 
 
 def _round_time(scheduler: Scheduler, now: float) -> float:

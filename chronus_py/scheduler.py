@@ -54,8 +54,10 @@ class Moves:
 class Scheduler:
     """One scheduler is used by one thread at a time: it takes no lock, so a cluster manager that
     submits, reports and runs rounds from several threads holds its own lock around every call
-    (the service runs them all on one worker thread). It pickles and deep-copies, allocator and
-    policy included, e.g. to try a round on a copy.
+    (the service runs them all on one worker thread). A submission or report made while
+    ``run_round`` runs is refused (an ArgumentError), as is a second ``run_round``; that check
+    is no lock and may miss a call made at the same instant. It pickles and deep-copies,
+    allocator and policy included, e.g. to try a round on a copy.
 
     ``round_requests``: ask the allocator for the {1, 2, 4, whole nodes} round-up of each job's
     GPUs (placement's ``round_up``, the sizes the Chronus artifact packs), so a 3-GPU job holds
@@ -125,6 +127,7 @@ class Scheduler:
         self._key_changes: list[tuple[float, int, str, int]] = []
         self.latest_submit = -math.inf  # the latest submit time of a job taken in
         self.last_round: float | None = None  # ``now`` of the last ``run_round``
+        self.in_round = False  # while ``run_round`` runs: a call then comes from another thread
         # The latest report (finish, progress, ...): its time, what it said, of which job.
         self.latest_report: tuple[float, str, str] = (-math.inf, "", "")
 
@@ -133,6 +136,8 @@ class Scheduler:
         """Take in a job that arrived (at ``job.submit``; a round before then is refused), its
         estimate from the estimator. A job wider than the cluster, an id taken before, or a bad
         field is an ArgumentError naming it, and nothing is changed."""
+        if self.in_round:
+            raise _busy("Scheduler.submit")
         job = check_job(job)
         if job.duration is None and not job.rates and type(self.estimator) is Oracle:
             raise ArgumentError(
@@ -183,7 +188,7 @@ class Scheduler:
         """A running job ended at ``now``: its GPUs are free for the next round. A job that is
         not running (pending: :meth:`withdraw` it; finished; never submitted) is a JobIdError."""
         state = self.running.get(job_id)
-        if state is None:
+        if state is None or self.in_round:
             raise self._not_held(job_id, "Scheduler.finish")
         now = _time(now, "Scheduler.finish")
         if now > self.latest_report[0]:
@@ -486,6 +491,8 @@ class Scheduler:
         The allocator must then hold exactly those GPUs (``reserve``); if it cannot, nothing is
         changed and ValueError says why. Like ``submit``, the job counts as arrived at the next
         ``select``, so the policy sees it (a guaranteed job keeps its guarantee)."""
+        if self.in_round:
+            raise _busy("Scheduler.restore")
         job = check_job(job, "Scheduler.restore")
         now = _time(now, "Scheduler.restore")
         work_done = number(work_done, f"job {show(job.id)}", "work_done")
@@ -613,13 +620,15 @@ class Scheduler:
 
     def _active(self, job_id: str, source: str) -> JobState:
         state = self.active.get(job_id)
-        if state is None:
+        if state is None or self.in_round:
             raise self._not_held(job_id, source)
         return state
 
-    def _not_held(self, job_id: str, source: str) -> JobIdError:
+    def _not_held(self, job_id: str, source: str) -> ArgumentError | JobIdError:
         """Why ``job_id`` is not a job ``source`` can act on: never submitted, ended, or (for
-        ``finish``, which needs a running job) pending."""
+        ``finish``, which needs a running job) pending; or no call is taken now."""
+        if self.in_round:
+            return _busy(source)
         state = self.jobs.get(job_id) if isinstance(job_id, str) else None
         if state is None:
             why = f"{show(job_id)} was never submitted"
@@ -628,6 +637,14 @@ class Scheduler:
         else:
             why = f"{show(job_id)} is pending, not running (withdraw() ends a job that waits)"
         return JobIdError(source, why, field="job_id")
+
+
+def _busy(source: str) -> ArgumentError:
+    return ArgumentError(
+        source,
+        "called while a round of this scheduler runs (from another thread?): a Scheduler takes "
+        "one call at a time, so hold a lock around every call",
+    )
 
 
 def _time(value: float, source: str, field: str = "now") -> float:

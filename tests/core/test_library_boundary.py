@@ -589,3 +589,46 @@ def test_a_round_is_not_planned_before_what_was_reported():
         "run_round: now: 600 is before job 'j1' was finished (at 6900): time does not go back",
     )
     assert run_round(sched, 6900.0).decisions == ()
+
+
+class Meddling(Chronus):
+    """A policy that calls its scheduler in the middle of a round, as another thread of the
+    cluster manager would: the round's own thread, so the test does not depend on timing."""
+
+    def __init__(self, call):
+        super().__init__()
+        self.call = call
+
+    def prepare(self, view):
+        self.call()
+        return super().prepare(view)
+
+
+@pytest.mark.parametrize(
+    "call, source",
+    [
+        (lambda s: s.submit(be("x")), "Scheduler.submit"),
+        (lambda s: s.finish("a", 0.0), "Scheduler.finish"),
+        (lambda s: s.report_progress("a", 1.0, 0.0), "Scheduler.report_progress"),
+        (lambda s: s.withdraw("a", 0.0), "Scheduler.withdraw"),
+        (lambda s: run_round(s, 0.0), "run_round"),
+    ],
+)
+def test_a_call_made_while_a_round_runs_is_refused(call, source):
+    # Before: taken, in the middle of the walk: a job submitted or finished while the round
+    # sorted and placed the queue could be placed on GPUs it had just given away.
+    holder = []
+    sched = Scheduler(
+        Cluster.uniform(2, 8),
+        Meddling(lambda: call(holder[0])),
+        estimator=Fixed({"a": 600.0, "x": 600.0}),
+    )
+    holder.append(sched)
+    sched.submit(be("a"))
+    with pytest.raises(ArgumentError) as caught:
+        run_round(sched, 0.0)
+    assert str(caught.value).startswith(f"{source}: ")
+    assert "a Scheduler takes one call at a time" in str(caught.value)
+    assert not sched.in_round
+    sched.policy.call = lambda: None
+    assert [d.action for d in run_round(sched, 0.0).decisions] == ["start"]
