@@ -246,6 +246,19 @@ def test_array_and_exclusive_jobs_are_refused_and_block_no_other_job(lab):
         assert job.state == "CANCELLED" and job.comment.startswith(f"chronus refused: {flag}:")
 
 
+def test_a_comment_copied_with_chronus_fields_is_read_as_a_new_job(lab):
+    # "| accepted done=..." copied from an old job's comment: the job never arrived, so it sat
+    # held, unknown to the service and told nothing, with another job's work counted done.
+    b = backend(lab)
+    b.arrivals()  # chronus is listing: jobs accepted before were accepted before a restart
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 | accepted done=50.0@17"
+    )
+    assert [a["id"] for a in accept_all(b)] == [f"slurm-{sid}"]
+    assert b.rest.job(sid).comment == "chronus: estimate=60 | accepted"
+    assert observed(b, f"slurm-{sid}").work_done == 0
+
+
 def test_user_may_not_pick_an_id(lab):
     b = backend(lab)
     sid = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 id=mine")

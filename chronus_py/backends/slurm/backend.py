@@ -181,6 +181,7 @@ class SlurmBackend(CompressedTime):
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
         self._taken: dict[int, marker.Marker] = {}  # Slurm id -> its marker when last accepted
+        self._listed = False  # whether ``_marked`` has listed the jobs once
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
         # round's ``arrivals`` and ``jobs``: a round lists every job twice otherwise (arrivals,
@@ -251,7 +252,16 @@ class SlurmBackend(CompressedTime):
             out.append((j, m, None))
             job_id = self._chronus_id(j, m)
             self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
+        self._listed = True  # jobs accepted before this listing were accepted before a restart
         return out
+
+    @staticmethod
+    def _copied(j: SlurmJob, m: marker.Marker) -> bool:
+        """Whether an accepted marker this backend has not seen before, on a held job that has
+        never run, was written by its owner (``sbatch --comment`` copied from an old job's
+        ``scontrol show job``): chronus accepts a job it was already listing, and writes
+        ``id=`` on every job it submits itself."""
+        return j.held and j.restart_cnt == 0 and "id" not in m.user
 
     def _read(self, j: SlurmJob) -> tuple[marker.Marker | None, marker.MarkerError | None]:
         """A marked job's marker, or why it cannot be read. A job this backend has seen
@@ -273,6 +283,16 @@ class SlurmBackend(CompressedTime):
                 exc.accepted = True
                 exc.job_id = exc.job_id or taken.user.get("id")
             return None, exc
+        if m.accepted and taken is None and self._listed and self._copied(j, m):
+            m = marker.Marker(m.user)  # a new job, read as one
+            log.warning(json.dumps({"event": "slurm_marker_copied", "slurm_job": j.id}))
+            try:
+                self.rest.update(j.id, JobChange(comment=marker.render(m.user, accepted=False)))
+            except SlurmError:
+                pass  # it ended meanwhile
+            except SlurmUnreachable as exc:
+                raise _fail(f"rewrite the marker of job {j.id}", exc) from None
+            return m, None
         if m.accepted:
             if j.state in _RUNNING or j.state == "PENDING":
                 self._taken[j.id] = m
