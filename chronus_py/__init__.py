@@ -31,8 +31,8 @@ number, time or report is one :class:`ArgumentError` (a job id the scheduler doe
 """
 
 from chronus_py.engine import replay, summarize
+from chronus_py.errors import ArgumentError, JobIdError
 from chronus_py.estimates import Estimator, Fixed, Noisy, Oracle, Profiled
-from chronus_py.jobs.checks import ArgumentError, JobIdError
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind, Node
 from chronus_py.plan import JobDecision, Plan
 from chronus_py.policies import Chronus, make_policy

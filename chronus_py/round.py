@@ -30,11 +30,11 @@ import time
 from dataclasses import replace
 from typing import Callable, Collection, Mapping
 
-from chronus_py.errors import InputError
+from chronus_py.errors import ArgumentError, InputError
 from chronus_py.estimates import Estimator, Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
-from chronus_py.jobs.checks import ArgumentError, check_job, number
+from chronus_py.jobs.checks import check_job, number
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState, Status

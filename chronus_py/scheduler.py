@@ -19,16 +19,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Callable, Iterable, Mapping
 
-from chronus_py.errors import InputError
+from chronus_py.errors import ArgumentError, InputError, JobIdError
 from chronus_py.estimates import EstimateErrors, Estimator, Oracle
-from chronus_py.jobs.checks import (
-    ArgumentError,
-    JobIdError,
-    check_cluster,
-    check_job,
-    integer,
-    number,
-)
+from chronus_py.jobs.checks import check_cluster, check_job, integer, number
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState, Status

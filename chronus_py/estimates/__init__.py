@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Mapping, Protocol
 
 import numpy as np
 
+from chronus_py.errors import JobIdError
 from chronus_py.estimates.errors import EstimateErrors
-from chronus_py.jobs.checks import JobIdError
 from chronus_py.jobs.model import Job
 from placement.loading import show
 

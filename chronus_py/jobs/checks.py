@@ -21,21 +21,10 @@ from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any
 
-from chronus_py.errors import InputError
+from chronus_py.errors import ArgumentError
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind, Node
 from placement.limits import MAX_GPUS, MAX_SECONDS
 from placement.loading import show
-
-
-class ArgumentError(InputError, ValueError):
-    """A bad argument to the library API: ``source`` the call or the job, ``field`` the
-    argument or the job's field."""
-
-
-class JobIdError(InputError, KeyError):
-    """A job id the scheduler holds no active job for (never submitted, or already ended)."""
-
-    __str__ = BaseException.__str__  # KeyError's would quote the whole message
 
 
 def number(value: Any, source: str, field: str, *, minimum: float | None = 0.0) -> float:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
-from chronus_py.jobs.checks import ArgumentError
+from chronus_py.errors import ArgumentError
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.policies.base import LeaseReport, OrderPolicy, Sizes, View

@@ -29,8 +29,7 @@ from chronus_py import (
     Scheduler,
     run_round,
 )
-from chronus_py.errors import InputError
-from chronus_py.jobs.checks import ArgumentError, JobIdError
+from chronus_py.errors import ArgumentError, InputError, JobIdError
 from chronus_py.layers import HostTopology, LayerSpec
 from chronus_py.round import choose_size, restore
 from placement import CellAllocator
