@@ -115,6 +115,34 @@ def test_a_server_chronus_cannot_speak_to_is_one_line(lab, tmp_path, monkeypatch
         assert "chronus speaks v0.0.38:" in line and line.endswith("upgrade chronus-py")
 
 
+def test_a_slurmrestd_restarted_with_other_versions_is_asked_again(lab):
+    # The version chosen at start-up was kept: after slurmrestd came back serving others (a
+    # Slurm upgrade, another -s or -d), every call was "HTTP 404 without a JSON answer" until
+    # chronus was restarted.
+    old22 = lab.release.startswith("22.05")
+    first, then = (
+        (("-s", "openapi/v0.0.38"), ("-s", "openapi/v0.0.37"))
+        if old22
+        else (("-s", "openapi/slurmctld", "-d", "data_parser/v0.0.42"),)
+        + (("-s", "openapi/slurmctld", "-d", "data_parser/v0.0.40"),)
+    )
+    sock = lab.start_other_slurmrestd("rest-swap", *first)
+    try:
+        r = SlurmRest(f"unix:{sock}", retries=0)
+        assert len(r.nodes()) == 2 and r.version == ("v0.0.38" if old22 else "v0.0.42")
+        lab.stop_process("rest-swap")
+        lab.start_other_slurmrestd("rest-swap", *then)
+        with pytest.raises(SlurmUnreachable, match=f"it no longer serves {r.version}; chronus"):
+            r.nodes()
+        if old22:  # nothing 22.05 offers instead: the one line that says what to start
+            with pytest.raises(SlurmUnreachable, match="offers v0.0.37; chronus speaks"):
+                r.nodes()
+        else:
+            assert len(r.nodes()) == 2 and r.version == "v0.0.40"
+    finally:
+        lab.stop_process("rest-swap")
+
+
 def serve(lab, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "chronus_py", "serve", "--backend", "slurm", *args],

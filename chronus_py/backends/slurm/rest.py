@@ -190,6 +190,7 @@ class SlurmRest:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._layer: RestLayer | None = None if version is None else LAYERS[version]
+        self._pinned = version is not None
 
     def _use_token(self, token: str) -> None:
         self.token = token
@@ -298,6 +299,15 @@ class SlurmRest:
             method, f"/slurm/{layer.version}/{path}", body, idempotent=idempotent
         )
         if not isinstance(parsed, dict):
+            if status == 404 and not self._pinned:
+                # slurmrestd was restarted serving other versions (a Slurm upgrade, another -s
+                # or -d): the version chosen at start-up is gone, so every call failed until
+                # chronus was restarted. The next call asks the server again.
+                self._layer = None
+                raise SlurmUnreachable(
+                    f"slurmrestd at {self.endpoint}: {what}: HTTP 404: it no longer serves "
+                    f"{layer.version}; chronus asks it again which versions it offers"
+                )
             raise SlurmUnreachable(
                 f"slurmrestd at {self.endpoint}: {what}: HTTP {status} without a JSON answer"
             )
