@@ -403,6 +403,18 @@ def test_cancel_and_scancel(lab):
     assert settled(lambda: observed(b, f"slurm-{c}").state is RunState.CANCELLED)
 
 
+def test_a_job_submitted_with_begin_starts_when_chronus_starts_it(lab):
+    # chronus decides when a job starts: released with its --begin an hour away, it did not
+    # start, and each round that started it waited out the start timeout and held it again.
+    b = backend(lab)
+    sid = lab.sbatch(
+        "--hold", "--begin=now+1hour", "--gres=gpu:1", "--comment", "chronus: estimate=60"
+    )
+    accept_all(b)
+    b.start(f"slurm-{sid}", {"n1": (0,)})
+    assert observed(b, f"slurm-{sid}").state is RunState.RUNNING
+
+
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
     # a plain job fills n1, so the released job cannot start before chronus sees it

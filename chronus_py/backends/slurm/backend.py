@@ -651,7 +651,9 @@ class SlurmBackend(CompressedTime):
             # left alone when equal: a typed request stays typed
             gpus_per_node=per_node if per_node != j.gpus_per_node else None,
             node_count=len(placement) if len(placement) != j.node_count else None,
-            begin_now=j.restart_cnt > 0,
+            # a requeued job would wait ~2 min, one submitted with --begin until then: the
+            # start would time out and hold up the round (30 s), round after round
+            begin_now=True,
         )
         if j.restart_cnt > 0:
             self._after_requeue_second(j.id)

@@ -68,7 +68,8 @@ class NewJob:
 @dataclass(frozen=True, slots=True)
 class JobChange:
     """One update of a job; None leaves a field as it is. ``nodes`` releases it onto exactly
-    those nodes; ``begin_now`` lets a requeued job start at once (else Slurm waits ~2 min)."""
+    those nodes; ``begin_now`` lets it start at once (a requeued job waits ~2 min, one
+    submitted with ``--begin`` until then)."""
 
     hold: bool | None = None
     comment: str | None = None
