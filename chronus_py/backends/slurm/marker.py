@@ -9,9 +9,10 @@ Grammar: ``chronus:`` then space-separated ``key=value`` pairs.
 - ``estimate`` (required): the work, in seconds at the requested GPU count; a number with an
   optional unit ``s``, ``m``, ``h``, ``d``, or several (``1h30m``).
 - ``deadline``: a comma-separated list of ``TIME[:VALUE]`` options, tightest first. TIME is
-  ``+DURATION`` (after the job's submission) or an ISO-8601 time (``2026-11-24T08:00:00Z``; no
-  zone means UTC); VALUE defaults to 1. None: best-effort; one: a strict deadline; several: a
-  soft deadline whose value falls with lateness.
+  ``+DURATION`` (after the job's submission) or an ISO-8601 time (``2026-11-24T08:00:00Z``,
+  ``2026-11-24T13:30:00+05:30``; no zone means UTC), read whole before any ``:VALUE``; VALUE
+  defaults to 1; at most 16 options, none over 366 days ahead (the planning horizon). None:
+  best-effort; one: a strict deadline; several: a soft deadline whose value falls with lateness.
 - ``iterations`` (optional, integer): lets ``POST /v1/jobs/{id}/progress`` re-estimate.
 - ``model`` (optional): informative.
 - ``id``: written by chronus only, for jobs submitted through its API (``chronus submit``); a
