@@ -92,7 +92,9 @@ def test_a_request_counts_its_wait_for_the_round_in_its_handlers_time(tmp_path):
                     http.post("/v1/jobs", json={"id": "j1", "gpus": 8, "estimate_seconds": 600})
                 ),
             ]
-            await asyncio.sleep(held)
+            # The requests' time counts from their handlers' start, a moment after the tasks
+            # are made: held for that moment more, so each has waited ``held`` at least.
+            await asyncio.sleep(held + 0.2)
             lock.release()
             await asyncio.wait_for(asyncio.gather(*waiting), timeout=10)
             return (await http.get("/metrics")).text
