@@ -66,17 +66,9 @@ def seconds(t: float | None) -> str:
 
 
 def job_url(job_id: str, then: str = "") -> str:
-    """A job's page (``then="/cancel"``: its cancel form's target). Ids ``.`` and ``..`` are
-    path segments a browser resolves away (``/ui/jobs/..`` is ``/ui/``, and so is
-    ``/ui/jobs/%2E%2E``): such a job's link, live part and cancel went to the timeline, so
-    their address names the job in the query instead."""
-    if job_id in (".", ".."):
-        return f"/ui/job{then}?id={quote(job_id, safe='')}"
+    """A job's page (``then="/cancel"``: its cancel form's target), its id quoted whole (ids
+    hold ``:``; the service refuses ``.`` and ``..``, which a browser resolves away)."""
     return f"/ui/jobs/{quote(job_id, safe='')}{then}"
-
-
-def with_query(url: str, query: str) -> str:
-    return url + ("&" if "?" in url else "?") + query
 
 
 FILTERS = {

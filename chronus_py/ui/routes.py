@@ -5,9 +5,9 @@ part (htmx, every ``POLL`` seconds) with ETags: an unchanged part costs a hash a
 read takes the service's lock for as long as it copies what it shows (a
 :class:`~chronus_py.ui.snapshot.Snapshot`); rendering happens after, outside the lock.
 
-Read-only, except ``POST /ui/jobs/{id}/cancel`` (``/ui/job/cancel?id=`` for the ids ``.`` and
-``..``), which calls the same ``Service.cancel`` as ``DELETE /v1/jobs/{id}`` (so a tenant
-cancels only its own jobs) and, for a cookie caller, needs the page's CSRF token.
+Read-only, except ``POST /ui/jobs/{id}/cancel``, which calls the same ``Service.cancel`` as
+``DELETE /v1/jobs/{id}`` (so a tenant cancels only its own jobs) and, for a cookie caller,
+needs the page's CSRF token.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from chronus_py.service.core import ApiError, Caller
 from chronus_py.service.db import storage_error
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
-from chronus_py.ui.format import job_url, with_query
+from chronus_py.ui.format import job_url
 from chronus_py.ui.pages import HERE, TEMPLATES
 from chronus_py.ui.session import COOKIE, Session, check_csrf, check_origin, csrf
 from chronus_py.ui.snapshot import FRESH, Reader
@@ -299,7 +299,8 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def job(request: Request, caller: Caller, token: str | None) -> Response:
-        job_id = _job_of(request, ("part",))
+        query_params(request, ("part",))
+        job_id = request.path_params["job_id"]
 
         def gather():
             own = service.resolve(job_id, caller)  # 404 for another tenant's job
@@ -317,7 +318,7 @@ def ui_app(
                 "row": row,
                 "events": events,
                 "now": service.backend.now(),
-                "live_url": with_query(job_url(job_id), "part=live"),
+                "live_url": job_url(job_id) + "?part=live",
             }
             name = "job_live.html" if part_of(request) else "job.html"
             return html(name, context, request=request)
@@ -325,7 +326,8 @@ def ui_app(
         return await asyncio.to_thread(build)
 
     async def cancel(request: Request, caller: Caller, token: str | None) -> Response:
-        job_id = _job_of(request, ())
+        query_params(request, ())
+        job_id = request.path_params["job_id"]
         form = await _form(request)
         check_csrf(request, token, form.get("csrf", ""))
         await read(service.cancel, job_id, caller)
@@ -459,9 +461,6 @@ def ui_app(
             Route("/jobs", page(jobs), methods=["GET"]),
             Route("/jobs/{job_id}", page(job), methods=["GET"]),
             Route("/jobs/{job_id}/cancel", page(cancel), methods=["POST"]),
-            # the address of jobs named "." or "..", which a browser cannot put in a path
-            Route("/job", page(job), methods=["GET"]),
-            Route("/job/cancel", page(cancel), methods=["POST"]),
             Route("/cluster", page(cluster), methods=["GET"]),
             Route("/login", login_page, methods=["GET", "POST"]),
             Route("/logout", logout, methods=["GET", "POST"]),
@@ -509,17 +508,6 @@ def _then(given: str | None) -> str:
     ):
         return "/ui/"
     return given
-
-
-def _job_of(request: Request, names: tuple[str, ...]) -> str:
-    """The job a page is about: in its path, or (``/ui/job?id=``) its query."""
-    if "job_id" in request.path_params:
-        query_params(request, names)
-        return request.path_params["job_id"]
-    job_id = query_params(request, ("id", *names)).get("id")
-    if job_id is None:
-        raise ApiError(422, "missing: the job's id", "id")
-    return job_id
 
 
 async def _form(request: Request) -> dict[str, str]:

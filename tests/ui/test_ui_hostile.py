@@ -66,37 +66,6 @@ def test_another_site_can_neither_log_the_browser_in_nor_out(server, open_as):
     assert who(page, url) == "team-a"
 
 
-def test_jobs_named_dot_and_dot_dot_have_pages_that_follow_and_cancel_them(server, open_as):
-    """``.`` and ``..`` are valid job ids, and path segments a browser resolves away (encoded
-    as ``%2E%2E`` too): their links went to the timeline, and so did their page's live part
-    and cancel form."""
-    from playwright.sync_api import expect
-
-    for name in (".", ".."):
-        submit(server, "team-a", {"id": name, "gpus": 1, "estimate_seconds": 90000})
-    page, _ = open_as("team-a")
-    for name in (".", ".."):
-        page.goto(f"{server.url}/ui/jobs")
-        page.locator(f'tr[data-job="{name}"] td.id a').click()
-        page.wait_for_load_state()
-        assert page.locator("h1").inner_text() == name, page.url
-        # the live part polls this job's page, not another
-        with page.expect_response(lambda r: "part=live" in r.url, timeout=20000) as polled:
-            pass
-        assert polled.value.status == 200
-        assert polled.value.url == f"{page.url}&part=live"
-        assert page.url == f"{server.url}/ui/job?id={name}"
-        page.click("#cancel summary")
-        with page.expect_navigation():
-            page.click("#cancel button")
-        expect(page.locator("#job-state")).to_have_text("cancelled")
-        assert page.locator("h1").inner_text() == name
-    listed = server.http.get("/v1/jobs?state=cancelled", headers=bearer("team-a")).json()
-    assert {".", ".."} <= {j["id"] for j in listed["jobs"]}
-    svg = server.http.get("/ui/?span=1d", headers=bearer("team-a")).text
-    assert 'href="/ui/jobs/.."' not in svg and 'href="/ui/jobs/."' not in svg
-
-
 def test_a_page_says_when_it_stops_following_the_scheduler(browser, tmp_path):
     """With the server gone (or answering an error), htmx left the live part as it was and the
     page went on looking current: an operator read minutes-old state as now."""
