@@ -137,11 +137,15 @@ def _plainly_valid(job: Any) -> bool:
         or type(job.deadlines) is not tuple
         or type(job.kind) is not JobKind
         or (job.kind is JobKind.BEST_EFFORT) is bool(job.deadlines)
-        or job.iterations is not None
     ):
         return False
-    duration = job.duration
+    duration, iterations = job.duration, job.iterations
     if duration is not None and (type(duration) is not float or not 0.0 <= duration <= MAX_SECONDS):
+        return False
+    # a trace's iteration counts are ints (the Chronus traces give every job one)
+    if iterations is not None and (
+        type(iterations) not in (int, float) or not 0 <= iterations <= MAX_SECONDS
+    ):
         return False
     last = job.submit
     for option in job.deadlines:
