@@ -488,7 +488,8 @@ class Scheduler:
             raise _busy("Scheduler.restore")
         job = check_job(job, "Scheduler.restore")
         now = _time(now, "Scheduler.restore")
-        work_done = number(work_done, f"job {show(job.id)}", "work_done")
+        if type(work_done) is not float or not 0.0 <= work_done <= MAX_SECONDS:
+            work_done = number(work_done, f"job {show(job.id)}", "work_done")
         if guaranteed is not None and guaranteed not in job.deadlines:
             why = (
                 f"guaranteed deadline {guaranteed.at} is not one of its options"
@@ -500,7 +501,7 @@ class Scheduler:
                 f"job {show(job.id)}", f"{why} (its deadlines: {options})", field="guaranteed"
             )
         if placement is not None:
-            placement = _placement(placement, f"job {show(job.id)}")
+            placement = _placement(placement, job.id)
         latest, report = self.latest_submit, self.latest_report
         state = self._take(job)
         if now > self.latest_report[0]:
@@ -652,10 +653,11 @@ def _estimate(estimate: float, uncertainty: float, job_id: str) -> tuple[float, 
     return number(estimate, where, "estimate"), number(uncertainty, where, "uncertainty")
 
 
-def _placement(placement: Mapping[str, Iterable[int]], where: str) -> dict[str, tuple[int, ...]]:
+def _placement(placement: Mapping[str, Iterable[int]], job_id: str) -> dict[str, tuple[int, ...]]:
     """A placement argument (node name -> GPU indices) as the allocator takes it: names
     strings, indices ints (a numpy index as the int it is); what it holds is the allocator's
     to judge (a ValueError naming the node or GPU)."""
+    where = f"job {show(job_id)}"
     if not isinstance(placement, Mapping):
         raise ArgumentError(
             where,
