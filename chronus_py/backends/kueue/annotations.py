@@ -81,15 +81,6 @@ def _duration(text: str, key: str, *, horizon: bool = True) -> float:
     return seconds
 
 
-def _time(text: str) -> datetime | None:
-    """``text`` as an ISO time (no zone: UTC), or None."""
-    try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
-
-
 def _option(option: str, submit: float) -> dict[str, float]:
     """One deadline option, ``TIME[:VALUE]``, as {at, value}.
 
@@ -97,7 +88,7 @@ def _option(option: str, submit: float) -> dict[str, float]:
     its own, and splitting at the last one read ``...T10:00:00+05:30`` as value 30 at ``+05``
     (half an hour early, and a soft deadline), and ``...+01:00`` or a zoneless ``...T08:00:00``
     as value 0 (refused: "value must be > 0")."""
-    at, at_text, value = _time(option), option, 1.0
+    at, at_text, value = marker.iso(option), option, 1.0
     if at is None:
         head, sep, tail = option.rpartition(":")
         if sep and head and _VALUE.fullmatch(tail):
@@ -109,7 +100,7 @@ def _option(option: str, submit: float) -> dict[str, float]:
                 f"{DEADLINE}: the value after ':' must be a number > 0, in {shown(option)}"
             )
         if not at_text.startswith("+"):
-            at = _time(at_text)
+            at = marker.iso(at_text)
             if at is None:
                 raise AnnotationError(
                     f"{DEADLINE}: expected +DURATION or an ISO time (e.g. +6h, "
@@ -118,10 +109,7 @@ def _option(option: str, submit: float) -> dict[str, float]:
     if at is None:
         seconds = submit + _duration(at_text[1:], DEADLINE, horizon=False)
     else:
-        try:
-            seconds = at.timestamp()
-        except (OverflowError, ValueError):  # a year 1 or 9999 shifted by its zone
-            seconds = math.inf
+        seconds = at
         if seconds <= submit:
             raise AnnotationError(
                 f"{DEADLINE}: {shown(at_text)} is before the Job was created ({rfc3339(submit)})"

@@ -52,7 +52,7 @@ from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachab
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
-from chronus_py.service.jobspec import FieldError, parse_job
+from chronus_py.service.jobspec import FieldError, parse_job, shown
 
 CANNOT_RESIZE = "it starts each job at one size and has no command to resize a running one"
 
@@ -509,7 +509,7 @@ class SlurmBackend(CompressedTime):
             )
         except FieldError as exc:
             if exc.field == "tenant":  # the job's Slurm account, else its user
-                return f"account: {marker.shown(fields['tenant'])} is no chronus tenant: {exc.why}"
+                return f"account: {shown(fields['tenant'])} is no chronus tenant: {exc.why}"
             key = _MARKER_KEYS.get(exc.field.split("[")[0].split(".")[0])
             return f"{key}: {exc.why}" if key else str(exc)
         return None

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from chronus_py.service.jobspec import MAX_DEADLINES, STORED_ID
+from chronus_py.service.jobspec import MAX_DEADLINES, STORED_ID, shown
 from chronus_py.service.rounds import HORIZON
 
 PREFIX = "chronus:"
@@ -60,13 +60,6 @@ class MarkerError(ValueError):
 
     accepted: bool = False
     job_id: str | None = None
-
-
-def shown(text: str, limit: int = 40) -> str:
-    """A user's value as an error quotes it: a long one cut short, so the reason stays one
-    readable line and fits in the comment (``fitted``)."""
-    quoted = repr(text)
-    return quoted if len(quoted) <= limit else quoted[: limit - 4] + "...'"
 
 
 def fitted(text: str) -> str:
@@ -166,15 +159,20 @@ def _within_horizon(text: str, key: str) -> float:
     return seconds
 
 
-def _iso(text: str) -> float | None:
-    """An ISO time's Unix seconds (no zone: UTC), or None if ``text`` is not one."""
+def iso(text: str) -> float | None:
+    """An ISO time's Unix seconds (no zone: UTC), or None if ``text`` is not one; a time a
+    float's seconds cannot hold (year 1 or 9999 shifted by its zone) is infinitely far. The
+    Kueue backend's annotations read deadlines by it too."""
     try:
         at = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
-    return at.timestamp()
+    try:
+        return at.timestamp()
+    except (OverflowError, ValueError):
+        return math.inf
 
 
 def _option(option: str, submit: float) -> tuple[float, float]:
@@ -186,9 +184,9 @@ def _option(option: str, submit: float) -> tuple[float, float]:
         at_text, sep, value_text = option.partition(":")
         at = submit + _within_horizon(at_text[1:], "deadline")
     else:
-        whole = _iso(option)
+        whole = iso(option)
         at_text, sep, value_text = (option, "", "") if whole is not None else option.rpartition(":")
-        at = whole if whole is not None else _iso(at_text) if sep else None
+        at = whole if whole is not None else iso(at_text) if sep else None
         if at is None:
             raise MarkerError(
                 f"deadline: expected +DURATION or an ISO time such as 2026-11-24T08:00:00Z, "
