@@ -32,6 +32,13 @@ def who(page, url: str) -> str:
     return page.locator("header .who b").inner_text() if "/ui/login" not in page.url else ""
 
 
+def own_server(tmp_path) -> tuple[Server, tuple[str, ...]]:
+    """A server of the test's own, which it stops and starts again, and the arguments to."""
+    (tmp_path / "tokens.yaml").write_text(TOKENS)
+    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--speed", "50")
+    return Server(tmp_path, *args).start(), args
+
+
 def stopped(*servers) -> None:
     """Stop the servers a test started itself (None: not started)."""
     for server in servers:
@@ -71,9 +78,7 @@ def test_a_page_says_when_it_stops_following_the_scheduler(browser, tmp_path):
     page went on looking current: an operator read minutes-old state as now."""
     from playwright.sync_api import expect
 
-    (tmp_path / "tokens.yaml").write_text(TOKENS)
-    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--speed", "50")
-    server = Server(tmp_path, *args).start()
+    server, args = own_server(tmp_path)
     context = browser.new_context()
     again = None
     try:
@@ -232,9 +237,7 @@ def test_a_revoked_token_ends_the_session_with_a_word(browser, tmp_path):
     to the login form without a word, the dead token still in the cookie."""
     from playwright.sync_api import expect
 
-    (tmp_path / "tokens.yaml").write_text(TOKENS)
-    args = ("--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2", "--speed", "50")
-    server = Server(tmp_path, *args).start()
+    server, args = own_server(tmp_path)
     context = browser.new_context()
     again = None
     try:
