@@ -72,6 +72,7 @@ _CGROUP_PART = r"[A-Za-z0-9_@:+=,\\-][A-Za-z0-9._@:+=,\\-]*"
 CGROUP = re.compile(f"/?{_CGROUP_PART}(/{_CGROUP_PART})*")
 """A cgroup path: no component starts with a dot, so none is '..' (nor hidden)."""
 MAX_DEADLINES = 16
+MAX_MODEL = 128  # characters of a model's name
 
 
 class FieldError(ValueError):
@@ -243,8 +244,8 @@ def parse_job(
             "progress reports",
         )
     model = body.get("model")
-    if model is not None and (not isinstance(model, str) or not 0 < len(model) <= 128):
-        raise FieldError("model", "expected a string of 1-128 characters")
+    if model is not None and (not isinstance(model, str) or not 0 < len(model) <= MAX_MODEL):
+        raise FieldError("model", f"expected a string of 1-{MAX_MODEL} characters")
     cgroup = body.get("cgroup")
     if cgroup is not None and (
         not isinstance(cgroup, str) or len(cgroup) > 512 or not CGROUP.fullmatch(cgroup)

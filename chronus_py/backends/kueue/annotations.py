@@ -37,7 +37,7 @@ from typing import Any, Mapping
 
 from chronus_py.backends.kueue.names import GPU
 from chronus_py.backends.slurm import marker
-from chronus_py.service.jobspec import MAX_DEADLINES, FieldError, parse_job, shown
+from chronus_py.service.jobspec import MAX_DEADLINES, MAX_MODEL, FieldError, parse_job, shown
 from chronus_py.service.rounds import HORIZON
 
 PREFIX = "chronus.io/"
@@ -183,8 +183,8 @@ def job_fields(
         fields["iterations"] = int(text)
     if MODEL in mine:
         model = mine[MODEL].strip()
-        if not 0 < len(model) <= 128:
-            raise AnnotationError(f"{MODEL}: expected 1-128 characters, got {len(model)}")
+        if not 0 < len(model) <= MAX_MODEL:
+            raise AnnotationError(f"{MODEL}: expected 1-{MAX_MODEL} characters, got {len(model)}")
         fields["model"] = model
     if "estimate_seconds" not in fields and "iterations" not in fields:
         raise AnnotationError(

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from chronus_py.service.jobspec import MAX_DEADLINES, STORED_ID, shown
+from chronus_py.service.jobspec import MAX_DEADLINES, MAX_MODEL, STORED_ID, shown
 from chronus_py.service.rounds import HORIZON
 
 PREFIX = "chronus:"
@@ -48,7 +48,6 @@ COMMENT_BYTES = 1024
 """The longest comment slurmctld takes, in bytes, at submission and on every update
 (``_test_job_desc_fields`` in ``src/slurmctld/job_mgr.c``, 22.05 to 24.11): a longer one is
 refused as ``Pathname of a file, directory or other parameter too long``."""
-MODEL_CHARS = 128  # the service's limit on ``model`` (``jobspec.parse_job``)
 _OURS = " | accepted done=99999999999.9@9999999999"
 """The most chronus appends to a user's marker (``render``): an accepted marker must leave room."""
 
@@ -248,8 +247,8 @@ def job_fields(
             raise MarkerError(f"iterations: expected an integer >= 1, got {shown(u['iterations'])}")
         fields["iterations"] = int(u["iterations"])
     if "model" in u:
-        if len(u["model"]) > MODEL_CHARS:
-            raise MarkerError(f"model: at most {MODEL_CHARS} characters, got {len(u['model'])}")
+        if len(u["model"]) > MAX_MODEL:
+            raise MarkerError(f"model: at most {MAX_MODEL} characters, got {len(u['model'])}")
         fields["model"] = u["model"]
     if now is not None and fields["deadlines"]:
         last = fields["deadlines"][-1]["at"]
