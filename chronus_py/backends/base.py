@@ -167,6 +167,15 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release connections and threads; jobs keep running."""
 
+    # Optional, for a backend whose users submit to the cluster manager itself (Slurm's marker,
+    # Kueue's annotations), so a refusal reaches them in the terms they used:
+    #
+    #     def refuse_arrival(self, job_id: str, field: str | None, why: str) -> None:
+    #         """End an arrival the service refused (as ``cancel`` would), telling its owner why
+    #         where they look. ``field`` is the job field at fault as the service names it
+    #         (``deadlines[0].at``; None: the job as a whole), for the backend to name in its
+    #         own terms. Without it the service calls ``cancel``."""
+    #
     # Optional, for a backend that keeps the promises in the cluster manager itself (Kueue: on
     # the Workload), so a service that lost its database rebuilds them from the backend alone:
     # ``records_promises = True``, ``ObservedJob.guaranteed`` filled, and

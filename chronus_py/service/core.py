@@ -97,10 +97,10 @@ class ApiError(Exception):
 
 class Rejected(ApiError):
     """A well-formed job this service cannot run: the API answers it 200, with admission
-    ``rejected`` and the reason, and keeps nothing."""
+    ``rejected`` and the reason (``line``), and keeps nothing."""
 
-    def __init__(self, reason: str):
-        super().__init__(200, reason)
+    def __init__(self, reason: str, field: str | None = None):
+        super().__init__(200, reason, field)
 
 
 @dataclass
@@ -396,7 +396,7 @@ class Service:
         try:
             spec, admission = self.intake(body, origin, now, dry_run=dry_run)
         except Rejected as exc:
-            return self._rejected(exc.message)
+            return self._rejected(exc.line())
         if dry_run:
             # No id: no job has it, nor is it kept for one (a link to it would lead nowhere).
             return 200, {"submitted": False, "dry_run": True, "admission": admission.to_dict()}
@@ -440,7 +440,7 @@ class Service:
             refused = rounds.reject_reason(self.scheduler, job, spec.estimate, now)
         refused = refused or self.backend.refuse(job, spec.fields)
         if refused is not None:
-            raise Rejected(f"{refused[0]}: {refused[1]}")
+            raise Rejected(refused[1], refused[0])
         if dry_run:
             admission = rounds.probe(self.scheduler, job, spec.estimate, now)
             self._record_promise_changes(now)
@@ -466,7 +466,7 @@ class Service:
         try:
             return read_job(body, origin, now=now, throughputs=self.throughputs)
         except Unrunnable as exc:
-            raise Rejected(f"{exc.field}: {exc.why}") from None
+            raise Rejected(exc.why, exc.field) from None
         except Forbidden as exc:
             raise ApiError(403, exc.why, exc.field) from None
         except FieldError as exc:
@@ -971,15 +971,22 @@ class Service:
     def _arrivals(self) -> None:
         """Jobs that entered through the backend (a trace's arrivals, jobs submitted to the
         cluster manager with chronus' marker) go through ``intake`` like a request; one it
-        refuses is cancelled on the backend, unless its id names a job chronus already took."""
+        refuses is ended on the backend, unless its id names a job chronus already took. A
+        backend with ``refuse_arrival`` is handed the field at fault and why, to tell the job's
+        owner in its own terms (a marker key, an annotation); any other is told ``cancel``."""
+        refuse = getattr(self.backend, "refuse_arrival", None)
         for fields in self.backend.arrivals():
             now = self.backend.now()
             try:
                 self.intake(dict(fields), _record_origin(fields, now), now, in_round=True)
             except ApiError as exc:
                 decision_log("refuse", job=fields.get("id"), reason=exc.line())
-                if exc.status != 409:  # a taken id names a job chronus accepted: keep it
+                if exc.status == 409:  # a taken id names a job chronus accepted: keep it
+                    continue
+                if refuse is None:
                     self.backend.cancel(str(fields.get("id")))
+                else:
+                    refuse(str(fields.get("id")), exc.field, exc.message)
 
     def throughputs(self) -> ThroughputTable:
         """The throughput tables elastic jobs are sized by (``--throughputs``, else the bundled

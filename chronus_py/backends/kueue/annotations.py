@@ -18,13 +18,12 @@ after the Job's creation or an RFC 3339 time. Every problem is an :class:`Annota
 message starts with the annotation's name, which chronus writes into the Workload's admission
 check (``Rejected``), so ``kubectl describe workload`` tells the user what to fix.
 
-Every value is read here to the end, so nothing a user can write reaches the service unchecked:
-the service's own rules (``jobspec``: finite numbers, at most 16 deadline options; ``rounds``:
-the planning horizon) are applied here too, and named by the annotation. Before, a value the
-service refused was told "it cannot run on chronus's nodes" (the backend's cancel does not learn
-the service's reason), and a value no check foresaw (``iterations: "²"``, a digit to
-``str.isdigit`` but not to ``int``) raised out of the round, every round, so no Workload of any
-queue started until that Job was deleted. A value is quoted at most 40 characters long (a
+Every value is read here to the end, so a value no check foresaw (``iterations: "²"``, a digit
+to ``str.isdigit`` but not to ``int``) is one Workload's refusal, not an exception out of every
+round (it was: no Workload of any queue started until that Job was deleted). What the service's
+own rules refuse (``jobspec``, ``rounds``: the planning horizon) comes back through the backend's
+``refuse_arrival`` with the field at fault, named here by its annotation (``FIELD_KEYS``).
+A value is quoted at most 40 characters long (a
 100 KB one was copied whole into the message and the refusal record).
 """
 
@@ -37,7 +36,7 @@ from typing import Any, Mapping
 
 from chronus_py.backends.kueue.names import GPU
 from chronus_py.backends.slurm import marker
-from chronus_py.service.jobspec import MAX_DEADLINES, MAX_MODEL, FieldError, parse_job, shown
+from chronus_py.service.jobspec import MAX_DEADLINES, MAX_MODEL, shown
 from chronus_py.service.rounds import HORIZON
 
 PREFIX = "chronus.io/"
@@ -149,8 +148,8 @@ def job_fields(
     resource: str = GPU,
 ) -> dict[str, Any]:
     """The ``POST /v1/jobs`` fields of a Workload of ``gpus`` GPUs (``resource``) in ``pods``
-    pods, created at ``submit``, checked by the service's rules too (``jobspec.parse_job``):
-    every problem is an :class:`AnnotationError` naming the annotation."""
+    pods, created at ``submit``: every problem is an :class:`AnnotationError` naming the
+    annotation."""
     mine = {k: v for k, v in annotations.items() if k.startswith(PREFIX)}
     for key in mine:
         if key not in USER_KEYS and key[len(PREFIX) :] not in RECORD_KEYS:
@@ -190,9 +189,4 @@ def job_fields(
         raise AnnotationError(
             f"{ESTIMATE}: required (e.g. {ESTIMATE}: 2h), unless {ITERATIONS} is given"
         )
-    try:  # the service's own reading: a rule added there is named here, not a vague cancel
-        parse_job(dict(fields), now=submit, tenant=tenant, may_set_tenant=True, submit=submit)
-    except FieldError as exc:
-        name = FIELD_KEYS.get(exc.field.split("[", 1)[0].split(".", 1)[0], exc.field)
-        raise AnnotationError(f"{name}: {exc.why}") from None
     return fields

@@ -120,7 +120,6 @@ class KueueBackend(CompressedTime):
         self._tracked: set[str] = set()  # accepted ids seen in the cluster
         self._gone: dict[str, float] = {}  # accepted ids whose Workload vanished -> when seen
         self._arrived: set[str] = set()
-        self._why: dict[str, str] = {}  # id -> why chronus refuses it (for the check's message)
         self._hostnames: dict[str, str] = {}
         self._shown: dict[str, tuple[str, JobReport]] = {}  # id -> message written, its report
         self._looked = time.monotonic()  # when ``jobs`` last looked (a round's first call)
@@ -678,6 +677,20 @@ class KueueBackend(CompressedTime):
         self._check(wl, "Rejected", f"chronus refused it: {why}", now=False)
         self._event(wl, "ChronusRefused", f"chronus refused it: {why}")
 
+    def refuse_arrival(self, job_id: str, field: str | None, why: str) -> None:
+        """An arrival the service refused: ``Rejected``, naming the annotation (or the Job's
+        resources, or its namespace for its tenant) behind ``field``."""
+        self._arrived.discard(job_id)
+        wl = self._fresh(job_id)
+        if wl is None or not wls.active(wl) or wls.accepted(wl) is not None:
+            return
+        top = (field or "").split("[", 1)[0].split(".", 1)[0]
+        if top == "tenant":
+            why = f"namespace: {why}"  # the Workload's namespace is its tenant
+        elif field:
+            why = f"{notes.FIELD_KEYS.get(top, field)}: {why}"
+        self._refuse(job_id, wl, why)
+
     def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
         """Only Workloads are run: a job submitted to chronus's API has no pods to start."""
         if job.id in self._arrived:
@@ -834,15 +847,7 @@ class KueueBackend(CompressedTime):
         if wl is None or not wls.active(wl) or wls.is_true(wl, "Finished"):
             return
         self._require_leader()
-        why = self._why.pop(job_id, None) or (
-            "cancelled through chronus's API"
-            if wls.accepted(wl) is not None
-            else "it cannot run on chronus's nodes (more GPUs than they have, or its last "
-            "deadline has passed; see chronus's decision log)"
-        )
-        if wls.accepted(wl) is None:
-            wl = self._record(wl, refused=why)
-        self._check(wl, "Rejected", f"chronus: {why}")
+        self._check(wl, "Rejected", "chronus: cancelled through chronus's API")
 
     # -- what users see ----------------------------------------------------------------------------
     def publish(self, reports: Mapping[str, JobReport]) -> None:

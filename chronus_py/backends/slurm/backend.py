@@ -52,7 +52,6 @@ from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachab
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
-from chronus_py.service.jobspec import FieldError, parse_job, shown
 
 CANNOT_RESIZE = "it starts each job at one size and has no command to resize a running one"
 
@@ -482,7 +481,7 @@ class SlurmBackend(CompressedTime):
                     )
                     if gpus is None:
                         gpus = sum(len(n.gpus) for n in self.nodes())
-                    error = self._unreadable(fields, gpus)
+                    error = self._too_wide(fields["gpus"], gpus)
                     if error is None:
                         out.append(fields)
                         continue
@@ -491,28 +490,13 @@ class SlurmBackend(CompressedTime):
             self._refuse(j, error)  # refused jobs are not accepted: ``jobs`` skips them anyway
         return out
 
-    def _unreadable(self, fields: Mapping[str, Any], gpus: int) -> str | None:
-        """Why the service would refuse an arrival's fields, in the user's terms (the service's
-        own refusal of an arrival reaches the job only as 'refused by the chronus service'):
-        more GPUs than the partition has, or anything its reading of a job refuses."""
-        asked = fields["gpus"]
-        if asked > gpus:
-            scope = f"partition {self.partition}" if self.partition else "the cluster"
-            return f"--gres: the job asks for {asked} GPUs, {scope} has {gpus}"
-        try:
-            parse_job(
-                dict(fields),
-                now=self.now(),
-                tenant=fields["tenant"],
-                may_set_tenant=True,
-                submit=fields["submit"],
-            )
-        except FieldError as exc:
-            if exc.field == "tenant":  # the job's Slurm account, else its user
-                return f"account: {shown(fields['tenant'])} is no chronus tenant: {exc.why}"
-            key = _MARKER_KEYS.get(exc.field.split("[")[0].split(".")[0])
-            return f"{key}: {exc.why}" if key else str(exc)
-        return None
+    def _too_wide(self, asked: int, gpus: int) -> str | None:
+        """Why an arrival asking ``asked`` GPUs cannot run here, in sbatch's terms, or None: the
+        service refuses it too, but names its own field and the whole cluster's GPUs."""
+        if asked <= gpus:
+            return None
+        scope = f"partition {self.partition}" if self.partition else "the cluster"
+        return f"--gres: the job asks for {asked} GPUs, {scope} has {gpus}"
 
     def _accepted(self, slurm_id: int, comment: str) -> None:
         """Show an arrival accepted in the shared listing, as its new comment has it in Slurm."""
@@ -802,16 +786,29 @@ class SlurmBackend(CompressedTime):
             return str(exc)
         return None if out.returncode == 0 else (out.stderr or out.stdout).strip()
 
+    def refuse_arrival(self, job_id: str, field: str | None, why: str) -> None:
+        """An arrival the service refused: its comment says why, naming the marker key or
+        sbatch option behind ``field`` (the job's account for its tenant), and it is
+        cancelled."""
+        self._changing()
+        found = self._find(job_id)
+        if found is None or found[0].state != "PENDING":
+            return
+        j = found[0]
+        top = (field or "").split("[", 1)[0].split(".", 1)[0]
+        if top == "tenant":
+            why = f"account: {why}"  # the job's Slurm account (else its user) is its tenant
+        elif field:
+            why = f"{_MARKER_KEYS.get(top, field)}: {why}"
+        self._refuse(j, why)
+
     def cancel(self, job_id: str) -> None:
         self._changing()
         found = self._find(job_id)
         if found is None:
             return
-        j, m = found
+        j, _ = found
         if j.state not in _RUNNING and j.state != "PENDING":
-            return
-        if not m.accepted:
-            self._refuse(j, "refused by the chronus service (see its decision log)")
             return
         self._slurm(f"cancel job {j.id}", self._cancel_slurm, j.id)
         # the GPUs are free once Slurm has cleaned the job up, not when it accepted the cancel
