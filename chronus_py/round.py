@@ -380,7 +380,7 @@ def _deadline(state: JobState) -> float | None:
 
 def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> str:
     """Why ``state`` gets ``action``: its standing in the policy's order, and the GPUs."""
-    vcs = _virtual_clusters(scheduler) if action is Action.WAIT else None
+    vcs = virtual_clusters(scheduler) if action is Action.WAIT else None
     if vcs is not None and state.job.tenant not in vcs:
         where = (
             f"its tenant {state.job.tenant!r} is no virtual cluster of the cell allocator (have: "
@@ -406,7 +406,7 @@ def reason(scheduler: Scheduler, state: JobState, action: Action, free: int) -> 
     return f"{standing}; {where}" if standing else where
 
 
-def _virtual_clusters(scheduler: Scheduler) -> Collection[str] | None:
+def virtual_clusters(scheduler: Scheduler) -> Collection[str] | None:
     """The virtual clusters of a cell allocator (HiveD), None for an allocator without them."""
     return getattr(getattr(scheduler.allocator, "config", None), "virtual_clusters", None)
 

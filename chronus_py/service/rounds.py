@@ -34,11 +34,11 @@ from chronus_py.policies import make_policy
 from chronus_py.policies.base import LeaseReport
 from chronus_py.round import advance as _advance
 from chronus_py.round import assemble as assemble
-from chronus_py.round import choose_size, new_scheduler, reason
+from chronus_py.round import choose_size, new_scheduler, reason, virtual_clusters
 from chronus_py.round import restore as restore
 from chronus_py.scheduler import Moves, Scheduler
 from chronus_py.selector import SelectorStats
-from chronus_py.service.jobspec import JobSpec
+from chronus_py.service.jobspec import JobSpec, shown
 
 log = logging.getLogger("chronus.serve")
 
@@ -126,6 +126,13 @@ def reject_reason(
     before admission sized it (its GPUs are not decided, its estimate is its least work)."""
     if sized and job.gpus > scheduler.total_gpus:
         return "gpus", f"needs {job.gpus} GPUs, the cluster has {scheduler.total_gpus}"
+    vcs = virtual_clusters(scheduler)
+    if vcs is not None and job.tenant not in vcs:
+        have = ", ".join(sorted(vcs))
+        return (
+            "tenant",
+            f"{shown(job.tenant)} is no virtual cluster of the cell allocator (have: {have})",
+        )
     if job.deadlines and job.deadlines[-1].at <= now:
         last = f"deadlines[{len(job.deadlines) - 1}].at"
         return last, f"the last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"

@@ -75,8 +75,8 @@ def test_nodes_that_join_change_or_leave_are_followed_without_a_restart(setup, t
 
 
 def hived(ns: str, a: str, b: str) -> str:
-    """A row of two 4-GPU nodes in GPU pairs, all of it the namespace's (its tenant's)
-    virtual cluster."""
+    """A row of two 4-GPU nodes in GPU pairs, all of it the virtual cluster ``ns`` (a
+    namespace is its Jobs' tenant)."""
     return f"""physicalCluster:
   cellTypes:
     PAIR: {{childCellType: GPU, childCellNumber: 2}}
@@ -95,7 +95,9 @@ virtualClusters:
 def test_a_hived_cell_tree_places_jobs_on_kubernetes_nodes(setup, tmp_path, capsys):
     """``--cluster hived.yaml`` naming the Kubernetes nodes: every gang is placed in a cell (a
     2-GPU Job in a GPU pair, a 4-GPU Job in a whole node) and its pods run on the node chosen.
-    A config naming a node Kubernetes does not have is refused in one line."""
+    A config naming a node Kubernetes does not have is refused in one line, and a Job of a
+    namespace with no virtual cluster is refused on its Workload (it was taken and waited for
+    ever, the service's reason never reaching it)."""
     s = setup
     a, b = s.add_nodes("a", "b")
     config = tmp_path / "hived.yaml"
@@ -114,6 +116,18 @@ def test_a_hived_cell_tree_places_jobs_on_kubernetes_nodes(setup, tmp_path, caps
             ((node, gpus),) = placement.items()
             assert tuple(gpus) in ((0, 1), (2, 3), (0, 1, 2, 3)), placement  # whole cells
             assert {p["spec"]["nodeName"] for p in s.pods(ids[job_id])} == {node}
+
+    config.write_text(hived("elsewhere", a, b))
+    with s.serve(tmp_path, "stray", f"--cluster={config}") as serve:
+        s.submit("stray", gpus=2, run_seconds=2, notes={"chronus.io/estimate": "2m"})
+        entry = wait(
+            lambda: (e := s.entry("stray")).get("state") == "Rejected" and e, 60, "a refusal"
+        )
+        assert entry["message"] == (
+            f"chronus refused it: namespace: {s.ns!r} is no virtual cluster of the cell "
+            "allocator (have: elsewhere)"
+        ), entry
+        assert not serve.jobs()
 
     config.write_text(hived(s.ns, a, f"{s.ns}-missing"))
     code = main(

@@ -86,3 +86,41 @@ def test_an_arrival_is_admitted_recorded_and_audited_like_a_request(svc):
         assert row["guaranteed_at"] == 90_000.0 and row["estimate"] == 600.0
         assert [d["action"] for d in svc.db.decisions(row["id"])][:1] == ["admit:guaranteed"]
     assert svc.backend.world.jobs["fine"].state is not RunState.CANCELLED
+
+
+HIVED = """physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 8, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+virtualClusters:
+  t: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+"""
+
+
+def test_a_tenant_with_no_virtual_cluster_is_refused_not_kept_waiting(tmp_path, caplog):
+    # Accepted before, it waited for ever ("so it can never be placed"), and an arrival's
+    # owner learnt nothing.
+    from placement import CellAllocator, load_config
+
+    caplog.set_level("INFO", logger="chronus.serve")
+    (tmp_path / "hived.yaml").write_text(HIVED)
+    config = load_config(tmp_path / "hived.yaml")
+    stray = Job("stray", "u", 2, 0.0, JobKind.BEST_EFFORT, (), 600.0)
+    backend = SimBackend(
+        tmp_path / "world.sim", [("n0", 8)], origin=1000.0, trace_jobs=(FINE, stray)
+    )
+    db = Database(tmp_path / "chronus.db")
+    svc = Service(backend, db, SchedulerSettings(), allocator_factory=lambda: CellAllocator(config))
+    try:
+        status, answer = svc.submit(request(FINE) | {"tenant": "u"}, ADMIN)
+        assert status == 200 and answer["admission"] == {
+            "decision": "rejected",
+            "reason": "tenant: 'u' is no virtual cluster of the cell allocator (have: t)",
+        }
+        svc.tick()
+        assert refusals(caplog) == {"stray": answer["admission"]["reason"]}
+        assert backend.world.jobs["stray"].state is RunState.CANCELLED
+        assert svc.db.job("fine") is not None and svc.db.job("stray") is None
+    finally:
+        db.close()

@@ -233,12 +233,24 @@ def test_a_hived_cell_tree_places_jobs_on_slurms_nodes(lab, tmp_path):
 
     The jobs are submitted before chronus starts, so its first round sees all four: submitted
     while it runs, the 4-GPU job could start alone and then be preempted by the shorter 2-GPU
-    ones (remaining GPU-time first), which is right but makes the count of starts a race."""
+    ones (remaining GPU-time first), which is right but makes the count of starts a race.
+
+    A job of another account has no virtual cluster: refused, saying so in its comment (it was
+    accepted and waited for ever, and the service's reason never reached the job)."""
     config = tmp_path / "hived.yaml"
     config.write_text(HIVED)
     ids = [submit(lab, 4, 3), submit(lab, 2, 3), submit(lab, 2, 3), submit(lab, 2, 3)]
+    stray = lab.sbatch(
+        "--hold", "--account=elsewhere", "--gres=gpu:1", "--comment", "chronus: estimate=3"
+    )
     with ServeProcess(lab, tmp_path / "chronus.db", "--cluster", str(config)) as serve:
         watch(lab, serve, ids, 90)
+        refused = SlurmRest(f"unix:{lab.socket}", retries=0).job(stray)
+        assert refused.state == "CANCELLED" and refused.comment.startswith(
+            "chronus refused: account: 'elsewhere' is no virtual cluster of the cell allocator "
+            "(have: root) ["
+        ), refused.comment
+        assert f"slurm-{stray}" not in serve.jobs()
         check_runs_match_decisions(lab, serve, ids)
         events = decisions(serve)
         starts = [d for d in events if d["event"] == "start"]
