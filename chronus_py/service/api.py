@@ -46,7 +46,7 @@ from chronus_py.backends.base import BackendUnavailable
 from chronus_py.service.batches import Batches
 from chronus_py.service.connections import READ_AT
 from chronus_py.service.core import ApiError, Caller, Service
-from chronus_py.service.db import storage_error
+from chronus_py.service.db import NOT_KEPT, storage_error
 from chronus_py.service.jobspec import TENANT, TENANT_RULE
 from chronus_py.service.json_codec import encode
 from chronus_py.service.openapi import MAX_LIMIT, STATES, for_server
@@ -82,7 +82,7 @@ def _failure(exc: Exception, method: str, path: str) -> tuple[dict, int]:
     if storage is not None:  # e.g. a full disk: in a line, no traceback
         status, what = storage
         log.warning(json.dumps({"event": "storage_error", "during": path, "error": str(exc)}))
-        message = f"{what}: nothing of this request was kept; retry once that is fixed"
+        message = f"{what}: {NOT_KEPT}"
         return {"error": message, "field": None}, status
     log.error("unexpected error on %s %s", method, path, exc_info=exc)
     message = (

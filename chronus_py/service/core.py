@@ -47,7 +47,7 @@ from chronus_py.jobs.model import Cluster, DeadlineOption, Job, Node
 from chronus_py.jobs.throughputs import ThroughputTable
 from chronus_py.service import rounds
 from chronus_py.service.commands import Command, Outcome, SerialBackend
-from chronus_py.service.db import TERMINAL, Database
+from chronus_py.service.db import NOT_KEPT, TERMINAL, Database, storage_error
 from chronus_py.service.jobspec import (
     FieldError,
     Forbidden,
@@ -213,6 +213,10 @@ class Service:
         self.cluster = Cluster(tuple(Node(n.name, len(n.gpus)) for n in nodes))
         self.cluster_gpus = self.cluster.gpus  # a sum over the nodes: not redone per request
         self.needs_resync = False
+        self.storage_failed: tuple[int, str] | None = None
+        """A round's or a batch's write the database refused (a full disk: ``storage_error``),
+        until the rebuild it forces completes: submissions meanwhile are told that, not only
+        that the service is re-reading the cluster."""
         self.rebuild()
 
     @property
@@ -303,6 +307,7 @@ class Service:
         self._decided = None
         self._plan = None
         self.needs_resync = False
+        self.storage_failed = None
         self.counters.resyncs += 1
         self._publish_due = True
 
@@ -362,8 +367,8 @@ class Service:
         try:
             with held_decisions(), self.db.transaction(), self._backend_together():
                 yield
-        except BaseException:
-            self.needs_resync = True
+        except BaseException as exc:
+            self.failed(exc)
             raise
         finally:
             deferred, self._deferred = self._deferred, None
@@ -386,6 +391,9 @@ class Service:
     def submit(self, body: Any, caller: Caller, *, dry_run: bool = False) -> tuple[int, dict]:
         if self.needs_resync:
             # The scheduler may not match the cluster: a promise made now could not be kept.
+            if self.storage_failed is not None:
+                status, what = self.storage_failed
+                raise ApiError(status, f"{what}: {NOT_KEPT}")
             raise ApiError(
                 503, "the service is re-reading the cluster after an error; retry shortly"
             )
@@ -515,11 +523,11 @@ class Service:
                 self.db.decision(now, job.id, "admit:" + admission.decision, None, admission.reason)
                 if stats is not None and stats.rounds != before:
                     self._record_promise_changes(now, in_transaction=True)
-        except BaseException:
+        except BaseException as exc:
             # Not kept (e.g. a full disk), but admitted in memory: rebuilt from the database
             # and the backend before anything is decided again, as a batch whose commit fails
             # is (``batch``); else the job would hold its id (a 409 on retry) and its GPUs.
-            self.needs_resync = True
+            self.failed(exc)
             raise
         decision_log(
             "admit",
@@ -1280,6 +1288,12 @@ class Service:
         ]
         with self.backend.lock:
             self._queue.extend(queued)
+
+    def failed(self, exc: BaseException) -> None:
+        """A step failed part way (a round, a batch's commit): nothing more is decided until
+        the scheduler is rebuilt from the database and the backend."""
+        self.needs_resync = True
+        self.storage_failed = storage_error(exc) or self.storage_failed
 
     def _backend_failed(self, what: str, job_id: str | None, exc: Exception) -> None:
         """Nothing more is decided until the scheduler is rebuilt from the backend's view."""

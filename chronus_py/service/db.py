@@ -53,6 +53,10 @@ STORAGE_ERRORS = {
 }
 
 
+NOT_KEPT = "nothing of this request was kept; retry once that is fixed"
+"""What a refusal for a ``storage_error`` adds: the client may send the request again."""
+
+
 def storage_error(exc: BaseException) -> tuple[int, str] | None:
     """The HTTP status and words for what stops the database from keeping anything (a full
     disk: 507, RFC 4918; an I/O error or a file made read-only under the daemon: 503), or None

@@ -601,7 +601,7 @@ async def _loop(
                 log.exception("round failed; the scheduler is rebuilt from the backend next round")
             else:  # a full disk is no bug: a line a round until it is fixed, not a traceback
                 log.warning(json.dumps({"event": "round_failed", "error": f"{storage[1]}: {exc}"}))
-            service.needs_resync = True
+            service.failed(exc)
         last = time.monotonic()
     if collecting is not None:
         await collecting
