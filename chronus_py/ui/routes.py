@@ -5,6 +5,9 @@ part (htmx, every ``POLL`` seconds) with ETags: an unchanged part costs a hash a
 read takes the service's lock for as long as it copies what it shows (a
 :class:`~chronus_py.ui.snapshot.Snapshot`); rendering happens after, outside the lock.
 
+A refusal, an unknown address or a method a page does not take is a page in the view's look
+with the line and a way back; a script asking for JSON alone gets the API's JSON error.
+
 Read-only, except ``POST /ui/jobs/{id}/cancel``, which calls the same ``Service.cancel`` as
 ``DELETE /v1/jobs/{id}`` (so a tenant cancels only its own jobs) and, for a cookie caller,
 needs the page's CSRF token.
@@ -20,10 +23,13 @@ import math
 import sqlite3
 import time
 from dataclasses import replace
+from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from markupsafe import Markup
+from starlette.exceptions import HTTPException
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -31,9 +37,10 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from chronus_py.backends.base import BackendUnavailable
-from chronus_py.service.api import query_params
-from chronus_py.service.core import ApiError, Caller
+from chronus_py.service.api import JsonResponse, query_params
+from chronus_py.service.core import ECHOED, ApiError, Caller
 from chronus_py.service.db import storage_error
+from chronus_py.service.jobspec import shown as shown_value
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.format import job_url
@@ -46,6 +53,7 @@ POLL = 2
 MEMO = 64
 MAX_FORM = 4096
 MAX_TEXT = 100
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
@@ -75,7 +83,8 @@ def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[
     # ``Secure`` cookie is not sent), or to the proxy's upstream address. No such redirects
     # (a JSON 404 for the API), and ``/ui`` goes to ``/ui/`` by a relative one.
     app.router.redirect_slashes = False
-    app.router.routes.append(Route("/ui", _to_the_view, methods=["GET"]))
+    # every method: the others get the view's 405 (a function's route takes only GET)
+    app.router.routes.append(Route("/ui", _to_the_view, methods=list(METHODS)))
     app.router.routes.append(
         Mount("/ui", app=GZipMiddleware(ui_app(service, tokens, lock, wake, history)))
     )
@@ -83,7 +92,7 @@ def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[
 
 def ui_app(
     service, tokens, lock: asyncio.Lock, wake: Callable[[], None], history: History
-) -> Router:
+) -> ExceptionMiddleware:
     session = Session(tokens)
     reader = Reader(service)
 
@@ -104,14 +113,15 @@ def ui_app(
         async def endpoint(request: Request) -> Response:
             caller = None
 
-            def failed(status: int, message: str) -> Response:
+            def failed(status: int, message: str, field: str | None = None) -> Response:
                 # with the header of the page (who is logged in, the way out), not bare
-                context = {"caller": caller, "auth": tokens is not None, "path": request.url.path}
-                return html("error.html", {**context, "status": status, "message": message}, status)
+                return _failure(request, status, message, field, caller, tokens is not None)
 
             try:
                 caller, token = session.caller(request)
                 if caller is None:
+                    if _wants_json(request):  # a script without a token: no login form
+                        return failed(401, "missing or unknown bearer token", "Authorization")
                     # back to this page once logged in (a poll: to the page it polls for)
                     if request.query_params.get("part"):
                         here = urlsplit(request.headers.get("hx-current-url", ""))
@@ -122,7 +132,7 @@ def ui_app(
                     return RedirectResponse(_login_to(_path_and_query(request)), status_code=303)
                 return await fn(request, caller, token)
             except ApiError as exc:
-                return failed(exc.status, exc.line())
+                return failed(exc.status, exc.message, exc.field)
             except BackendUnavailable as exc:
                 return failed(503, f"the backend is unavailable: {exc}")
             except sqlite3.Error as exc:
@@ -135,6 +145,26 @@ def ui_app(
                 return failed(status, f"{what}: nothing was changed; retry once that is fixed")
 
         return endpoint
+
+    async def unknown(request: Request, exc: Exception) -> Response:
+        """A path or method the view does not have (routing's 404 and 405, the static files'
+        404): a page saying so, in the view's look, to a browser. They were the API's JSON
+        error, which a browser shows as a line of raw JSON without a way back."""
+        assert isinstance(exc, HTTPException)
+        try:
+            caller = session.caller(request)[0]
+        except ApiError:  # a wrong bearer header: the page without its navigation
+            caller = None
+        return _failure(
+            request,
+            exc.status_code,
+            _unknown_line(request, exc),
+            None,
+            caller,
+            tokens is not None,
+            headers=exc.headers,
+            api_message=exc.detail,
+        )
 
     drawn: dict[tuple, bytes] = {}
 
@@ -441,7 +471,7 @@ def ui_app(
         try:
             check_origin(request)  # another site's form must not log this browser out
         except ApiError as exc:
-            return html("error.html", {"status": exc.status, "message": exc.line()}, exc.status)
+            return _failure(request, exc.status, exc.message, exc.field, None, True)
         # "cache" also drops the back-forward cache's pages: "back" after logging out brought
         # the last page back whole (every id and placement) until its next poll
         response = RedirectResponse(
@@ -455,7 +485,7 @@ def ui_app(
         routes of one path each name only their own: ``Allow: GET, HEAD``)."""
         return await (login if request.method == "POST" else login_form)(request)
 
-    return Router(
+    router = Router(
         routes=[
             Route("/", page(overview), methods=["GET"]),
             Route("/jobs", page(jobs), methods=["GET"]),
@@ -468,10 +498,88 @@ def ui_app(
         ],
         redirect_slashes=False,  # as the app's (``attach``)
     )
+    return ExceptionMiddleware(router, handlers={HTTPException: unknown})
 
 
 async def _to_the_view(request: Request) -> Response:
+    if request.method not in ("GET", "HEAD"):
+        headers = {"Allow": "GET, HEAD"}
+        line = _unknown_line(request, HTTPException(405, headers=headers))
+        return _failure(request, 405, line, None, None, False, headers, "Method Not Allowed")
     return RedirectResponse("/ui/", status_code=308)
+
+
+def _wants_json(request: Request) -> bool:
+    """A script asking for JSON (``Accept: application/json``, not ``text/html``): it gets the
+    API's JSON errors under ``/ui`` too. A browser names ``text/html`` (or ``*/*``) in every
+    request it makes."""
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _failure(
+    request: Request,
+    status: int,
+    message: str,
+    field: str | None,
+    caller: Caller | None,
+    auth: bool,
+    headers: dict | None = None,
+    api_message: str | None = None,
+) -> Response:
+    """A refusal: to a browser, a page in the view's look with the line and a way back; to a
+    script asking for JSON, the API's error (``{"error", "field"}``, ``api_message`` if the
+    API words it otherwise)."""
+    if _wants_json(request):
+        content = {"error": api_message or message, "field": field}
+        return JsonResponse(content, status_code=status, headers=headers)
+    path = request.url.path
+    line = f"{field}: {message}" if field else message
+    back, label = ("/ui/", "Back to the timeline")
+    if caller is not None and path.startswith("/ui/jobs/"):
+        back, label = ("/ui/jobs", "Back to the jobs")
+        if status == 404 and field == "id":
+            # the same words for a job that never was and another tenant's (the service's
+            # 404 does not tell them apart either)
+            job = shown_value(request.path_params.get("job_id", ""), ECHOED)
+            line = f"There is no job {job}"
+            if not caller.admin:
+                line += " that you can see: it does not exist, or it is not yours"
+            line += "."
+    context = {
+        "caller": caller,
+        "auth": auth,
+        "path": path,
+        "status": status,
+        "phrase": _phrase(status),
+        "message": line,
+        "back": back,
+        "back_label": label,
+    }
+    body = TEMPLATES.get_template("error.html").render(**context).encode()
+    return HTMLResponse(body, status_code=status, headers={**HEADERS, **(headers or {})})
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return "error"
+
+
+def _unknown_line(request: Request, exc: HTTPException) -> str:
+    """What a person reads on a 404 or 405 of routing: the page is not there (its address cut
+    short as errors cut values), or is not used that way, and how it is."""
+    where = shown_value(request.url.path, ECHOED)
+    if exc.status_code == 404:
+        return f"There is no page {where} in this view."
+    if exc.status_code == 405:
+        # (Starlette's ``Allow`` lists a set: its order changes from one start to the next)
+        allowed = ", ".join(sorted((exc.headers or {}).get("Allow", "").split(", ")))
+        if allowed == "POST":
+            return f"{where} takes a form's POST only (its page has the button that sends it)."
+        return f"{where} does not take {request.method} (it takes {allowed})."
+    return str(exc.detail)
 
 
 def _matches(header: str | None, etag: str) -> bool:
