@@ -276,3 +276,51 @@ def test_logging_in_returns_to_the_page_asked_for(server, browser):
         assert page.locator("select[name=state] option[selected]").inner_text() == "running"
     finally:
         context.close()
+
+
+def test_long_names_and_many_deadlines_keep_the_pages_readable(browser, tmp_path):
+    """A tenant's 128-character name (no space in it) widened every page of that tenant's on a
+    phone; an admin's 257-character id of that tenant's job pushed every column but the ids
+    out of the jobs table's view; a job's 16 deadlines ran on in one line, their values
+    written as floats print them (``0.44999999999999996``)."""
+    tenant = "t" * 60 + "-" + "x" * 67
+    (tmp_path / "tokens.yaml").write_text(
+        TOKENS + f'  - {{token: "long-tenant-token-0123456789", tenant: {tenant}}}\n'
+    )
+    server = Server(tmp_path, "--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2").start()
+    long_token = {"Authorization": "Bearer long-tenant-token-0123456789"}
+    r = server.http.post(
+        "/v1/jobs", headers=long_token, json={"id": "j" * 128, "gpus": 1, "estimate_seconds": 9e4}
+    )
+    assert r.status_code == 201, r.text
+    now = server.http.get("/v1/cluster", headers=bearer("admin")).json()["now"]
+    options = [{"at": now + 20000 + 1000 * i, "value": 1 - i / 20} for i in range(16)]
+    submit(
+        server, "team-a", {"id": "d16", "gpus": 1, "estimate_seconds": 9000, "deadlines": options}
+    )
+    context = browser.new_context(viewport={"width": 360, "height": 740})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/ui/login")
+        page.fill("input[name=token]", "long-tenant-token-0123456789")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server.url}/ui/")
+        for path in ("/ui/", "/ui/jobs", f"/ui/jobs/{'j' * 128}", "/ui/cluster", "/ui/nope"):
+            page.goto(f"{server.url}{path}")
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 360, (path, wide)
+        context.close()
+        context = browser.new_context(viewport={"width": 1300, "height": 900})
+        page = log_in(context, server.url, "admin")
+        page.goto(f"{server.url}/ui/jobs?sort=id&desc=1")
+        row = page.locator(f'tr[data-job="{tenant}:{"j" * 128}"]')
+        state = row.locator("span.state").bounding_box()
+        assert state is not None and state["x"] + state["width"] <= 1300, state
+        assert row.locator("td.id a").get_attribute("title") == f"{tenant}:{'j' * 128}"
+        page.goto(f"{server.url}/ui/jobs/team-a:d16")
+        deadlines = page.locator("ol.deadlines li")
+        assert deadlines.count() == 16
+        assert deadlines.nth(11).inner_text().endswith("s), value 0.45"), deadlines.nth(11)
+    finally:
+        context.close()
+        stopped(server)
