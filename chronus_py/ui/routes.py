@@ -58,6 +58,8 @@ TAGS = 4096
 """ETags kept by what their pages depend on (``unchanged``); all are dropped when full."""
 MAX_FORM = 4096
 MAX_TEXT = 100
+PAGE_FOR = "X-Chronus-Page-For"
+"""The header a page's polls carry: who the page was drawn for (``_page_for``)."""
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 HEADERS = {
@@ -124,6 +126,12 @@ def ui_app(
 
             try:
                 caller, token = session.caller(request)
+                drawn_for = request.headers.get(PAGE_FOR)
+                if drawn_for is not None and drawn_for != _page_for(caller):
+                    # Another tab logged this browser out, or in as someone else: the poll
+                    # would put that caller's rows under this page's header (its tenant, its
+                    # navigation), so the whole page is drawn again, or goes to the login.
+                    return Response(status_code=204, headers={"HX-Refresh": "true"})
                 if caller is None:
                     if _wants_json(request):  # a script without a token: no login form
                         return failed(401, "missing or unknown bearer token", "Authorization")
@@ -251,6 +259,7 @@ def ui_app(
             "path": request.url.path,
             "poll": POLL,
             "query": str(request.url.query),
+            "page_for": {PAGE_FOR: _page_for(caller)},
         }
 
     def part_of(request: Request) -> str | None:
@@ -577,6 +586,13 @@ async def _to_the_view(request: Request) -> Response:
         line = _unknown_line(request, HTTPException(405, headers=headers))
         return _failure(request, 405, line, None, None, False, headers, "Method Not Allowed")
     return RedirectResponse("/ui/", status_code=308)
+
+
+def _page_for(caller: Caller | None) -> str:
+    """Who a page is drawn for, as its polls say it (``PAGE_FOR``)."""
+    if caller is None:
+        return ""
+    return "admin" if caller.admin else f"tenant:{caller.tenant}"
 
 
 def _wants_json(request: Request) -> bool:

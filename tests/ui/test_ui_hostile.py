@@ -278,6 +278,27 @@ def test_logging_in_returns_to_the_page_asked_for(server, browser):
         context.close()
 
 
+def test_a_tab_logged_in_as_someone_else_redraws_the_other_tabs_whole(server, browser):
+    """Two tabs of one browser share its cookie: logging in as team-b in the second turned the
+    first's live part into team-b's jobs under a header that still said team-a (and an
+    operator read one tenant's jobs as the other's). The first tab now draws itself again,
+    all of it for team-b."""
+    from playwright.sync_api import expect
+
+    submit(server, "team-a", {"id": "tab-a", "gpus": 1, "estimate_seconds": 90000})
+    context = browser.new_context()
+    try:
+        first = log_in(context, server.url, "team-a")
+        first.goto(f"{server.url}/ui/jobs?q=tab-")
+        expect(first.locator('tr[data-job="tab-a"]')).to_have_count(1)
+        log_in(context, server.url, "team-b")
+        expect(first.locator("header .who b")).to_have_text("team-b", timeout=15000)
+        expect(first.locator('tr[data-job="tab-a"]')).to_have_count(0)
+        assert first.url == f"{server.url}/ui/jobs?q=tab-"
+    finally:
+        context.close()
+
+
 def test_long_names_and_many_deadlines_keep_the_pages_readable(browser, tmp_path):
     """A tenant's 128-character name (no space in it) widened every page of that tenant's on a
     phone; an admin's 257-character id of that tenant's job pushed every column but the ids
