@@ -624,6 +624,10 @@ def _failure(
     back, label = ("/ui/", "Back to the timeline")
     if caller is not None and path.startswith("/ui/jobs/"):
         back, label = ("/ui/jobs", "Back to the jobs")
+        if path.endswith("/cancel") and status != 404:
+            # a cancel refused (a stale form's token, a job that ended meanwhile): to the
+            # job's page, whose form it came from, not to the list
+            back, label = (job_url(request.path_params["job_id"]), "Back to the job")
         if status == 404 and field == "id":
             # the same words for a job that never was and another tenant's (the service's
             # 404 does not tell them apart either)

@@ -240,3 +240,26 @@ def test_another_tenants_job_is_answered_as_a_missing_one(server):
         "There is no job &#39;ID&#39; that you can see: it does not exist, or it is not yours."
     )
     assert server.http.get("/ui/jobs/b-secret", headers=bearer("team-b")).status_code == 200
+
+
+def test_a_refused_cancel_leads_back_to_the_jobs_page(server):
+    """A cancel from a form whose token is stale (the server restarted, or the page was open
+    for another login) is refused; its page led back to the list, not to the job."""
+    r = server.http.post(
+        "/v1/jobs",
+        headers=bearer("team-a"),
+        json={"id": "stale", "gpus": 1, "estimate_seconds": 9e4},
+    )
+    assert r.status_code == 201, r.text
+    login = server.http.post(
+        "/ui/login", data={"token": TOKEN["team-a"]}, headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    cookie = {"Cookie": f"chronus_token={login.cookies['chronus_token']}"}
+    r = server.http.post(
+        "/ui/jobs/stale/cancel",
+        data={"csrf": "0" * 64},
+        headers={**cookie, **BROWSER, "Sec-Fetch-Site": "same-origin"},
+    )
+    assert r.status_code == 403, r.text
+    assert error_line(r.text) == "csrf: missing or wrong CSRF token: reload the page"
+    assert '<a href="/ui/jobs/stale">Back to the job</a>' in r.text
