@@ -339,7 +339,7 @@ def test_long_names_and_many_deadlines_keep_the_pages_readable(browser, tmp_path
         assert state is not None and state["x"] + state["width"] <= 1300, state
         assert row.locator("td.id a").get_attribute("title") == f"{tenant}:{'j' * 128}"
         page.goto(f"{server.url}/ui/jobs/team-a:d16")
-        deadlines = page.locator("ol.deadlines li")
+        deadlines = page.locator("ul.deadlines li")
         assert deadlines.count() == 16
         assert deadlines.nth(11).inner_text().endswith("s), value 0.45"), deadlines.nth(11)
     finally:
