@@ -1,9 +1,15 @@
 """The web view's routes under ``/ui``, for ``chronus serve`` on any backend.
 
 Pages are server-rendered (Jinja2, inline SVG) and follow the scheduler by polling their live
-part (htmx, every ``POLL`` seconds) with ETags: an unchanged part costs a hash and a 304. Every
-read takes the service's lock for as long as it copies what it shows (a
-:class:`~chronus_py.ui.snapshot.Snapshot`); rendering happens after, outside the lock.
+part (htmx, every ``POLL`` seconds) with ETags. A poll of an unchanged part is a 304 decided
+before any read or drawing: a page is drawn again only when the service's version
+(``Reader.version``: a write, a re-plan, a node's health), its clock step or the caller's choice
+changed since it was last drawn for that caller. Every read takes the service's lock for as long
+as it copies what it shows (a :class:`~chronus_py.ui.snapshot.Snapshot`); rendering happens
+after, outside the lock.
+
+A refusal, an unknown address or a method a page does not take is a page in the view's look
+with the line and a way back; a script asking for JSON alone gets the API's JSON error.
 
 Read-only, except ``POST /ui/jobs/{id}/cancel``, which calls the same ``Service.cancel`` as
 ``DELETE /v1/jobs/{id}`` (so a tenant cancels only its own jobs) and, for a cookie caller,
@@ -20,10 +26,13 @@ import math
 import sqlite3
 import time
 from dataclasses import replace
+from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from markupsafe import Markup
+from starlette.exceptions import HTTPException
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -31,9 +40,10 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from chronus_py.backends.base import BackendUnavailable
-from chronus_py.service.api import query_params
-from chronus_py.service.core import ApiError, Caller
+from chronus_py.service.api import JsonResponse, query_params
+from chronus_py.service.core import ECHOED, ApiError, Caller
 from chronus_py.service.db import storage_error
+from chronus_py.service.jobspec import shown as shown_value
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.format import job_url
@@ -44,8 +54,13 @@ from chronus_py.ui.snapshot import FRESH, Reader
 log = logging.getLogger("chronus.serve")
 POLL = 2
 MEMO = 64
+TAGS = 4096
+"""ETags kept by what their pages depend on (``unchanged``); all are dropped when full."""
 MAX_FORM = 4096
 MAX_TEXT = 100
+PAGE_FOR = "X-Chronus-Page-For"
+"""The header a page's polls carry: who the page was drawn for (``_page_for``)."""
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
@@ -75,7 +90,8 @@ def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[
     # ``Secure`` cookie is not sent), or to the proxy's upstream address. No such redirects
     # (a JSON 404 for the API), and ``/ui`` goes to ``/ui/`` by a relative one.
     app.router.redirect_slashes = False
-    app.router.routes.append(Route("/ui", _to_the_view, methods=["GET"]))
+    # every method: the others get the view's 405 (a function's route takes only GET)
+    app.router.routes.append(Route("/ui", _to_the_view, methods=list(METHODS)))
     app.router.routes.append(
         Mount("/ui", app=GZipMiddleware(ui_app(service, tokens, lock, wake, history)))
     )
@@ -83,7 +99,7 @@ def attach(app, service, *, tokens, metrics, lock: asyncio.Lock, wake: Callable[
 
 def ui_app(
     service, tokens, lock: asyncio.Lock, wake: Callable[[], None], history: History
-) -> Router:
+) -> ExceptionMiddleware:
     session = Session(tokens)
     reader = Reader(service)
 
@@ -104,14 +120,21 @@ def ui_app(
         async def endpoint(request: Request) -> Response:
             caller = None
 
-            def failed(status: int, message: str) -> Response:
+            def failed(status: int, message: str, field: str | None = None) -> Response:
                 # with the header of the page (who is logged in, the way out), not bare
-                context = {"caller": caller, "auth": tokens is not None, "path": request.url.path}
-                return html("error.html", {**context, "status": status, "message": message}, status)
+                return _failure(request, status, message, field, caller, tokens is not None)
 
             try:
                 caller, token = session.caller(request)
+                drawn_for = request.headers.get(PAGE_FOR)
+                if drawn_for is not None and drawn_for != _page_for(caller):
+                    # Another tab logged this browser out, or in as someone else: the poll
+                    # would put that caller's rows under this page's header (its tenant, its
+                    # navigation), so the whole page is drawn again, or goes to the login.
+                    return Response(status_code=204, headers={"HX-Refresh": "true"})
                 if caller is None:
+                    if _wants_json(request):  # a script without a token: no login form
+                        return failed(401, "missing or unknown bearer token", "Authorization")
                     # back to this page once logged in (a poll: to the page it polls for)
                     if request.query_params.get("part"):
                         here = urlsplit(request.headers.get("hx-current-url", ""))
@@ -122,7 +145,7 @@ def ui_app(
                     return RedirectResponse(_login_to(_path_and_query(request)), status_code=303)
                 return await fn(request, caller, token)
             except ApiError as exc:
-                return failed(exc.status, exc.line())
+                return failed(exc.status, exc.message, exc.field)
             except BackendUnavailable as exc:
                 return failed(503, f"the backend is unavailable: {exc}")
             except sqlite3.Error as exc:
@@ -136,9 +159,32 @@ def ui_app(
 
         return endpoint
 
-    drawn: dict[tuple, bytes] = {}
+    async def unknown(request: Request, exc: Exception) -> Response:
+        """A path or method the view does not have (routing's 404 and 405, the static files'
+        404): a page saying so, in the view's look, to a browser. They were the API's JSON
+        error, which a browser shows as a line of raw JSON without a way back."""
+        assert isinstance(exc, HTTPException)
+        try:
+            caller = session.caller(request)[0]
+        except ApiError:  # a wrong bearer header: the page without its navigation
+            caller = None
+        return _failure(
+            request,
+            exc.status_code,
+            _unknown_line(request, exc),
+            None,
+            caller,
+            tokens is not None,
+            headers=exc.headers,
+            api_message=exc.detail,
+        )
 
-    def memo(key: tuple, name: str, context: Callable[[], dict], request: Request) -> Response:
+    drawn: dict[tuple, bytes] = {}
+    tags: dict[tuple, str] = {}
+
+    def memo(
+        key: tuple, name: str, context: Callable[[], dict], request: Request, tag: tuple
+    ) -> Response:
         """A page drawn once per read of the service for everyone who asks the same of it
         (open pages poll together: the drawing, not the read, is what they would repeat)."""
         body = drawn.get(key)
@@ -146,7 +192,7 @@ def ui_app(
             if len(drawn) >= MEMO:
                 drawn.clear()
             body = drawn[key] = TEMPLATES.get_template(name).render(**context()).encode()
-        return html(name, {}, request=request, body=body)
+        return html(name, {}, request=request, body=body, tag=tag)
 
     def html(
         name: str,
@@ -154,15 +200,56 @@ def ui_app(
         status: int = 200,
         request: Request | None = None,
         body: bytes | None = None,
+        tag: tuple | None = None,
     ) -> Response:
         if body is None:
             body = TEMPLATES.get_template(name).render(**context).encode()
+        # The hash of what the caller sees, not of ``tag``: a tenant's ETag then changes only
+        # with its own page, never because another tenant's jobs changed the service.
         etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
         headers = {**HEADERS, "ETag": etag}
+        if tag is not None and status == 200:
+            if len(tags) >= TAGS:
+                tags.clear()
+            tags[tag] = etag
         if request is not None and status == 200:
             if _matches(request.headers.get("if-none-match"), etag):
                 return Response(status_code=304, headers=headers)
         return HTMLResponse(body, status_code=status, headers=headers)
+
+    def tag_of(
+        name: str,
+        version: tuple,
+        clock: float,
+        caller: Caller,
+        token: str | None,
+        choice: tuple = (),
+    ) -> tuple:
+        """What a page drawn for ``caller`` depends on: the service's version
+        (``Reader.version``), the page's clock step, who asks (its tenant, and its form token,
+        which the page carries) and what it asked (``choice``: the query, the job)."""
+        return (name, version, clock, caller.tenant, caller.admin, csrf(token), choice)
+
+    def unchanged(
+        request: Request,
+        name: str,
+        span: str | None,
+        caller: Caller,
+        token: str | None,
+        choice: tuple = (),
+    ) -> Response | None:
+        """A 304 decided before any read or drawing: the poll names the ETag this page had
+        when last drawn for the same caller and choice, and the service's version and the
+        page's clock step are what they were then. The jobs page at 5,000 jobs was read,
+        sorted and drawn again only to be hashed: 15 ms for each unchanged poll."""
+        given = request.headers.get("if-none-match")
+        if given is None:
+            return None
+        clock = views.quantize(service.backend.now(), span)
+        etag = tags.get(tag_of(name, reader.version(), clock, caller, token, choice))
+        if etag is None or not _matches(given, etag):
+            return None
+        return Response(status_code=304, headers={**HEADERS, "ETag": etag})
 
     def common(request: Request, caller: Caller, token: str | None) -> dict:
         return {
@@ -172,6 +259,7 @@ def ui_app(
             "path": request.url.path,
             "poll": POLL,
             "query": str(request.url.query),
+            "page_for": {PAGE_FOR: _page_for(caller)},
         }
 
     def part_of(request: Request) -> str | None:
@@ -184,18 +272,23 @@ def ui_app(
         span = query_params(request, ("span", "part")).get("span", views.DEFAULT_SPAN)
         if span not in views.SPANS:
             raise ApiError(422, f"unknown span (have: {', '.join(views.SPANS)})", "span")
+        name = "overview_live.html" if part_of(request) else "overview.html"
+        # the figures refresh with their sparklines' samples (``EVERY`` seconds) at the latest
+        cached = unchanged(request, name, span, caller, token, (span, _sampled(history)))
+        if cached is not None:
+            return cached
 
         def gather():
-            return reader.read(caller), latest(), _series(history)
+            return reader.read(caller), latest(), _series(history), _sampled(history)
 
-        reading, values, series = await read(gather)
+        reading, values, series, sampled = await read(gather)
 
         def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
             snap = reader.view(reading, caller)
             snap.now = views.quantize(snap.now, span)
-            name = "overview_live.html" if part_of(request) else "overview.html"
             key = (snap.generation, name, caller.tenant, caller.admin, csrf(token), span)
-            key += (tuple(values.items()), len(history.samples))
+            key += (tuple(values.items()), sampled)
+            tag = tag_of(name, snap.version, snap.now, caller, token, (span, sampled))
 
             def context() -> dict:
                 return {
@@ -215,7 +308,7 @@ def ui_app(
                     "live_url": f"/ui/?span={span}&part=live",
                 }
 
-            return memo(key, name, context, request)
+            return memo(key, name, context, request, tag)
 
         return await asyncio.to_thread(build)
 
@@ -239,12 +332,18 @@ def ui_app(
         if not (page.isascii() and page.isdigit() and 1 <= len(page) <= 6 and int(page) >= 1):
             raise ApiError(422, "expected a page number, 1 or more", "page")
         page = int(page)
+        name = "jobs_live.html" if part_of(request) else "jobs.html"
+        choice = (sort, q.get("desc", ""), state, kind, q.get("q", ""), page)
+        cached = unchanged(request, name, None, caller, token, choice)
+        if cached is not None:
+            return cached
         ended = views.ENDED if state in ("", "finished", "cancelled", "failed") else 0
 
         reading = await read(lambda: reader.read(caller, ended=ended))
 
         def choose():
             snap = reader.view(reading, caller)
+            snap.now = views.quantize(snap.now)
             return snap, views.table(
                 snap.jobs,
                 sort=sort,
@@ -290,8 +389,8 @@ def ui_app(
                 "ended": ended if ended and len(reading.ended) >= ended else 0,
                 "live_url": address + "&part=live",
             }
-            name = "jobs_live.html" if part_of(request) else "jobs.html"
-            response = html(name, context, request=request)
+            tag = tag_of(name, snap.version, snap.now, caller, token, choice)
+            response = html(name, context, request=request, tag=tag)
             if request.headers.get("hx-request") and not part_of(request):
                 response.headers["HX-Push-Url"] = address  # the filter form's choice, kept
             return response
@@ -301,15 +400,20 @@ def ui_app(
     async def job(request: Request, caller: Caller, token: str | None) -> Response:
         query_params(request, ("part",))
         job_id = request.path_params["job_id"]
+        name = "job_live.html" if part_of(request) else "job.html"
+        cached = unchanged(request, name, None, caller, token, (job_id,))
+        if cached is not None:
+            return cached
 
         def gather():
+            version, now = reader.version(), service.backend.now()
             own = service.resolve(job_id, caller)  # 404 for another tenant's job
             view = service.get_job(job_id, caller)
             row = reader.one(own, caller)
             shown = None if row is None else replace(row, id=view["id"])
-            return view, shown, _history(service, own)
+            return view, shown, _history(service, own), version, views.quantize(now)
 
-        view, row, events = await read(gather)
+        view, row, events, version, now = await read(gather)
 
         def build() -> Response:  # drawing and rendering: off the event loop
             context = {
@@ -317,11 +421,11 @@ def ui_app(
                 "job": view,
                 "row": row,
                 "events": events,
-                "now": service.backend.now(),
+                "now": now,
                 "live_url": job_url(job_id) + "?part=live",
             }
-            name = "job_live.html" if part_of(request) else "job.html"
-            return html(name, context, request=request)
+            tag = tag_of(name, version, now, caller, token, (job_id,))
+            return html(name, context, request=request, tag=tag)
 
         return await asyncio.to_thread(build)
 
@@ -337,11 +441,15 @@ def ui_app(
 
     async def cluster(request: Request, caller: Caller, token: str | None) -> Response:
         query_params(request, ("part",))
+        name = "cluster_live.html" if part_of(request) else "cluster.html"
+        cached = unchanged(request, name, None, caller, token)
+        if cached is not None:
+            return cached
         reading = await read(reader.read, caller)
 
         def build() -> Response:  # rows, drawing and rendering: off the event loop and lock
             snap = reader.view(reading, caller)
-            name = "cluster_live.html" if part_of(request) else "cluster.html"
+            snap.now = views.quantize(snap.now)
 
             def context() -> dict:
                 counts = views.gpu_counts(snap)
@@ -374,7 +482,8 @@ def ui_app(
                 }
 
             key = (snap.generation, name, caller.tenant, caller.admin, csrf(token))
-            return memo(key, name, context, request)
+            tag = tag_of(name, snap.version, snap.now, caller, token)
+            return memo(key, name, context, request, tag)
 
         return await asyncio.to_thread(build)
 
@@ -441,7 +550,7 @@ def ui_app(
         try:
             check_origin(request)  # another site's form must not log this browser out
         except ApiError as exc:
-            return html("error.html", {"status": exc.status, "message": exc.line()}, exc.status)
+            return _failure(request, exc.status, exc.message, exc.field, None, True)
         # "cache" also drops the back-forward cache's pages: "back" after logging out brought
         # the last page back whole (every id and placement) until its next poll
         response = RedirectResponse(
@@ -455,7 +564,7 @@ def ui_app(
         routes of one path each name only their own: ``Allow: GET, HEAD``)."""
         return await (login if request.method == "POST" else login_form)(request)
 
-    return Router(
+    router = Router(
         routes=[
             Route("/", page(overview), methods=["GET"]),
             Route("/jobs", page(jobs), methods=["GET"]),
@@ -468,10 +577,99 @@ def ui_app(
         ],
         redirect_slashes=False,  # as the app's (``attach``)
     )
+    return ExceptionMiddleware(router, handlers={HTTPException: unknown})
 
 
 async def _to_the_view(request: Request) -> Response:
+    if request.method not in ("GET", "HEAD"):
+        headers = {"Allow": "GET, HEAD"}
+        line = _unknown_line(request, HTTPException(405, headers=headers))
+        return _failure(request, 405, line, None, None, False, headers, "Method Not Allowed")
     return RedirectResponse("/ui/", status_code=308)
+
+
+def _page_for(caller: Caller | None) -> str:
+    """Who a page is drawn for, as its polls say it (``PAGE_FOR``)."""
+    if caller is None:
+        return ""
+    return "admin" if caller.admin else f"tenant:{caller.tenant}"
+
+
+def _wants_json(request: Request) -> bool:
+    """A script asking for JSON (``Accept: application/json``, not ``text/html``): it gets the
+    API's JSON errors under ``/ui`` too. A browser names ``text/html`` (or ``*/*``) in every
+    request it makes."""
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _failure(
+    request: Request,
+    status: int,
+    message: str,
+    field: str | None,
+    caller: Caller | None,
+    auth: bool,
+    headers: dict | None = None,
+    api_message: str | None = None,
+) -> Response:
+    """A refusal: to a browser, a page in the view's look with the line and a way back; to a
+    script asking for JSON, the API's error (``{"error", "field"}``, ``api_message`` if the
+    API words it otherwise)."""
+    if _wants_json(request):
+        content = {"error": api_message or message, "field": field}
+        return JsonResponse(content, status_code=status, headers=headers)
+    path = request.url.path
+    line = f"{field}: {message}" if field else message
+    back, label = ("/ui/", "Back to the timeline")
+    if caller is not None and path.startswith("/ui/jobs/"):
+        back, label = ("/ui/jobs", "Back to the jobs")
+        if path.endswith("/cancel") and status != 404:
+            # a cancel refused (a stale form's token, a job that ended meanwhile): to the
+            # job's page, whose form it came from, not to the list
+            back, label = (job_url(request.path_params["job_id"]), "Back to the job")
+        if status == 404 and field == "id":
+            # the same words for a job that never was and another tenant's (the service's
+            # 404 does not tell them apart either)
+            job = shown_value(request.path_params.get("job_id", ""), ECHOED)
+            line = f"There is no job {job}"
+            if not caller.admin:
+                line += " that you can see: it does not exist, or it is not yours"
+            line += "."
+    context = {
+        "caller": caller,
+        "auth": auth,
+        "path": path,
+        "status": status,
+        "phrase": _phrase(status),
+        "message": line,
+        "back": back,
+        "back_label": label,
+    }
+    body = TEMPLATES.get_template("error.html").render(**context).encode()
+    return HTMLResponse(body, status_code=status, headers={**HEADERS, **(headers or {})})
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return "error"
+
+
+def _unknown_line(request: Request, exc: HTTPException) -> str:
+    """What a person reads on a 404 or 405 of routing: the page is not there (its address cut
+    short as errors cut values), or is not used that way, and how it is."""
+    where = shown_value(request.url.path, ECHOED)
+    if exc.status_code == 404:
+        return f"There is no page {where} in this view."
+    if exc.status_code == 405:
+        # (Starlette's ``Allow`` lists a set: its order changes from one start to the next)
+        allowed = ", ".join(sorted((exc.headers or {}).get("Allow", "").split(", ")))
+        if allowed == "POST":
+            return f"{where} takes a form's POST only (its page has the button that sends it)."
+        return f"{where} does not take {request.method} (it takes {allowed})."
+    return str(exc.detail)
 
 
 def _matches(header: str | None, etag: str) -> bool:
@@ -525,6 +723,11 @@ async def _form(request: Request) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError):
         raise ApiError(400, "not a form", "body") from None
     return {k: v[0] for k, v in parsed.items()}
+
+
+def _sampled(history: History) -> float | None:
+    """When the figures' history was last sampled (None: not yet)."""
+    return history.samples[-1][0] if history.samples else None
 
 
 def _series(history: History) -> dict[str, list[tuple[float, float]]]:

@@ -96,6 +96,8 @@ class Snapshot:
     """node -> the tenant whose cell it is in (HiveD pinned cells), for grouping rows."""
     generation: int = 0
     """Which full read this is: a page drawn from one is the same until the next."""
+    version: tuple = ()
+    """The service's :meth:`Reader.version` when this was read."""
 
 
 @dataclass
@@ -105,6 +107,7 @@ class Reading:
     fresh (``FRESH``): only the caller's ended jobs were read."""
 
     now: float
+    version: tuple = ()
     states: list[tuple] | None = None
     lease_plan: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     lease: float | None = None
@@ -157,10 +160,27 @@ class Reader:
                     }
                 )
 
+    def version(self) -> tuple:
+        """What the pages show changes only when this does (or the clock moves): each of the
+        service's writes (a submission, cancellation, start, preemption, end, promise or
+        estimate is one or more; an idle round writes nothing), each lease re-plan (it moves
+        reserved leases without a write), each rebuild of the scheduler, the unhealthy nodes.
+        A few integers and a small set, read without the lock: a poll of an unchanged page is
+        answered from them (``routes``), without a read of 5,000 jobs or a drawing."""
+        service = self.service
+        stats = rounds.solver_stats(service.scheduler)
+        return (
+            service.db.conn.total_changes,
+            None if stats is None else stats.rounds,
+            service.counters.resyncs,
+            frozenset(service.bad_nodes),
+        )
+
     def read(self, caller: Caller, *, ended: int = 0) -> Reading:
         """Under the lock: a copy of every active job (unless the last is fresh), and the
         caller's ``ended`` most recently ended jobs."""
         service = self.service
+        version = self.version()  # before the copy: what is copied is at least this new
         now = service.backend.now()
         rows = self._ended(caller, ended) if ended else []
         if self._cached is not None and time.monotonic() - self._cached_at < FRESH:
@@ -174,6 +194,7 @@ class Reader:
         quotas, cells = _hived(scheduler)
         return Reading(
             now=now,
+            version=version,
             states=[_copy(s, now) for s in active],
             lease_plan={} if report is None else report.lease_plan,
             lease=_lease_seconds(service),
@@ -189,7 +210,8 @@ class Reader:
         job) and ended ones; other tenants' GPUs show as "other", without names."""
         if reading.states is not None:
             self.generation += 1
-            self._cached = replace(self._full(reading), generation=self.generation)
+            full = self._full(reading)
+            self._cached = replace(full, generation=self.generation, version=reading.version)
             self._cached_at = time.monotonic()
         full = self._cached
         if caller.admin:

@@ -20,6 +20,10 @@ DEFAULT_SPAN = "6h"
 MAX_NODE_LANES = 48
 MAX_LANES = 32
 MAX_RESERVED_LANES = 16
+TICK = 60.0
+"""The step of the clock the jobs, job and cluster pages are drawn at (their now, rounded down
+to it): they write times to the minute, so between two steps an unchanged service draws them
+the same, and their polls are 304s (``routes``)."""
 PAGE = 200
 ENDED = 200
 """The jobs table lists every active job and the most recently ended ones, this many."""
@@ -45,10 +49,10 @@ def window(now: float, span: str) -> tuple[float, float]:
     return now - seconds / 4, now + 3 * seconds / 4
 
 
-def quantize(now: float, span: str) -> float:
+def quantize(now: float, span: str | None = None) -> float:
     """Now to a thousandth of the span (under a pixel): between two such steps the timeline's
-    drawing, and so its ETag, stays the same."""
-    step = SPANS[span] / 1000
+    drawing, and so its ETag, stays the same. Without a span: to the ``TICK``."""
+    step = TICK if span is None else SPANS[span] / 1000
     return math.floor(now / step) * step
 
 

@@ -410,9 +410,11 @@ def test_a_full_disk_is_a_507_in_a_line_and_loses_no_accepted_job(tmp_path):
 def test_no_redirect_names_a_host_and_ui_goes_to_its_view_relatively(server):
     """Starlette redirected a path with a trailing slash, and ``/ui``, to an absolute
     ``http://{Host}/...``: behind an HTTPS proxy, to plain HTTP (where the login cookie is not
-    sent) or to the proxy's upstream address. The API's such paths are a JSON 404."""
+    sent) or to the proxy's upstream address. The API's such paths are a JSON 404 (the
+    view's too, to a script asking for JSON; a browser gets a page saying so, tests/ui)."""
+    json_only = {"Host": "elsewhere.example", "Accept": "application/json"}
     for path in ("/v1/jobs/", "/v1/jobs/x/", "/v1/plan/", "/ui/jobs/"):
-        r = server.http.get(path, headers={**A, "Host": "elsewhere.example"})
+        r = server.http.get(path, headers={**A, **json_only})
         assert r.status_code == 404, (path, r.status_code, r.headers)
         assert r.json() == {"error": "Not Found", "field": None}
     r = server.http.get("/ui", headers={"Host": "elsewhere.example"})

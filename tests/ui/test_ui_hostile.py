@@ -276,3 +276,72 @@ def test_logging_in_returns_to_the_page_asked_for(server, browser):
         assert page.locator("select[name=state] option[selected]").inner_text() == "running"
     finally:
         context.close()
+
+
+def test_a_tab_logged_in_as_someone_else_redraws_the_other_tabs_whole(server, browser):
+    """Two tabs of one browser share its cookie: logging in as team-b in the second turned the
+    first's live part into team-b's jobs under a header that still said team-a (and an
+    operator read one tenant's jobs as the other's). The first tab now draws itself again,
+    all of it for team-b."""
+    from playwright.sync_api import expect
+
+    submit(server, "team-a", {"id": "tab-a", "gpus": 1, "estimate_seconds": 90000})
+    context = browser.new_context()
+    try:
+        first = log_in(context, server.url, "team-a")
+        first.goto(f"{server.url}/ui/jobs?q=tab-")
+        expect(first.locator('tr[data-job="tab-a"]')).to_have_count(1)
+        log_in(context, server.url, "team-b")
+        expect(first.locator("header .who b")).to_have_text("team-b", timeout=15000)
+        expect(first.locator('tr[data-job="tab-a"]')).to_have_count(0)
+        assert first.url == f"{server.url}/ui/jobs?q=tab-"
+    finally:
+        context.close()
+
+
+def test_long_names_and_many_deadlines_keep_the_pages_readable(browser, tmp_path):
+    """A tenant's 128-character name (no space in it) widened every page of that tenant's on a
+    phone; an admin's 257-character id of that tenant's job pushed every column but the ids
+    out of the jobs table's view; a job's 16 deadlines ran on in one line, their values
+    written as floats print them (``0.44999999999999996``)."""
+    tenant = "t" * 60 + "-" + "x" * 67
+    (tmp_path / "tokens.yaml").write_text(
+        TOKENS + f'  - {{token: "long-tenant-token-0123456789", tenant: {tenant}}}\n'
+    )
+    server = Server(tmp_path, "--tokens", str(tmp_path / "tokens.yaml"), "--nodes", "2").start()
+    long_token = {"Authorization": "Bearer long-tenant-token-0123456789"}
+    r = server.http.post(
+        "/v1/jobs", headers=long_token, json={"id": "j" * 128, "gpus": 1, "estimate_seconds": 9e4}
+    )
+    assert r.status_code == 201, r.text
+    now = server.http.get("/v1/cluster", headers=bearer("admin")).json()["now"]
+    options = [{"at": now + 20000 + 1000 * i, "value": 1 - i / 20} for i in range(16)]
+    submit(
+        server, "team-a", {"id": "d16", "gpus": 1, "estimate_seconds": 9000, "deadlines": options}
+    )
+    context = browser.new_context(viewport={"width": 360, "height": 740})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/ui/login")
+        page.fill("input[name=token]", "long-tenant-token-0123456789")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server.url}/ui/")
+        for path in ("/ui/", "/ui/jobs", f"/ui/jobs/{'j' * 128}", "/ui/cluster", "/ui/nope"):
+            page.goto(f"{server.url}{path}")
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 360, (path, wide)
+        context.close()
+        context = browser.new_context(viewport={"width": 1300, "height": 900})
+        page = log_in(context, server.url, "admin")
+        page.goto(f"{server.url}/ui/jobs?sort=id&desc=1")
+        row = page.locator(f'tr[data-job="{tenant}:{"j" * 128}"]')
+        state = row.locator("span.state").bounding_box()
+        assert state is not None and state["x"] + state["width"] <= 1300, state
+        assert row.locator("td.id a").get_attribute("title") == f"{tenant}:{'j' * 128}"
+        page.goto(f"{server.url}/ui/jobs/team-a:d16")
+        deadlines = page.locator("ul.deadlines li")
+        assert deadlines.count() == 16
+        assert deadlines.nth(11).inner_text().endswith("s), value 0.45"), deadlines.nth(11)
+    finally:
+        context.close()
+        stopped(server)

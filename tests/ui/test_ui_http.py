@@ -168,3 +168,98 @@ def test_a_jobs_history_writes_placements_as_the_page_does(server):
     page = server.http.get(f"/ui/jobs/{running()[0]}", headers=bearer("team-a")).text
     found = re.search(r'<tr data-event="start">.*?<td class="placement">([^<]*)</td>', page)
     assert found and re.fullmatch(r"node\d+: \d+(-\d+|,\d+)*", found.group(1)), page[-1500:]
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+SCRIPT = {"Accept": "application/json"}
+
+
+@pytest.mark.parametrize("path", ["/ui/nope", "/ui/jobs/x/y", "/ui/..%2f", "/ui/static/no.css"])
+def test_an_unknown_page_is_a_page_saying_so_and_json_only_to_a_script(server, path):
+    """A mistyped or stale address under ``/ui`` answered the API's JSON 404, which a browser
+    shows as a line of raw JSON with no way back into the view."""
+    r = server.http.get(path, headers={**bearer("team-a"), **BROWSER})
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html"), r.text
+    assert "<h1>404 · not found</h1>" in r.text
+    assert error_line(r.text).startswith("There is no page &#39;/ui/")
+    assert re.search(r'<a href="/ui/(jobs)?">Back to the (timeline|jobs)</a>', r.text)
+    assert "tenant <b>team-a</b>" in r.text  # the view's header, with its navigation
+    api = server.http.get(path, headers={**bearer("team-a"), **SCRIPT})
+    assert api.status_code == 404 and api.json() == {"error": "Not Found", "field": None}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow", "line"),
+    [
+        ("DELETE", "/ui/jobs", "GET, HEAD", "&#39;/ui/jobs&#39; does not take DELETE (it takes"),
+        ("GET", "/ui/jobs/x/cancel", "POST", "&#39;/ui/jobs/x/cancel&#39; takes a form&#39;s"),
+        ("POST", "/ui", "GET, HEAD", "&#39;/ui&#39; does not take POST (it takes GET, HEAD)"),
+        ("PUT", "/ui/static/ui.css", "GET, HEAD", "&#39;/ui/static/ui.css&#39; does not take"),
+    ],
+)
+def test_a_method_a_page_does_not_take_is_a_405_page(server, method, path, allow, line):
+    r = server.http.request(method, path, headers={**bearer("team-a"), **BROWSER})
+    allowed = set(allow.split(", "))
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == allowed, r.text
+    assert r.headers["content-type"].startswith("text/html")
+    assert error_line(r.text).startswith(line)
+    api = server.http.request(method, path, headers={**bearer("team-a"), **SCRIPT})
+    assert api.status_code == 405 and set(api.headers["allow"].split(", ")) == allowed
+    assert api.json() == {"error": "Method Not Allowed", "field": None}
+
+
+def test_another_tenants_job_is_answered_as_a_missing_one(server):
+    """A job of team-b's and one that never was are one answer to team-a, whichever way it
+    asks: a 404 page in the view's look that says so and leads back to the jobs (a script
+    gets the API's JSON), never a word that the first exists."""
+    r = server.http.post(
+        "/v1/jobs",
+        headers=bearer("team-b"),
+        json={"id": "b-secret", "gpus": 1, "estimate_seconds": 9e4},
+    )
+    assert r.status_code == 201, r.text
+    answers = {}
+    for job in ("b-secret", "never-was"):
+        seen = []
+        for method, path in (
+            ("GET", f"/ui/jobs/{job}"),
+            ("GET", f"/ui/jobs/{job}?part=live"),
+            ("POST", f"/ui/jobs/{job}/cancel"),
+        ):
+            form = {"data": {"csrf": ""}} if method == "POST" else {}
+            r = server.http.request(method, path, headers={**bearer("team-a"), **BROWSER}, **form)
+            assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+            assert '<a href="/ui/jobs">Back to the jobs</a>' in r.text
+            seen.append(r.text.replace(job, "ID"))
+            api = server.http.request(method, path, headers={**bearer("team-a"), **SCRIPT}, **form)
+            assert api.status_code == 404
+            seen.append(api.text.replace(job, "ID"))
+        answers[job] = seen
+    assert answers["b-secret"] == answers["never-was"]
+    assert error_line(answers["never-was"][0]) == (
+        "There is no job &#39;ID&#39; that you can see: it does not exist, or it is not yours."
+    )
+    assert server.http.get("/ui/jobs/b-secret", headers=bearer("team-b")).status_code == 200
+
+
+def test_a_refused_cancel_leads_back_to_the_jobs_page(server):
+    """A cancel from a form whose token is stale (the server restarted, or the page was open
+    for another login) is refused; its page led back to the list, not to the job."""
+    r = server.http.post(
+        "/v1/jobs",
+        headers=bearer("team-a"),
+        json={"id": "stale", "gpus": 1, "estimate_seconds": 9e4},
+    )
+    assert r.status_code == 201, r.text
+    login = server.http.post(
+        "/ui/login", data={"token": TOKEN["team-a"]}, headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    cookie = {"Cookie": f"chronus_token={login.cookies['chronus_token']}"}
+    r = server.http.post(
+        "/ui/jobs/stale/cancel",
+        data={"csrf": "0" * 64},
+        headers={**cookie, **BROWSER, "Sec-Fetch-Site": "same-origin"},
+    )
+    assert r.status_code == 403, r.text
+    assert error_line(r.text) == "csrf: missing or wrong CSRF token: reload the page"
+    assert '<a href="/ui/jobs/stale">Back to the job</a>' in r.text
