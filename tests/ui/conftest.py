@@ -30,8 +30,12 @@ def _why_not() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium, for one test module: Playwright's sync API keeps an event loop running in
+    the thread while it is open, and a session's browser left one there for every later test
+    of its xdist worker (tests/service's ``asyncio.run`` then failed, by the order tests
+    were dealt in)."""
     why = _why_not()
     if why is not None:
         if os.environ.get("CI", "").lower() == "true":

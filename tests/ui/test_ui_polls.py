@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -111,9 +110,6 @@ def test_polls_are_304s_until_the_tenants_page_changes(tmp_path):
             await scenario(http)
 
     try:
-        # in a thread of its own: the browser tests' Playwright keeps an event loop running in
-        # this one when the folder runs together
-        with ThreadPoolExecutor(1) as thread:
-            thread.submit(asyncio.run, run()).result()
+        asyncio.run(run())
     finally:
         svc.db.close()
