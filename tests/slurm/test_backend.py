@@ -10,7 +10,7 @@ import pytest
 from polling import wait_for
 
 from chronus_py.backends.base import RunState
-from chronus_py.backends.slurm.backend import SlurmBackend
+from chronus_py.backends.slurm.backend import SlurmBackend, chronus_id
 from chronus_py.backends.slurm.lab import workload
 from chronus_py.backends.slurm.rest import SlurmRest
 
@@ -37,6 +37,11 @@ def accept_all(b: SlurmBackend) -> list[dict]:
         b.submit(spec.job, spec.fields)
         out.append(dict(fields))
     return out
+
+
+def named(b: SlurmBackend, slurm_id: int) -> str:
+    """A marked Slurm job's id in chronus."""
+    return chronus_id(b.rest.job(slurm_id))
 
 
 def observed(b: SlurmBackend, job_id: str):
@@ -85,14 +90,14 @@ def test_adopts_marked_held_jobs_only(lab):
     plain = lab.sbatch("--hold", "--gres=gpu:1")
     other = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "not for chronus")
     arrivals = {a["id"]: a for a in b.arrivals()}
-    assert set(arrivals) == {f"slurm-{mine}"}
-    a = arrivals[f"slurm-{mine}"]
+    assert set(arrivals) == {named(b, mine)}
+    a = arrivals[named(b, mine)]
     assert a["gpus"] == 2 and a["estimate_seconds"] == 30 and a["model"] == "bert"
     assert [d["value"] for d in a["deadlines"]] == [1.0, 0.5]
     assert a["deadlines"][0]["at"] == pytest.approx(a["submit"] + 600)
     accept_all(b)
     assert b.arrivals() == []
-    assert observed(b, f"slurm-{mine}").state is RunState.PENDING
+    assert observed(b, named(b, mine)).state is RunState.PENDING
     for untouched in (plain, other):
         job = b.rest.job(untouched)
         assert job.held and "accepted" not in job.comment
@@ -120,11 +125,11 @@ def test_a_long_comment_is_refused_within_slurms_limit_and_blocks_no_other_job(l
     full = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=" + "0" * 990 + "60"
     )
-    assert [a["id"] for a in accept_all(b)] == [f"slurm-{good}"]
+    assert [a["id"] for a in accept_all(b)] == [named(b, good)]
     assert "accepted" in b.rest.job(good).comment
     for sid, why in (
         (noted, "chronus refused: note: unknown key"),
-        (full, "chronus refused: comment: 1010 bytes; chronus appends up to 41"),
+        (full, "chronus refused: comment: 1010 bytes; chronus appends up to 59"),
     ):
         job = b.rest.job(sid)
         assert job.state == "CANCELLED" and job.comment.startswith(why), job.comment
@@ -179,8 +184,8 @@ def test_an_iso_deadline_is_read_whole_zone_offset_and_all(lab):
     ]
     got = {a["id"]: a["deadlines"] for a in b.arrivals()}
     one = {"at": at.timestamp(), "value": 1.0}
-    assert got[f"slurm-{sids[0]}"] == [one] and got[f"slurm-{sids[1]}"] == [one]
-    assert got[f"slurm-{sids[2]}"] == [one, {"at": at.timestamp() + 3600, "value": 0.5}]
+    assert got[named(b, sids[0])] == [one] and got[named(b, sids[1])] == [one]
+    assert got[named(b, sids[2])] == [one, {"at": at.timestamp() + 3600, "value": 0.5}]
 
 
 def test_a_marker_edited_after_acceptance_fails_no_round(lab):
@@ -192,14 +197,15 @@ def test_a_marker_edited_after_acceptance_fails_no_round(lab):
         lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60") for _ in range(3)
     )
     accept_all(b)
+    ids = {sid: named(b, sid) for sid in (typo, gone, fine)}
     lab.run("scontrol", "update", f"jobid={typo}", "comment=chronus: estimate=2 hours | accepted")
     lab.run("scontrol", "update", f"jobid={gone}", "comment=my notes")
     for sid in (typo, gone, fine):
-        b.start(f"slurm-{sid}", {"n1": (0,)} if sid != fine else {"n2": (0,)})
+        b.start(ids[sid], {"n1": (0,)} if sid != fine else {"n2": (0,)})
     seen = {o.id: o.state for o in b.jobs()}
-    assert seen[f"slurm-{typo}"] is RunState.CANCELLED
-    assert seen[f"slurm-{gone}"] is RunState.FAILED
-    assert seen[f"slurm-{fine}"] is RunState.RUNNING
+    assert seen[ids[typo]] is RunState.CANCELLED
+    assert seen[ids[gone]] is RunState.FAILED
+    assert seen[ids[fine]] is RunState.RUNNING
     job = b.rest.job(typo)
     assert job.state == "CANCELLED" and job.comment.startswith(
         "chronus refused: 'hours': expected key=value (the marker was changed after chronus "
@@ -215,7 +221,7 @@ def test_chronus_fields_an_owner_drops_from_an_accepted_job_are_written_back(lab
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=4s", script=workload(4)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     b.preempt(jid)
@@ -240,7 +246,7 @@ def test_array_and_exclusive_jobs_are_refused_and_block_no_other_job(lab):
     alone = lab.sbatch(
         "--hold", "--exclusive=user", "--gres=gpu:1", "--comment", "chronus: estimate=6"
     )
-    assert [a["id"] for a in accept_all(b)] == [f"slurm-{good}"]
+    assert [a["id"] for a in accept_all(b)] == [named(b, good)]
     for sid, flag in ((array, "--array"), (alone, "--exclusive")):
         job = b.rest.job(sid)
         assert job.state == "CANCELLED" and job.comment.startswith(f"chronus refused: {flag}:")
@@ -254,9 +260,10 @@ def test_a_comment_copied_with_chronus_fields_is_read_as_a_new_job(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 | accepted done=50.0@17"
     )
-    assert [a["id"] for a in accept_all(b)] == [f"slurm-{sid}"]
-    assert b.rest.job(sid).comment == "chronus: estimate=60 | accepted"
-    assert observed(b, f"slurm-{sid}").work_done == 0
+    assert [a["id"] for a in accept_all(b)] == [named(b, sid)]
+    job = b.rest.job(sid)
+    assert job.comment == f"chronus: estimate=60 | accepted submit={job.submit_time:.0f}"
+    assert observed(b, named(b, sid)).work_done == 0
 
 
 def test_user_may_not_pick_an_id(lab):
@@ -276,12 +283,45 @@ def test_a_forgotten_user_job_is_over_not_recreated(lab):
     assert observed(b, "slurm-99999").state is RunState.FAILED
 
 
+def test_a_controller_that_lost_its_state_ends_chronus_jobs_and_its_ids_name_new_jobs(lab):
+    # slurmctld restarted with its StateSaveLocation wiped numbers jobs from 1 again. Named
+    # slurm-<jobid>, the new job 1 took the old one's place (chronus wrote the old job's
+    # fields back into its comment) or, through the service, was refused as a taken id every
+    # round; the old job was never seen to end.
+    lab.lose_state()
+    b = backend(lab)
+    old = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s", script=workload(60)
+    )
+    was = named(b, old)
+    assert was == f"slurm-{old}-{b.rest.job(old).submit_time:.0f}"
+    accept_all(b)
+    b.start(was, {"n1": (0,)})
+    b.preempt(was)  # a requeue: Slurm stamps a new submit time, chronus keeps its id
+    assert observed(b, was).state is RunState.PENDING
+    b.start(was, {"n1": (0,)})
+    assert observed(b, was).state is RunState.RUNNING
+    assert observed(backend(lab), was).state is RunState.RUNNING  # chronus restarted: same id
+    lab.lose_state()
+    new = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s")
+    assert new == old
+    now = named(b, new)
+    assert now != was and [a["id"] for a in accept_all(b)] == [now]
+    seen = {o.id: o for o in b.jobs()}
+    assert seen[was].state is RunState.FAILED and seen[now].state is RunState.PENDING
+    assert b.rest.job(new).comment == (
+        f"chronus: estimate=60s | accepted submit={b.rest.job(new).submit_time:.0f}"
+    )
+    b.start(now, {"n2": (0,)})
+    assert observed(b, now).state is RunState.RUNNING
+
+
 def test_start_preempt_resume_and_finish(lab):
     b = backend(lab)
     sid = lab.sbatch(
         "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s", script=workload(4)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n2": (0, 1)})
     o = observed(b, jid)
@@ -311,7 +351,7 @@ def test_a_started_job_is_reported_on_the_gpus_chronus_chose(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=30s", script=workload(30)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     released = time.time()
     b.start(jid, {"n1": (2, 3)})
@@ -332,7 +372,7 @@ def test_a_job_runs_on_as_many_nodes_as_its_placement_spans(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:4", "--comment", "chronus: estimate=30s", script=workload(30)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (2, 3), "n2": (0, 1)})
     o = observed(b, jid)
@@ -351,7 +391,7 @@ def test_a_job_whose_work_ends_within_its_grace_is_finished_not_requeued(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=2s", script=workload(2)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     out = lab.root / "jobs" / f"{sid}.out"
@@ -376,15 +416,15 @@ def test_the_jobs_one_round_preempts_share_one_grace(lab):
     ]
     accept_all(b)
     for sid, placement in zip(sids, ({"n1": (0, 1)}, {"n1": (2, 3)}, {"n2": (0, 1)})):
-        b.start(f"slurm-{sid}", placement)
-    ids = {f"slurm-{sid}" for sid in sids}
+        b.start(named(b, sid), placement)
+    ids = {named(b, sid) for sid in sids}
     assert all(o.state is RunState.RUNNING for o in b.jobs() if o.id in ids)
     began = time.monotonic()
     for sid in sids:
-        b.preempt(f"slurm-{sid}")
+        b.preempt(named(b, sid))
     seen = {o.id: o for o in b.jobs()}  # the next observation finishes the stops
     took = time.monotonic() - began
-    assert all(seen[f"slurm-{sid}"].state is RunState.PENDING for sid in sids)
+    assert all(seen[named(b, sid)].state is RunState.PENDING for sid in sids)
     assert all(b.rest.job(sid).held and b.rest.job(sid).restart_cnt == 1 for sid in sids)
     assert 3.0 <= took < 9.0, took  # one after the other, three graces would take 9 s
 
@@ -394,13 +434,13 @@ def test_cancel_and_scancel(lab):
     a = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
     c = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
     accept_all(b)
-    b.start(f"slurm-{a}", {"n1": (0,)})
-    b.cancel(f"slurm-{a}")
-    b.cancel(f"slurm-{a}")  # idempotent
+    b.start(named(b, a), {"n1": (0,)})
+    b.cancel(named(b, a))
+    b.cancel(named(b, a))  # idempotent
     lab.run("scancel", str(c))
     states = {o.id: o.state for o in b.jobs()}
-    assert states[f"slurm-{a}"] is RunState.CANCELLED
-    assert settled(lambda: observed(b, f"slurm-{c}").state is RunState.CANCELLED)
+    assert states[named(b, a)] is RunState.CANCELLED
+    assert settled(lambda: observed(b, named(b, c)).state is RunState.CANCELLED)
 
 
 def test_a_job_submitted_with_begin_starts_when_chronus_starts_it(lab):
@@ -411,8 +451,8 @@ def test_a_job_submitted_with_begin_starts_when_chronus_starts_it(lab):
         "--hold", "--begin=now+1hour", "--gres=gpu:1", "--comment", "chronus: estimate=60"
     )
     accept_all(b)
-    b.start(f"slurm-{sid}", {"n1": (0,)})
-    assert observed(b, f"slurm-{sid}").state is RunState.RUNNING
+    b.start(named(b, sid), {"n1": (0,)})
+    assert observed(b, named(b, sid)).state is RunState.RUNNING
 
 
 def test_released_by_hand_is_held_again(lab):
@@ -424,7 +464,7 @@ def test_released_by_hand_is_held_again(lab):
     accept_all(b)
     lab.run("scontrol", "release", str(sid))
     b.arrivals()  # the next round's look, which its observation shares
-    assert observed(b, f"slurm-{sid}").state is RunState.PENDING
+    assert observed(b, named(b, sid)).state is RunState.PENDING
     assert b.rest.job(sid).held
     assert b.rest.job(busy).state == "RUNNING" and "chronus" not in b.rest.job(busy).comment
 
@@ -495,7 +535,7 @@ def test_a_script_that_does_not_trap_the_signal_is_requeued_not_failed(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=4s", script=untrapped(4)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     assert observed(b, jid).state is RunState.RUNNING
@@ -551,7 +591,7 @@ def test_a_round_lists_jobs_once_and_sees_its_own_commands(lab):
     rest = CountingRest(f"unix:{lab.socket}")
     b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
     job_id, other = (
-        f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+        named(b, lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=30s"))
         for _ in range(2)
     )
     accept_all(b)  # arrivals, then the submit that accepts the arrival
@@ -575,7 +615,7 @@ def test_a_look_before_the_round_leaves_the_round_nothing_to_read_or_wait_for(la
     Slurm, and see the start done. A second round without a look lists again."""
     rest = CountingRest(f"unix:{lab.socket}")
     b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
-    job_id = f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+    job_id = named(b, lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=30s"))
     accept_all(b)
     b.jobs()
     b.start(job_id, {"n1": (0,)})

@@ -19,11 +19,14 @@ touches a job without the marker. The mapping of decisions to Slurm:
 - nodes: the partition's nodes with their GPU count; a down, drained, draining, failing or
   unresponsive node is unhealthy.
 
-All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment), where
-they run, their run count (``restart_cnt``) and the work of their past runs (``done=`` in the
-comment). So a restarted daemon rebuilds from Slurm alone, and a start is idempotent: a job that
-runs is never released again. A marked job that Slurm would start on its own (released by hand,
-or requeued after a node failure) is held again, since only chronus places it.
+All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment) and the
+submit time they had then (``submit=``: with the Slurm id, it names the job in chronus, since a
+controller that lost its state gives its ids out again), where they run, their run count
+(``restart_cnt``) and the work of their past runs (``done=`` in the comment). So a restarted
+daemon rebuilds from Slurm alone, and a start is idempotent: a job that runs is never released
+again. A job chronus took that Slurm no longer lists (its controller lost its state) has
+failed. A marked job that Slurm would start on its own (released by hand, or requeued after a
+node failure) is held again, since only chronus places it.
 
 Every REST failure is retried with backoff (``rest.py``) and then raised as
 :class:`BackendUnavailable`, so the service decides nothing until Slurm answers again.
@@ -41,6 +44,7 @@ import signal
 import subprocess
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -126,6 +130,29 @@ def _fail(what: str, exc: Exception) -> BackendUnavailable:
     return BackendUnavailable(f"slurm: {what}: {exc}")
 
 
+def chronus_id(j: SlurmJob) -> str:
+    """A marked Slurm job's id in chronus, read from Slurm alone (``marker.job_id``; a
+    MarkerError if its marker does not read): what the tests, the demo and the benchmarks
+    match Slurm's jobs to chronus's by."""
+    return marker.job_id(marker.parse(j.comment), j.id, j.submit_time)
+
+
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """A job this backend has seen accepted: its marker, and the submit time and run count
+    Slurm showed then, which tell it apart from a new job given its id (a controller that lost
+    its state numbers jobs from ``FirstJobId`` again)."""
+
+    marker: marker.Marker
+    submitted: float
+    restarts: int
+
+    def same(self, j: SlurmJob) -> bool:
+        """Whether ``j`` is this job: Slurm stamps a job's submit time anew only when it
+        requeues it, which counts one more restart."""
+        return j.submit_time == self.submitted or j.restart_cnt > self.restarts
+
+
 class SlurmBackend(CompressedTime):
     """Drive the Slurm cluster behind ``rest``; ``partition`` limits nodes and jobs to one
     partition (None: every node, every partition)."""
@@ -180,7 +207,8 @@ class SlurmBackend(CompressedTime):
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
         self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
         self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
-        self._taken: dict[int, marker.Marker] = {}  # Slurm id -> its marker when last accepted
+        self._taken: dict[int, _Taken] = {}  # Slurm id -> the job when last seen accepted
+        self._active: set[str] = set()  # chronus ids ``jobs`` last saw pending or running
         self._listed = False  # whether ``_marked`` has listed the jobs once
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
@@ -246,7 +274,7 @@ class SlurmBackend(CompressedTime):
             if exc is not None:
                 out.append((j, None, exc))
                 if exc.accepted:  # chronus's job, whose owner edited the marker since
-                    job_id = exc.job_id or f"slurm-{j.id}"
+                    job_id = self._error_id(j, exc)
                     self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
                 continue
             out.append((j, m, None))
@@ -271,8 +299,10 @@ class SlurmBackend(CompressedTime):
         Taken for a new arrival, it was refused as a taken id in every round while held, and
         once released, never seen running or ending by the service."""
         taken = self._taken.get(j.id)
-        if taken is not None and j.state not in _RUNNING and j.state != "PENDING":
-            del self._taken[j.id]  # over: nothing to write back
+        if taken is not None and (
+            j.state not in _RUNNING and j.state != "PENDING" or not taken.same(j)
+        ):
+            del self._taken[j.id]  # over, or another job with its id: nothing to write back
             taken = None
         try:
             m = marker.parse(j.comment)
@@ -281,7 +311,7 @@ class SlurmBackend(CompressedTime):
         except marker.MarkerError as exc:
             if taken is not None:
                 exc.accepted = True
-                exc.job_id = exc.job_id or taken.user.get("id")
+                exc.job_id = exc.job_id or marker.job_id(taken.marker, j.id, j.submit_time)
             return None, exc
         if m.accepted and taken is None and self._listed and self._copied(j, m):
             m = marker.Marker(m.user)  # a new job, read as one
@@ -295,12 +325,15 @@ class SlurmBackend(CompressedTime):
             return m, None
         if m.accepted:
             if j.state in _RUNNING or j.state == "PENDING":
-                self._taken[j.id] = m
+                self._taken[j.id] = _Taken(m, j.submit_time, j.restart_cnt)
             return m, None
         if taken is None:
             return m, None
-        m = marker.Marker(m.user, True, taken.done, taken.done_run)
-        comment = marker.render(m.user, accepted=True, done=m.done, done_run=m.done_run)
+        was = taken.marker
+        m = marker.Marker(m.user, True, was.done, was.done_run, was.submit)
+        comment = marker.render(
+            m.user, accepted=True, done=m.done, done_run=m.done_run, submit=m.submit
+        )
         log.warning(json.dumps({"event": "slurm_marker_restored", "slurm_job": j.id}))
         try:
             self.rest.update(j.id, JobChange(comment=comment))
@@ -308,12 +341,19 @@ class SlurmBackend(CompressedTime):
             pass  # it ended meanwhile, or the next listing writes it again
         except SlurmUnreachable as exc:
             raise _fail(f"restore the marker of job {j.id}", exc) from None
-        self._taken[j.id] = m
+        self._taken[j.id] = _Taken(m, j.submit_time, j.restart_cnt)
         return m, None
 
     @staticmethod
     def _chronus_id(j: SlurmJob, m: marker.Marker) -> str:
-        return m.user.get("id", f"slurm-{j.id}")
+        return marker.job_id(m, j.id, j.submit_time)
+
+    @staticmethod
+    def _error_id(j: SlurmJob, exc: marker.MarkerError) -> str:
+        """The chronus id of an accepted job whose marker no longer reads."""
+        return exc.job_id or marker.job_id(
+            marker.Marker({}, True, submit=exc.submit), j.id, j.submit_time
+        )
 
     def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
         """The Slurm job behind a chronus id (the newest, if a user reused an id): read alone
@@ -370,6 +410,13 @@ class SlurmBackend(CompressedTime):
                 self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         seen = {o.id for o in out}  # a job refused above may have vanished from a start too
+        for job_id in sorted(self._active - seen):
+            # Slurm no longer lists it: its controller lost its state (the StateSaveLocation
+            # wiped, or a new controller), or it was moved out of the partition or its marker
+            # removed; left unreported, the service held it pending or running for ever
+            log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
+            self._vanished.add(job_id)
+        self._active = {o.id for o in out if o.state in (RunState.PENDING, RunState.RUNNING)}
         out += [
             ObservedJob(job_id, RunState.FAILED, ended_at=now)
             for job_id in self._vanished
@@ -383,7 +430,7 @@ class SlurmBackend(CompressedTime):
         update comment=...``): chronus can no longer place it or record its work, so it is
         refused as a new one would be (the reason in its comment, cancelled), and the service
         sees it cancelled. Left alone, every round that started or preempted it failed."""
-        job_id = error.job_id or f"slurm-{j.id}"
+        job_id = self._error_id(j, error)
         if j.state in _RUNNING or j.state == "PENDING":
             self._refuse(j, f"{error} (the marker was changed after chronus accepted the job)")
         return ObservedJob(
@@ -395,9 +442,9 @@ class SlurmBackend(CompressedTime):
         try:
             spec = marker.job_fields(
                 m,
-                slurm_id=j.id,
+                job_id=job_id,
                 gpus=j.gpus_per_node * j.node_count,
-                submit=self._v(j.submit_time),
+                submit=self._v(m.submit or j.submit_time),
                 tenant=self._tenant(j),
             )
             spec.pop("submit")
@@ -474,7 +521,7 @@ class SlurmBackend(CompressedTime):
                     marker.room(m.user)
                     fields = marker.job_fields(
                         m,
-                        slurm_id=j.id,
+                        job_id=self._chronus_id(j, m),
                         gpus=j.gpus_per_node * j.node_count,
                         submit=self._v(j.submit_time),
                         tenant=self._tenant(j),
@@ -572,12 +619,12 @@ class SlurmBackend(CompressedTime):
         if found is not None:
             j, m = found
             if not m.accepted and j.state == "PENDING":
-                comment = marker.render(m.user, accepted=True)
+                comment = marker.render(m.user, accepted=True, submit=j.submit_time)
                 self._slurm(
                     f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
                 )
                 self._accepted(j.id, comment)
-                self._taken[j.id] = marker.parse(comment)
+                self._taken[j.id] = _Taken(marker.parse(comment), j.submit_time, j.restart_cnt)
             return
         self._changing()
         if job.id.startswith("slurm-"):
@@ -612,7 +659,7 @@ class SlurmBackend(CompressedTime):
             partition=self.partition,
         )
         slurm_id = self._slurm(f"submit job {job.id}", self.rest.submit, new)
-        self._taken[slurm_id] = marker.parse(comment)
+        self._taken[slurm_id] = _Taken(marker.parse(comment), 0.0, -1)  # the job made just now
 
     def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
         """The job to start or preempt; None, and reported failed by the next ``jobs``, if
@@ -772,11 +819,13 @@ class SlurmBackend(CompressedTime):
         if m.done_run != j.start_time:
             ran = self.now() if running else self._v(j.end_time)
             done = m.done + max(ran - self._v(j.start_time), 0.0)
-            comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
+            comment = marker.render(
+                m.user, accepted=True, done=done, done_run=j.start_time, submit=m.submit
+            )
             self._slurm(
                 f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
             )
-            self._taken[j.id] = marker.parse(comment)
+            self._taken[j.id] = _Taken(marker.parse(comment), j.submit_time, j.restart_cnt)
         if running:
             self._requeuehold(j.id)
 

@@ -288,6 +288,24 @@ class SlurmLab:
     def stop_slurmctld(self) -> None:
         self._terminate("slurmctld")
 
+    def lose_state(self) -> None:
+        """Restart slurmctld with its StateSaveLocation wiped, as a site that lost it (or
+        brought up a new controller) would: every job is forgotten, job ids start again from
+        ``FirstJobId``, and the jobs slurmd still runs are killed when it registers. The jobs'
+        outputs and checkpoints, named by job id, are moved aside, so the new jobs with those
+        ids neither append to nor resume from them."""
+        self.stop_slurmctld()
+        for path in (self.root / "state").iterdir():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        jobs = self.root / "jobs"
+        aside = jobs / f"lost-{time.monotonic_ns()}"
+        aside.mkdir()
+        for path in jobs.iterdir():
+            if path.is_file() and (path.suffix == ".out" or "ckpt-" in path.name):
+                path.rename(aside / path.name)
+        self.start_slurmctld()
+        self._wait("idle nodes", self.all_idle, timeout=60)
+
     def all_idle(self) -> bool:
         try:
             states = self.run("sinfo", "-h", "-N", "-o", "%N %T", check=False).split()
