@@ -455,12 +455,119 @@ def test_a_job_submitted_with_begin_starts_when_chronus_starts_it(lab):
     assert observed(b, named(b, sid)).state is RunState.RUNNING
 
 
+def test_what_a_job_asks_of_its_nodes_is_refused_naming_the_option_unless_all_give_it(lab):
+    # chronus may start a job on any node of the partition and names the nodes in its start:
+    # Slurm replaced a --nodelist with them, and never started a job whose --exclude,
+    # --constraint, --reservation or --mem ruled the planned node out (BadConstraints,
+    # Reservation): every round that started it waited out the start timeout (30 s), then held
+    # it again. The lab's n1 has features gpu and fast, n2 only gpu, both 64000 MB.
+    b = backend(lab)
+    lab.run(
+        "scontrol", "create", "reservation", "reservationname=maint", "nodes=n2",
+        "starttime=now+1hour", "duration=10", "users=root",
+    )  # fmt: skip
+    try:
+        refused = {
+            "--nodelist=n2": "--nodelist: chronus chooses the nodes of the jobs it starts (it "
+            "would replace n2)",
+            "--exclude=n1": "--exclude: chronus may start the job on any node of partition gpu, "
+            "n1 among them",
+            "--constraint=fast": "--constraint: 'fast': chronus may start the job on any node of "
+            "partition gpu, and n2 would not do",
+            "--reservation=maint": "--reservation: chronus starts jobs on the nodes of "
+            "partition gpu, not in reservation maint",
+            "--mem=100000": "--mem: 100000 MB per node, more than n1 of partition gpu has "
+            "(64000 MB)",
+        }
+        sids = {
+            option: lab.sbatch("--hold", "--gres=gpu:1", option, "--comment", "chronus: estimate=6")
+            for option in [*refused, "--constraint=gpu", "--mem=1000"]
+        }
+        taken = [a["id"] for a in accept_all(b)]
+        assert sorted(taken) == sorted(
+            named(b, sids[o]) for o in ("--constraint=gpu", "--mem=1000")
+        )
+        for option, why in refused.items():
+            job = b.rest.job(sids[option])
+            assert job.state == "CANCELLED", option
+            assert job.comment.startswith(f"chronus refused: {why}"), job.comment
+    finally:
+        lab.cancel_all()  # a job in the reservation keeps it
+        lab.run("scontrol", "delete", "reservationname=maint")
+
+
+def test_a_job_with_a_dependency_is_taken_once_the_jobs_it_waits_for_are_over(lab):
+    # Released before its dependency was met, it pended (Dependency) and each round that
+    # started it waited out the start timeout. Slurm never judges a held job's dependency (it
+    # stays "afterok:N(unfulfilled)"); released, it does: one never to be met is refused.
+    b = backend(lab)
+    first = lab.sbatch("--gres=gpu:1", script=workload(2))
+    bad = lab.sbatch("--gres=gpu:1", script="#!/bin/sh\nexit 3\n")
+    then, never = (
+        lab.sbatch(
+            "--hold",
+            f"--dependency=afterok:{dep}",
+            "--gres=gpu:1",
+            "--comment",
+            "chronus: estimate=6",
+        )  # fmt: skip
+        for dep in (first, bad)
+    )
+    assert b.arrivals() == [] and b.rest.job(then).held and b.rest.job(never).held
+    assert settled(lambda: b.rest.job(first).state == "COMPLETED")
+    assert sorted(a["id"] for a in accept_all(b)) == sorted(named(b, s) for s in (then, never))
+    began = time.monotonic()
+    b.start(named(b, then), {"n1": (0,)})
+    b.start(named(b, never), {"n2": (0,)})
+    seen = {o.id: o.state for o in b.jobs()}
+    assert time.monotonic() - began < 5.0  # the start timeout is 15 s
+    assert seen[named(b, then)] is RunState.RUNNING
+    job = b.rest.job(never)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --dependency: Slurm will not run the job in partition gpu "
+        "(DependencyNeverSatisfied)"
+    ), job.comment
+
+
+def test_a_start_slurm_will_not_make_now_is_held_again_at_once_or_refused(lab):
+    # Slurm says why a released job pends: a dependency its owner added after chronus took
+    # it, a limit of its partition. Each round that started it waited out the start timeout;
+    # a --time beyond the partition's MaxTime never runs at all, so it is refused.
+    b = backend(lab)
+    busy = lab.sbatch("--gres=gpu:1", script=workload(30))
+    waits, long = (
+        lab.sbatch("--hold", "--gres=gpu:1", *args, "--comment", "chronus: estimate=6")
+        for args in ((), ("--time=10",))
+    )
+    accept_all(b)
+    lab.run("scontrol", "update", f"jobid={waits}", f"dependency=afterok:{busy}")
+    lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=5")
+    try:
+        began = time.monotonic()
+        b.start(named(b, waits), {"n1": (0,)})
+        b.start(named(b, long), {"n2": (0,)})
+        seen = {o.id: o.state for o in b.jobs()}
+        assert time.monotonic() - began < 5.0  # the start timeout is 15 s
+    finally:
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=infinite")
+    assert seen[named(b, waits)] is RunState.PENDING and b.rest.job(waits).held
+    job = b.rest.job(long)
+    assert seen[f"slurm-{long}-{job.submit_time:.0f}"] is RunState.CANCELLED
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --time: Slurm will not run the job in partition gpu "
+        "(PartitionTimeLimit) [chronus: estimate=6 | accepted submit="
+    )
+
+
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
-    # a plain job fills n1, so the released job cannot start before chronus sees it
-    busy = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 30\n")
-    settled(lambda: b.rest.job(busy).state == "RUNNING")
-    sid = lab.sbatch("--hold", "--gres=gpu:4", "-w", "n1", "--comment", "chronus: estimate=60")
+    # plain jobs fill both nodes, so the released job cannot start before chronus sees it
+    busy, other = (
+        lab.sbatch("--gres=gpu:4", "-w", node, script="#!/bin/sh\nsleep 30\n")
+        for node in ("n1", "n2")
+    )
+    settled(lambda: b.rest.job(busy).state == b.rest.job(other).state == "RUNNING")
+    sid = lab.sbatch("--hold", "--gres=gpu:4", "--comment", "chronus: estimate=60")
     accept_all(b)
     lab.run("scontrol", "release", str(sid))
     b.arrivals()  # the next round's look, which its observation shares

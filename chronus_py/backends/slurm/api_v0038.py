@@ -53,6 +53,12 @@ class RestV0038:
             if j.get("het_job_id")
             else "",
             exclusive=str(j.get("shared") or "") in _EXCLUSIVE,
+            required_nodes=tuple(expand_hostlist(str(j.get("required_nodes") or ""))),
+            excluded_nodes=tuple(expand_hostlist(str(j.get("excluded_nodes") or ""))),
+            constraint=str(j.get("features") or ""),
+            reservation=str(j.get("resv_name") or ""),
+            memory_per_node=int(j.get("memory_per_node") or 0),
+            dependency=str(j.get("dependency") or ""),
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:
@@ -63,6 +69,8 @@ class RestV0038:
             flags=tuple(str(f).upper() for f in n.get("state_flags") or ()),
             reason=str(n.get("reason") or ""),
             partitions=tuple(n.get("partitions") or ()),
+            features=tuple(filter(None, str(n.get("features") or "").split(","))),
+            memory=int(n.get("real_memory") or 0),
         )
 
     def submission(self, new: NewJob) -> dict:

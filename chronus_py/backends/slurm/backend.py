@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import subprocess
 import time
@@ -88,6 +89,23 @@ _GROUPS = {
     "per job; submit each component as its own job",
 }
 """Why a job that is one of several under one submission is refused (``SlurmJob.group``)."""
+
+_STARTING = {"None", "", "Priority", "Resources"}
+"""Slurm's reasons for a released job still pending that it is about to start (its scheduling
+pass has not run yet, or the GPUs of a job just stopped are not free yet): the start waits for
+it, up to ``start_timeout``. Any other reason (Dependency, BadConstraints, ReqNodeNotAvail,
+Reservation, PartitionTimeLimit, a QOS or association limit, ...) says Slurm will not start it
+now: it is held again at once, where waiting out the timeout held up every round (30 s) that
+started it."""
+
+_NEVER = {
+    "PartitionTimeLimit": "--time",
+    "PartitionNodeLimit": "--nodes",
+    "DependencyNeverSatisfied": "--dependency",
+}
+"""Reasons Slurm gives for never running a released job in its partition, with the sbatch
+option behind each: the job is refused (the reason in its comment), not held and started again
+in every round."""
 
 LATENCY_SAMPLES = 20
 """Starts the start latency is the longest of: recent enough to follow the cluster's load."""
@@ -205,7 +223,9 @@ class SlurmBackend(CompressedTime):
         # Slurm stamps the start in whole seconds (up to a second earlier: two minutes at
         # 120x), so the service always sees when it began (``Service._observe``).
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
-        self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
+        # chronus id -> how it ended, for jobs Slurm no longer lists as chronus's (forgotten,
+        # see submit; gone, see jobs; refused at their start, see _settle)
+        self._vanished: dict[str, RunState] = {}
         self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
         self._taken: dict[int, _Taken] = {}  # Slurm id -> the job when last seen accepted
         self._active: set[str] = set()  # chronus ids ``jobs`` last saw pending or running
@@ -414,12 +434,13 @@ class SlurmBackend(CompressedTime):
             # Slurm no longer lists it: its controller lost its state (the StateSaveLocation
             # wiped, or a new controller), or it was moved out of the partition or its marker
             # removed; left unreported, the service held it pending or running for ever
-            log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
-            self._vanished.add(job_id)
+            if job_id not in self._vanished:  # refused at its start, it is cancelled
+                log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
+                self._vanished[job_id] = RunState.FAILED
         self._active = {o.id for o in out if o.state in (RunState.PENDING, RunState.RUNNING)}
         out += [
-            ObservedJob(job_id, RunState.FAILED, ended_at=now)
-            for job_id in self._vanished
+            ObservedJob(job_id, state, ended_at=now)
+            for job_id, state in self._vanished.items()
             if job_id not in seen
         ]
         self._observed.append(looked)
@@ -505,6 +526,8 @@ class SlurmBackend(CompressedTime):
         for j, m, exc in listing:
             if not j.held or (m is not None and m.accepted) or (exc is not None and exc.accepted):
                 continue  # an accepted job's edited marker is ``jobs``'s to report
+            if self._waits(j):
+                continue
             error = None if exc is None else str(exc)
             if j.group:
                 error = _GROUPS[j.group]
@@ -514,6 +537,8 @@ class SlurmBackend(CompressedTime):
                     "those the job does not ask for free (a job started beside it never ran); "
                     "ask for them with --gres=gpu:N"
                 )
+            elif (asked := self._unplaceable(j)) is not None:
+                error = asked
             elif m is not None and "id" in m.user:
                 error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:
@@ -537,6 +562,74 @@ class SlurmBackend(CompressedTime):
                     error = str(exc)
             self._refuse(j, error)  # refused jobs are not accepted: ``jobs`` skips them anyway
         return out
+
+    def _unplaceable(self, j: SlurmJob) -> str | None:
+        """Why chronus cannot honour what a job asks of the nodes it runs on, in one line
+        naming the sbatch option, or None. Chronus may place a job on any node of the partition
+        and its start names the nodes: a --nodelist was replaced by them, and a job whose
+        --exclude, --constraint, --reservation or --mem ruled out the planned node never started
+        (Slurm: BadConstraints, Reservation), each round that started it waiting out the start
+        timeout. What every node of the partition satisfies (a node excluded from outside it,
+        a feature all of them have) is no objection."""
+        if j.required_nodes:
+            return (
+                f"--nodelist: chronus chooses the nodes of the jobs it starts (it would replace "
+                f"{','.join(j.required_nodes)}); leave it out"
+            )
+        if j.reservation:
+            return (
+                f"--reservation: chronus starts jobs on the nodes of {self._where()}, not in "
+                f"reservation {j.reservation}; leave it out"
+            )
+        if not (j.excluded_nodes or j.constraint or j.memory_per_node):
+            return None
+        nodes = [
+            n
+            for n in self._slurm("list nodes", self.rest.nodes)
+            if self.partition is None or self.partition in n.partitions
+        ]
+        excluded = [n.name for n in nodes if n.name in j.excluded_nodes]
+        if excluded:
+            return (
+                f"--exclude: chronus may start the job on any node of {self._where()}, "
+                f"{','.join(excluded)} among them; leave it out"
+            )
+        wanted = set(re.findall(r"[^&|,\[\]()!*\s]+", re.sub(r"\*[0-9]+", "", j.constraint)))
+        lacking = [n.name for n in nodes if not wanted <= set(n.features)]
+        if "!" in j.constraint or lacking:
+            return (
+                f"--constraint: {shown(j.constraint)}: chronus may start the job on any node of "
+                f"{self._where()}, and {','.join(lacking) or 'some'} would not do; leave it out"
+            )
+        small = [n for n in nodes if n.memory < j.memory_per_node]
+        if small:
+            return (
+                f"--mem: {j.memory_per_node} MB per node, more than {small[0].name} of "
+                f"{self._where()} has ({small[0].memory} MB), where chronus may start it"
+            )
+        return None
+
+    def _waits(self, j: SlurmJob) -> bool:
+        """Whether a held job's --dependency names a job that has not ended (or, for
+        ``after:``, begun): it is not chronus's yet. Slurm evaluates no held job's dependency
+        (it stays ``afterok:5(unfulfilled)``), only a released one's: released before the
+        job it waits for was over, it pended (Dependency) and each round that started it
+        waited out the start timeout. Once those jobs are over it is taken in, and its
+        release lets Slurm judge the dependency: met, it runs; never to be met (``afterok`` on
+        a failed job), Slurm says DependencyNeverSatisfied and the job is refused."""
+        if "unfulfilled" not in j.dependency:
+            return False
+        for kind, ids in re.findall(r"([a-z]+):([0-9_:+]+)", j.dependency):
+            for other in {int(n) for n in re.findall(r"(?:^|:)([0-9]+)", ids)}:
+                d = self._slurm(f"job {other}", self.rest.job, other)
+                if d is not None and (
+                    d.state == "PENDING" or d.state in _RUNNING and kind != "after"
+                ):
+                    return True
+        return False
+
+    def _where(self) -> str:
+        return f"partition {self.partition}" if self.partition is not None else "the cluster"
 
     def _unreadable(self, fields: Mapping[str, Any], gpus: int) -> str | None:
         """Why the service would refuse an arrival's fields, in the user's terms (the service's
@@ -630,7 +723,7 @@ class SlurmBackend(CompressedTime):
         if job.id.startswith("slurm-"):
             # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
             # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
-            self._vanished.add(job.id)
+            self._vanished[job.id] = RunState.FAILED
             return
         fields = dict(
             spec
@@ -668,7 +761,7 @@ class SlurmBackend(CompressedTime):
         found = self._find(job_id)
         if found is None:
             log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
-            self._vanished.add(job_id)
+            self._vanished[job_id] = RunState.FAILED
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
@@ -711,7 +804,9 @@ class SlurmBackend(CompressedTime):
     def _settle(self) -> None:
         """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
         runs, so observations never show a started job as pending; one that Slurm did not start
-        in time is held again and shows as pending, which the service then re-plans. Starts of
+        in time, or says it will not start now (:data:`_STARTING`), is held again and shows as
+        pending, which the service then re-plans; one Slurm will never run in its partition
+        (:data:`_NEVER`) is refused. Starts of
         one round are released together and settle together, in about one Slurm scheduling
         pass rather than one per job. Each start seen running is one sample of the start
         latency (up to one poll late, so it errs long)."""
@@ -724,14 +819,23 @@ class SlurmBackend(CompressedTime):
                     del self._released[slurm_id]
                     if j is not None and j.state in _RUNNING:
                         self._latencies.append(max(time.time() - decided, 0.0))
-                elif now >= until:
+                elif now >= until or j.reason not in _STARTING:
                     del self._released[slurm_id]
-                    log.warning(
-                        json.dumps(
-                            {"event": "slurm_start_timeout", "slurm_job": j.id, "reason": j.reason}
-                        )
+                    event = "slurm_start_timeout" if j.reason in _STARTING else "slurm_not_started"
+                    log.warning(json.dumps({"event": event, "slurm_job": j.id, "reason": j.reason}))
+                    try:
+                        job_id = chronus_id(j) if j.reason in _NEVER else None
+                    except marker.MarkerError:
+                        job_id = None  # its owner broke the marker meanwhile: jobs() says so
+                    if job_id is None:
+                        self._hold(j)
+                        continue
+                    self._refuse(
+                        j,
+                        f"{_NEVER[j.reason]}: Slurm will not run the job in partition "
+                        f"{j.partition} ({j.reason})",
                     )
-                    self._hold(j)
+                    self._vanished[job_id] = RunState.CANCELLED  # no longer marked: not listed
             if self._released:
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.5)

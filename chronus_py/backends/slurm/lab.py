@@ -205,9 +205,11 @@ class SlurmLab:
         lines.append(
             f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} State=UNKNOWN"
         )
-        for n in self.node_names:
+        for n in self.node_names:  # features: "gpu" on every node, "fast" on the first
+            features = "gpu,fast" if n == self.node_names[0] else "gpu"
             lines.append(
-                f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[n]}"
+                f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 "
+                f"Port={self.node_ports[n]} Features={features}"
             )
         lines.append(
             f"PartitionName={self.partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP"

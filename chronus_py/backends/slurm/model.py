@@ -21,6 +21,8 @@ class SlurmNode:
     flags: tuple[str, ...]  # upper case, e.g. ("DRAIN",), ("NOT_RESPONDING",)
     reason: str
     partitions: tuple[str, ...]
+    features: tuple[str, ...] = ()  # its available features (what ``--constraint`` asks for)
+    memory: int = 0  # RealMemory, MB
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,15 @@ class SlurmJob:
     placement: Mapping[str, tuple[int, ...]]  # node -> GPU indices, from gres_detail
     group: str = ""  # "array" (sbatch --array) or "heterogeneous" (sbatch ... : ...), else ""
     exclusive: bool = False  # sbatch --exclusive (or =user, =mcs, =topo): no sharing its nodes
+    # What its owner asked of the nodes it runs on (sbatch --nodelist, --exclude, --constraint,
+    # --reservation, --mem) and its --dependency as Slurm shows it ("afterok:5(unfulfilled)").
+    # After a release ``required_nodes`` are chronus's.
+    required_nodes: tuple[str, ...] = ()
+    excluded_nodes: tuple[str, ...] = ()
+    constraint: str = ""
+    reservation: str = ""
+    memory_per_node: int = 0  # MB, 0: not asked
+    dependency: str = ""
 
     @property
     def held(self) -> bool:
