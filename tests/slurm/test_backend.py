@@ -559,6 +559,50 @@ def test_a_start_slurm_will_not_make_now_is_held_again_at_once_or_refused(lab):
     )
 
 
+def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab):
+    # Slurm starts no job submitted outside a reservation on its nodes (ReqNodeNotAvail), so
+    # every round that planned a job there started it in vain.
+    b = backend(lab)
+    lab.run(
+        "scontrol", "create", "reservation", "reservationname=now", "nodes=n2",
+        "starttime=now", "duration=10", "users=root",
+    )  # fmt: skip
+    lab.run(
+        "scontrol", "create", "reservation", "reservationname=later", "nodes=n1",
+        "starttime=now+1hour", "duration=10", "users=root",
+    )  # fmt: skip
+    try:
+        # (a node just put back in the partition is NOT_RESPONDING until Slurm pings it)
+        nodes = settled(lambda: "NOT_RESPONDING" not in str(ns := b.nodes()) and ns)
+        assert [n.reason for n in nodes if n.name == "n1"] == [""]  # not yet
+        (n2,) = [n for n in nodes if n.name == "n2"]
+        assert not n2.healthy and re.fullmatch(r"in reservation now until \S+Z", n2.reason)
+    finally:
+        for name in ("now", "later"):
+            lab.run("scontrol", "delete", f"reservationname={name}")
+    assert all(n.healthy for n in b.nodes())
+
+
+def test_a_marked_job_submitted_without_hold_is_held_and_arrives(lab):
+    # Left alone, Slurm started it, outside chronus's plan, on GPUs chronus had freed for
+    # another job, whose start then waited out the start timeout. --gpus (per job) read as
+    # no GPU at all: "the job requests no GPU".
+    b = backend(lab)
+    for node in ("n1", "n2"):
+        lab.sbatch("--gres=gpu:4", "-w", node, script="#!/bin/sh\nsleep 30\n")
+    sid = lab.sbatch("--gres=gpu:2", "--comment", "chronus: estimate=60")
+    per_job = lab.sbatch("--hold", "--gpus=2", "--comment", "chronus: estimate=60")
+    assert b.arrivals() == []
+    b.jobs()  # the round's observation holds it
+    assert b.rest.job(sid).held
+    assert [a["id"] for a in accept_all(b)] == [named(b, sid)]
+    job = b.rest.job(per_job)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --gpus: chronus reads a job's GPUs per node; ask for 2 with "
+        "--gres=gpu:2 (or --gpus-per-node)"
+    ), job.comment
+
+
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
     # plain jobs fill both nodes, so the released job cannot start before chronus sees it

@@ -15,6 +15,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmReservation,
     expand_hostlist,
     gpu_count,
     placement,
@@ -59,6 +60,7 @@ class RestV0038:
             reservation=str(j.get("resv_name") or ""),
             memory_per_node=int(j.get("memory_per_node") or 0),
             dependency=str(j.get("dependency") or ""),
+            gpus_per_job=gpu_count(str(j.get("tres_per_job") or "")),
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:
@@ -71,6 +73,14 @@ class RestV0038:
             partitions=tuple(n.get("partitions") or ()),
             features=tuple(filter(None, str(n.get("features") or "").split(","))),
             memory=int(n.get("real_memory") or 0),
+        )
+
+    def reservation(self, r: Mapping[str, Any]) -> SlurmReservation:
+        return SlurmReservation(
+            name=str(r.get("name") or ""),
+            nodes=tuple(expand_hostlist(str(r.get("node_list") or ""))),
+            start_time=float(r.get("start_time") or 0),
+            end_time=float(r.get("end_time") or 0),
         )
 
     def submission(self, new: NewJob) -> dict:

@@ -26,6 +26,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmReservation,
     expand_hostlist,
     gpu_count,
     placement,
@@ -148,6 +149,7 @@ class RestV0040:
             reservation=str(j.get("resv_name") or ""),
             memory_per_node=_memory(j.get("memory_per_node")),
             dependency=str(j.get("dependency") or ""),
+            gpus_per_job=gpu_count(str(j.get("tres_per_job") or "")),
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:
@@ -165,6 +167,14 @@ class RestV0040:
             partitions=tuple(partitions),
             features=_names(n.get("features")),
             memory=int(number(n.get("real_memory"))),
+        )
+
+    def reservation(self, r: Mapping[str, Any]) -> SlurmReservation:
+        return SlurmReservation(
+            name=str(r.get("name") or ""),
+            nodes=tuple(expand_hostlist(str(r.get("node_list") or ""))),
+            start_time=_time(r.get("start_time")),
+            end_time=number(r.get("end_time")),  # infinite: for ever
         )
 
     def submission(self, new: NewJob) -> dict:

@@ -267,12 +267,29 @@ class SlurmBackend(CompressedTime):
         """The partition's nodes; one it listed before and no longer does (taken out of the
         partition, or out of Slurm) stays, unhealthy: the service keeps a node it is not told
         about as it was, and a start there never ran (Slurm: BadConstraints), waited out the start
-        timeout (30 s of the round) and was held again, in every round that planned one."""
+        timeout (30 s of the round) and was held again, in every round that planned one. A node
+        in a reservation that holds it now is unhealthy too: Slurm starts there no job submitted
+        outside it (ReqNodeNotAvail), and chronus refuses jobs submitted into one."""
+        now = time.time()
+        reserved = {
+            node: r
+            for r in self._slurm("list reservations", self.rest.reservations)
+            if r.start_time <= now < r.end_time
+            for node in r.nodes
+        }
         out = []
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
                 continue
             why = trouble(n)
+            if not why and n.name in reserved:
+                r = reserved[n.name]
+                until = (
+                    time.strftime(" until %Y-%m-%dT%H:%M:%SZ", time.gmtime(r.end_time))
+                    if math.isfinite(r.end_time)
+                    else ""
+                )
+                why = f"in reservation {r.name}{until}"
             out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
         listed = {n.name for n in out}
         where = f"partition {self.partition}" if self.partition is not None else "Slurm"
@@ -424,10 +441,13 @@ class SlurmBackend(CompressedTime):
             if error is not None and error.accepted:
                 out.append(self._edited(j, error, now))
                 continue
+            if j.state == "PENDING" and not j.held:
+                # only chronus places a marked job; one submitted without --hold arrives once
+                # held (left alone, Slurm started it on GPUs chronus had planned for another
+                # job, whose start then waited out the timeout)
+                self._hold(j)
             if m is None or not m.accepted:
                 continue
-            if j.state == "PENDING" and not j.held:
-                self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         seen = {o.id for o in out}  # a job refused above may have vanished from a start too
         for job_id in sorted(self._active - seen):
@@ -571,6 +591,11 @@ class SlurmBackend(CompressedTime):
         (Slurm: BadConstraints, Reservation), each round that started it waiting out the start
         timeout. What every node of the partition satisfies (a node excluded from outside it,
         a feature all of them have) is no objection."""
+        if j.gpus_per_job and not j.gpus_per_node:
+            return (
+                f"--gpus: chronus reads a job's GPUs per node; ask for {j.gpus_per_job} with "
+                f"--gres=gpu:{j.gpus_per_job} (or --gpus-per-node)"
+            )
         if j.required_nodes:
             return (
                 f"--nodelist: chronus chooses the nodes of the jobs it starts (it would replace "

@@ -26,6 +26,17 @@ class SlurmNode:
 
 
 @dataclass(frozen=True, slots=True)
+class SlurmReservation:
+    """An advance reservation (``scontrol create reservation``): its nodes run only the jobs
+    submitted into it from ``start_time`` to ``end_time`` (Unix seconds)."""
+
+    name: str
+    nodes: tuple[str, ...]
+    start_time: float
+    end_time: float
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmJob:
     """One Slurm job as the backend needs it. Times are Unix seconds (0: not set)."""
 
@@ -56,6 +67,7 @@ class SlurmJob:
     reservation: str = ""
     memory_per_node: int = 0  # MB, 0: not asked
     dependency: str = ""
+    gpus_per_job: int = 0  # sbatch --gpus=N (not per node)
 
     @property
     def held(self) -> bool:
