@@ -98,14 +98,11 @@ Reservation, PartitionTimeLimit, a QOS or association limit, ...) says Slurm wil
 now: it is held again at once, where waiting out the timeout held up every round (30 s) that
 started it."""
 
-_NEVER = {
-    "PartitionTimeLimit": "--time",
-    "PartitionNodeLimit": "--nodes",
-    "DependencyNeverSatisfied": "--dependency",
-}
-"""Reasons Slurm gives for never running a released job in its partition, with the sbatch
+_NEVER = {"PartitionTimeLimit": "--time", "DependencyNeverSatisfied": "--dependency"}
+"""Reasons Slurm gives for never running a released job, whatever its nodes, with the sbatch
 option behind each: the job is refused (the reason in its comment), not held and started again
-in every round."""
+in every round. (PartitionNodeLimit is not one: chronus's own split of a job over nodes can
+cause it.)"""
 
 LATENCY_SAMPLES = 20
 """Starts the start latency is the longest of: recent enough to follow the cluster's load."""
@@ -229,6 +226,7 @@ class SlurmBackend(CompressedTime):
         self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
         self._taken: dict[int, _Taken] = {}  # Slurm id -> the job when last seen accepted
         self._active: set[str] = set()  # chronus ids ``jobs`` last saw pending or running
+        self._states: dict[int, str] = {}  # Slurm id -> state, of every job the last listing had
         self._listed = False  # whether ``_marked`` has listed the jobs once
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
@@ -302,7 +300,9 @@ class SlurmBackend(CompressedTime):
     def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, marker.MarkerError | None]]:
         """Every job with the marker in our partition: (job, parsed marker or None, error)."""
         out = []
+        states = {}
         for j in self._slurm("list jobs", self.rest.jobs):
+            states[j.id] = j.state
             if not marker.is_marked(j.comment):
                 continue
             if self.partition is not None and j.partition != self.partition:
@@ -318,6 +318,7 @@ class SlurmBackend(CompressedTime):
             job_id = self._chronus_id(j, m)
             self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
         self._listed = True  # jobs accepted before this listing were accepted before a restart
+        self._states = states
         return out
 
     @staticmethod
@@ -646,10 +647,8 @@ class SlurmBackend(CompressedTime):
             return False
         for kind, ids in re.findall(r"([a-z]+):([0-9_:+]+)", j.dependency):
             for other in {int(n) for n in re.findall(r"(?:^|:)([0-9]+)", ids)}:
-                d = self._slurm(f"job {other}", self.rest.job, other)
-                if d is not None and (
-                    d.state == "PENDING" or d.state in _RUNNING and kind != "after"
-                ):
+                state = self._states.get(other, "")  # not listed: long over
+                if state == "PENDING" or state in _RUNNING and kind != "after":
                     return True
         return False
 
