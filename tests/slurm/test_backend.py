@@ -583,7 +583,7 @@ def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab
     assert all(n.healthy for n in b.nodes())
 
 
-def test_a_marked_job_submitted_without_hold_is_held_and_arrives(lab):
+def test_a_marked_job_submitted_without_hold_is_held_and_arrives_and_some_options_refused(lab):
     # Left alone, Slurm started it, outside chronus's plan, on GPUs chronus had freed for
     # another job, whose start then waited out the start timeout. --gpus (per job) read as
     # no GPU at all: "the job requests no GPU".
@@ -592,6 +592,9 @@ def test_a_marked_job_submitted_without_hold_is_held_and_arrives(lab):
         lab.sbatch("--gres=gpu:4", "-w", node, script="#!/bin/sh\nsleep 30\n")
     sid = lab.sbatch("--gres=gpu:2", "--comment", "chronus: estimate=60")
     per_job = lab.sbatch("--hold", "--gpus=2", "--comment", "chronus: estimate=60")
+    # requeuehold refuses it ("Requested operation is presently disabled"): every round that
+    # preempted it failed
+    stays = lab.sbatch("--hold", "--no-requeue", "--gres=gpu:1", "--comment", "chronus: estimate=6")
     assert b.arrivals() == []
     b.jobs()  # the round's observation holds it
     assert b.rest.job(sid).held
@@ -600,6 +603,10 @@ def test_a_marked_job_submitted_without_hold_is_held_and_arrives(lab):
     assert job.state == "CANCELLED" and job.comment.startswith(
         "chronus refused: --gpus: chronus reads a job's GPUs per node; ask for 2 with "
         "--gres=gpu:2 (or --gpus-per-node)"
+    ), job.comment
+    job = b.rest.job(stays)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --no-requeue: chronus preempts a job by requeueing it"
     ), job.comment
 
 

@@ -61,6 +61,7 @@ class RestV0038:
             memory_per_node=int(j.get("memory_per_node") or 0),
             dependency=str(j.get("dependency") or ""),
             gpus_per_job=gpu_count(str(j.get("tres_per_job") or "")),
+            requeue=j.get("requeue") is not False,
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:

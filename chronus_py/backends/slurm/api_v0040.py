@@ -150,6 +150,7 @@ class RestV0040:
             memory_per_node=_memory(j.get("memory_per_node")),
             dependency=str(j.get("dependency") or ""),
             gpus_per_job=gpu_count(str(j.get("tres_per_job") or "")),
+            requeue=j.get("requeue") is not False,
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:

@@ -558,6 +558,11 @@ class SlurmBackend(CompressedTime):
                     "those the job does not ask for free (a job started beside it never ran); "
                     "ask for them with --gres=gpu:N"
                 )
+            elif not j.requeue:
+                error = (
+                    "--no-requeue: chronus preempts a job by requeueing it, which Slurm refuses "
+                    "for this one (each preemption failed its round); submit it with --requeue"
+                )
             elif (asked := self._unplaceable(j)) is not None:
                 error = asked
             elif m is not None and "id" in m.user:

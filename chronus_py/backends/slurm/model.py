@@ -68,6 +68,7 @@ class SlurmJob:
     memory_per_node: int = 0  # MB, 0: not asked
     dependency: str = ""
     gpus_per_job: int = 0  # sbatch --gpus=N (not per node)
+    requeue: bool = True  # False: sbatch --no-requeue (or JobRequeue=0 without --requeue)
 
     @property
     def held(self) -> bool:
