@@ -610,6 +610,24 @@ def test_a_marked_job_submitted_without_hold_is_held_and_arrives_and_some_option
     ), job.comment
 
 
+def test_a_job_made_non_requeueable_after_acceptance_is_still_preempted(lab):
+    # scontrol requeuehold refuses a job that is not requeueable: every round that preempted
+    # it failed ("Requested operation is presently disabled").
+    b = backend(lab)
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s", script=workload(60)
+    )
+    jid = named(b, sid)
+    accept_all(b)
+    lab.run("scontrol", "update", f"jobid={sid}", "requeue=0")
+    assert not b.rest.job(sid).requeue
+    b.start(jid, {"n1": (0,)})
+    assert observed(b, jid).state is RunState.RUNNING
+    b.preempt(jid)
+    assert observed(b, jid).state is RunState.PENDING
+    assert b.rest.job(sid).held and b.rest.job(sid).restart_cnt == 1
+
+
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
     # plain jobs fill both nodes, so the released job cannot start before chronus sees it

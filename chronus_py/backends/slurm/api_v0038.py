@@ -111,6 +111,8 @@ class RestV0038:
             out["gres"] = f"gpu:{c.gpus_per_node}"
         if c.node_count is not None:  # v0.0.38 refuses maximum_nodes; it takes "min-max"
             out["nodes"] = f"{c.node_count}-{c.node_count}"
+        if c.requeue is not None:
+            out["requeue"] = c.requeue
         if c.begin_now:
             out["begin_time"] = "now"
         return out

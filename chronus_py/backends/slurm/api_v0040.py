@@ -206,6 +206,8 @@ class RestV0040:
             out["tres_per_node"] = f"gres/gpu:{c.gpus_per_node}"
         if c.node_count is not None:
             out["minimum_nodes"] = out["maximum_nodes"] = c.node_count
+        if c.requeue is not None:
+            out["requeue"] = c.requeue
         if c.begin_now:
             out["begin_time"] = "now"
         return out

@@ -823,6 +823,9 @@ class SlurmBackend(CompressedTime):
             # a requeued job would wait ~2 min, one submitted with --begin until then: the
             # start would time out and hold up the round (30 s), round after round
             begin_now=True,
+            # its owner may have made it non-requeueable since chronus took it (scontrol update
+            # requeue=0): its preemption's requeuehold was refused and failed the round
+            requeue=True,
         )
         if j.restart_cnt > 0:
             self._after_requeue_second(j.id)

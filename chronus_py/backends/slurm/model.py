@@ -92,7 +92,8 @@ class NewJob:
 @dataclass(frozen=True, slots=True)
 class JobChange:
     """One update of a job; None leaves a field as it is. ``nodes`` releases it onto exactly
-    those nodes; ``begin_now`` lets it start at once (a requeued job waits ~2 min, one
+    those nodes; ``requeue`` makes it requeueable (chronus preempts by requeueing);
+    ``begin_now`` lets it start at once (a requeued job waits ~2 min, one
     submitted with ``--begin`` until then)."""
 
     hold: bool | None = None
@@ -100,6 +101,7 @@ class JobChange:
     nodes: tuple[str, ...] | None = None
     gpus_per_node: int | None = None
     node_count: int | None = None
+    requeue: bool | None = None
     begin_now: bool = False
 
 
