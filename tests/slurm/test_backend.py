@@ -496,13 +496,16 @@ def test_what_a_job_asks_of_its_nodes_is_refused_naming_the_option_unless_all_gi
         lab.run("scontrol", "delete", "reservationname=maint")
 
 
+_OVER = ("COMPLETED", "FAILED")
+
+
 def test_a_job_with_a_dependency_is_taken_once_the_jobs_it_waits_for_are_over(lab):
     # Released before its dependency was met, it pended (Dependency) and each round that
     # started it waited out the start timeout. Slurm never judges a held job's dependency (it
     # stays "afterok:N(unfulfilled)"); released, it does: one never to be met is refused.
     b = backend(lab)
     first = lab.sbatch("--gres=gpu:1", script=workload(2))
-    bad = lab.sbatch("--gres=gpu:1", script="#!/bin/sh\nexit 3\n")
+    bad = lab.sbatch("--gres=gpu:1", script="#!/bin/sh\nsleep 2\nexit 3\n")
     then, never = (
         lab.sbatch(
             "--hold",
@@ -514,7 +517,7 @@ def test_a_job_with_a_dependency_is_taken_once_the_jobs_it_waits_for_are_over(la
         for dep in (first, bad)
     )
     assert b.arrivals() == [] and b.rest.job(then).held and b.rest.job(never).held
-    assert settled(lambda: b.rest.job(first).state == "COMPLETED")
+    assert settled(lambda: (b.rest.job(first).state, b.rest.job(bad).state) == _OVER)
     assert sorted(a["id"] for a in accept_all(b)) == sorted(named(b, s) for s in (then, never))
     began = time.monotonic()
     b.start(named(b, then), {"n1": (0,)})
