@@ -596,7 +596,8 @@ class SlurmBackend(CompressedTime):
         --exclude, --constraint, --reservation or --mem ruled out the planned node never started
         (Slurm: BadConstraints, Reservation), each round that started it waiting out the start
         timeout. What every node of the partition satisfies (a node excluded from outside it,
-        a feature all of them have) is no objection."""
+        a feature all of them have) is no objection. A --gpus (per job, not per node) is
+        refused too: read as no GPU at all, it was refused as "the job requests no GPU"."""
         if j.gpus_per_job and not j.gpus_per_node:
             return (
                 f"--gpus: chronus reads a job's GPUs per node; ask for {j.gpus_per_job} with "

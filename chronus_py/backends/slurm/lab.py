@@ -9,7 +9,8 @@ builds; munge stays the system's). What differs between releases is kept here: s
 ``openapi/v0.0.38`` up to 23.11 and ``openapi/slurmctld`` from 23.11 on, and ``SwitchType`` is
 left out (``switch/none``, the old default, no longer exists in 24.11). Every daemon runs
 in the foreground as a child of this process, so :meth:`SlurmLab.stop` can end exactly the
-processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would; the GPUs are
+processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would, and
+features (``gpu`` on every node, ``fast`` on the first) for ``--constraint``; the GPUs are
 character devices cloned from ``/dev/null`` (Slurm sets ``CUDA_VISIBLE_DEVICES`` only for
 devices).
 
