@@ -51,14 +51,16 @@ def started(lab: SlurmLab, slurm_id: int, timeout: float = 60.0) -> float:
     raise RuntimeError(f"job {slurm_id} did not complete in {timeout:g}s")
 
 
-def decision_times(log: Path) -> dict[str, float]:
+def decision_times(log: Path) -> dict[int, float]:
+    """Slurm job id -> when chronus first decided to start it (a marked job is
+    ``slurm-<jobid>-<submit>`` in chronus)."""
     out = {}
     for line in log.read_text().splitlines():
         m = re.search(r"(\{.*\})\s*$", line)
         if m:
             event = json.loads(m.group(1))
             if event.get("event") == "start":
-                out.setdefault(event["job"], float(event["now"]))
+                out.setdefault(int(event["job"].split("-")[1]), float(event["now"]))
     return out
 
 
@@ -107,7 +109,7 @@ def main() -> int:
                 decided = decision_times(serve.log)
     out["plain_slurm_submit_to_running"] = stats(plain)
     out["chronus_submit_to_running"] = stats([runs[s] - submits[s] for s in runs])
-    out["chronus_decision_to_running"] = stats([runs[s] - decided[f"slurm-{s}"] for s in runs])
+    out["chronus_decision_to_running"] = stats([runs[s] - decided[s] for s in runs])
     out["chronus_overhead_median_s"] = round(
         out["chronus_submit_to_running"]["median_s"]
         - out["plain_slurm_submit_to_running"]["median_s"],

@@ -10,7 +10,7 @@ import pytest
 from polling import wait_for
 
 from chronus_py.backends.base import RunState
-from chronus_py.backends.slurm.backend import SlurmBackend
+from chronus_py.backends.slurm.backend import SlurmBackend, chronus_id
 from chronus_py.backends.slurm.lab import workload
 from chronus_py.backends.slurm.rest import SlurmRest
 
@@ -37,6 +37,11 @@ def accept_all(b: SlurmBackend) -> list[dict]:
         b.submit(spec.job, spec.fields)
         out.append(dict(fields))
     return out
+
+
+def named(b: SlurmBackend, slurm_id: int) -> str:
+    """A marked Slurm job's id in chronus."""
+    return chronus_id(b.rest.job(slurm_id))
 
 
 def observed(b: SlurmBackend, job_id: str):
@@ -85,14 +90,14 @@ def test_adopts_marked_held_jobs_only(lab):
     plain = lab.sbatch("--hold", "--gres=gpu:1")
     other = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "not for chronus")
     arrivals = {a["id"]: a for a in b.arrivals()}
-    assert set(arrivals) == {f"slurm-{mine}"}
-    a = arrivals[f"slurm-{mine}"]
+    assert set(arrivals) == {named(b, mine)}
+    a = arrivals[named(b, mine)]
     assert a["gpus"] == 2 and a["estimate_seconds"] == 30 and a["model"] == "bert"
     assert [d["value"] for d in a["deadlines"]] == [1.0, 0.5]
     assert a["deadlines"][0]["at"] == pytest.approx(a["submit"] + 600)
     accept_all(b)
     assert b.arrivals() == []
-    assert observed(b, f"slurm-{mine}").state is RunState.PENDING
+    assert observed(b, named(b, mine)).state is RunState.PENDING
     for untouched in (plain, other):
         job = b.rest.job(untouched)
         assert job.held and "accepted" not in job.comment
@@ -120,11 +125,11 @@ def test_a_long_comment_is_refused_within_slurms_limit_and_blocks_no_other_job(l
     full = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=" + "0" * 990 + "60"
     )
-    assert [a["id"] for a in accept_all(b)] == [f"slurm-{good}"]
+    assert [a["id"] for a in accept_all(b)] == [named(b, good)]
     assert "accepted" in b.rest.job(good).comment
     for sid, why in (
         (noted, "chronus refused: note: unknown key"),
-        (full, "chronus refused: comment: 1010 bytes; chronus appends up to 41"),
+        (full, "chronus refused: comment: 1010 bytes; chronus appends up to 59"),
     ):
         job = b.rest.job(sid)
         assert job.state == "CANCELLED" and job.comment.startswith(why), job.comment
@@ -179,8 +184,8 @@ def test_an_iso_deadline_is_read_whole_zone_offset_and_all(lab):
     ]
     got = {a["id"]: a["deadlines"] for a in b.arrivals()}
     one = {"at": at.timestamp(), "value": 1.0}
-    assert got[f"slurm-{sids[0]}"] == [one] and got[f"slurm-{sids[1]}"] == [one]
-    assert got[f"slurm-{sids[2]}"] == [one, {"at": at.timestamp() + 3600, "value": 0.5}]
+    assert got[named(b, sids[0])] == [one] and got[named(b, sids[1])] == [one]
+    assert got[named(b, sids[2])] == [one, {"at": at.timestamp() + 3600, "value": 0.5}]
 
 
 def test_a_marker_edited_after_acceptance_fails_no_round(lab):
@@ -192,14 +197,15 @@ def test_a_marker_edited_after_acceptance_fails_no_round(lab):
         lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60") for _ in range(3)
     )
     accept_all(b)
+    ids = {sid: named(b, sid) for sid in (typo, gone, fine)}
     lab.run("scontrol", "update", f"jobid={typo}", "comment=chronus: estimate=2 hours | accepted")
     lab.run("scontrol", "update", f"jobid={gone}", "comment=my notes")
     for sid in (typo, gone, fine):
-        b.start(f"slurm-{sid}", {"n1": (0,)} if sid != fine else {"n2": (0,)})
+        b.start(ids[sid], {"n1": (0,)} if sid != fine else {"n2": (0,)})
     seen = {o.id: o.state for o in b.jobs()}
-    assert seen[f"slurm-{typo}"] is RunState.CANCELLED
-    assert seen[f"slurm-{gone}"] is RunState.FAILED
-    assert seen[f"slurm-{fine}"] is RunState.RUNNING
+    assert seen[ids[typo]] is RunState.CANCELLED
+    assert seen[ids[gone]] is RunState.FAILED
+    assert seen[ids[fine]] is RunState.RUNNING
     job = b.rest.job(typo)
     assert job.state == "CANCELLED" and job.comment.startswith(
         "chronus refused: 'hours': expected key=value (the marker was changed after chronus "
@@ -215,7 +221,7 @@ def test_chronus_fields_an_owner_drops_from_an_accepted_job_are_written_back(lab
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=4s", script=workload(4)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     b.preempt(jid)
@@ -240,7 +246,7 @@ def test_array_and_exclusive_jobs_are_refused_and_block_no_other_job(lab):
     alone = lab.sbatch(
         "--hold", "--exclusive=user", "--gres=gpu:1", "--comment", "chronus: estimate=6"
     )
-    assert [a["id"] for a in accept_all(b)] == [f"slurm-{good}"]
+    assert [a["id"] for a in accept_all(b)] == [named(b, good)]
     for sid, flag in ((array, "--array"), (alone, "--exclusive")):
         job = b.rest.job(sid)
         assert job.state == "CANCELLED" and job.comment.startswith(f"chronus refused: {flag}:")
@@ -254,9 +260,10 @@ def test_a_comment_copied_with_chronus_fields_is_read_as_a_new_job(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60 | accepted done=50.0@17"
     )
-    assert [a["id"] for a in accept_all(b)] == [f"slurm-{sid}"]
-    assert b.rest.job(sid).comment == "chronus: estimate=60 | accepted"
-    assert observed(b, f"slurm-{sid}").work_done == 0
+    assert [a["id"] for a in accept_all(b)] == [named(b, sid)]
+    job = b.rest.job(sid)
+    assert job.comment == f"chronus: estimate=60 | accepted submit={job.submit_time:.0f}"
+    assert observed(b, named(b, sid)).work_done == 0
 
 
 def test_user_may_not_pick_an_id(lab):
@@ -276,12 +283,45 @@ def test_a_forgotten_user_job_is_over_not_recreated(lab):
     assert observed(b, "slurm-99999").state is RunState.FAILED
 
 
+def test_a_controller_that_lost_its_state_ends_chronus_jobs_and_its_ids_name_new_jobs(lab):
+    # slurmctld restarted with its StateSaveLocation wiped numbers jobs from 1 again. Named
+    # slurm-<jobid>, the new job 1 took the old one's place (chronus wrote the old job's
+    # fields back into its comment) or, through the service, was refused as a taken id every
+    # round; the old job was never seen to end.
+    lab.lose_state()
+    b = backend(lab)
+    old = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s", script=workload(60)
+    )
+    was = named(b, old)
+    assert was == f"slurm-{old}-{b.rest.job(old).submit_time:.0f}"
+    accept_all(b)
+    b.start(was, {"n1": (0,)})
+    b.preempt(was)  # a requeue: Slurm stamps a new submit time, chronus keeps its id
+    assert observed(b, was).state is RunState.PENDING
+    b.start(was, {"n1": (0,)})
+    assert observed(b, was).state is RunState.RUNNING
+    assert observed(backend(lab), was).state is RunState.RUNNING  # chronus restarted: same id
+    lab.lose_state()
+    new = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s")
+    assert new == old
+    now = named(b, new)
+    assert now != was and [a["id"] for a in accept_all(b)] == [now]
+    seen = {o.id: o for o in b.jobs()}
+    assert seen[was].state is RunState.FAILED and seen[now].state is RunState.PENDING
+    assert b.rest.job(new).comment == (
+        f"chronus: estimate=60s | accepted submit={b.rest.job(new).submit_time:.0f}"
+    )
+    b.start(now, {"n2": (0,)})
+    assert observed(b, now).state is RunState.RUNNING
+
+
 def test_start_preempt_resume_and_finish(lab):
     b = backend(lab)
     sid = lab.sbatch(
         "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=4s", script=workload(4)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n2": (0, 1)})
     o = observed(b, jid)
@@ -311,7 +351,7 @@ def test_a_started_job_is_reported_on_the_gpus_chronus_chose(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:2", "--comment", "chronus: estimate=30s", script=workload(30)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     released = time.time()
     b.start(jid, {"n1": (2, 3)})
@@ -332,7 +372,7 @@ def test_a_job_runs_on_as_many_nodes_as_its_placement_spans(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:4", "--comment", "chronus: estimate=30s", script=workload(30)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (2, 3), "n2": (0, 1)})
     o = observed(b, jid)
@@ -351,7 +391,7 @@ def test_a_job_whose_work_ends_within_its_grace_is_finished_not_requeued(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=2s", script=workload(2)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     out = lab.root / "jobs" / f"{sid}.out"
@@ -376,15 +416,15 @@ def test_the_jobs_one_round_preempts_share_one_grace(lab):
     ]
     accept_all(b)
     for sid, placement in zip(sids, ({"n1": (0, 1)}, {"n1": (2, 3)}, {"n2": (0, 1)})):
-        b.start(f"slurm-{sid}", placement)
-    ids = {f"slurm-{sid}" for sid in sids}
+        b.start(named(b, sid), placement)
+    ids = {named(b, sid) for sid in sids}
     assert all(o.state is RunState.RUNNING for o in b.jobs() if o.id in ids)
     began = time.monotonic()
     for sid in sids:
-        b.preempt(f"slurm-{sid}")
+        b.preempt(named(b, sid))
     seen = {o.id: o for o in b.jobs()}  # the next observation finishes the stops
     took = time.monotonic() - began
-    assert all(seen[f"slurm-{sid}"].state is RunState.PENDING for sid in sids)
+    assert all(seen[named(b, sid)].state is RunState.PENDING for sid in sids)
     assert all(b.rest.job(sid).held and b.rest.job(sid).restart_cnt == 1 for sid in sids)
     assert 3.0 <= took < 9.0, took  # one after the other, three graces would take 9 s
 
@@ -394,13 +434,13 @@ def test_cancel_and_scancel(lab):
     a = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
     c = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60")
     accept_all(b)
-    b.start(f"slurm-{a}", {"n1": (0,)})
-    b.cancel(f"slurm-{a}")
-    b.cancel(f"slurm-{a}")  # idempotent
+    b.start(named(b, a), {"n1": (0,)})
+    b.cancel(named(b, a))
+    b.cancel(named(b, a))  # idempotent
     lab.run("scancel", str(c))
     states = {o.id: o.state for o in b.jobs()}
-    assert states[f"slurm-{a}"] is RunState.CANCELLED
-    assert settled(lambda: observed(b, f"slurm-{c}").state is RunState.CANCELLED)
+    assert states[named(b, a)] is RunState.CANCELLED
+    assert settled(lambda: observed(b, named(b, c)).state is RunState.CANCELLED)
 
 
 def test_a_job_submitted_with_begin_starts_when_chronus_starts_it(lab):
@@ -411,20 +451,199 @@ def test_a_job_submitted_with_begin_starts_when_chronus_starts_it(lab):
         "--hold", "--begin=now+1hour", "--gres=gpu:1", "--comment", "chronus: estimate=60"
     )
     accept_all(b)
-    b.start(f"slurm-{sid}", {"n1": (0,)})
-    assert observed(b, f"slurm-{sid}").state is RunState.RUNNING
+    b.start(named(b, sid), {"n1": (0,)})
+    assert observed(b, named(b, sid)).state is RunState.RUNNING
+
+
+def test_what_a_job_asks_of_its_nodes_is_refused_naming_the_option_unless_all_give_it(lab):
+    # chronus may start a job on any node of the partition and names the nodes in its start:
+    # Slurm replaced a --nodelist with them, and never started a job whose --exclude,
+    # --constraint, --reservation or --mem ruled the planned node out (BadConstraints,
+    # Reservation): every round that started it waited out the start timeout (30 s), then held
+    # it again. The lab's n1 has features gpu and fast, n2 only gpu, both 64000 MB.
+    b = backend(lab)
+    lab.run(
+        "scontrol", "create", "reservation", "reservationname=maint", "nodes=n2",
+        "starttime=now+1hour", "duration=10", "users=root",
+    )  # fmt: skip
+    try:
+        refused = {
+            "--nodelist=n2": "--nodelist: chronus chooses the nodes of the jobs it starts (it "
+            "would replace n2)",
+            "--exclude=n1": "--exclude: chronus may start the job on any node of partition gpu, "
+            "n1 among them",
+            "--constraint=fast": "--constraint: 'fast': chronus may start the job on any node of "
+            "partition gpu, and n2 would not do",
+            "--reservation=maint": "--reservation: chronus starts jobs on the nodes of "
+            "partition gpu, not in reservation maint",
+            "--mem=100000": "--mem: 100000 MB per node, more than n1 of partition gpu has "
+            "(64000 MB)",
+        }
+        sids = {
+            option: lab.sbatch("--hold", "--gres=gpu:1", option, "--comment", "chronus: estimate=6")
+            for option in [*refused, "--constraint=gpu", "--mem=1000"]
+        }
+        taken = [a["id"] for a in accept_all(b)]
+        assert sorted(taken) == sorted(
+            named(b, sids[o]) for o in ("--constraint=gpu", "--mem=1000")
+        )
+        for option, why in refused.items():
+            job = b.rest.job(sids[option])
+            assert job.state == "CANCELLED", option
+            assert job.comment.startswith(f"chronus refused: {why}"), job.comment
+    finally:
+        lab.cancel_all()  # a job in the reservation keeps it
+        lab.run("scontrol", "delete", "reservationname=maint")
+
+
+_OVER = ("COMPLETED", "FAILED")
+
+
+def test_a_job_with_a_dependency_is_taken_once_the_jobs_it_waits_for_are_over(lab):
+    # Released before its dependency was met, it pended (Dependency) and each round that
+    # started it waited out the start timeout. Slurm never judges a held job's dependency (it
+    # stays "afterok:N(unfulfilled)"); released, it does: one never to be met is refused.
+    b = backend(lab)
+    first = lab.sbatch("--gres=gpu:1", script=workload(2))
+    bad = lab.sbatch("--gres=gpu:1", script="#!/bin/sh\nsleep 2\nexit 3\n")
+    then, never = (
+        lab.sbatch(
+            "--hold",
+            f"--dependency=afterok:{dep}",
+            "--gres=gpu:1",
+            "--comment",
+            "chronus: estimate=6",
+        )  # fmt: skip
+        for dep in (first, bad)
+    )
+    assert b.arrivals() == [] and b.rest.job(then).held and b.rest.job(never).held
+    assert settled(lambda: (b.rest.job(first).state, b.rest.job(bad).state) == _OVER)
+    assert sorted(a["id"] for a in accept_all(b)) == sorted(named(b, s) for s in (then, never))
+    began = time.monotonic()
+    b.start(named(b, then), {"n1": (0,)})
+    b.start(named(b, never), {"n2": (0,)})
+    seen = {o.id: o.state for o in b.jobs()}
+    assert time.monotonic() - began < 5.0  # the start timeout is 15 s
+    assert seen[named(b, then)] is RunState.RUNNING
+    job = b.rest.job(never)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --dependency: Slurm will not run the job in partition gpu "
+        "(DependencyNeverSatisfied)"
+    ), job.comment
+
+
+def test_a_start_slurm_will_not_make_now_is_held_again_at_once_or_refused(lab):
+    # Slurm says why a released job pends: a dependency its owner added after chronus took
+    # it, a limit of its partition. Each round that started it waited out the start timeout;
+    # a --time beyond the partition's MaxTime never runs at all, so it is refused.
+    b = backend(lab)
+    busy = lab.sbatch("--gres=gpu:1", script=workload(30))
+    waits, long = (
+        lab.sbatch("--hold", "--gres=gpu:1", *args, "--comment", "chronus: estimate=6")
+        for args in ((), ("--time=10",))
+    )
+    accept_all(b)
+    lab.run("scontrol", "update", f"jobid={waits}", f"dependency=afterok:{busy}")
+    lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=5")
+    try:
+        began = time.monotonic()
+        b.start(named(b, waits), {"n1": (0,)})
+        b.start(named(b, long), {"n2": (0,)})
+        seen = {o.id: o.state for o in b.jobs()}
+        assert time.monotonic() - began < 5.0  # the start timeout is 15 s
+    finally:
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=infinite")
+    assert seen[named(b, waits)] is RunState.PENDING and b.rest.job(waits).held
+    job = b.rest.job(long)
+    assert seen[f"slurm-{long}-{job.submit_time:.0f}"] is RunState.CANCELLED
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --time: Slurm will not run the job in partition gpu "
+        "(PartitionTimeLimit) [chronus: estimate=6 | accepted submit="
+    )
+
+
+def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab):
+    # Slurm starts no job submitted outside a reservation on its nodes (ReqNodeNotAvail), so
+    # every round that planned a job there started it in vain.
+    b = backend(lab)
+    lab.run(
+        "scontrol", "create", "reservation", "reservationname=now", "nodes=n2",
+        "starttime=now", "duration=10", "users=root",
+    )  # fmt: skip
+    lab.run(
+        "scontrol", "create", "reservation", "reservationname=later", "nodes=n1",
+        "starttime=now+1hour", "duration=10", "users=root",
+    )  # fmt: skip
+    try:
+        # (a node just put back in the partition is NOT_RESPONDING until Slurm pings it)
+        nodes = settled(lambda: "NOT_RESPONDING" not in str(ns := b.nodes()) and ns)
+        assert [n.reason for n in nodes if n.name == "n1"] == [""]  # not yet
+        (n2,) = [n for n in nodes if n.name == "n2"]
+        assert not n2.healthy and re.fullmatch(r"in reservation now until \S+Z", n2.reason)
+    finally:
+        for name in ("now", "later"):
+            lab.run("scontrol", "delete", f"reservationname={name}")
+    assert all(n.healthy for n in b.nodes())
+
+
+def test_a_marked_job_submitted_without_hold_is_held_and_arrives_and_some_options_refused(lab):
+    # Left alone, Slurm started it, outside chronus's plan, on GPUs chronus had freed for
+    # another job, whose start then waited out the start timeout. --gpus (per job) read as
+    # no GPU at all: "the job requests no GPU".
+    b = backend(lab)
+    for node in ("n1", "n2"):
+        lab.sbatch("--gres=gpu:4", "-w", node, script="#!/bin/sh\nsleep 30\n")
+    sid = lab.sbatch("--gres=gpu:2", "--comment", "chronus: estimate=60")
+    per_job = lab.sbatch("--hold", "--gpus=2", "--comment", "chronus: estimate=60")
+    # requeuehold refuses it ("Requested operation is presently disabled"): every round that
+    # preempted it failed
+    stays = lab.sbatch("--hold", "--no-requeue", "--gres=gpu:1", "--comment", "chronus: estimate=6")
+    assert b.arrivals() == []
+    b.jobs()  # the round's observation holds it
+    assert b.rest.job(sid).held
+    assert [a["id"] for a in accept_all(b)] == [named(b, sid)]
+    job = b.rest.job(per_job)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --gpus: chronus reads a job's GPUs per node; ask for 2 with "
+        "--gres=gpu:2 (or --gpus-per-node)"
+    ), job.comment
+    job = b.rest.job(stays)
+    assert job.state == "CANCELLED" and job.comment.startswith(
+        "chronus refused: --no-requeue: chronus preempts a job by requeueing it"
+    ), job.comment
+
+
+def test_a_job_made_non_requeueable_after_acceptance_is_still_preempted(lab):
+    # scontrol requeuehold refuses a job that is not requeueable: every round that preempted
+    # it failed ("Requested operation is presently disabled").
+    b = backend(lab)
+    sid = lab.sbatch(
+        "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s", script=workload(60)
+    )
+    jid = named(b, sid)
+    accept_all(b)
+    lab.run("scontrol", "update", f"jobid={sid}", "requeue=0")
+    assert not b.rest.job(sid).requeue
+    b.start(jid, {"n1": (0,)})
+    assert observed(b, jid).state is RunState.RUNNING
+    b.preempt(jid)
+    assert observed(b, jid).state is RunState.PENDING
+    assert b.rest.job(sid).held and b.rest.job(sid).restart_cnt == 1
 
 
 def test_released_by_hand_is_held_again(lab):
     b = backend(lab)
-    # a plain job fills n1, so the released job cannot start before chronus sees it
-    busy = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 30\n")
-    settled(lambda: b.rest.job(busy).state == "RUNNING")
-    sid = lab.sbatch("--hold", "--gres=gpu:4", "-w", "n1", "--comment", "chronus: estimate=60")
+    # plain jobs fill both nodes, so the released job cannot start before chronus sees it
+    busy, other = (
+        lab.sbatch("--gres=gpu:4", "-w", node, script="#!/bin/sh\nsleep 30\n")
+        for node in ("n1", "n2")
+    )
+    settled(lambda: b.rest.job(busy).state == b.rest.job(other).state == "RUNNING")
+    sid = lab.sbatch("--hold", "--gres=gpu:4", "--comment", "chronus: estimate=60")
     accept_all(b)
     lab.run("scontrol", "release", str(sid))
     b.arrivals()  # the next round's look, which its observation shares
-    assert observed(b, f"slurm-{sid}").state is RunState.PENDING
+    assert observed(b, named(b, sid)).state is RunState.PENDING
     assert b.rest.job(sid).held
     assert b.rest.job(busy).state == "RUNNING" and "chronus" not in b.rest.job(busy).comment
 
@@ -495,7 +714,7 @@ def test_a_script_that_does_not_trap_the_signal_is_requeued_not_failed(lab):
     sid = lab.sbatch(
         "--hold", "--gres=gpu:1", "--comment", "chronus: estimate=4s", script=untrapped(4)
     )
-    jid = f"slurm-{sid}"
+    jid = named(b, sid)
     accept_all(b)
     b.start(jid, {"n1": (0,)})
     assert observed(b, jid).state is RunState.RUNNING
@@ -551,7 +770,7 @@ def test_a_round_lists_jobs_once_and_sees_its_own_commands(lab):
     rest = CountingRest(f"unix:{lab.socket}")
     b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
     job_id, other = (
-        f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+        named(b, lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=30s"))
         for _ in range(2)
     )
     accept_all(b)  # arrivals, then the submit that accepts the arrival
@@ -575,7 +794,7 @@ def test_a_look_before_the_round_leaves_the_round_nothing_to_read_or_wait_for(la
     Slurm, and see the start done. A second round without a look lists again."""
     rest = CountingRest(f"unix:{lab.socket}")
     b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
-    job_id = f"slurm-{lab.sbatch('--hold', '--gres=gpu:1', '--comment', 'chronus: estimate=30s')}"
+    job_id = named(b, lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=30s"))
     accept_all(b)
     b.jobs()
     b.start(job_id, {"n1": (0,)})

@@ -12,8 +12,9 @@ from chronus_py.backends.slurm.model import expand_hostlist, gpu_count, placemen
 
 
 def fields(comment: str, submit: float = 1000.0, gpus: int = 2) -> dict:
+    m = marker.parse(comment)
     return marker.job_fields(
-        marker.parse(comment), slurm_id=7, gpus=gpus, submit=submit, tenant="alice"
+        m, job_id=marker.job_id(m, 7, submit), gpus=gpus, submit=submit, tenant="alice"
     )
 
 
@@ -37,7 +38,24 @@ def test_full_marker():
 
 def test_best_effort_and_default_id():
     f = fields("chronus: estimate=600")
-    assert f["deadlines"] == [] and f["id"] == "slurm-7"
+    assert f["deadlines"] == [] and f["id"] == "slurm-7-1000"
+
+
+def test_a_users_job_is_named_by_its_slurm_id_and_the_submit_time_chronus_recorded():
+    # Slurm numbers jobs from FirstJobId again after its controller loses its state: a bare
+    # slurm-<jobid> named a job chronus had taken, and the new job was refused every round.
+    new = marker.parse("chronus: estimate=60")
+    assert marker.job_id(new, 7, 1000.0) == "slurm-7-1000"
+    accepted = marker.parse(marker.render(new.user, accepted=True, submit=1000.0))
+    assert accepted.submit == 1000.0
+    assert marker.job_id(accepted, 7, 2000.0) == "slurm-7-1000"  # Slurm's moves on requeue
+    assert marker.job_id(marker.parse("chronus: estimate=60 | accepted"), 7, 2000.0) == "slurm-7"
+    # a user's own "| submit=" on a job chronus has not taken names nothing
+    assert marker.job_id(marker.parse("chronus: estimate=60 | submit=5"), 7, 1000.0) == (
+        "slurm-7-1000"
+    )
+    with pytest.raises(marker.MarkerError, match="'submit=x': chronus's own field is damaged"):
+        marker.parse("chronus: estimate=60 | accepted submit=x")
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import time
 import pytest
 from polling import wait_for
 
+from chronus_py.backends.slurm.backend import chronus_id
 from chronus_py.backends.slurm.harness import ServeProcess
 from chronus_py.backends.slurm.lab import workload
 from chronus_py.backends.slurm.rest import SlurmRest
@@ -49,9 +50,14 @@ def submit(lab, gpus: int, seconds: int, extra: str = "") -> int:
     )
 
 
-def running(serve, ids) -> bool:
+def named(lab, slurm_id: int) -> str:
+    """A marked Slurm job's id in chronus."""
+    return chronus_id(SlurmRest(f"unix:{lab.socket}").job(slurm_id))
+
+
+def running(lab, serve, ids) -> bool:
     jobs = serve.jobs()
-    return all(jobs.get(f"slurm-{i}", {}).get("state") == "running" for i in ids)
+    return all(jobs.get(named(lab, i), {}).get("state") == "running" for i in ids)
 
 
 def watch(lab, serve, ids, timeout, seen=None, during=None):
@@ -69,7 +75,7 @@ def watch(lab, serve, ids, timeout, seen=None, during=None):
                 pass
         try:
             jobs = serve.jobs()
-            if all(jobs.get(f"slurm-{i}", {}).get("state") == "finished" for i in ids):
+            if all(jobs.get(named(lab, i), {}).get("state") == "finished" for i in ids):
                 return jobs
         except Exception:  # noqa: BLE001 - the daemon may be restarting on purpose
             pass
@@ -85,7 +91,7 @@ def check_runs_match_decisions(lab, serve, ids) -> None:
             ((node, gpus),) = d["placement"].items()
             starts.setdefault(d["job"], []).append((node, len(gpus)))
     for i in ids:
-        assert runs(lab, i) == starts[f"slurm-{i}"], f"job {i}"
+        assert runs(lab, i) == starts[named(lab, i)], f"job {i}"
 
 
 def test_workload_placement_preemption_deadlines(lab, tmp_path):
@@ -93,7 +99,7 @@ def test_workload_placement_preemption_deadlines(lab, tmp_path):
     foreign = lab.sbatch("--hold", "--gres=gpu:1", "--comment", "team note", script=workload(1))
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
         long = [submit(lab, 4, 12), submit(lab, 4, 12)]
-        wait_for(lambda: running(serve, long), 30, "both long jobs running", every=0.2)
+        wait_for(lambda: running(lab, serve, long), 30, "both long jobs running", every=0.2)
         short = [submit(lab, 4, 4), submit(lab, 2, 3), submit(lab, 1, 3)]
         slo = [submit(lab, 2, 5, "deadline=+3h"), submit(lab, 2, 5, "deadline=+3h:1,+4h:0.5")]
         ids = long + short + slo
@@ -111,13 +117,13 @@ def test_workload_placement_preemption_deadlines(lab, tmp_path):
             assert held_again, f"{job_id} was not seen requeued and held: {states}"
             assert rest.job(sid).restart_cnt >= 1 and jobs[job_id]["starts"] >= 2
         for i in slo:
-            job = jobs[f"slurm-{i}"]
+            job = jobs[named(lab, i)]
             assert job["admission"]["decision"] == "guaranteed"
             assert job["met_first_deadline"] is True
         for sid, comment in ((unmarked, ""), (foreign, "team note")):
             j = rest.job(sid)
             assert j.held and j.comment == comment and j.restart_cnt == 0
-            assert f"slurm-{sid}" not in jobs
+            assert not [k for k in jobs if k.startswith(f"slurm-{sid}-")]
 
 
 def test_kill9_restart_and_slurm_outages(lab, tmp_path):
@@ -125,7 +131,7 @@ def test_kill9_restart_and_slurm_outages(lab, tmp_path):
     serve = ServeProcess(lab, db).start()
     try:
         ids = [submit(lab, 4, 12), submit(lab, 4, 12), submit(lab, 2, 8), submit(lab, 2, 4)]
-        wait_for(lambda: running(serve, ids[:2]), 30, "the first two running", every=0.2)
+        wait_for(lambda: running(lab, serve, ids[:2]), 30, "the first two running", every=0.2)
         serve.kill9()
         late = submit(lab, 2, 4)  # arrives while the daemon is dead
         serve = ServeProcess(lab, db).start()
@@ -146,8 +152,40 @@ def test_kill9_restart_and_slurm_outages(lab, tmp_path):
         rest = SlurmRest(f"unix:{lab.socket}")
         preempts = [d["job"] for d in decisions(serve) if d["event"] == "preempt"]
         for i in ids:
-            assert rest.job(i).restart_cnt == preempts.count(f"slurm-{i}")
-            assert jobs[f"slurm-{i}"]["state"] == "finished"
+            assert rest.job(i).restart_cnt == preempts.count(named(lab, i))
+            assert jobs[named(lab, i)]["state"] == "finished"
+    finally:
+        serve.stop()
+
+
+def test_jobs_of_a_controller_that_lost_its_state_end_and_its_reused_ids_are_new_jobs(
+    lab, tmp_path
+):
+    """slurmctld restarted with its StateSaveLocation wiped forgets every job and numbers new
+    ones from 1 again. Named slurm-<jobid>, a new job took the place of the chronus job whose
+    id it had (while chronus ran), or was refused as a taken id in every round (after chronus
+    restarted: the id was in its database), and the lost job never ended in chronus."""
+    db = tmp_path / "chronus.db"
+    lab.lose_state()
+    serve = ServeProcess(lab, db).start()
+    try:
+        done = submit(lab, 1, 1)
+        watch(lab, serve, [done], 60)
+        lost = submit(lab, 1, 60)
+        wait_for(lambda: running(lab, serve, [lost]), 30, "the job to lose running", every=0.2)
+        was = [named(lab, done), named(lab, lost)]
+        lab.lose_state()  # under the running service
+        again = [submit(lab, 1, 1), submit(lab, 1, 1)]
+        assert again == [done, lost] and [named(lab, i) for i in again] != was
+        watch(lab, serve, again, 60)
+        wait_for(lambda: serve.jobs()[was[1]]["state"] == "failed", 30, "the lost job failed")
+        serve.stop()
+        lab.lose_state()  # while chronus is down: every id is one its database has
+        third = [submit(lab, 1, 1), submit(lab, 1, 1)]
+        assert third == again
+        serve = ServeProcess(lab, db).start()
+        watch(lab, serve, third, 60)
+        assert "already" not in serve.log.read_text()
     finally:
         serve.stop()
 
@@ -177,11 +215,11 @@ def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
     (the same count on every node), and starts at once: no failed start, no resync."""
     with ServeProcess(lab, tmp_path / "chronus.db") as serve:
         big = [submit(lab, 3, 10), submit(lab, 3, 10)]
-        wait_for(lambda: running(serve, big), 30, "both 3-GPU jobs running", every=0.2)
+        wait_for(lambda: running(lab, serve, big), 30, "both 3-GPU jobs running", every=0.2)
         split = submit(lab, 2, 3)
         watch(lab, serve, [split], 60)
-        assert serve.jobs()[f"slurm-{split}"]["starts"] == 1
-        (start,) = [d for d in decisions(serve) if d["job"] == f"slurm-{split}"]
+        assert serve.jobs()[named(lab, split)]["starts"] == 1
+        (start,) = [d for d in decisions(serve) if d["job"] == named(lab, split)]
         assert sorted(len(g) for g in start["placement"].values()) == [1, 1]
         log = serve.log.read_text()
         assert "backend_error" not in log and "resync" not in log, log
@@ -250,12 +288,12 @@ def test_a_hived_cell_tree_places_jobs_on_slurms_nodes(lab, tmp_path):
             "chronus refused: account: 'elsewhere' is no virtual cluster of the cell allocator "
             "(have: root) ["
         ), refused.comment
-        assert f"slurm-{stray}" not in serve.jobs()
+        assert not [k for k in serve.jobs() if k.startswith(f"slurm-{stray}-")]
         check_runs_match_decisions(lab, serve, ids)
         events = decisions(serve)
         starts = [d for d in events if d["event"] == "start"]
         preempts = [d for d in events if d["event"] == "preempt"]
-        assert sorted(d["job"] for d in starts) == sorted(f"slurm-{i}" for i in ids)
+        assert sorted(d["job"] for d in starts) == sorted(named(lab, i) for i in ids)
         assert not preempts
         for d in starts:
             ((node, gpus),) = d["placement"].items()

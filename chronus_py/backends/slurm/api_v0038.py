@@ -15,6 +15,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmReservation,
     expand_hostlist,
     gpu_count,
     placement,
@@ -53,6 +54,14 @@ class RestV0038:
             if j.get("het_job_id")
             else "",
             exclusive=str(j.get("shared") or "") in _EXCLUSIVE,
+            required_nodes=tuple(expand_hostlist(str(j.get("required_nodes") or ""))),
+            excluded_nodes=tuple(expand_hostlist(str(j.get("excluded_nodes") or ""))),
+            constraint=str(j.get("features") or ""),
+            reservation=str(j.get("resv_name") or ""),
+            memory_per_node=int(j.get("memory_per_node") or 0),
+            dependency=str(j.get("dependency") or ""),
+            gpus_per_job=gpu_count(str(j.get("tres_per_job") or "")),
+            requeue=j.get("requeue") is not False,
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:
@@ -63,6 +72,16 @@ class RestV0038:
             flags=tuple(str(f).upper() for f in n.get("state_flags") or ()),
             reason=str(n.get("reason") or ""),
             partitions=tuple(n.get("partitions") or ()),
+            features=tuple(filter(None, str(n.get("features") or "").split(","))),
+            memory=int(n.get("real_memory") or 0),
+        )
+
+    def reservation(self, r: Mapping[str, Any]) -> SlurmReservation:
+        return SlurmReservation(
+            name=str(r.get("name") or ""),
+            nodes=tuple(expand_hostlist(str(r.get("node_list") or ""))),
+            start_time=float(r.get("start_time") or 0),
+            end_time=float(r.get("end_time") or 0),
         )
 
     def submission(self, new: NewJob) -> dict:
@@ -92,6 +111,8 @@ class RestV0038:
             out["gres"] = f"gpu:{c.gpus_per_node}"
         if c.node_count is not None:  # v0.0.38 refuses maximum_nodes; it takes "min-max"
             out["nodes"] = f"{c.node_count}-{c.node_count}"
+        if c.requeue is not None:
+            out["requeue"] = c.requeue
         if c.begin_now:
             out["begin_time"] = "now"
         return out

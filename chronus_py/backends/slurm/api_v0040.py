@@ -26,6 +26,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmReservation,
     expand_hostlist,
     gpu_count,
     placement,
@@ -82,6 +83,20 @@ def _time(value: Any) -> float:
     return t if math.isfinite(t) else 0.0
 
 
+def _memory(value: Any) -> int:
+    """MB per node a job asks for (0: not asked; infinite, ``--mem=0``, counts as not asked:
+    the whole node, which any node has)."""
+    mb = number(value)
+    return int(mb) if math.isfinite(mb) else 0
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A list of names, or one comma-separated string of them (as v0.0.38 spelled them)."""
+    if isinstance(value, str):
+        value = value.split(",")
+    return tuple(str(v) for v in value or () if v)
+
+
 def job_state(flags: Any) -> str:
     """The state, as v0.0.38 spelled it, of a v0.0.40+ ``job_state`` list of flags."""
     if isinstance(flags, str):
@@ -128,6 +143,14 @@ class RestV0040:
             if number(j.get("het_job_id"))
             else "",
             exclusive=bool({str(f).lower() for f in j.get("shared") or ()} & _EXCLUSIVE),
+            required_nodes=tuple(expand_hostlist(str(j.get("required_nodes") or ""))),
+            excluded_nodes=tuple(expand_hostlist(str(j.get("excluded_nodes") or ""))),
+            constraint=str(j.get("features") or ""),
+            reservation=str(j.get("resv_name") or ""),
+            memory_per_node=_memory(j.get("memory_per_node")),
+            dependency=str(j.get("dependency") or ""),
+            gpus_per_job=gpu_count(str(j.get("tres_per_job") or "")),
+            requeue=j.get("requeue") is not False,
         )
 
     def node(self, n: Mapping[str, Any]) -> SlurmNode:
@@ -143,6 +166,16 @@ class RestV0040:
             flags=tuple(s for s in states if s not in _NODE_BASE),
             reason=str(n.get("reason") or ""),
             partitions=tuple(partitions),
+            features=_names(n.get("features")),
+            memory=int(number(n.get("real_memory"))),
+        )
+
+    def reservation(self, r: Mapping[str, Any]) -> SlurmReservation:
+        return SlurmReservation(
+            name=str(r.get("name") or ""),
+            nodes=tuple(expand_hostlist(str(r.get("node_list") or ""))),
+            start_time=_time(r.get("start_time")),
+            end_time=number(r.get("end_time")),  # infinite: for ever
         )
 
     def submission(self, new: NewJob) -> dict:
@@ -173,6 +206,8 @@ class RestV0040:
             out["tres_per_node"] = f"gres/gpu:{c.gpus_per_node}"
         if c.node_count is not None:
             out["minimum_nodes"] = out["maximum_nodes"] = c.node_count
+        if c.requeue is not None:
+            out["requeue"] = c.requeue
         if c.begin_now:
             out["begin_time"] = "now"
         return out

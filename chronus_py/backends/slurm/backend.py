@@ -19,11 +19,14 @@ touches a job without the marker. The mapping of decisions to Slurm:
 - nodes: the partition's nodes with their GPU count; a down, drained, draining, failing or
   unresponsive node is unhealthy.
 
-All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment), where
-they run, their run count (``restart_cnt``) and the work of their past runs (``done=`` in the
-comment). So a restarted daemon rebuilds from Slurm alone, and a start is idempotent: a job that
-runs is never released again. A marked job that Slurm would start on its own (released by hand,
-or requeued after a node failure) is held again, since only chronus places it.
+All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment) and the
+submit time they had then (``submit=``: with the Slurm id, it names the job in chronus, since a
+controller that lost its state gives its ids out again), where they run, their run count
+(``restart_cnt``) and the work of their past runs (``done=`` in the comment). So a restarted
+daemon rebuilds from Slurm alone, and a start is idempotent: a job that runs is never released
+again. A job chronus took that Slurm no longer lists (its controller lost its state) has
+failed. A marked job that Slurm would start on its own (released by hand, or requeued after a
+node failure) is held again, since only chronus places it.
 
 Every REST failure is retried with backoff (``rest.py``) and then raised as
 :class:`BackendUnavailable`, so the service decides nothing until Slurm answers again.
@@ -37,10 +40,12 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import subprocess
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -52,6 +57,7 @@ from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachab
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
+from chronus_py.service.jobspec import shown
 
 CANNOT_RESIZE = "it starts each job at one size and has no command to resize a running one"
 
@@ -83,6 +89,20 @@ _GROUPS = {
     "per job; submit each component as its own job",
 }
 """Why a job that is one of several under one submission is refused (``SlurmJob.group``)."""
+
+_STARTING = {"None", "", "Priority", "Resources"}
+"""Slurm's reasons for a released job still pending that it is about to start (its scheduling
+pass has not run yet, or the GPUs of a job just stopped are not free yet): the start waits for
+it, up to ``start_timeout``. Any other reason (Dependency, BadConstraints, ReqNodeNotAvail,
+Reservation, PartitionTimeLimit, a QOS or association limit, ...) says Slurm will not start it
+now: it is held again at once, where waiting out the timeout held up every round (30 s) that
+started it."""
+
+_NEVER = {"PartitionTimeLimit": "--time", "DependencyNeverSatisfied": "--dependency"}
+"""Reasons Slurm gives for never running a released job, whatever its nodes, with the sbatch
+option behind each: the job is refused (the reason in its comment), not held and started again
+in every round. (PartitionNodeLimit is not one: chronus's own split of a job over nodes can
+cause it.)"""
 
 LATENCY_SAMPLES = 20
 """Starts the start latency is the longest of: recent enough to follow the cluster's load."""
@@ -123,6 +143,29 @@ def trouble(n: SlurmNode) -> str:
 
 def _fail(what: str, exc: Exception) -> BackendUnavailable:
     return BackendUnavailable(f"slurm: {what}: {exc}")
+
+
+def chronus_id(j: SlurmJob) -> str:
+    """A marked Slurm job's id in chronus, read from Slurm alone (``marker.job_id``; a
+    MarkerError if its marker does not read): what the tests, the demo and the benchmarks
+    match Slurm's jobs to chronus's by."""
+    return marker.job_id(marker.parse(j.comment), j.id, j.submit_time)
+
+
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """A job this backend has seen accepted: its marker, and the submit time and run count
+    Slurm showed then, which tell it apart from a new job given its id (a controller that lost
+    its state numbers jobs from ``FirstJobId`` again)."""
+
+    marker: marker.Marker
+    submitted: float
+    restarts: int
+
+    def same(self, j: SlurmJob) -> bool:
+        """Whether ``j`` is this job: Slurm stamps a job's submit time anew only when it
+        requeues it, which counts one more restart."""
+        return j.submit_time == self.submitted or j.restart_cnt > self.restarts
 
 
 class SlurmBackend(CompressedTime):
@@ -177,9 +220,13 @@ class SlurmBackend(CompressedTime):
         # Slurm stamps the start in whole seconds (up to a second earlier: two minutes at
         # 120x), so the service always sees when it began (``Service._observe``).
         self._asked: dict[int, tuple[dict[str, tuple[int, ...]], float]] = {}
-        self._vanished: set[str] = set()  # adopted jobs Slurm no longer knows (see submit)
+        # chronus id -> how it ended, for jobs Slurm no longer lists as chronus's (forgotten,
+        # see submit; gone, see jobs; refused at their start, see _settle)
+        self._vanished: dict[str, RunState] = {}
         self._nodes_seen: dict[str, tuple[int, ...]] = {}  # every node ``nodes`` has listed
-        self._taken: dict[int, marker.Marker] = {}  # Slurm id -> its marker when last accepted
+        self._taken: dict[int, _Taken] = {}  # Slurm id -> the job when last seen accepted
+        self._active: set[str] = set()  # chronus ids ``jobs`` last saw pending or running
+        self._states: dict[int, str] = {}  # Slurm id -> state, of every job the last listing had
         self._listed = False  # whether ``_marked`` has listed the jobs once
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
@@ -218,12 +265,29 @@ class SlurmBackend(CompressedTime):
         """The partition's nodes; one it listed before and no longer does (taken out of the
         partition, or out of Slurm) stays, unhealthy: the service keeps a node it is not told
         about as it was, and a start there never ran (Slurm: BadConstraints), waited out the start
-        timeout (30 s of the round) and was held again, in every round that planned one."""
+        timeout (30 s of the round) and was held again, in every round that planned one. A node
+        in a reservation that holds it now is unhealthy too: Slurm starts there no job submitted
+        outside it (ReqNodeNotAvail), and chronus refuses jobs submitted into one."""
+        now = time.time()
+        reserved = {
+            node: r
+            for r in self._slurm("list reservations", self.rest.reservations)
+            if r.start_time <= now < r.end_time
+            for node in r.nodes
+        }
         out = []
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
                 continue
             why = trouble(n)
+            if not why and n.name in reserved:
+                r = reserved[n.name]
+                until = (
+                    time.strftime(" until %Y-%m-%dT%H:%M:%SZ", time.gmtime(r.end_time))
+                    if math.isfinite(r.end_time)
+                    else ""
+                )
+                why = f"in reservation {r.name}{until}"
             out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
         listed = {n.name for n in out}
         where = f"partition {self.partition}" if self.partition is not None else "Slurm"
@@ -236,7 +300,9 @@ class SlurmBackend(CompressedTime):
     def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, marker.MarkerError | None]]:
         """Every job with the marker in our partition: (job, parsed marker or None, error)."""
         out = []
+        states = {}
         for j in self._slurm("list jobs", self.rest.jobs):
+            states[j.id] = j.state
             if not marker.is_marked(j.comment):
                 continue
             if self.partition is not None and j.partition != self.partition:
@@ -245,13 +311,14 @@ class SlurmBackend(CompressedTime):
             if exc is not None:
                 out.append((j, None, exc))
                 if exc.accepted:  # chronus's job, whose owner edited the marker since
-                    job_id = exc.job_id or f"slurm-{j.id}"
+                    job_id = self._error_id(j, exc)
                     self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
                 continue
             out.append((j, m, None))
             job_id = self._chronus_id(j, m)
             self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
         self._listed = True  # jobs accepted before this listing were accepted before a restart
+        self._states = states
         return out
 
     @staticmethod
@@ -270,8 +337,10 @@ class SlurmBackend(CompressedTime):
         Taken for a new arrival, it was refused as a taken id in every round while held, and
         once released, never seen running or ending by the service."""
         taken = self._taken.get(j.id)
-        if taken is not None and j.state not in _RUNNING and j.state != "PENDING":
-            del self._taken[j.id]  # over: nothing to write back
+        if taken is not None and (
+            j.state not in _RUNNING and j.state != "PENDING" or not taken.same(j)
+        ):
+            del self._taken[j.id]  # over, or another job with its id: nothing to write back
             taken = None
         try:
             m = marker.parse(j.comment)
@@ -280,7 +349,7 @@ class SlurmBackend(CompressedTime):
         except marker.MarkerError as exc:
             if taken is not None:
                 exc.accepted = True
-                exc.job_id = exc.job_id or taken.user.get("id")
+                exc.job_id = exc.job_id or marker.job_id(taken.marker, j.id, j.submit_time)
             return None, exc
         if m.accepted and taken is None and self._listed and self._copied(j, m):
             m = marker.Marker(m.user)  # a new job, read as one
@@ -294,12 +363,15 @@ class SlurmBackend(CompressedTime):
             return m, None
         if m.accepted:
             if j.state in _RUNNING or j.state == "PENDING":
-                self._taken[j.id] = m
+                self._taken[j.id] = _Taken(m, j.submit_time, j.restart_cnt)
             return m, None
         if taken is None:
             return m, None
-        m = marker.Marker(m.user, True, taken.done, taken.done_run)
-        comment = marker.render(m.user, accepted=True, done=m.done, done_run=m.done_run)
+        was = taken.marker
+        m = marker.Marker(m.user, True, was.done, was.done_run, was.submit)
+        comment = marker.render(
+            m.user, accepted=True, done=m.done, done_run=m.done_run, submit=m.submit
+        )
         log.warning(json.dumps({"event": "slurm_marker_restored", "slurm_job": j.id}))
         try:
             self.rest.update(j.id, JobChange(comment=comment))
@@ -307,12 +379,19 @@ class SlurmBackend(CompressedTime):
             pass  # it ended meanwhile, or the next listing writes it again
         except SlurmUnreachable as exc:
             raise _fail(f"restore the marker of job {j.id}", exc) from None
-        self._taken[j.id] = m
+        self._taken[j.id] = _Taken(m, j.submit_time, j.restart_cnt)
         return m, None
 
     @staticmethod
     def _chronus_id(j: SlurmJob, m: marker.Marker) -> str:
-        return m.user.get("id", f"slurm-{j.id}")
+        return marker.job_id(m, j.id, j.submit_time)
+
+    @staticmethod
+    def _error_id(j: SlurmJob, exc: marker.MarkerError) -> str:
+        """The chronus id of an accepted job whose marker no longer reads."""
+        return exc.job_id or marker.job_id(
+            marker.Marker({}, True, submit=exc.submit), j.id, j.submit_time
+        )
 
     def _find(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
         """The Slurm job behind a chronus id (the newest, if a user reused an id): read alone
@@ -363,15 +442,26 @@ class SlurmBackend(CompressedTime):
             if error is not None and error.accepted:
                 out.append(self._edited(j, error, now))
                 continue
+            if j.state == "PENDING" and not j.held:
+                # only chronus places a marked job; one submitted without --hold arrives once
+                # held (left alone, Slurm started it on GPUs chronus had planned for another
+                # job, whose start then waited out the timeout)
+                self._hold(j)
             if m is None or not m.accepted:
                 continue
-            if j.state == "PENDING" and not j.held:
-                self._hold(j)  # only chronus places a marked job
             out.append(self._observe(j, m, now))
         seen = {o.id for o in out}  # a job refused above may have vanished from a start too
+        for job_id in sorted(self._active - seen):
+            # Slurm no longer lists it: its controller lost its state (the StateSaveLocation
+            # wiped, or a new controller), or it was moved out of the partition or its marker
+            # removed; left unreported, the service held it pending or running for ever
+            if job_id not in self._vanished:  # refused at its start, it is cancelled
+                log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
+                self._vanished[job_id] = RunState.FAILED
+        self._active = {o.id for o in out if o.state in (RunState.PENDING, RunState.RUNNING)}
         out += [
-            ObservedJob(job_id, RunState.FAILED, ended_at=now)
-            for job_id in self._vanished
+            ObservedJob(job_id, state, ended_at=now)
+            for job_id, state in self._vanished.items()
             if job_id not in seen
         ]
         self._observed.append(looked)
@@ -382,7 +472,7 @@ class SlurmBackend(CompressedTime):
         update comment=...``): chronus can no longer place it or record its work, so it is
         refused as a new one would be (the reason in its comment, cancelled), and the service
         sees it cancelled. Left alone, every round that started or preempted it failed."""
-        job_id = error.job_id or f"slurm-{j.id}"
+        job_id = self._error_id(j, error)
         if j.state in _RUNNING or j.state == "PENDING":
             self._refuse(j, f"{error} (the marker was changed after chronus accepted the job)")
         return ObservedJob(
@@ -394,9 +484,9 @@ class SlurmBackend(CompressedTime):
         try:
             spec = marker.job_fields(
                 m,
-                slurm_id=j.id,
+                job_id=job_id,
                 gpus=j.gpus_per_node * j.node_count,
-                submit=self._v(j.submit_time),
+                submit=self._v(m.submit or j.submit_time),
                 tenant=self._tenant(j),
             )
             spec.pop("submit")
@@ -457,6 +547,8 @@ class SlurmBackend(CompressedTime):
         for j, m, exc in listing:
             if not j.held or (m is not None and m.accepted) or (exc is not None and exc.accepted):
                 continue  # an accepted job's edited marker is ``jobs``'s to report
+            if self._waits(j):
+                continue
             error = None if exc is None else str(exc)
             if j.group:
                 error = _GROUPS[j.group]
@@ -466,6 +558,13 @@ class SlurmBackend(CompressedTime):
                     "those the job does not ask for free (a job started beside it never ran); "
                     "ask for them with --gres=gpu:N"
                 )
+            elif not j.requeue:
+                error = (
+                    "--no-requeue: chronus preempts a job by requeueing it, which Slurm refuses "
+                    "for this one (each preemption failed its round); submit it with --requeue"
+                )
+            elif (asked := self._unplaceable(j)) is not None:
+                error = asked
             elif m is not None and "id" in m.user:
                 error = "id: set by chronus for the jobs it submits itself; leave it out"
             if error is None:
@@ -473,7 +572,7 @@ class SlurmBackend(CompressedTime):
                     marker.room(m.user)
                     fields = marker.job_fields(
                         m,
-                        slurm_id=j.id,
+                        job_id=self._chronus_id(j, m),
                         gpus=j.gpus_per_node * j.node_count,
                         submit=self._v(j.submit_time),
                         tenant=self._tenant(j),
@@ -495,8 +594,79 @@ class SlurmBackend(CompressedTime):
         service refuses it too, but names its own field and the whole cluster's GPUs."""
         if asked <= gpus:
             return None
-        scope = f"partition {self.partition}" if self.partition else "the cluster"
-        return f"--gres: the job asks for {asked} GPUs, {scope} has {gpus}"
+        return f"--gres: the job asks for {asked} GPUs, {self._where()} has {gpus}"
+
+    def _unplaceable(self, j: SlurmJob) -> str | None:
+        """Why chronus cannot honour what a job asks of the nodes it runs on, in one line
+        naming the sbatch option, or None. Chronus may place a job on any node of the partition
+        and its start names the nodes: a --nodelist was replaced by them, and a job whose
+        --exclude, --constraint, --reservation or --mem ruled out the planned node never started
+        (Slurm: BadConstraints, Reservation), each round that started it waiting out the start
+        timeout. What every node of the partition satisfies (a node excluded from outside it,
+        a feature all of them have) is no objection. A --gpus (per job, not per node) is
+        refused too: read as no GPU at all, it was refused as "the job requests no GPU"."""
+        if j.gpus_per_job and not j.gpus_per_node:
+            return (
+                f"--gpus: chronus reads a job's GPUs per node; ask for {j.gpus_per_job} with "
+                f"--gres=gpu:{j.gpus_per_job} (or --gpus-per-node)"
+            )
+        if j.required_nodes:
+            return (
+                f"--nodelist: chronus chooses the nodes of the jobs it starts (it would replace "
+                f"{','.join(j.required_nodes)}); leave it out"
+            )
+        if j.reservation:
+            return (
+                f"--reservation: chronus starts jobs on the nodes of {self._where()}, not in "
+                f"reservation {j.reservation}; leave it out"
+            )
+        if not (j.excluded_nodes or j.constraint or j.memory_per_node):
+            return None
+        nodes = [
+            n
+            for n in self._slurm("list nodes", self.rest.nodes)
+            if self.partition is None or self.partition in n.partitions
+        ]
+        excluded = [n.name for n in nodes if n.name in j.excluded_nodes]
+        if excluded:
+            return (
+                f"--exclude: chronus may start the job on any node of {self._where()}, "
+                f"{','.join(excluded)} among them; leave it out"
+            )
+        wanted = set(re.findall(r"[^&|,\[\]()!*\s]+", re.sub(r"\*[0-9]+", "", j.constraint)))
+        lacking = [n.name for n in nodes if not wanted <= set(n.features)]
+        if "!" in j.constraint or lacking:
+            return (
+                f"--constraint: {shown(j.constraint)}: chronus may start the job on any node of "
+                f"{self._where()}, and {','.join(lacking) or 'some'} would not do; leave it out"
+            )
+        small = [n for n in nodes if n.memory < j.memory_per_node]
+        if small:
+            return (
+                f"--mem: {j.memory_per_node} MB per node, more than {small[0].name} of "
+                f"{self._where()} has ({small[0].memory} MB), where chronus may start it"
+            )
+        return None
+
+    def _waits(self, j: SlurmJob) -> bool:
+        """Whether a held job's --dependency names a job that has not ended (or, for
+        ``after:``, begun): it is not chronus's yet. Slurm evaluates no held job's dependency
+        (it stays ``afterok:5(unfulfilled)``), only a released one's: released before the
+        job it waits for was over, it pended (Dependency) and each round that started it
+        waited out the start timeout. Once those jobs are over it is taken in, and its
+        release lets Slurm judge the dependency: met, it runs; never to be met (``afterok`` on
+        a failed job), Slurm says DependencyNeverSatisfied and the job is refused."""
+        if "unfulfilled" not in j.dependency:
+            return False
+        for kind, ids in re.findall(r"([a-z]+):([0-9_:+]+)", j.dependency):
+            for other in {int(n) for n in re.findall(r"(?:^|:)([0-9]+)", ids)}:
+                state = self._states.get(other, "")  # not listed: long over
+                if state == "PENDING" or state in _RUNNING and kind != "after":
+                    return True
+        return False
+
+    def _where(self) -> str:
+        return f"partition {self.partition}" if self.partition is not None else "the cluster"
 
     def _accepted(self, slurm_id: int, comment: str) -> None:
         """Show an arrival accepted in the shared listing, as its new comment has it in Slurm."""
@@ -556,18 +726,18 @@ class SlurmBackend(CompressedTime):
         if found is not None:
             j, m = found
             if not m.accepted and j.state == "PENDING":
-                comment = marker.render(m.user, accepted=True)
+                comment = marker.render(m.user, accepted=True, submit=j.submit_time)
                 self._slurm(
                     f"accept job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
                 )
                 self._accepted(j.id, comment)
-                self._taken[j.id] = marker.parse(comment)
+                self._taken[j.id] = _Taken(marker.parse(comment), j.submit_time, j.restart_cnt)
             return
         self._changing()
         if job.id.startswith("slurm-"):
             # a user's sbatch job that Slurm has forgotten (ended while chronus was away longer
             # than Slurm's MinJobAge): its script is theirs, so it is over, never re-created
-            self._vanished.add(job.id)
+            self._vanished[job.id] = RunState.FAILED
             return
         fields = dict(
             spec
@@ -596,7 +766,7 @@ class SlurmBackend(CompressedTime):
             partition=self.partition,
         )
         slurm_id = self._slurm(f"submit job {job.id}", self.rest.submit, new)
-        self._taken[slurm_id] = marker.parse(comment)
+        self._taken[slurm_id] = _Taken(marker.parse(comment), 0.0, -1)  # the job made just now
 
     def _require(self, job_id: str) -> tuple[SlurmJob, marker.Marker] | None:
         """The job to start or preempt; None, and reported failed by the next ``jobs``, if
@@ -605,7 +775,7 @@ class SlurmBackend(CompressedTime):
         found = self._find(job_id)
         if found is None:
             log.warning(json.dumps({"event": "slurm_job_gone", "job": job_id}))
-            self._vanished.add(job_id)
+            self._vanished[job_id] = RunState.FAILED
         return found
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
@@ -638,6 +808,9 @@ class SlurmBackend(CompressedTime):
             # a requeued job would wait ~2 min, one submitted with --begin until then: the
             # start would time out and hold up the round (30 s), round after round
             begin_now=True,
+            # its owner may have made it non-requeueable since chronus took it (scontrol update
+            # requeue=0): its preemption's requeuehold was refused and failed the round
+            requeue=True,
         )
         if j.restart_cnt > 0:
             self._after_requeue_second(j.id)
@@ -648,7 +821,9 @@ class SlurmBackend(CompressedTime):
     def _settle(self) -> None:
         """Wait (up to ``start_timeout`` after its release) until every job ``start`` released
         runs, so observations never show a started job as pending; one that Slurm did not start
-        in time is held again and shows as pending, which the service then re-plans. Starts of
+        in time, or says it will not start now (:data:`_STARTING`), is held again and shows as
+        pending, which the service then re-plans; one Slurm will never run in its partition
+        (:data:`_NEVER`) is refused. Starts of
         one round are released together and settle together, in about one Slurm scheduling
         pass rather than one per job. Each start seen running is one sample of the start
         latency (up to one poll late, so it errs long)."""
@@ -661,14 +836,23 @@ class SlurmBackend(CompressedTime):
                     del self._released[slurm_id]
                     if j is not None and j.state in _RUNNING:
                         self._latencies.append(max(time.time() - decided, 0.0))
-                elif now >= until:
+                elif now >= until or j.reason not in _STARTING:
                     del self._released[slurm_id]
-                    log.warning(
-                        json.dumps(
-                            {"event": "slurm_start_timeout", "slurm_job": j.id, "reason": j.reason}
-                        )
+                    event = "slurm_start_timeout" if j.reason in _STARTING else "slurm_not_started"
+                    log.warning(json.dumps({"event": event, "slurm_job": j.id, "reason": j.reason}))
+                    try:
+                        job_id = chronus_id(j) if j.reason in _NEVER else None
+                    except marker.MarkerError:
+                        job_id = None  # its owner broke the marker meanwhile: jobs() says so
+                    if job_id is None:
+                        self._hold(j)
+                        continue
+                    self._refuse(
+                        j,
+                        f"{_NEVER[j.reason]}: Slurm will not run the job in partition "
+                        f"{j.partition} ({j.reason})",
                     )
-                    self._hold(j)
+                    self._vanished[job_id] = RunState.CANCELLED  # no longer marked: not listed
             if self._released:
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.5)
@@ -756,11 +940,13 @@ class SlurmBackend(CompressedTime):
         if m.done_run != j.start_time:
             ran = self.now() if running else self._v(j.end_time)
             done = m.done + max(ran - self._v(j.start_time), 0.0)
-            comment = marker.render(m.user, accepted=True, done=done, done_run=j.start_time)
+            comment = marker.render(
+                m.user, accepted=True, done=done, done_run=j.start_time, submit=m.submit
+            )
             self._slurm(
                 f"record work of job {j.id}", self.rest.update, j.id, JobChange(comment=comment)
             )
-            self._taken[j.id] = marker.parse(comment)
+            self._taken[j.id] = _Taken(marker.parse(comment), j.submit_time, j.restart_cnt)
         if running:
             self._requeuehold(j.id)
 

@@ -9,7 +9,8 @@ builds; munge stays the system's). What differs between releases is kept here: s
 ``openapi/v0.0.38`` up to 23.11 and ``openapi/slurmctld`` from 23.11 on, and ``SwitchType`` is
 left out (``switch/none``, the old default, no longer exists in 24.11). Every daemon runs
 in the foreground as a child of this process, so :meth:`SlurmLab.stop` can end exactly the
-processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would; the GPUs are
+processes it started. Each node has plain ``gpu:N`` GRES, as a user's cluster would, and
+features (``gpu`` on every node, ``fast`` on the first) for ``--constraint``; the GPUs are
 character devices cloned from ``/dev/null`` (Slurm sets ``CUDA_VISIBLE_DEVICES`` only for
 devices).
 
@@ -205,9 +206,11 @@ class SlurmLab:
         lines.append(
             f"NodeName=DEFAULT CPUs=16 RealMemory=64000 Gres=gpu:{self.gpus_per_node} State=UNKNOWN"
         )
-        for n in self.node_names:
+        for n in self.node_names:  # features: "gpu" on every node, "fast" on the first
+            features = "gpu,fast" if n == self.node_names[0] else "gpu"
             lines.append(
-                f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[n]}"
+                f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 "
+                f"Port={self.node_ports[n]} Features={features}"
             )
         lines.append(
             f"PartitionName={self.partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP"
@@ -287,6 +290,24 @@ class SlurmLab:
 
     def stop_slurmctld(self) -> None:
         self._terminate("slurmctld")
+
+    def lose_state(self) -> None:
+        """Restart slurmctld with its StateSaveLocation wiped, as a site that lost it (or
+        brought up a new controller) would: every job is forgotten, job ids start again from
+        ``FirstJobId``, and the jobs slurmd still runs are killed when it registers. The jobs'
+        outputs and checkpoints, named by job id, are moved aside, so the new jobs with those
+        ids neither append to nor resume from them."""
+        self.stop_slurmctld()
+        for path in (self.root / "state").iterdir():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        jobs = self.root / "jobs"
+        aside = jobs / f"lost-{time.monotonic_ns()}"
+        aside.mkdir()
+        for path in jobs.iterdir():
+            if path.is_file() and (path.suffix == ".out" or "ckpt-" in path.name):
+                path.rename(aside / path.name)
+        self.start_slurmctld()
+        self._wait("idle nodes", self.all_idle, timeout=60)
 
     def all_idle(self) -> bool:
         try:

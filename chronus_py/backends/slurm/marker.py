@@ -16,11 +16,12 @@ Grammar: ``chronus:`` then space-separated ``key=value`` pairs.
 - ``iterations`` (optional, integer): lets ``POST /v1/jobs/{id}/progress`` re-estimate.
 - ``model`` (optional): informative.
 - ``id``: written by chronus only, for jobs submitted through its API (``chronus submit``); a
-  user's job is always ``slurm-<jobid>`` in chronus.
+  user's job is ``slurm-<jobid>-<submit>`` in chronus (:func:`job_id`).
 
-Chronus appends its own fields after `` |`` (``accepted``, ``done=SECONDS@START``), so what users
-read back with ``scontrol show job`` says what chronus made of their job. A job whose comment does
-not start with ``chronus:`` is not chronus's and is never touched.
+Chronus appends its own fields after `` |`` (``accepted``, ``submit=UNIX``,
+``done=SECONDS@START``), so what users read back with ``scontrol show job`` says what chronus made
+of their job. A job whose comment does not start with ``chronus:`` is not chronus's and is never
+touched.
 """
 
 from __future__ import annotations
@@ -48,17 +49,19 @@ COMMENT_BYTES = 1024
 """The longest comment slurmctld takes, in bytes, at submission and on every update
 (``_test_job_desc_fields`` in ``src/slurmctld/job_mgr.c``, 22.05 to 24.11): a longer one is
 refused as ``Pathname of a file, directory or other parameter too long``."""
-_OURS = " | accepted done=99999999999.9@9999999999"
+_OURS = " | accepted submit=9999999999 done=99999999999.9@9999999999"
 """The most chronus appends to a user's marker (``render``): an accepted marker must leave room."""
 
 
 class MarkerError(ValueError):
     """A marker that cannot be read; the message names the key and says what was expected.
     From :func:`parse`: ``accepted``, whether chronus had taken the job (a user edited the
-    comment since), and ``job_id``, its ``id=`` if it has one."""
+    comment since), ``job_id``, its ``id=`` if it has one, and ``submit``, chronus's record of
+    its submit time (0 if none): with its Slurm id, they name the job (:func:`job_id`)."""
 
     accepted: bool = False
     job_id: str | None = None
+    submit: float = 0.0
 
 
 def fitted(text: str) -> str:
@@ -83,12 +86,17 @@ def room(user: dict[str, str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """A parsed comment: the user's fields, and chronus's own (``accepted``, ``done``)."""
+    """A parsed comment: the user's fields, and chronus's own (``accepted``, ``submit``,
+    ``done``)."""
 
     user: dict[str, str]
     accepted: bool = False
     done: float = 0.0  # seconds of work in runs that ended, counted up to...
     done_run: float = 0.0  # ...the run that started at this Slurm start_time
+    # Slurm's submit time when chronus accepted the job (0: accepted before chronus recorded
+    # it, or never): Slurm stamps a new one on every requeue, and a controller that lost its
+    # state gives its ids out again, so this and the Slurm id name the job (``job_id``)
+    submit: float = 0.0
 
 
 def is_marked(comment: str) -> bool:
@@ -110,6 +118,8 @@ def parse(comment: str) -> Marker:
         return _parse(user_part, ours, accepted)
     except MarkerError as exc:
         exc.accepted, exc.job_id = accepted, job_id
+        recorded = re.search(r"(?:^|\s)submit=([0-9]{1,10})(?:\s|$)", ours)
+        exc.submit = float(recorded.group(1)) if recorded else 0.0
         raise
 
 
@@ -125,8 +135,12 @@ def _parse(user_part: str, ours: str, accepted: bool) -> Marker:
         if key in user:
             raise MarkerError(f"{key}: given twice")
         user[key] = value
-    done, done_run = 0.0, 0.0
+    done, done_run, submit = 0.0, 0.0, 0.0
     for item in ours.split():
+        if item.startswith("submit="):
+            submit = float(item[7:]) if re.fullmatch(r"[0-9]{1,10}", item[7:]) else math.nan
+            if math.isnan(submit):
+                raise MarkerError(f"{shown(item)}: chronus's own field is damaged")
         if item.startswith("done="):
             amount, _, run = item[5:].partition("@")
             try:
@@ -135,7 +149,7 @@ def _parse(user_part: str, ours: str, accepted: bool) -> Marker:
                 done = math.nan
             if not (0 <= done < math.inf and 0 <= done_run < math.inf):  # "nan", "inf", "-1"
                 raise MarkerError(f"{shown(item)}: chronus's own field is damaged")
-    return Marker(user, accepted, done, done_run)
+    return Marker(user, accepted, done, done_run, submit)
 
 
 def duration(text: str, key: str) -> float:
@@ -215,23 +229,41 @@ def deadlines(text: str, submit: float) -> list[dict[str, float]]:
     return out
 
 
+def job_id(marker: Marker, slurm_id: int, submitted: float) -> str:
+    """A marked job's chronus id: its ``id=`` (chronus's API jobs), else
+    ``slurm-<jobid>-<submit>``, the submit time (Unix seconds) chronus recorded when it accepted
+    the job or, before that, Slurm's (``submitted``). A controller that lost its state (its
+    StateSaveLocation wiped, or a new one) numbers jobs from ``FirstJobId`` again, and Slurm
+    wraps its ids at ``MaxJobId``: a bare ``slurm-<jobid>`` named a job chronus had already
+    taken, the new job was refused as a taken id in every round, and the old one never ended.
+    A job accepted before chronus recorded submit times keeps the ``slurm-<jobid>`` it had."""
+    if "id" in marker.user:
+        return marker.user["id"]
+    if not marker.accepted:
+        return f"slurm-{slurm_id}-{submitted:.0f}"
+    if not marker.submit:
+        return f"slurm-{slurm_id}"
+    return f"slurm-{slurm_id}-{marker.submit:.0f}"
+
+
 def job_fields(
     marker: Marker,
     *,
-    slurm_id: int,
+    job_id: str,
     gpus: int,
     submit: float,
     tenant: str,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """The fields of ``POST /v1/jobs`` for a marked Slurm job (``submit`` its submission time).
+    """The fields of ``POST /v1/jobs`` for a marked Slurm job, ``job_id`` (:func:`job_id`),
+    submitted at ``submit``.
     With ``now`` (an arrival), what the service would refuse at ``now`` is refused here too,
     named by the marker's key: a deadline passed or beyond the planning horizon."""
     u = marker.user
     if "estimate" not in u:
         raise MarkerError("estimate: required (e.g. estimate=30m)")
     fields: dict[str, Any] = {
-        "id": u.get("id", f"slurm-{slurm_id}"),
+        "id": job_id,
         "gpus": gpus,
         "tenant": tenant,
         "submit": submit,
@@ -273,12 +305,19 @@ def _utc(at: float) -> str:
 
 
 def render(
-    user: dict[str, str], *, accepted: bool, done: float = 0.0, done_run: float = 0.0
+    user: dict[str, str],
+    *,
+    accepted: bool,
+    done: float = 0.0,
+    done_run: float = 0.0,
+    submit: float = 0.0,
 ) -> str:
     """The comment for these fields (the inverse of :func:`parse`)."""
     text = PREFIX + " " + " ".join(f"{k}={v}" for k, v in user.items())
-    ours = (["accepted"] if accepted else []) + (
-        [f"done={done:.1f}@{done_run:.0f}"] if done or done_run else []
+    ours = (
+        (["accepted"] if accepted else [])
+        + ([f"submit={submit:.0f}"] if submit else [])
+        + ([f"done={done:.1f}@{done_run:.0f}"] if done or done_run else [])
     )
     return text + (SEPARATOR + " " + " ".join(ours) if ours else "")
 

@@ -21,6 +21,19 @@ class SlurmNode:
     flags: tuple[str, ...]  # upper case, e.g. ("DRAIN",), ("NOT_RESPONDING",)
     reason: str
     partitions: tuple[str, ...]
+    features: tuple[str, ...] = ()  # its available features (what ``--constraint`` asks for)
+    memory: int = 0  # RealMemory, MB
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmReservation:
+    """An advance reservation (``scontrol create reservation``): its nodes run only the jobs
+    submitted into it from ``start_time`` to ``end_time`` (Unix seconds)."""
+
+    name: str
+    nodes: tuple[str, ...]
+    start_time: float
+    end_time: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +58,17 @@ class SlurmJob:
     placement: Mapping[str, tuple[int, ...]]  # node -> GPU indices, from gres_detail
     group: str = ""  # "array" (sbatch --array) or "heterogeneous" (sbatch ... : ...), else ""
     exclusive: bool = False  # sbatch --exclusive (or =user, =mcs, =topo): no sharing its nodes
+    # What its owner asked of the nodes it runs on (sbatch --nodelist, --exclude, --constraint,
+    # --reservation, --mem) and its --dependency as Slurm shows it ("afterok:5(unfulfilled)").
+    # After a release ``required_nodes`` are chronus's.
+    required_nodes: tuple[str, ...] = ()
+    excluded_nodes: tuple[str, ...] = ()
+    constraint: str = ""
+    reservation: str = ""
+    memory_per_node: int = 0  # MB, 0: not asked
+    dependency: str = ""
+    gpus_per_job: int = 0  # sbatch --gpus=N (not per node)
+    requeue: bool = True  # False: sbatch --no-requeue (or JobRequeue=0 without --requeue)
 
     @property
     def held(self) -> bool:
@@ -68,7 +92,8 @@ class NewJob:
 @dataclass(frozen=True, slots=True)
 class JobChange:
     """One update of a job; None leaves a field as it is. ``nodes`` releases it onto exactly
-    those nodes; ``begin_now`` lets it start at once (a requeued job waits ~2 min, one
+    those nodes; ``requeue`` makes it requeueable (chronus preempts by requeueing);
+    ``begin_now`` lets it start at once (a requeued job waits ~2 min, one
     submitted with ``--begin`` until then)."""
 
     hold: bool | None = None
@@ -76,6 +101,7 @@ class JobChange:
     nodes: tuple[str, ...] | None = None
     gpus_per_node: int | None = None
     node_count: int | None = None
+    requeue: bool | None = None
     begin_now: bool = False
 
 

@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chronus_py.backends.slurm import marker
+from chronus_py.backends.slurm.backend import chronus_id
 from chronus_py.backends.slurm.harness import ServeProcess
 from chronus_py.backends.slurm.lab import SlurmLab, workload
 from chronus_py.backends.slurm.rest import SlurmRest
@@ -120,10 +122,10 @@ def run(
             steps = max(1, round(j.work / scale))
             args = [f"--gres=gpu:{j.gpus}"]
             if chronus:
-                marker = f"chronus: estimate={steps * scale if exact else j.work:g}"
+                comment = f"chronus: estimate={steps * scale if exact else j.work:g}"
                 if j.deadline is not None:
-                    marker += f" deadline=+{j.deadline:g}"
-                args = ["--hold", *args, "--comment", marker]
+                    comment += f" deadline=+{j.deadline:g}"
+                args = ["--hold", *args, "--comment", comment]
             submit = v(time.time())
             outcomes.append(Outcome(j, lab.sbatch(*args, script=workload(steps)), submit))
         ids = {o.slurm_id: o for o in outcomes}
@@ -149,7 +151,7 @@ def run(
         if o is None:
             continue
         o.end, o.state, o.restarts = v(s.end_time), s.state, s.restart_cnt
-        o.chronus = chronus_view.get(f"slurm-{s.id}", {})
+        o.chronus = chronus_view.get(chronus_id(s), {}) if marker.is_marked(s.comment) else {}
         if history is not None and o.chronus:
             o.chronus["promises"] = history.promises(o.chronus["id"])
             o.chronus["decisions"] = history.decisions(o.chronus["id"])

@@ -31,7 +31,13 @@ from urllib.parse import urlsplit
 
 from chronus_py.backends.slurm.api_v0038 import RestV0038
 from chronus_py.backends.slurm.api_v0040 import RestV0040
-from chronus_py.backends.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
+from chronus_py.backends.slurm.model import (
+    JobChange,
+    NewJob,
+    SlurmJob,
+    SlurmNode,
+    SlurmReservation,
+)
 
 
 class RestLayer(Protocol):
@@ -42,6 +48,7 @@ class RestLayer(Protocol):
 
     def job(self, raw: Mapping[str, Any]) -> SlurmJob: ...
     def node(self, raw: Mapping[str, Any]) -> SlurmNode: ...
+    def reservation(self, raw: Mapping[str, Any]) -> SlurmReservation: ...
     def submission(self, new: NewJob) -> dict: ...
     def change(self, change: JobChange) -> dict: ...
     def refusals(self, reply: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
@@ -383,6 +390,10 @@ class SlurmRest:
     def nodes(self) -> list[SlurmNode]:
         raw = self.call("GET", "list nodes", "nodes").get("nodes", [])
         return [self.layer.node(n) for n in raw]
+
+    def reservations(self) -> list[SlurmReservation]:
+        raw = self.call("GET", "list reservations", "reservations").get("reservations", [])
+        return [self.layer.reservation(r) for r in raw]
 
     def jobs(self) -> list[SlurmJob]:
         return [self.layer.job(j) for j in self.call("GET", "list jobs", "jobs").get("jobs", [])]
