@@ -9,9 +9,11 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
   such Workloads are ever started, so chronus never runs more than Kueue reserved. A bad
   annotation sets the check ``Rejected`` with a message naming it (Kueue deactivates the
   Workload); the controller goes on.
-- start: the check turns ``Ready`` with ``podSetUpdates`` whose nodeSelector pins every pod to
-  the node the allocator chose (several nodes: a label chronus puts on exactly those nodes);
-  Kueue admits the Workload and unsuspends the Job.
+- start: the scheduler places the Workload as its pods, each whole on one node (the job's
+  ``pod_gpus``, from its pod sets: 3 pods of 2 GPUs on 4-GPU nodes are 4 + 2); the check turns
+  ``Ready`` with ``podSetUpdates`` whose nodeSelector pins every pod to the node the allocator
+  chose (several nodes: a label chronus puts on exactly those nodes); Kueue admits the
+  Workload and unsuspends the Job.
 - preempt: the check turns ``Retry`` on the admitted Workload: Kueue evicts it (the Job is
   suspended, its pods get their termination grace to checkpoint), releases its quota and
   requeues it at once; once Kueue reserves again, chronus resumes it when its plan says.
@@ -84,7 +86,7 @@ class KueueBackend(CompressedTime):
     """Drive the Workloads of chronus's admission checks through the API server ``kube``."""
 
     name = "kueue"
-    even_gangs = True  # every pod of a pod set asks the same GPUs
+    even_gangs = False  # a gang is its pods (``Job.pod_gpus``), not equal shares per node
     whole_pods = True  # ... fixed by the Job: a one-pod 4-GPU Job is never 2 + 2
     records_promises = True
     resizes_waiting_jobs = True  # Kueue may reserve a preempted Workload again at another count
@@ -163,7 +165,7 @@ class KueueBackend(CompressedTime):
         )
         self._eventer.start()
         self._size: tuple[int, int] | None = None  # chronus's nodes and GPUs, once a round
-        self._node_sizes: list[int] = []  # each node's GPUs, largest first (``_splits``)
+        self._node_sizes: list[int] = []  # each node's GPUs (``_pods``)
 
     def close(self) -> None:
         self._events.put(None)
@@ -531,7 +533,7 @@ class KueueBackend(CompressedTime):
         if self._size is None:  # once a round: a burst of arrivals reads the Nodes once
             nodes = self.nodes()
             self._size = (len(nodes), sum(len(n.gpus) for n in nodes))
-            self._node_sizes = sorted((len(n.gpus) for n in nodes), reverse=True)
+            self._node_sizes = [len(n.gpus) for n in nodes]
         count, total = self._size
         if gpus > total:
             sets = ", ".join(
@@ -543,39 +545,31 @@ class KueueBackend(CompressedTime):
                 f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {count} "
                 f"node{'s' if count != 1 else ''} have {total} ({self.resource})"
             )
-        self._splits(wl, gpus)
+        fields["pod_gpus"] = self._pods(wl, gpus)
         return fields
 
-    def _splits(self, wl: dict, gpus: int) -> None:
-        """:class:`AnnotationError` unless chronus's scheduler can place a Job of ``gpus`` GPUs
-        in ``wl``'s pods. A Job wider than a node is split equally over the fewest nodes that
-        hold it (``Scheduler.request_for`` with ``even_gangs``), whatever its pods: 3 pods of
-        2 GPUs on 4-GPU nodes are planned as 3 + 3, which ``_start`` refuses (no pod of 2 fills
-        3), a backend error and a rebuild every round it was planned, and 5 pods of 1 GPU as 5
-        nodes of 1, which 2 nodes never hold, so it waited for ever on Kueue's quota. (The
-        scheduler, not this check, is where a split by pods belongs; reported.)"""
-        per_node = self._node_sizes[0] if self._node_sizes else 0
-        if gpus <= per_node:
-            return
-        ways = (k for k in range(2, gpus + 1) if gpus % k == 0 and gpus // k <= per_node)
-        nodes = next(ways, None)
-        if nodes is None:
-            return  # wider than the cluster: refused above
-        share = gpus // nodes
-        why = (
-            "resources: chronus splits a Job wider than a node equally over the fewest nodes "
-            f"that hold it: its {gpus} GPUs as {nodes} nodes of {share}"
-        )
-        holding = sum(1 for size in self._node_sizes if size >= share)
-        if holding < nodes:
-            raise notes.AnnotationError(f"{why}, and chronus has {holding} such nodes")
-        sizes = sorted({p.gpus_per_pod for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod})
-        bad = [k for k in sizes if share % k]
-        if bad:
+    def _pods(self, wl: dict, gpus: int) -> int:
+        """The GPUs of each of ``wl``'s pods (``Job.pod_gpus``: the scheduler places the Job as
+        those pods, each whole on one node), or :class:`AnnotationError` if chronus cannot:
+        pod sets whose pods ask different GPUs (one pod size per job), or pods that chronus's
+        nodes cannot hold all at once even when idle (it would wait for ever on Kueue's
+        quota). Before, a Job wider than a node was split equally over the fewest nodes
+        whatever its pods, and refused here when they could not fill that split: 3 pods of 2
+        GPUs on 4-GPU nodes (planned 3 + 3), 5 pods of 1 on two such nodes (5 nodes of 1)."""
+        sets = [p for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod]
+        if len({p.gpus_per_pod for p in sets}) > 1:
             raise notes.AnnotationError(
-                f"{why}, which pods of {bad[0]} GPUs cannot fill (pods whose GPUs divide "
-                f"{share}, or a Job on one node of {per_node}, can run)"
+                "resources: chronus runs a Workload whose pods ask the same GPUs; its pod sets "
+                f"ask {', '.join(f'{p.name}: {p.gpus_per_pod}' for p in sets)}"
             )
+        size = sets[0].gpus_per_pod
+        fit = sum(n // size for n in self._node_sizes)
+        if fit < gpus // size:
+            raise notes.AnnotationError(
+                f"resources: the Job's pods ask {size} GPUs each ({gpus // size} of them); "
+                f"chronus's nodes hold {fit} such pods (a pod runs on one node)"
+            )
+        return size
 
     # -- commands ----------------------------------------------------------------------------------
     def _require_leader(self) -> None:
