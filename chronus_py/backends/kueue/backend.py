@@ -155,6 +155,9 @@ class KueueBackend(CompressedTime):
         )
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
+        self._failures: dict[str, RunState] = {}  # failed Workload id -> how it ended
+        self._deleted_ns: dict[str, bool | None] = {}  # namespace -> being deleted, this look
+        self._said_ns = False  # the log said chronus may not read namespaces
         self._passed: dict[str, float] = {}  # arrival id -> its last deadline, passed
         self._events: queue.SimpleQueue = queue.SimpleQueue()  # (ns, job, uid, reason, text)
         self._eventer = threading.Thread(
@@ -308,6 +311,7 @@ class KueueBackend(CompressedTime):
 
     def jobs(self) -> Sequence[ObservedJob]:
         self._looked = time.monotonic()
+        self._deleted_ns = {}  # each namespace read at most once a look (``_failure``)
         self.writes.retry()  # records whose write failed: again, once a round
         now = self.now()
         out = []
@@ -326,6 +330,7 @@ class KueueBackend(CompressedTime):
             self._gone.setdefault(job_id, now)
         self._tracked = seen
         self._readable = {i: t for i, t in self._readable.items() if i in seen}
+        self._failures = {i: t for i, t in self._failures.items() if i in seen}
         out += [
             ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
             for job_id, at in self._gone.items()
@@ -411,7 +416,11 @@ class KueueBackend(CompressedTime):
             if since is not None:
                 done += max(self._v(at or time.time()) - since, 0.0)
                 runs += 1
-            state = RunState.FINISHED if finished.get("reason") == "Succeeded" else RunState.FAILED
+            state = (
+                RunState.FINISHED
+                if finished.get("reason") == "Succeeded"
+                else self._failure(job_id, wls.key(wl)[0])
+            )
             return ObservedJob(
                 job_id,
                 state,
@@ -437,6 +446,31 @@ class KueueBackend(CompressedTime):
                 **common,
             )
         return ObservedJob(job_id, RunState.PENDING, work_done=done, starts=runs, **common)
+
+    def _failure(self, job_id: str, namespace: str) -> RunState:
+        """How a Workload Kueue finished as failed ended: ``CANCELLED`` if its namespace is
+        gone or being deleted (its owner deleted it, as a deleted Job is cancelled: the
+        namespace's deletion kills the pods first, so the Job fails before its Workload goes,
+        and it was reported failed), else ``FAILED``. Asked once per Workload and per
+        namespace a round (a finished Workload is listed until its Job goes); without ``get
+        namespaces`` it is ``FAILED``, said once in the log."""
+        if job_id not in self._failures:
+            if namespace not in self._deleted_ns:
+                self._deleted_ns[namespace] = self.kube.namespace_deleted(namespace)
+            deleted = self._deleted_ns[namespace]
+            if deleted is None and not self._said_ns:
+                self._said_ns = True
+                log.warning(
+                    json.dumps(
+                        {
+                            "event": "kueue_namespaces",
+                            "message": "may not get namespaces: a Job whose namespace is deleted "
+                            "is reported failed (deploy/kueue/controller.yaml grants it)",
+                        }
+                    )
+                )
+            self._failures[job_id] = RunState.CANCELLED if deleted else RunState.FAILED
+        return self._failures[job_id]
 
     def look(self) -> None:
         """Before a round, off the request lock: read the Jobs of the Workloads that arrive now
