@@ -4,6 +4,8 @@ owner meant it and the other Jobs go on."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("lightkube")
@@ -59,3 +61,34 @@ def test_a_running_job_whose_namespace_is_deleted_is_cancelled(setup, tmp_path):
             wait(lambda: s.succeeded("next"), 60, "the next Job to run")
     finally:
         s.cp.api("DELETE", f"/api/v1/namespaces/{gone}", ok=(200, 202, 404, 409))
+
+
+def test_a_running_job_its_owner_scales_goes_on_at_its_new_size(setup, tmp_path):
+    """``kubectl scale`` of a running Job: Kueue stops it, deletes its Workload and creates
+    another of the same name (so the same chronus id) for the new parallelism. Chronus
+    reported the job cancelled, then refused the new Workload every round (its id was taken)
+    while Kueue held its quota for ever. It is the same job, re-planned at its new size."""
+    s = setup
+    s.add_nodes("a")
+    with s.serve(tmp_path) as serve:
+        s.submit("grow", gpus=1, pods=2, run_seconds=8, notes={EST: "30m"})
+        wait(lambda: len(s.running_nodes("grow")) == 2, 60, "grow to run")
+        grow = s.chronus_id("grow")
+        s.cp.api(
+            "PATCH",
+            f"/apis/batch/v1/namespaces/{s.ns}/jobs/grow",
+            {"spec": {"parallelism": 1}},
+            content_type="application/merge-patch+json",
+        )
+        wait(
+            lambda: (j := serve.jobs()[grow])["gpus"] == 1 and j["state"] == "running",
+            60,
+            "grow to run again at 1 GPU",
+        )
+        done = json.loads(s.workload("grow")["metadata"]["annotations"]["chronus.io/work-done"])
+        assert done["runs"] == 1 and done["resized"] == [2, 1], done  # its first run counted
+        s.submit("other", gpus=1, run_seconds=1, notes={EST: "1m"})
+        wait(lambda: s.succeeded("other"), 60, "the other Job to run")
+        wait(lambda: serve.jobs()[grow]["state"] == "finished", 90, "grow to complete")
+        assert not [e for e in serve.events("refuse", "cancel") if e["job"] == grow]
+        assert not serve.events("backend_error"), serve.events("backend_error")[:3]

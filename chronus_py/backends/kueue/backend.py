@@ -18,7 +18,9 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
   suspended, its pods get their termination grace to checkpoint), releases its quota and
   requeues it at once; once Kueue reserves again, chronus resumes it when its plan says.
 - cancel: the check turns ``Rejected`` (Kueue deactivates the Workload); a Job deleted by its
-  owner, or a Workload deactivated by hand, is a cancelled chronus job.
+  owner (or with its namespace), or a Workload deactivated by hand, is a cancelled chronus job.
+  A Job whose parallelism its owner changes is the same job at its new size (Kueue recreates
+  its Workload: ``_recreated``).
 - what users see: the check's ``message`` says the decision ("guaranteed to finish by T",
   "planned start T", "not guaranteed: why"), rewritten when a round changes it materially
   (``publish``, ``material``: a planned start is shown to within 10 % of the wait).
@@ -75,6 +77,7 @@ log = logging.getLogger("chronus.kueue")
 FIELD_MANAGER = "chronus"
 ACTIVE_EVERY = 30.0
 RESERVE_WAIT = 3.0
+RECREATE_WAIT = 30.0  # wall seconds a vanished Workload's Job may wait for Kueue's new one
 SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at start
 MIN_SHIFT = 60.0  # backend seconds a planned start may move before its message is rewritten
 SHIFT_SHARE = 0.1  # ... or this share of the time until it, if more (``material``)
@@ -156,6 +159,8 @@ class KueueBackend(CompressedTime):
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
         self._failures: dict[str, RunState] = {}  # failed Workload id -> how it ended
+        self._last: dict[str, dict] = {}  # accepted id -> its Workload, as the last look saw it
+        self._vanished: dict[str, float] = {}  # id -> when its Workload vanished (``_coming_back``)
         self._deleted_ns: dict[str, bool | None] = {}  # namespace -> being deleted, this look
         self._said_ns = False  # the log said chronus may not read namespaces
         self._passed: dict[str, float] = {}  # arrival id -> its last deadline, passed
@@ -316,19 +321,35 @@ class KueueBackend(CompressedTime):
         now = self.now()
         out = []
         seen = set()
+        last: dict[str, dict] = {}
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
+            if fields is None:
+                wl, fields = self._recreated(job_id, wl, now)
             if fields is None or self._damaged(job_id, wl, fields, now):
                 continue
             seen.add(job_id)
             wl, fields = self._follow_count(job_id, wl, fields)
+            last[job_id] = wl
             obs = self._observe(job_id, wl, fields, now)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
                 self._unpin_gang(job_id, wl, obs)
             out.append(obs)
         for job_id in self._tracked - seen:
+            old = self._last.get(job_id)
+            if old is not None and self._coming_back(job_id, old):
+                last[job_id] = old
+                continue
             self._gone.setdefault(job_id, now)
-        self._tracked = seen
+            if old is not None:
+                try:  # a gang deleted while it ran: its label would stay on its nodes
+                    self._unlabel(job_id, wls.placement(old)[0])
+                except BackendUnavailable as exc:  # housekeeping
+                    log.warning(
+                        json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)})
+                    )
+        self._vanished = {i: t for i, t in self._vanished.items() if i in last and i not in seen}
+        self._tracked, self._last = set(last), last
         self._readable = {i: t for i, t in self._readable.items() if i in seen}
         self._failures = {i: t for i, t in self._failures.items() if i in seen}
         out += [
@@ -365,6 +386,76 @@ class KueueBackend(CompressedTime):
         self._readable[job_id] = text
         return False
 
+    def _recreated(self, job_id: str, wl: dict, now: float) -> tuple[dict, dict | None]:
+        """``wl`` and its job fields if Kueue recreated the Workload of a job chronus had
+        accepted, else ``wl`` and None. Kueue deletes the Workload of a Job whose pod sets no
+        longer match it (``kubectl scale`` or a patch of a running or reserved Job's
+        parallelism) and creates another of the same name, so the same chronus id, without
+        chronus's records. It was a cancelled job, then an arrival the service refused every
+        round (its id was taken), with Kueue's quota reserved for it for ever. It is the same
+        job: its run ended (Kueue stopped the Job), its records are carried over to the new
+        Workload at the new count (``workloads.resize``, as a partial admission), and the
+        service re-plans it."""
+        old = self._last.get(job_id)
+        owner = wls.owner_job_uid(wl)
+        if (
+            old is None
+            or owner is None
+            or owner != wls.owner_job_uid(old)
+            or wls.meta(wl).get("uid") == wls.meta(old).get("uid")
+            or wls.REFUSED in wls.annotations(wl)
+            or (self.elector is not None and not self.elector.held)
+        ):
+            return wl, None
+        fields = wls.accepted(old) or {}
+        done, runs = wls.work_done(old)
+        nodes, since = wls.placement(old)
+        if since is not None:  # the run Kueue stopped
+            done += max(now - since, 0.0)
+            runs += 1
+        was, count = int(fields.get("gpus", 0)), wls.gpus(wl, self.resource)
+        record: dict[str, Any] = {"seconds": round(done, 3), "runs": runs}
+        if count >= 1 and count != was:
+            fields, done = wls.resize(fields, done, was, count)
+            record = {"seconds": round(done, 3), "runs": runs, "resized": [was, count]}
+        log.info(json.dumps({"event": "kueue_recreated", "job": job_id, "from": was, "to": count}))
+        kept = wls.records(old)
+        try:
+            self._unlabel(job_id, nodes)
+            wl = self._record(
+                wl,
+                job=fields,
+                work_done=record,
+                guarantee=kept.get(wls.GUARANTEE),
+                deadline_passed=kept.get(wls.PASSED),
+                placement=None,
+                refused=None,
+            )
+        except BackendUnavailable as exc:  # seen again at the next look
+            log.warning(json.dumps({"event": "kueue_recreated", "job": job_id, "error": str(exc)}))
+            return wl, None
+        return wl, fields
+
+    def _coming_back(self, job_id: str, old: dict) -> bool:
+        """Whether an accepted Workload that vanished while neither finished nor deleted may be
+        one Kueue is recreating (``_recreated``): its Job is still there, for at most
+        ``RECREATE_WAIT`` wall seconds. Reported cancelled meanwhile, the job was ended in
+        the service before its new Workload came."""
+        if wls.is_true(old, "Finished") or wls.meta(old).get("deletionTimestamp"):
+            return False
+        first = self._vanished.setdefault(job_id, time.monotonic())
+        job = wls.owner_job(old)
+        if job is None or time.monotonic() - first > RECREATE_WAIT:
+            return False
+        return self.kube.job_alive(wls.key(old)[0], job, wls.owner_job_uid(old))
+
+    def _unlabel(self, job_id: str, nodes: Mapping[str, Any]) -> None:
+        """Take a multi-node run's gang label off its nodes."""
+        if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
+            return
+        for node in nodes:
+            self.kube.label_node(node, self._gang_label(job_id), on=False)
+
     def _unpin_gang(self, job_id: str, wl: dict, obs: ObservedJob) -> None:
         """Take a multi-node run's label off its nodes once the run is over, and close the run
         in the records (so this happens once)."""
@@ -372,8 +463,7 @@ class KueueBackend(CompressedTime):
         if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
             return
         try:
-            for node in nodes:
-                self.kube.label_node(node, self._gang_label(job_id), on=False)
+            self._unlabel(job_id, nodes)
             done = wls.done_record(wl, obs.work_done or 0.0, obs.starts)
             self._record(wl, work_done=done, placement=None, now=False)
         except BackendUnavailable as exc:  # housekeeping: tried again at the next look
@@ -505,7 +595,7 @@ class KueueBackend(CompressedTime):
                     self._require_leader()
                     self._check(wl, "Rejected", f"chronus refused it: {why}", now=False)
                 continue
-            if not _arriving(wl, self.checks):
+            if not _arriving(wl, self.checks) or job_id in self._last:  # last: ``_recreated``
                 continue
             ns, name = wls.key(wl)
             given = wls.annotations(wl)

@@ -207,6 +207,18 @@ class Kube:
         )
         return {} if job is None else dict(job.metadata.annotations or {})
 
+    def job_alive(self, namespace: str, name: str, uid: str | None) -> bool:
+        """Whether the ``batch/v1`` Job ``name`` of ``uid`` exists and is not being deleted."""
+        self.reads += 1
+        job = self.call(
+            f"get job {namespace}/{name}",
+            lambda: self.client.get(Job, name, namespace=namespace),
+            missing_ok=True,
+        )
+        return (
+            job is not None and job.metadata.uid == uid and job.metadata.deletionTimestamp is None
+        )
+
     def namespace_deleted(self, name: str) -> bool | None:
         """Whether the namespace ``name`` is gone or being deleted; None if this account may
         not read it (``get namespaces`` is optional in ``deploy/kueue/controller.yaml``)."""
