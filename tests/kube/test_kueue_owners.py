@@ -92,3 +92,29 @@ def test_a_running_job_its_owner_scales_goes_on_at_its_new_size(setup, tmp_path)
         wait(lambda: serve.jobs()[grow]["state"] == "finished", 90, "grow to complete")
         assert not [e for e in serve.events("refuse", "cancel") if e["job"] == grow]
         assert not serve.events("backend_error"), serve.events("backend_error")[:3]
+
+
+def gang_labels(s) -> list[str]:
+    """chronus's gang labels on this test's nodes."""
+    return sorted(
+        k
+        for n in s.cp.api("GET", "/api/v1/nodes")["items"]
+        if n["metadata"]["name"].startswith(s.ns + "-")
+        for k in n["metadata"]["labels"]
+        if k.startswith("chronus.io/gang-")
+    )
+
+
+def test_a_gang_deleted_while_it_runs_leaves_no_label_on_its_nodes(setup, tmp_path):
+    """A Job deleted while it ran on two nodes: its Workload goes at once, and the label that
+    pinned its pods to those nodes stayed on them for good."""
+    s = setup
+    s.add_nodes("a", "b")
+    with s.serve(tmp_path) as serve:
+        s.submit("gang", gpus=4, pods=2, run_seconds=60, notes={EST: "60m"})
+        wait(lambda: len(s.running_nodes("gang")) == 2, 60, "gang to run")
+        gang = s.chronus_id("gang")
+        assert gang_labels(s)
+        s.delete_job("gang")
+        wait(lambda: serve.jobs()[gang]["state"] == "cancelled", 60, "gang cancelled")
+        wait(lambda: not gang_labels(s), 20, "its label off its nodes")
