@@ -118,3 +118,43 @@ def test_a_gang_deleted_while_it_runs_leaves_no_label_on_its_nodes(setup, tmp_pa
         s.delete_job("gang")
         wait(lambda: serve.jobs()[gang]["state"] == "cancelled", 60, "gang cancelled")
         wait(lambda: not gang_labels(s), 20, "its label off its nodes")
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "says"),
+    [
+        (
+            8,
+            "resources: the Job asks 8 GPUs (8 pods of 1), chronus's 1 node have 4 "
+            "(nvidia.com/gpu)",
+        ),
+        (0, "resources: the Workload has no pods (the Job's parallelism is 0); nothing to run"),
+    ],
+)
+def test_a_running_job_scaled_to_what_cannot_run_is_refused(setup, tmp_path, parallelism, says):
+    """Scaled to more GPUs than chronus's nodes have, the Job's new Workload was re-planned at
+    that size and waited for ever, Kueue's quota held for it; scaled to 0, every round's start
+    of it failed (a backend error a round). It is refused as such a Job is at arrival (Kueue
+    deactivates it) and the job is cancelled."""
+    s = setup
+    s.add_nodes("a")
+    body = job("grow", s.queue, namespace=s.ns, gpus=1, pods=2, run_seconds=30)
+    body["metadata"]["annotations"] = {EST: "30m"}
+    body["spec"]["completions"] = 8  # room to scale up to
+    s.cp.apply(body)
+    with s.serve(tmp_path) as serve:
+        wait(lambda: len(s.running_nodes("grow")) == 2, 60, "grow to run")
+        grow = s.chronus_id("grow")
+        s.cp.api(
+            "PATCH",
+            f"/apis/batch/v1/namespaces/{s.ns}/jobs/grow",
+            {"spec": {"parallelism": parallelism}},
+            content_type="application/merge-patch+json",
+        )
+        entry = wait(
+            lambda: (e := s.entry("grow")).get("state") == "Rejected" and e, 60, "grow refused"
+        )
+        assert entry["message"] == "chronus refused it: " + says, entry
+        wait(lambda: serve.jobs()[grow]["state"] == "cancelled", 30, "grow cancelled")
+        assert not (s.workload("grow")["spec"].get("active", True))
+        assert not serve.events("backend_error"), serve.events("backend_error")[:3]

@@ -337,7 +337,7 @@ class KueueBackend(CompressedTime):
             out.append(obs)
         for job_id in self._tracked - seen:
             old = self._last.get(job_id)
-            if old is not None and self._coming_back(job_id, old):
+            if old is not None and job_id not in self._gone and self._coming_back(job_id, old):
                 last[job_id] = old
                 continue
             self._gone.setdefault(job_id, now)
@@ -395,7 +395,8 @@ class KueueBackend(CompressedTime):
         round (its id was taken), with Kueue's quota reserved for it for ever. It is the same
         job: its run ended (Kueue stopped the Job), its records are carried over to the new
         Workload at the new count (``workloads.resize``, as a partial admission), and the
-        service re-plans it."""
+        service re-plans it; a count chronus's nodes cannot hold is refused, as at arrival,
+        and the job cancelled (it waited for ever, Kueue's quota held)."""
         old = self._last.get(job_id)
         owner = wls.owner_job_uid(wl)
         if (
@@ -422,6 +423,7 @@ class KueueBackend(CompressedTime):
         kept = wls.records(old)
         try:
             self._unlabel(job_id, nodes)
+            self._pods(wl, count)
             wl = self._record(
                 wl,
                 job=fields,
@@ -431,6 +433,10 @@ class KueueBackend(CompressedTime):
                 placement=None,
                 refused=None,
             )
+        except notes.AnnotationError as exc:  # scaled to 0, or past what chronus's nodes hold
+            self._refuse(job_id, wl, str(exc))
+            self._gone.setdefault(job_id, now)  # ended now, not once its Job goes
+            return wl, None
         except BackendUnavailable as exc:  # seen again at the next look
             log.warning(json.dumps({"event": "kueue_recreated", "job": job_id, "error": str(exc)}))
             return wl, None
@@ -582,7 +588,7 @@ class KueueBackend(CompressedTime):
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         self._passed = {}  # the last round's were recorded by its submits (or refused)
-        self._size = None  # chronus's nodes and GPUs: read again (``_fields``)
+        self._size = None  # chronus's nodes and GPUs: read again (``_pods``)
         for job_id, wl in self._ours().items():
             entry = wls.check_entry(wl, self.checks)
             why = wls.annotations(wl).get(wls.REFUSED)
@@ -654,6 +660,20 @@ class KueueBackend(CompressedTime):
             pods=sum(p.count for p in wls.pod_sets(wl, self.resource)),
             resource=self.resource,
         )
+        fields["pod_gpus"] = self._pods(wl, gpus)
+        return fields
+
+    def _pods(self, wl: dict, gpus: int) -> int:
+        """The GPUs of each of ``wl``'s pods (``Job.pod_gpus``: the scheduler places the Job as
+        those pods, each whole on one node), or :class:`AnnotationError` if chronus cannot: more
+        GPUs than chronus's nodes have, pod sets whose pods ask different GPUs (one pod size
+        per job), or pods that chronus's nodes cannot hold all at once even when idle (it
+        would wait for ever on Kueue's quota). Before, a Job wider than a node was split
+        equally over the fewest nodes whatever its pods, and refused here when they could not
+        fill that split: 3 pods of 2 GPUs on 4-GPU nodes (planned 3 + 3), 5 pods of 1 on two
+        such nodes (5 nodes of 1)."""
+        if gpus < 1:  # scaled to 0 (at arrival, ``job_fields`` says so first)
+            raise notes.AnnotationError(notes.NO_PODS)
         if self._size is None:  # once a round: a burst of arrivals reads the Nodes once
             nodes = self.nodes()
             self._size = (len(nodes), sum(len(n.gpus) for n in nodes))
@@ -669,17 +689,6 @@ class KueueBackend(CompressedTime):
                 f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {count} "
                 f"node{'s' if count != 1 else ''} have {total} ({self.resource})"
             )
-        fields["pod_gpus"] = self._pods(wl, gpus)
-        return fields
-
-    def _pods(self, wl: dict, gpus: int) -> int:
-        """The GPUs of each of ``wl``'s pods (``Job.pod_gpus``: the scheduler places the Job as
-        those pods, each whole on one node), or :class:`AnnotationError` if chronus cannot:
-        pod sets whose pods ask different GPUs (one pod size per job), or pods that chronus's
-        nodes cannot hold all at once even when idle (it would wait for ever on Kueue's
-        quota). Before, a Job wider than a node was split equally over the fewest nodes
-        whatever its pods, and refused here when they could not fill that split: 3 pods of 2
-        GPUs on 4-GPU nodes (planned 3 + 3), 5 pods of 1 on two such nodes (5 nodes of 1)."""
         sets = [p for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod]
         if len({p.gpus_per_pod for p in sets}) > 1:
             raise notes.AnnotationError(
