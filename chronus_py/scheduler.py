@@ -169,7 +169,7 @@ class Scheduler:
         )
         if job.submit > self.latest_submit:
             self.latest_submit = job.submit
-        if self.round_requests:
+        if self.round_requests and job.pod_gpus is None:  # fixed pods are not rounded up
             state.gpus = round_up(job.gpus, node=self.node_gpus)
         self.jobs[job.id] = state
         self.active[job.id] = state
@@ -434,11 +434,15 @@ class Scheduler:
             bisect.insort(self._running_sorted, (key, state.id))
 
     def request_for(self, state: JobState) -> Request:
-        """One gang on few nodes: whole-node pods plus the remainder, or with ``even_gangs`` the
-        fewest nodes that split it into equal pods."""
-        g, per_node = state.gpus, self.node_gpus
-        if g <= per_node:
-            pods: tuple[PodSpec, ...] = (PodSpec(g),)
+        """One gang on few nodes: the job's own pods if the cluster manager fixed them
+        (``Job.pod_gpus``: each pod whole on a node, as the allocator packs them), else
+        whole-node pods plus the remainder, or with ``even_gangs`` the fewest nodes that split
+        it into equal pods."""
+        g, per_node, size = state.gpus, self.node_gpus, state.job.pod_gpus
+        if size is not None:
+            pods: tuple[PodSpec, ...] = (PodSpec(size, g // size),)
+        elif g <= per_node:
+            pods = (PodSpec(g),)
         elif self.even_gangs:
             nodes = next(k for k in range(2, g + 1) if g % k == 0 and g // k <= per_node)
             pods = (PodSpec(g // nodes, nodes),)

@@ -116,7 +116,21 @@ def check_job(job: Any, source: str = "Scheduler.submit") -> Job:
                 fixed[name] = checked
     if job.rates:
         _curve(job, where, gpus)
+    if job.pod_gpus is not None:
+        _pods(job, where, gpus)
     return replace(job, **fixed) if fixed else job
+
+
+def _pods(job: Job, where: str, gpus: int) -> None:
+    """A job of fixed pods: a whole number of them, of a rigid size (an elastic job's sizes are
+    the scheduler's to choose, which fixed pods are not)."""
+    size = integer(job.pod_gpus, where, "pod_gpus")
+    if job.rates or gpus % size:
+        raise ArgumentError(
+            where,
+            f"pods of {size} GPUs must make up the job's {gpus} (a rigid job)",
+            field="pod_gpus",
+        )
 
 
 def _plainly_valid(job: Any) -> bool:
@@ -137,6 +151,7 @@ def _plainly_valid(job: Any) -> bool:
         or type(job.deadlines) is not tuple
         or type(job.kind) is not JobKind
         or (job.kind is JobKind.BEST_EFFORT) is bool(job.deadlines)
+        or job.pod_gpus is not None
     ):
         return False
     duration, iterations = job.duration, job.iterations

@@ -40,7 +40,12 @@ class DeadlineOption:
 class Job:
     """A training job as submitted. ``duration`` is seconds of work at ``gpus`` GPUs (the size it
     asks for). ``sizes``/``rates``: the sizes it may run on and their iterations per second (see
-    the module docstring); without ``rates`` the job is rigid and ``sizes`` is ``(gpus,)``."""
+    the module docstring); without ``rates`` the job is rigid and ``sizes`` is ``(gpus,)``.
+
+    ``pod_gpus``: the GPUs of each of its pods when the cluster manager runs it as pods it
+    fixed (Kueue: a Workload's pods, ``gpus / pod_gpus`` of them), so the scheduler places it
+    as those pods, each whole on one node; None (a trace, Slurm, the API) lets the scheduler
+    shape the gang (``Scheduler.request_for``)."""
 
     id: str
     tenant: str
@@ -54,6 +59,7 @@ class Job:
     batch: int | None = None
     sizes: tuple[int, ...] = ()
     rates: tuple[float, ...] = ()
+    pod_gpus: int | None = None
 
     def __post_init__(self) -> None:
         # Without a curve the one size is the request, also after ``replace(job, gpus=n)``.

@@ -18,6 +18,8 @@ Fields (the job fields of the state file, ``chronus_py/state_file.py``)::
     model: resnet50             # optional, informative
     tenant: team-a              # admin tokens only (a tenant token's own tenant otherwise)
     cgroup: training.slice/j1.scope     # optional: the job's cgroup, for host layer configs
+    pod_gpus: 2                 # a backend's records only (Kueue): the GPUs of each of the
+                                #   job's fixed pods, which must make up its gpus (Job.pod_gpus)
     elastic: {min_gpus: 1, max_gpus: 16, batch: 256, iterations: 40000}
                                 # an elastic job (model required, no gpus, no estimate_seconds):
                                 #   admission gives it its smallest size that still meets its
@@ -49,6 +51,8 @@ FIELDS = (
     "cgroup",
     "elastic",
 )
+RECORD_FIELDS = ("submit", "pod_gpus")
+"""Fields only a record (``Origin.record``) gives: set by the backend, never over the API."""
 ELASTIC_FIELDS = ("min_gpus", "max_gpus", "batch", "iterations")
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 STORED_ID = re.compile(r"[A-Za-z0-9._:-]{1,257}")
@@ -190,7 +194,7 @@ def parse_job(
     elastic job's curve comes from."""
     if not isinstance(body, dict):
         raise FieldError("body", "expected a JSON object")
-    allowed = FIELDS + (("submit",) if submit is not None else ())
+    allowed = FIELDS + (RECORD_FIELDS if submit is not None else ())
     for name in body:
         if name not in allowed:
             raise FieldError(str(name), f"unknown field (expected one of: {', '.join(FIELDS)})")
@@ -228,6 +232,15 @@ def parse_job(
         raise FieldError(
             "gpus", f"{gpus} is not one of the elastic job's sizes {list(elastic['sizes'])}"
         )
+    pod_gpus = body.get("pod_gpus")
+    if pod_gpus is not None:
+        pod_gpus = integer(pod_gpus)
+        if pod_gpus is None or pod_gpus < 1 or gpus % pod_gpus or elastic is not None:
+            raise FieldError(
+                "pod_gpus",
+                f"expected an integer >= 1 that divides gpus ({gpus}), of a rigid job, got "
+                f"{shown(body['pod_gpus'])}",
+            )
     estimate = _number(body, "estimate_seconds")
     duration = _number(body, "duration_seconds")
     iterations = body.get("iterations")
@@ -280,6 +293,7 @@ def parse_job(
         # (a second Job per submission, ~9 us; issue 27)
         duration=estimate if duration is None and elastic is None else duration,
         model=model,
+        pod_gpus=pod_gpus,
         **(elastic or {"iterations": iterations}),
     )
     if elastic is not None:  # its work is its iterations at its size

@@ -86,6 +86,34 @@ def test_whole_pods_never_spread_a_gang_that_does_not_fit_a_node(whole_pods, pla
         assert sorted(len(g) for g in state.placement.values()) == placed
 
 
+@pytest.mark.parametrize(
+    ("gpus", "pod_gpus", "busy", "placed"),
+    [
+        (6, 3, (), [3, 3]),  # 2 pods of 3 on 4-GPU nodes: one each (never 4 + 2)
+        (3, 1, (("x", 2), ("y", 3)), [1, 2]),  # 3 pods of 1 where 2 + 1 GPUs are free
+        (6, 2, (), [2, 4]),  # 3 pods of 2: two on one node, one on the other
+    ],
+)
+def test_a_job_of_fixed_pods_is_placed_as_its_pods_each_whole(gpus, pod_gpus, busy, placed):
+    # A Kueue Job's pods ask fixed GPUs: the gang is those pods, each on one node, wherever
+    # they fit. Split as whole nodes plus the remainder (4 + 2, one of 3), pods of 3 could not
+    # fill it and 3 pods of 1 waited for a node with 3 free GPUs.
+    scheduler = Scheduler(Cluster.uniform(2, 4), make_policy("fifo"), whole_pods=True)
+    for name, n in busy:
+        scheduler.submit(job(name, gpus=n, duration=1e6))
+    advance(scheduler, 0.0)
+    scheduler.submit(replace(job("A", gpus=gpus, submit=1.0), pod_gpus=pod_gpus))
+    (state,) = advance(scheduler, 1.0).started
+    assert sorted(len(g) for g in state.placement.values()) == placed
+    assert all(len(g) % pod_gpus == 0 for g in state.placement.values())
+
+
+def test_pods_must_make_up_a_job():
+    scheduler = Scheduler(Cluster.uniform(2, 4), make_policy("fifo"), whole_pods=True)
+    with pytest.raises(ValueError, match="job 'A': pod_gpus: pods of 4 GPUs must make up"):
+        scheduler.submit(replace(job("A", gpus=6), pod_gpus=4))
+
+
 def test_a_run_that_began_late_counts_from_then_and_only_later_starts_move_it():
     scheduler = Scheduler(Cluster.uniform(1, 1), make_policy("srtf"))
     scheduler.submit(job("A", duration=1000))

@@ -226,36 +226,77 @@ def test_a_deadline_that_passed_in_kueue_s_queue_is_named_on_the_workload(
         wait(lambda: s.succeeded("late"), 60, "late to complete")
 
 
-def test_a_gang_chronus_cannot_split_into_its_pods_is_refused_and_stalls_nothing(setup, tmp_path):
-    """Chronus splits a Job wider than a node equally over the fewest nodes that hold it (the
-    scheduler's ``even_gangs``): 3 pods of 2 GPUs on 4-GPU nodes are 3 + 3 GPUs, which no pod
-    of 2 fills, and 5 pods of 1 GPU are 5 nodes of 1 where there are 2. Before: the first
-    failed its start every round it was planned (a backend error and a rebuild each time,
-    other Jobs' starts dropped with it), the second waited for ever, Kueue's quota held. Both
-    are refused naming the split; the other Job runs."""
+def test_a_gang_runs_as_its_pods_and_what_cannot_run_is_refused(setup, tmp_path):
+    """Chronus places a Job as its pods (``Job.pod_gpus``), each whole on one node: 3 pods of 2
+    GPUs on two 4-GPU nodes are 4 + 2, 5 pods of 1 are 4 + 1. Before, a Job wider than a node
+    was split equally over the fewest nodes (3 + 3, five nodes of 1) and both were refused at
+    arrival. A pod wider than every node, or pod sets of different sizes (one pod size per
+    job), is refused in one line naming it; the rest runs."""
     s = setup
     s.add_nodes("a", "b")
     with s.serve(tmp_path) as serve:
-        s.submit("three-by-two", gpus=2, pods=3, notes={EST: "2m"})
-        s.submit("five-by-one", gpus=1, pods=5, notes={EST: "2m"})
-        s.submit("other", gpus=2, run_seconds=2, notes={EST: "2m"})
+        s.submit("three-by-two", gpus=2, pods=3, run_seconds=2, notes={EST: "2m"})
+        s.submit("five-by-one", gpus=1, pods=5, run_seconds=2, notes={EST: "2m"})
+        s.submit("five-wide", gpus=5, notes={EST: "2m"})
+        s.cp.apply(two_sizes(s, "two-sizes"))
+        for name in ("three-by-two", "five-by-one"):
+            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        ids = {s.chronus_id(n): n for n in ("three-by-two", "five-by-one")}
+        placed = {
+            ids[e["job"]]: sorted(len(g) for g in e["placement"].values())
+            for e in serve.events("start")
+        }
+        assert placed == {"three-by-two": [2, 4], "five-by-one": [1, 4]}, placed
         for name, says in (
             (
-                "three-by-two",
-                "resources: chronus splits a Job wider than a node equally over the fewest "
-                "nodes that hold it: its 6 GPUs as 2 nodes of 3, which pods of 2 GPUs cannot fill",
+                "five-wide",
+                "resources: the Job's pods ask 5 GPUs each (1 of them); chronus's nodes hold "
+                "0 such pods (a pod runs on one node)",
             ),
             (
-                "five-by-one",
-                "resources: chronus splits a Job wider than a node equally over the fewest "
-                "nodes that hold it: its 5 GPUs as 5 nodes of 1, and chronus has 2 such nodes",
+                "two-sizes",
+                "resources: chronus runs a Workload whose pods ask the same GPUs; its pod "
+                "sets ask launcher: 1, workers: 2",
             ),
         ):
             entry = wait(
-                lambda n=name: (e := s.entry(n)).get("state") == "Rejected" and e,
+                lambda n=name: (e := entry_of(s, n)).get("state") == "Rejected" and e,
                 60,
                 f"{name} refused",
             )
-            assert entry["message"].startswith("chronus refused it: " + says), entry
-        wait(lambda: s.succeeded("other"), 60, "the other Job to complete")
+            assert entry["message"] == "chronus refused it: " + says, entry
         assert not serve.events("backend_error"), serve.events("backend_error")[:3]
+
+
+def two_sizes(s, name: str) -> dict:
+    """A Workload of its own (no Job: as an MPIJob's or a JobSet's) with a launcher pod of 1
+    GPU and 2 worker pods of 2."""
+
+    def pods(size: int) -> dict:
+        limits = {GPU: str(size)}
+        container = {"name": "c", "image": "x", "resources": {"requests": limits, "limits": limits}}
+        return {"spec": {"restartPolicy": "Never", "containers": [container]}}
+
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": s.ns, "annotations": {EST: "2m"}},
+        "spec": {
+            "queueName": s.queue,
+            "podSets": [
+                {"name": "launcher", "count": 1, "template": pods(1)},
+                {"name": "workers", "count": 2, "template": pods(2)},
+            ],
+        },
+    }
+
+
+def entry_of(s, name: str) -> dict:
+    """chronus's check entry of the Job ``name``'s Workload, or of the Workload ``name``."""
+    wl = s.workload(name) or s.cp.api(
+        "GET", f"{KUEUE}/namespaces/{s.ns}/workloads/{name}", ok=(200, 404)
+    )
+    for e in (wl.get("status") or {}).get("admissionChecks") or []:
+        if e["name"] == s.check:
+            return e
+    return {}

@@ -58,6 +58,7 @@ FIELD_KEYS = {
     "gpus": "resources",
 }
 """The annotation a field of ``POST /v1/jobs`` comes from, to name it in a refusal."""
+NO_PODS = "resources: the Workload has no pods (the Job's parallelism is 0); nothing to run"
 
 
 class AnnotationError(ValueError):
@@ -160,9 +161,7 @@ def job_fields(
                 f"{key}: {len(mine[key])} characters, expected at most {MAX_VALUE}"
             )
     if pods == 0:  # not "its pods request no GPU": they may, there are none
-        raise AnnotationError(
-            "resources: the Workload has no pods (the Job's parallelism is 0); nothing to run"
-        )
+        raise AnnotationError(NO_PODS)
     if gpus < 1:
         raise AnnotationError(
             f"resources: the Job's pods request no GPU (limits {resource}); chronus "

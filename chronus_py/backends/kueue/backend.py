@@ -9,14 +9,18 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
   such Workloads are ever started, so chronus never runs more than Kueue reserved. A bad
   annotation sets the check ``Rejected`` with a message naming it (Kueue deactivates the
   Workload); the controller goes on.
-- start: the check turns ``Ready`` with ``podSetUpdates`` whose nodeSelector pins every pod to
-  the node the allocator chose (several nodes: a label chronus puts on exactly those nodes);
-  Kueue admits the Workload and unsuspends the Job.
+- start: the scheduler places the Workload as its pods, each whole on one node (the job's
+  ``pod_gpus``, from its pod sets: 3 pods of 2 GPUs on 4-GPU nodes are 4 + 2); the check turns
+  ``Ready`` with ``podSetUpdates`` whose nodeSelector pins every pod to the node the allocator
+  chose (several nodes: a label chronus puts on exactly those nodes); Kueue admits the
+  Workload and unsuspends the Job.
 - preempt: the check turns ``Retry`` on the admitted Workload: Kueue evicts it (the Job is
   suspended, its pods get their termination grace to checkpoint), releases its quota and
   requeues it at once; once Kueue reserves again, chronus resumes it when its plan says.
 - cancel: the check turns ``Rejected`` (Kueue deactivates the Workload); a Job deleted by its
-  owner, or a Workload deactivated by hand, is a cancelled chronus job.
+  owner (or with its namespace), or a Workload deactivated by hand, is a cancelled chronus job.
+  A Job whose parallelism its owner changes is the same job at its new size (Kueue recreates
+  its Workload: ``_recreated``).
 - what users see: the check's ``message`` says the decision ("guaranteed to finish by T",
   "planned start T", "not guaranteed: why"), rewritten when a round changes it materially
   (``publish``, ``material``: a planned start is shown to within 10 % of the wait).
@@ -73,6 +77,7 @@ log = logging.getLogger("chronus.kueue")
 FIELD_MANAGER = "chronus"
 ACTIVE_EVERY = 30.0
 RESERVE_WAIT = 3.0
+RECREATE_WAIT = 30.0  # wall seconds a vanished Workload's Job may wait for Kueue's new one
 SYNC_WAIT = 300.0  # wall seconds the first list of every Workload may take at start
 MIN_SHIFT = 60.0  # backend seconds a planned start may move before its message is rewritten
 SHIFT_SHARE = 0.1  # ... or this share of the time until it, if more (``material``)
@@ -84,7 +89,7 @@ class KueueBackend(CompressedTime):
     """Drive the Workloads of chronus's admission checks through the API server ``kube``."""
 
     name = "kueue"
-    even_gangs = True  # every pod of a pod set asks the same GPUs
+    even_gangs = False  # a gang is its pods (``Job.pod_gpus``), not equal shares per node
     whole_pods = True  # ... fixed by the Job: a one-pod 4-GPU Job is never 2 + 2
     records_promises = True
     resizes_waiting_jobs = True  # Kueue may reserve a preempted Workload again at another count
@@ -152,6 +157,11 @@ class KueueBackend(CompressedTime):
         )
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
+        self._failures: dict[str, RunState] = {}  # failed Workload id -> how it ended
+        self._last: dict[str, dict] = {}  # accepted id -> its Workload, as the last look saw it
+        self._vanished: dict[str, float] = {}  # id -> when its Workload vanished (``_coming_back``)
+        self._deleted_ns: dict[str, bool | None] = {}  # namespace -> being deleted, this look
+        self._said_ns = False  # the log said chronus may not read namespaces
         self._passed: dict[str, float] = {}  # arrival id -> its last deadline, passed
         self._events: queue.SimpleQueue = queue.SimpleQueue()  # (ns, job, uid, reason, text)
         self._eventer = threading.Thread(
@@ -162,7 +172,7 @@ class KueueBackend(CompressedTime):
         )
         self._eventer.start()
         self._size: tuple[int, int] | None = None  # chronus's nodes and GPUs, once a round
-        self._node_sizes: list[int] = []  # each node's GPUs, largest first (``_splits``)
+        self._node_sizes: list[int] = []  # each node's GPUs (``_pods``)
 
     def close(self) -> None:
         self._events.put(None)
@@ -305,24 +315,42 @@ class KueueBackend(CompressedTime):
 
     def jobs(self) -> Sequence[ObservedJob]:
         self._looked = time.monotonic()
+        self._deleted_ns = {}  # each namespace read at most once a look (``_failure``)
         self.writes.retry()  # records whose write failed: again, once a round
         now = self.now()
         out = []
         seen = set()
+        last: dict[str, dict] = {}
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
+            if fields is None:
+                wl, fields = self._recreated(job_id, wl, now)
             if fields is None or self._damaged(job_id, wl, fields, now):
                 continue
             seen.add(job_id)
             wl, fields = self._follow_count(job_id, wl, fields)
+            last[job_id] = wl
             obs = self._observe(job_id, wl, fields, now)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
                 self._unpin_gang(job_id, wl, obs)
             out.append(obs)
         for job_id in self._tracked - seen:
+            old = self._last.get(job_id)
+            if old is not None and job_id not in self._gone and self._coming_back(job_id, old):
+                last[job_id] = old
+                continue
             self._gone.setdefault(job_id, now)
-        self._tracked = seen
+            if old is not None:
+                try:  # a gang deleted while it ran: its label would stay on its nodes
+                    self._unlabel(job_id, wls.placement(old)[0])
+                except BackendUnavailable as exc:  # housekeeping
+                    log.warning(
+                        json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)})
+                    )
+        self._vanished = {i: t for i, t in self._vanished.items() if i in last and i not in seen}
+        self._tracked, self._last = set(last), last
         self._readable = {i: t for i, t in self._readable.items() if i in seen}
+        self._failures = {i: t for i, t in self._failures.items() if i in seen}
         out += [
             ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
             for job_id, at in self._gone.items()
@@ -357,6 +385,82 @@ class KueueBackend(CompressedTime):
         self._readable[job_id] = text
         return False
 
+    def _recreated(self, job_id: str, wl: dict, now: float) -> tuple[dict, dict | None]:
+        """``wl`` and its job fields if Kueue recreated the Workload of a job chronus had
+        accepted, else ``wl`` and None. Kueue deletes the Workload of a Job whose pod sets no
+        longer match it (``kubectl scale`` or a patch of a running or reserved Job's
+        parallelism) and creates another of the same name, so the same chronus id, without
+        chronus's records. It was a cancelled job, then an arrival the service refused every
+        round (its id was taken), with Kueue's quota reserved for it for ever. It is the same
+        job: its run ended (Kueue stopped the Job), its records are carried over to the new
+        Workload at the new count (``workloads.resize``, as a partial admission), and the
+        service re-plans it; a count chronus's nodes cannot hold is refused, as at arrival,
+        and the job cancelled (it waited for ever, Kueue's quota held)."""
+        old = self._last.get(job_id)
+        owner = wls.owner_job_uid(wl)
+        if (
+            old is None
+            or owner is None
+            or owner != wls.owner_job_uid(old)
+            or wls.meta(wl).get("uid") == wls.meta(old).get("uid")
+            or wls.REFUSED in wls.annotations(wl)
+            or (self.elector is not None and not self.elector.held)
+        ):
+            return wl, None
+        fields = wls.accepted(old) or {}
+        done, runs = wls.work_done(old)
+        nodes, since = wls.placement(old)
+        if since is not None:  # the run Kueue stopped
+            done += max(now - since, 0.0)
+            runs += 1
+        was, count = int(fields.get("gpus", 0)), wls.gpus(wl, self.resource)
+        record: dict[str, Any] = {"seconds": round(done, 3), "runs": runs}
+        if count >= 1 and count != was:
+            fields, done = wls.resize(fields, done, was, count)
+            record = {"seconds": round(done, 3), "runs": runs, "resized": [was, count]}
+        log.info(json.dumps({"event": "kueue_recreated", "job": job_id, "from": was, "to": count}))
+        kept = wls.records(old)
+        try:
+            self._unlabel(job_id, nodes)
+            self._pods(wl, count)
+            wl = self._record(
+                wl,
+                job=fields,
+                work_done=record,
+                guarantee=kept.get(wls.GUARANTEE),
+                deadline_passed=kept.get(wls.PASSED),
+                placement=None,
+                refused=None,
+            )
+        except notes.AnnotationError as exc:  # scaled to 0, or past what chronus's nodes hold
+            self._refuse(job_id, wl, str(exc))
+            self._gone.setdefault(job_id, now)  # ended now, not once its Job goes
+            return wl, None
+        except BackendUnavailable as exc:  # seen again at the next look
+            log.warning(json.dumps({"event": "kueue_recreated", "job": job_id, "error": str(exc)}))
+            return wl, None
+        return wl, fields
+
+    def _coming_back(self, job_id: str, old: dict) -> bool:
+        """Whether an accepted Workload that vanished while neither finished nor deleted may be
+        one Kueue is recreating (``_recreated``): its Job is still there, for at most
+        ``RECREATE_WAIT`` wall seconds. Reported cancelled meanwhile, the job was ended in
+        the service before its new Workload came."""
+        if wls.is_true(old, "Finished") or wls.meta(old).get("deletionTimestamp"):
+            return False
+        first = self._vanished.setdefault(job_id, time.monotonic())
+        job = wls.owner_job(old)
+        if job is None or time.monotonic() - first > RECREATE_WAIT:
+            return False
+        return self.kube.job_alive(wls.key(old)[0], job, wls.owner_job_uid(old))
+
+    def _unlabel(self, job_id: str, nodes: Mapping[str, Any]) -> None:
+        """Take a multi-node run's gang label off its nodes."""
+        if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
+            return
+        for node in nodes:
+            self.kube.label_node(node, self._gang_label(job_id), on=False)
+
     def _unpin_gang(self, job_id: str, wl: dict, obs: ObservedJob) -> None:
         """Take a multi-node run's label off its nodes once the run is over, and close the run
         in the records (so this happens once)."""
@@ -364,8 +468,7 @@ class KueueBackend(CompressedTime):
         if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
             return
         try:
-            for node in nodes:
-                self.kube.label_node(node, self._gang_label(job_id), on=False)
+            self._unlabel(job_id, nodes)
             done = wls.done_record(wl, obs.work_done or 0.0, obs.starts)
             self._record(wl, work_done=done, placement=None, now=False)
         except BackendUnavailable as exc:  # housekeeping: tried again at the next look
@@ -408,7 +511,11 @@ class KueueBackend(CompressedTime):
             if since is not None:
                 done += max(self._v(at or time.time()) - since, 0.0)
                 runs += 1
-            state = RunState.FINISHED if finished.get("reason") == "Succeeded" else RunState.FAILED
+            state = (
+                RunState.FINISHED
+                if finished.get("reason") == "Succeeded"
+                else self._failure(job_id, wls.key(wl)[0])
+            )
             return ObservedJob(
                 job_id,
                 state,
@@ -435,6 +542,31 @@ class KueueBackend(CompressedTime):
             )
         return ObservedJob(job_id, RunState.PENDING, work_done=done, starts=runs, **common)
 
+    def _failure(self, job_id: str, namespace: str) -> RunState:
+        """How a Workload Kueue finished as failed ended: ``CANCELLED`` if its namespace is
+        gone or being deleted (its owner deleted it, as a deleted Job is cancelled: the
+        namespace's deletion kills the pods first, so the Job fails before its Workload goes,
+        and it was reported failed), else ``FAILED``. Asked once per Workload and per
+        namespace a round (a finished Workload is listed until its Job goes); without ``get
+        namespaces`` it is ``FAILED``, said once in the log."""
+        if job_id not in self._failures:
+            if namespace not in self._deleted_ns:
+                self._deleted_ns[namespace] = self.kube.namespace_deleted(namespace)
+            deleted = self._deleted_ns[namespace]
+            if deleted is None and not self._said_ns:
+                self._said_ns = True
+                log.warning(
+                    json.dumps(
+                        {
+                            "event": "kueue_namespaces",
+                            "message": "may not get namespaces: a Job whose namespace is deleted "
+                            "is reported failed (deploy/kueue/controller.yaml grants it)",
+                        }
+                    )
+                )
+            self._failures[job_id] = RunState.CANCELLED if deleted else RunState.FAILED
+        return self._failures[job_id]
+
     def look(self) -> None:
         """Before a round, off the request lock: read the Jobs of the Workloads that arrive now
         (chronus's annotations are on the user's Job, which Kueue does not copy to the
@@ -455,7 +587,7 @@ class KueueBackend(CompressedTime):
     def arrivals(self) -> Sequence[Mapping[str, Any]]:
         out = []
         self._passed = {}  # the last round's were recorded by its submits (or refused)
-        self._size = None  # chronus's nodes and GPUs: read again (``_fields``)
+        self._size = None  # chronus's nodes and GPUs: read again (``_pods``)
         for job_id, wl in self._ours().items():
             entry = wls.check_entry(wl, self.checks)
             why = wls.annotations(wl).get(wls.REFUSED)
@@ -468,7 +600,7 @@ class KueueBackend(CompressedTime):
                     self._require_leader()
                     self._check(wl, "Rejected", f"chronus refused it: {why}", now=False)
                 continue
-            if not _arriving(wl, self.checks):
+            if not _arriving(wl, self.checks) or job_id in self._last:  # last: ``_recreated``
                 continue
             ns, name = wls.key(wl)
             given = wls.annotations(wl)
@@ -527,10 +659,24 @@ class KueueBackend(CompressedTime):
             pods=sum(p.count for p in wls.pod_sets(wl, self.resource)),
             resource=self.resource,
         )
+        fields["pod_gpus"] = self._pods(wl, gpus)
+        return fields
+
+    def _pods(self, wl: dict, gpus: int) -> int:
+        """The GPUs of each of ``wl``'s pods (``Job.pod_gpus``: the scheduler places the Job as
+        those pods, each whole on one node), or :class:`AnnotationError` if chronus cannot: more
+        GPUs than chronus's nodes have, pod sets whose pods ask different GPUs (one pod size
+        per job), or pods that chronus's nodes cannot hold all at once even when idle (it
+        would wait for ever on Kueue's quota). Before, a Job wider than a node was split
+        equally over the fewest nodes whatever its pods, and refused here when they could not
+        fill that split: 3 pods of 2 GPUs on 4-GPU nodes (planned 3 + 3), 5 pods of 1 on two
+        such nodes (5 nodes of 1)."""
+        if gpus < 1:  # scaled to 0 (at arrival, ``job_fields`` says so first)
+            raise notes.AnnotationError(notes.NO_PODS)
         if self._size is None:  # once a round: a burst of arrivals reads the Nodes once
             nodes = self.nodes()
             self._size = (len(nodes), sum(len(n.gpus) for n in nodes))
-            self._node_sizes = sorted((len(n.gpus) for n in nodes), reverse=True)
+            self._node_sizes = [len(n.gpus) for n in nodes]
         count, total = self._size
         if gpus > total:
             sets = ", ".join(
@@ -542,39 +688,20 @@ class KueueBackend(CompressedTime):
                 f"resources: the Job asks {gpus} GPUs ({sets}), chronus's {count} "
                 f"node{'s' if count != 1 else ''} have {total} ({self.resource})"
             )
-        self._splits(wl, gpus)
-        return fields
-
-    def _splits(self, wl: dict, gpus: int) -> None:
-        """:class:`AnnotationError` unless chronus's scheduler can place a Job of ``gpus`` GPUs
-        in ``wl``'s pods. A Job wider than a node is split equally over the fewest nodes that
-        hold it (``Scheduler.request_for`` with ``even_gangs``), whatever its pods: 3 pods of
-        2 GPUs on 4-GPU nodes are planned as 3 + 3, which ``_start`` refuses (no pod of 2 fills
-        3), a backend error and a rebuild every round it was planned, and 5 pods of 1 GPU as 5
-        nodes of 1, which 2 nodes never hold, so it waited for ever on Kueue's quota. (The
-        scheduler, not this check, is where a split by pods belongs; reported.)"""
-        per_node = self._node_sizes[0] if self._node_sizes else 0
-        if gpus <= per_node:
-            return
-        ways = (k for k in range(2, gpus + 1) if gpus % k == 0 and gpus // k <= per_node)
-        nodes = next(ways, None)
-        if nodes is None:
-            return  # wider than the cluster: refused above
-        share = gpus // nodes
-        why = (
-            "resources: chronus splits a Job wider than a node equally over the fewest nodes "
-            f"that hold it: its {gpus} GPUs as {nodes} nodes of {share}"
-        )
-        holding = sum(1 for size in self._node_sizes if size >= share)
-        if holding < nodes:
-            raise notes.AnnotationError(f"{why}, and chronus has {holding} such nodes")
-        sizes = sorted({p.gpus_per_pod for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod})
-        bad = [k for k in sizes if share % k]
-        if bad:
+        sets = [p for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod]
+        if len({p.gpus_per_pod for p in sets}) > 1:
             raise notes.AnnotationError(
-                f"{why}, which pods of {bad[0]} GPUs cannot fill (pods whose GPUs divide "
-                f"{share}, or a Job on one node of {per_node}, can run)"
+                "resources: chronus runs a Workload whose pods ask the same GPUs; its pod sets "
+                f"ask {', '.join(f'{p.name}: {p.gpus_per_pod}' for p in sets)}"
             )
+        size = sets[0].gpus_per_pod
+        fit = sum(n // size for n in self._node_sizes)
+        if fit < gpus // size:
+            raise notes.AnnotationError(
+                f"resources: the Job's pods ask {size} GPUs each ({gpus // size} of them); "
+                f"chronus's nodes hold {fit} such pods (a pod runs on one node)"
+            )
+        return size
 
     # -- commands ----------------------------------------------------------------------------------
     def _require_leader(self) -> None:

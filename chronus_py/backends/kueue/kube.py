@@ -28,7 +28,7 @@ from lightkube.resources.authentication_v1 import SelfSubjectReview
 from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Event, Node
+from lightkube.resources.core_v1 import Event, Namespace, Node
 from lightkube.types import PatchType
 
 from chronus_py.backends.base import BackendUnavailable
@@ -206,6 +206,32 @@ class Kube:
             missing_ok=True,
         )
         return {} if job is None else dict(job.metadata.annotations or {})
+
+    def job_alive(self, namespace: str, name: str, uid: str | None) -> bool:
+        """Whether the ``batch/v1`` Job ``name`` of ``uid`` exists and is not being deleted."""
+        self.reads += 1
+        job = self.call(
+            f"get job {namespace}/{name}",
+            lambda: self.client.get(Job, name, namespace=namespace),
+            missing_ok=True,
+        )
+        return (
+            job is not None and job.metadata.uid == uid and job.metadata.deletionTimestamp is None
+        )
+
+    def namespace_deleted(self, name: str) -> bool | None:
+        """Whether the namespace ``name`` is gone or being deleted; None if this account may
+        not read it (``get namespaces`` is optional in ``deploy/kueue/controller.yaml``)."""
+        self.reads += 1
+        try:
+            got = self.client.get(Namespace, name)
+        except ApiError as exc:
+            if exc.status.code in (403, 404):
+                return None if exc.status.code == 403 else True
+            raise BackendUnavailable(f"kueue: get namespace {name}: {exc.status.message}") from None
+        except (httpx2.HTTPError, OSError) as exc:
+            raise BackendUnavailable(f"kueue: get namespace {name}: {exc}") from None
+        return got.metadata.deletionTimestamp is not None
 
     # -- writes (server-side apply, chronus's field manager) ---------------------------------------
     def job_event(
