@@ -307,8 +307,8 @@ def main() -> int:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
         http.close()
-    RESULTS.mkdir(exist_ok=True)
     path = RESULTS / args.out
+    path.parent.mkdir(parents=True, exist_ok=True)  # --out may name a folder under results/
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
     return 0
