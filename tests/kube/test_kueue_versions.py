@@ -16,9 +16,12 @@ from chronus_py.backends.kueue.lab import ControlPlane  # noqa: E402
 from chronus_py.cli import main  # noqa: E402
 
 
-def test_the_version_the_running_kueue_serves_is_found_and_v1beta2_preferred(setup):
+def test_the_version_the_running_kueue_serves_is_found_and_v1beta2_preferred(
+    setup, capsys, tmp_path
+):
     """Kueue 0.17 serves both versions (v1beta1 converted by its webhook): chronus takes
-    v1beta2. Kueue 0.14 serves only v1beta1: chronus takes that, and reads its own check."""
+    v1beta2. Kueue 0.14 serves only v1beta1: chronus takes that, and reads its own check.
+    ``serve --check`` says which."""
     kube = Kube(config(str(setup.kubeconfig)), manager=FIELD_MANAGER)
     try:
         assert kube.kueue.api_version == setup.cp.kueue_api
@@ -27,6 +30,19 @@ def test_the_version_the_running_kueue_serves_is_found_and_v1beta2_preferred(set
         assert checks[setup.check]["spec"]["controllerName"] == f"chronus.io/{setup.ns}"
     finally:
         kube.close()
+    code = main(
+        [
+            "serve",
+            "--backend=kueue",
+            f"--kubeconfig={setup.kubeconfig}",
+            f"--kueue-controller-name=chronus.io/{setup.ns}",
+            f"--db={tmp_path / 'c.db'}",
+            "--check",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"\n  kueue_api: {setup.cp.kueue_api}\n" in out, out
 
 
 def test_an_api_server_without_kueue_is_one_line_at_start(tmp_path, capsys, control_plane):
