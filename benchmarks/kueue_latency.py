@@ -31,7 +31,6 @@ from chronus_py.backends.kueue import harness
 from chronus_py.backends.kueue.lab import ControlPlane, job, why_not_here
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kueue_latency.json"
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 
 
 def stats(xs: list[float]) -> dict:
@@ -52,7 +51,7 @@ def one(cp: ControlPlane, ns: str, queue: str, name: str, check: str | None) -> 
     end = created + 120
     while running is None and time.monotonic() < end:
         if check is not None and ready is None:
-            for wl in cp.api("GET", f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
+            for wl in cp.api("GET", f"/apis/{cp.kueue_api}/namespaces/{ns}/workloads")["items"]:
                 refs = wl["metadata"].get("ownerReferences") or []
                 if any(r.get("name") == name for r in refs):
                     entries = (wl.get("status") or {}).get("admissionChecks") or []

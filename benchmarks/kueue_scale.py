@@ -74,9 +74,9 @@ backend.close()
 """
 
 
-def workload(i: int, ns: str) -> dict:
+def workload(i: int, ns: str, api: str) -> dict:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "apiVersion": api,
         "kind": "Workload",
         "metadata": {
             "name": f"w{i:05d}",
@@ -129,14 +129,14 @@ class Churn(threading.Thread):
         self.on = threading.Event()
 
     def run(self) -> None:
-        base = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{self.ns}/workloads"
+        base = f"/apis/{self.cp.kueue_api}/namespaces/{self.ns}/workloads"
         while True:
             self.on.wait()
             time.sleep(2.0)
             for _ in range(self.n):
                 self.cp.api("DELETE", f"{base}/w{self.oldest:05d}", ok=(200, 202, 404))
                 self.oldest += 1
-                self.cp.api("POST", base, workload(self.newest, self.ns))
+                self.cp.api("POST", base, workload(self.newest, self.ns, self.cp.kueue_api))
                 self.newest += 1
 
 
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         began = time.monotonic()
         for start in range(0, each, 250):
             for ns in spaces:
-                docs = [workload(i, ns) for i in range(start, min(start + 250, each))]
+                docs = [workload(i, ns, cp.kueue_api) for i in range(start, min(start + 250, each))]
                 cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(docs))
         created = time.monotonic() - began
         results = [run_side(cp, kubeconfig, tmp, code, ns, args) for code, ns in zip(sides, spaces)]

@@ -52,7 +52,6 @@ from chronus_py.backends.kueue.lab import ControlPlane, job, why_not_here
 from chronus_py.backends.slurm.replay import TraceJob, synthetic_trace
 
 RESULTS = Path(__file__).resolve().parent / "results"
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 CHECK = "chronus-trace"
 COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/"
 
@@ -165,7 +164,9 @@ class Run:
     def refusals(self, now: float) -> None:
         """Jobs whose Workload was deactivated end here: chronus refused them (a deadline
         already past when Kueue first reserved quota for it), and they would never run."""
-        for wl in self.cp.api("GET", f"{KUEUE}/namespaces/{self.ns}/workloads")["items"]:
+        for wl in self.cp.api("GET", f"/apis/{self.cp.kueue_api}/namespaces/{self.ns}/workloads")[
+            "items"
+        ]:
             if wl["spec"].get("active", True):
                 continue
             for ref in wl["metadata"].get("ownerReferences") or []:
@@ -196,7 +197,7 @@ class Run:
 def chronus_ids(cp: ControlPlane, ns: str) -> dict[str, str]:
     """Job name -> chronus id (``<namespace>.<workload name>``)."""
     out = {}
-    for wl in cp.api("GET", f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
+    for wl in cp.api("GET", f"/apis/{cp.kueue_api}/namespaces/{ns}/workloads")["items"]:
         for ref in wl["metadata"].get("ownerReferences") or []:
             if ref.get("kind") == "Job":
                 out[ref["name"]] = f"{ns}.{wl['metadata']['name']}"

@@ -1,7 +1,8 @@
 """A private Kubernetes control plane for the kueue backend's tests
 (``chronus_py/backends/kueue/lab.py``): etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, kwok and Kueue, built from pinned Go modules by
-``tests/kube/controlplane/build.sh``.
+``tests/kube/controlplane/build.sh``. The Kueue is the one ``go.mod`` pins (``v1beta2``), or
+with ``CHRONUS_TEST_KUEUE=0.14`` Kueue 0.14 (``v1beta1`` only; ``lab.KUEUES``).
 
 Fixtures:
 

@@ -57,7 +57,7 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
     wait_for(lambda: succeeded(kube, kube_ns, "second"), 60, "second to complete", every=0.25)
 
     def finished():  # Kueue marks a Workload Finished after its Job succeeded, not at once
-        workloads = kube.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{kube_ns}/workloads")
+        workloads = kube.api("GET", f"/apis/{kube.kueue_api}/namespaces/{kube_ns}/workloads")
         return [
             w
             for w in workloads["items"]

@@ -14,7 +14,7 @@ from kueue_helpers import KUEUE, follows, wait, watch_all  # noqa: E402
 
 def workload(name: str, ns: str) -> dict:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "apiVersion": KUEUE.removeprefix("/apis/"),
         "kind": "Workload",
         "metadata": {"name": name, "namespace": ns},
         "spec": {

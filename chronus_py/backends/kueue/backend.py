@@ -63,7 +63,7 @@ from chronus_py.backends.base import (
 )
 from chronus_py.backends.kueue import annotations as notes
 from chronus_py.backends.kueue import workloads as wls
-from chronus_py.backends.kueue.kube import Conflict, Kube, Workload, config
+from chronus_py.backends.kueue.kube import Conflict, Kube, config
 from chronus_py.backends.kueue.leader import LeaderElector
 from chronus_py.backends.kueue.names import CONTROLLER, GPU
 from chronus_py.backends.kueue.watch import Kind, Watches, name_key, namespaced_key
@@ -133,7 +133,7 @@ class KueueBackend(CompressedTime):
         self.watches = Watches(
             kube.cfg,
             {
-                "workloads": Kind(Workload, namespaced_key, namespaced=True),
+                "workloads": Kind(kube.kueue.workload, namespaced_key, namespaced=True),
                 "nodes": Kind(Node, name_key, namespaced=False),
             },
         ).start()
@@ -1229,6 +1229,7 @@ def check(
     kube = Kube(cfg, manager=FIELD_MANAGER)
     try:
         _permitted(kube, lease)
+        kueue = kube.require_kueue()
         checks = kube.admission_checks()
     except BackendUnavailable as exc:
         raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None
@@ -1247,7 +1248,12 @@ def check(
             "chronus: apply deploy/kueue/admissioncheck.yaml"
             + (f" (the cluster's checks name: {', '.join(names)})" if names else ""),
         )
-    return {"api_server": cfg.cluster.server, "controller": controller, "admission_checks": ours}
+    return {
+        "api_server": cfg.cluster.server,
+        "kueue_api": kueue.api_version,
+        "controller": controller,
+        "admission_checks": ours,
+    }
 
 
 def from_args(
@@ -1274,6 +1280,7 @@ def from_args(
     kube = Kube(cfg, manager=FIELD_MANAGER)
     try:
         _permitted(kube, lease)
+        kube.require_kueue()
         kube.admission_checks()
     except BackendUnavailable as exc:
         raise InputError("--kubeconfig", f"cannot reach the API server or Kueue: {exc}") from None

@@ -18,7 +18,6 @@ from pathlib import Path
 from chronus_py.backends.kueue import harness
 from chronus_py.backends.kueue.lab import ControlPlane, job, why_not_here
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBS = (  # name, GPUs, wall seconds (= minutes of work), annotations
     ("resnet", 4, 6, {"chronus.io/estimate": "6m", "chronus.io/deadline": "+30m"}),
     ("bert", 4, 4, {"chronus.io/estimate": "4m", "chronus.io/deadline": "+20m"}),
@@ -76,7 +75,7 @@ def _run(cp: ControlPlane, kubeconfig: Path, tmp: Path) -> int:
 
 
 def _workload(cp: ControlPlane, name: str) -> dict | None:
-    for wl in cp.api("GET", f"{KUEUE}/namespaces/team-a/workloads")["items"]:
+    for wl in cp.api("GET", f"/apis/{cp.kueue_api}/namespaces/team-a/workloads")["items"]:
         if any(r.get("name") == name for r in wl["metadata"].get("ownerReferences") or []):
             return wl
     return None

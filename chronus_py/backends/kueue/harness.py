@@ -49,7 +49,7 @@ def admission_check(cp: ControlPlane, name: str, controller: str = CONTROLLER) -
     test's controller never sees another's Workloads)."""
     cp.apply(
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "apiVersion": cp.kueue_api,
             "kind": "AdmissionCheck",
             "metadata": {"name": name},
             "spec": {"controllerName": controller},

@@ -12,13 +12,14 @@ round looks at come from watch-fed copies (``watch.py``).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import httpx2
 import yaml
-from lightkube import ApiError, Client, KubeConfig
+from lightkube import ALL_NS, ApiError, Client, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
@@ -35,12 +36,43 @@ from chronus_py.backends.base import BackendUnavailable
 from chronus_py.backends.kueue.workloads import records as records_of
 from chronus_py.errors import InputError
 
-KUEUE = "kueue.x-k8s.io/v1beta2"
-Workload = create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads")
-AdmissionCheck = create_global_resource(
-    "kueue.x-k8s.io", "v1beta2", "AdmissionCheck", "admissionchecks"
-)
+GROUP = "kueue.x-k8s.io"
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class KueueApi:
+    """The version of Kueue's API that chronus reads and writes Workloads and AdmissionChecks
+    in, with their lightkube resources. Kueue 0.15 and later serve ``v1beta2``; 0.13 and 0.14
+    serve only ``v1beta1``. Everything chronus reads or writes of either kind is spelled the
+    same in both (Workload ``spec.podSets``, ``spec.active``, ``status.conditions``,
+    ``status.admission.podSetAssignments``, ``status.admissionChecks`` with their
+    ``podSetUpdates``; AdmissionCheck ``spec.controllerName``, ``status.conditions``): the
+    versions differ in fields chronus never touches (priority class, cohort, a ClusterQueue's
+    checks), so the version is all that changes."""
+
+    version: str
+    workload: type
+    admission_check: type
+
+    @property
+    def api_version(self) -> str:
+        return f"{GROUP}/{self.version}"
+
+
+APIS = {
+    v: KueueApi(
+        v,
+        create_namespaced_resource(GROUP, v, "Workload", "workloads"),
+        create_global_resource(GROUP, v, "AdmissionCheck", "admissionchecks"),
+    )
+    for v in ("v1beta2", "v1beta1")
+}
+"""The versions chronus speaks, the one it prefers first."""
+NO_KUEUE = (
+    f"the API server serves no Workloads and AdmissionChecks of {GROUP} v1beta2 (Kueue 0.15 or "
+    "later) or v1beta1 (Kueue 0.14): is Kueue installed?"
+)
 NEEDS = (
     ("kueue.x-k8s.io", "workloads", "", ("get", "list", "watch", "patch")),
     ("kueue.x-k8s.io", "workloads", "status", ("patch",)),
@@ -53,6 +85,10 @@ NEEDS = (
 ``deploy/kueue/controller.yaml``'s ClusterRole grants. Under ``--kueue-lease`` it also needs
 ``LEASE_VERBS`` on Leases in the Lease's namespace (the manifest's Role)."""
 LEASE_VERBS = ("get", "create", "update")
+
+
+class NoKueue(BackendUnavailable):
+    """The API server serves none of the Kueue APIs chronus speaks (:data:`APIS`)."""
 
 
 class Conflict(BackendUnavailable):
@@ -106,6 +142,7 @@ class Kube:
         self.cfg = cfg
         self.manager = manager
         self.client = Client(cfg, timeout=httpx2.Timeout(timeout), field_manager=manager)
+        self._kueue: KueueApi | None = None
         self.writes: Counter[str] = Counter()
         """Writes asked of the API server, by kind: each costs the API server a write and
         Kueue a reconcile, the controller's main cost on a loaded cluster (the trace
@@ -133,6 +170,48 @@ class Kube:
             raise BackendUnavailable(f"kueue: {what}: {exc.status.message}") from None
         except (httpx2.HTTPError, OSError) as exc:
             raise BackendUnavailable(f"kueue: {what}: {exc}") from None
+
+    # -- which Kueue ---------------------------------------------------------------------------
+    @property
+    def kueue(self) -> KueueApi:
+        """The Kueue API this connection reads and writes in: the newest of :data:`APIS` the
+        API server serves both kinds in, found on first use (:class:`NoKueue` if none,
+        :class:`BackendUnavailable` if the API server does not answer)."""
+        if self._kueue is None:
+            self._kueue = self.call("find Kueue's API version", self._served)
+            if self._kueue is None:
+                raise NoKueue(f"kueue: {NO_KUEUE}")
+        return self._kueue
+
+    def require_kueue(self) -> KueueApi:
+        """:attr:`kueue`, at start: none served is one line saying so (an :class:`InputError`
+        on ``--kubeconfig``), not a failed list of AdmissionChecks."""
+        try:
+            return self.kueue
+        except NoKueue:
+            raise InputError("--kubeconfig", NO_KUEUE) from None
+
+    def _served(self) -> KueueApi | None:
+        """The first of :data:`APIS` whose Workloads and AdmissionChecks the API server lists
+        (a list of one object each; 404 for a version it does not serve). A list, not the
+        discovery documents: lightkube has no call for those, and a list is what chronus's
+        account may do and what chronus does next. The API server answers a group or version
+        it does not serve with a plain-text 404, which lightkube raises as an HTTP error, not
+        an :class:`ApiError`."""
+        for api in APIS.values():
+            try:
+                for res, ns in ((api.admission_check, None), (api.workload, ALL_NS)):
+                    next(iter(self.client.list(res, namespace=ns, chunk_size=1)), None)
+            except ApiError as exc:
+                if exc.status.code == 404:
+                    continue
+                raise
+            except httpx2.HTTPStatusError as exc:
+                if exc.response.status_code == 404:
+                    continue
+                raise
+            return api
+        return None
 
     # -- what the account may do ------------------------------------------------------------------
     def missing_permissions(self, lease_namespace: str | None = None) -> list[str]:
@@ -187,14 +266,15 @@ class Kube:
         self.reads += 1
         got = self.call(
             f"get workload {namespace}/{name}",
-            lambda: self.client.get(Workload, name, namespace=namespace),
+            lambda: self.client.get(self.kueue.workload, name, namespace=namespace),
             missing_ok=True,
         )
         return None if got is None else dict(got)
 
     def admission_checks(self) -> list[dict]:
         return self.call(
-            "list admissionchecks", lambda: [dict(a) for a in self.client.list(AdmissionCheck)]
+            "list admissionchecks",
+            lambda: [dict(a) for a in self.client.list(self.kueue.admission_check)],
         )
 
     def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
@@ -268,7 +348,11 @@ class Kube:
         the entry's fields; the entry is chronus's to decide, so chronus takes them back. With
         ``resource_version`` the apply is made only at that version (else :class:`Conflict`):
         a start decided on a copy lands only if nothing changed since."""
-        body = {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name}}
+        body = {
+            "apiVersion": self.kueue.api_version,
+            "kind": "Workload",
+            "metadata": {"name": name},
+        }
         if resource_version is not None:
             body["metadata"]["resourceVersion"] = resource_version
         body["status"] = status
@@ -276,7 +360,7 @@ class Kube:
             f"apply status of workload {namespace}/{name}",
             lambda: dict(
                 self.client.patch(
-                    Workload.Status,
+                    self.kueue.workload.Status,
                     name,
                     body,
                     namespace=namespace,
@@ -293,7 +377,7 @@ class Kube:
         """Apply chronus's records on a Workload: exactly these annotations are chronus's after
         the call (one it no longer sends is removed, the user's and Kueue's stay)."""
         body = {
-            "apiVersion": KUEUE,
+            "apiVersion": self.kueue.api_version,
             "kind": "Workload",
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
         }
@@ -301,7 +385,7 @@ class Kube:
             f"record on workload {namespace}/{name}",
             lambda: dict(
                 self.client.patch(
-                    Workload,
+                    self.kueue.workload,
                     name,
                     body,
                     namespace=namespace,
@@ -337,7 +421,11 @@ class Kube:
             f"remove records from workload {namespace}/{name}",
             lambda: dict(
                 self.client.patch(
-                    Workload, name, body, namespace=namespace, patch_type=PatchType.MERGE
+                    self.kueue.workload,
+                    name,
+                    body,
+                    namespace=namespace,
+                    patch_type=PatchType.MERGE,
                 )
             ),
             write="workload records",
@@ -345,7 +433,7 @@ class Kube:
 
     def apply_check_active(self, name: str, condition: dict[str, Any]) -> None:
         body = {
-            "apiVersion": KUEUE,
+            "apiVersion": self.kueue.api_version,
             "kind": "AdmissionCheck",
             "metadata": {"name": name},
             "status": {"conditions": [condition]},
@@ -353,7 +441,11 @@ class Kube:
         self.call(
             f"set admissioncheck {name} active",
             lambda: self.client.patch(
-                AdmissionCheck.Status, name, body, patch_type=PatchType.APPLY, force=True
+                self.kueue.admission_check.Status,
+                name,
+                body,
+                patch_type=PatchType.APPLY,
+                force=True,
             ),
             write="admission check",
         )

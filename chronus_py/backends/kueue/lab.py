@@ -30,6 +30,10 @@ What runs, and how it is wired:
   (and the CRD conversion) by URL on loopback, with a certificate the lab makes in the shape
   Kueue's rotator keeps. So a Job with a ``kueue.x-k8s.io/queue-name`` label is suspended by
   Kueue's mutating webhook, Kueue's objects are validated, and ``v1beta1`` reads are converted.
+  Which Kueue: the one ``go.mod`` pins (serving ``kueue.x-k8s.io/v1beta2``), or with
+  ``CHRONUS_TEST_KUEUE=0.14`` the Kueue 0.14 of ``kueue-0.14/go.mod`` (serving only ``v1beta1``),
+  so the backend is tested against both APIs (:data:`KUEUES`); the lab makes its queues and
+  checks in the version the running Kueue serves (:attr:`ControlPlane.kueue_api`).
   Left out: Kueue's metrics endpoint and its visibility API server; kubelets (kwok stands in),
   kube-proxy and cluster DNS, so Services carry no traffic.
 """
@@ -63,12 +67,42 @@ BINARIES = (
     "kube-controller-manager",
     "kube-scheduler",
     "kubectl",
-    "kueue",
     "kwok",
 )
+"""The daemons every lab runs, besides its Kueue (:class:`Kueue`)."""
 #: Where the pinned Go modules and the build script live, in a checkout.
 SOURCES = Path(__file__).resolve().parents[3] / "tests" / "kube" / "controlplane"
-KEY_FILES = ("go.mod", "go.sum", "kwok/go.mod", "kwok/go.sum")
+KEY_FILES = (
+    "go.mod",
+    "go.sum",
+    "kwok/go.mod",
+    "kwok/go.sum",
+    "kueue-0.14/go.mod",
+    "kueue-0.14/go.sum",
+)
+KUEUE_VARIABLE = "CHRONUS_TEST_KUEUE"
+
+
+@dataclass(frozen=True)
+class Kueue:
+    """One Kueue the cache holds (``build.sh``): its controller manager ``bin/<name>`` and its
+    CRDs, RBAC and webhooks in ``<name>/``; the version of ``kueue.x-k8s.io`` it serves and of
+    its configuration file (``config.kueue.x-k8s.io``); whether it takes
+    ``--visibility-server-port`` (0.14 has no such flag, and starts no visibility server with
+    ``VisibilityOnDemand`` off)."""
+
+    name: str
+    api: str
+    config_api: str
+    visibility_flag: bool
+
+
+KUEUES = {
+    "": Kueue("kueue", "v1beta2", "v1beta2", True),
+    "0.14": Kueue("kueue-0.14", "v1beta1", "v1beta1", False),
+}
+"""``$CHRONUS_TEST_KUEUE`` -> the Kueue a lab runs: unset or empty, the one ``go.mod`` pins;
+``0.14``, the one ``kueue-0.14/go.mod`` pins."""
 KUEUE_NS = "kueue-system"
 KUEUE_SA = "kueue-controller-manager"
 WEBHOOK_SERVICE = "kueue-webhook-service"
@@ -99,9 +133,19 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "chronus-kube" / cache_key()
 
 
+def default_kueue() -> Kueue:
+    """The Kueue ``$CHRONUS_TEST_KUEUE`` names (:data:`KUEUES`; :func:`why_not_here` says when
+    it names none)."""
+    return KUEUES[os.environ.get(KUEUE_VARIABLE, "")]
+
+
 def why_not_here(cache: Path | None = None) -> str | None:
     """Why a control plane cannot run on this machine, or None if it can."""
     build = "tests/kube/controlplane/build.sh (or .ci/kube-controlplane.sh)"
+    release = os.environ.get(KUEUE_VARIABLE, "")
+    if release not in KUEUES:
+        known = ", ".join(k for k in KUEUES if k)
+        return f"{KUEUE_VARIABLE}={release}: not a Kueue the lab builds ({known}, or unset)"
     if shutil.which("openssl") is None:
         return "openssl is not installed (the lab makes its certificates with it)"
     if cache is None:
@@ -112,7 +156,8 @@ def why_not_here(cache: Path | None = None) -> str | None:
         if shutil.which("go") is None:
             return f"Go is not installed, so the Kubernetes control plane cannot be built ({build})"
         return f"the Kubernetes control plane is not built in {cache}: run {build}"
-    missing = [b for b in BINARIES if not (cache / "bin" / b).exists()]
+    wanted = (*BINARIES, KUEUES[release].name)
+    missing = [b for b in wanted if not (cache / "bin" / b).exists()]
     if missing:
         return f"the control-plane cache {cache} lacks {', '.join(missing)}: rerun {build}"
     return None
@@ -311,17 +356,20 @@ class ControlPlane:
 
     Public attributes for tests: ``server`` (the API server's URL), ``ca`` (its CA file),
     ``kubeconfig`` (an admin kubeconfig: token auth, ``system:masters``), ``admin_token``,
-    ``log_dir`` (one ``<daemon>.log`` each), ``procs`` (name -> Popen).
+    ``log_dir`` (one ``<daemon>.log`` each), ``procs`` (name -> Popen), ``kueue`` (which
+    Kueue runs) and ``kueue_api`` (the ``apiVersion`` of the objects it serves).
     """
 
     root: Path
     cache: Path = field(default_factory=cache_dir)
+    kueue: Kueue = field(default_factory=default_kueue)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
         self.cache = Path(self.cache)
         self.bin = self.cache / "bin"
+        self.kueue_api = f"kueue.x-k8s.io/{self.kueue.api}"
         self.pki = self.root / "pki"
         self.log_dir = self.root / "log"
         self.ports = {
@@ -351,9 +399,10 @@ class ControlPlane:
         self._kinds: dict[str, dict[str, tuple[str, bool]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, *, with_kueue: bool = True) -> None:
         """Start every daemon, in dependency order; on any failure stop what was started and
-        raise :class:`ControlPlaneError`."""
+        raise :class:`ControlPlaneError`. ``with_kueue=False``: etcd and the API server only,
+        a cluster without Kueue (what chronus must refuse to start on)."""
         try:
             for sub in ("etcd", "log", "kueue/certs", "apiserver"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -361,6 +410,8 @@ class ControlPlane:
             self._write_configs()
             self._start_etcd()
             self.start_apiserver()
+            if not with_kueue:
+                return
             self._install_kueue_objects()
             # Spawned together, then waited for: none needs another to become ready (Kueue's
             # certificate bootstrap is the longest), so their starts overlap.
@@ -648,19 +699,19 @@ class ControlPlane:
         self.apply(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "apiVersion": self.kueue_api,
                 "kind": "ResourceFlavor",
                 "metadata": {"name": name},
                 "spec": {"nodeLabels": node_labels} if node_labels else {},
             },
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "apiVersion": self.kueue_api,
                 "kind": "ClusterQueue",
                 "metadata": {"name": name},
                 "spec": cq_spec,
             },
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "apiVersion": self.kueue_api,
                 "kind": "LocalQueue",
                 "metadata": {"name": name, "namespace": namespace},
                 "spec": {"clusterQueue": name},
@@ -670,7 +721,7 @@ class ControlPlane:
             self._wait(f"ClusterQueue {name} active", lambda: self.queue_active(name), 30)
 
     def queue_active(self, name: str) -> bool:
-        cq = self.api("GET", f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{name}")
+        cq = self.api("GET", f"/apis/{self.kueue_api}/clusterqueues/{name}")
         return any(
             c["type"] == "Active" and c["status"] == "True"
             for c in (cq.get("status") or {}).get("conditions") or []
@@ -678,7 +729,7 @@ class ControlPlane:
 
     def delete_queues(self, name: str, namespace: str = "default") -> None:
         """Remove what :meth:`make_queues` made (the namespace stays)."""
-        base = "/apis/kueue.x-k8s.io/v1beta2"
+        base = f"/apis/{self.kueue_api}"
         for path in (
             f"{base}/namespaces/{namespace}/localqueues/{name}",
             f"{base}/clusterqueues/{name}",
@@ -719,14 +770,16 @@ class ControlPlane:
         self._wait("etcd", lambda: self._get_ok(f"{client}/health"), 30)
 
     def _install_kueue_objects(self) -> None:
-        """Kueue's namespace, CRDs (v1beta1 converted by its webhook), RBAC, webhook
-        configurations and webhook certificate Secret, before Kueue starts (its certificate
-        bootstrap injects its CA into the webhook configurations and CRDs)."""
-        kueue = self.cache / "kueue"
+        """Kueue's namespace, CRDs (v1beta1 converted by its webhook, where it serves two
+        versions), RBAC, webhook configurations and webhook certificate Secret, before Kueue
+        starts (its certificate bootstrap injects its CA into the webhook configurations and
+        CRDs)."""
+        kueue = self.cache / self.kueue.name
         url = f"https://127.0.0.1:{self.ports['kueue-webhook']}"
         crds = _docs(sorted((kueue / "crd" / "bases").glob("*.yaml")))
         for crd in crds:
-            if crd["metadata"]["name"].split(".")[0] in CONVERTED_CRDS:
+            converted = crd["metadata"]["name"].split(".")[0] in CONVERTED_CRDS
+            if converted and len(crd["spec"]["versions"]) > 1:
                 crd["spec"]["conversion"] = {
                     "strategy": "Webhook",
                     "webhook": {
@@ -838,7 +891,7 @@ class ControlPlane:
         config.write_text(
             yaml.safe_dump(
                 {
-                    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                    "apiVersion": f"config.kueue.x-k8s.io/{self.kueue.config_api}",
                     "kind": "Configuration",
                     "namespace": KUEUE_NS,
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['kueue-health']}"},
@@ -860,23 +913,20 @@ class ControlPlane:
                 }
             )
         )
-        self._spawn(
-            "kueue",
-            _flags(
-                config=config,
-                kubeconfig=kubeconfig,
-                visibility_server_port=self.ports["kueue-visibility"],
-                zap_log_level=2,
-            ),
-        )
+        flags = _flags(config=config, kubeconfig=kubeconfig, zap_log_level=2)
+        if self.kueue.visibility_flag:
+            flags += _flags(visibility_server_port=self.ports["kueue-visibility"])
+        self._spawn("kueue", flags, exe=self.kueue.name)
         health = f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"
         return lambda: self._wait("kueue", lambda: self._get_ok(health), 120)
 
-    def _spawn(self, name: str, args: list[str]) -> None:
+    def _spawn(self, name: str, args: list[str], exe: str | None = None) -> None:
+        """Start ``bin/<exe>`` (default: ``name``) as daemon ``name``, its output in
+        ``<name>.log``."""
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it
         try:
             self.procs[name] = subprocess.Popen(
-                [str(self.bin / name), *args],
+                [str(self.bin / (exe or name)), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

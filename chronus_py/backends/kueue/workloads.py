@@ -1,5 +1,6 @@
-"""Reading a Kueue Workload (a plain dict of API ``kueue.x-k8s.io/v1beta2``) and the records
-chronus keeps on it; pure functions, so the backend's decisions can be read without a cluster.
+"""Reading a Kueue Workload (a plain dict of API ``kueue.x-k8s.io/v1beta2`` or ``v1beta1``,
+which spell what chronus reads the same: ``kube.KueueApi``) and the records chronus keeps on
+it; pure functions, so the backend's decisions can be read without a cluster.
 
 Chronus's records are annotations it owns (server-side apply, its own field manager)::
 

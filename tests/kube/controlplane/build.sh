@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane chronus-py's Kueue tests run on, from the Go modules pinned
-# in this directory (go.mod: Kubernetes, etcd, Kueue; kwok/go.mod: kwok), into a cache directory
-# outside the checkout, and copies Kueue's CRDs/RBAC/webhooks and kwok's stages next to them.
+# in this directory (go.mod: Kubernetes, etcd, Kueue; kwok/go.mod: kwok; kueue-0.14/go.mod: the
+# older Kueue 0.14, which serves only kueue.x-k8s.io/v1beta1), into a cache directory outside the
+# checkout, and copies each Kueue's CRDs/RBAC/webhooks and kwok's stages next to them:
+# bin/kueue with kueue/, bin/kueue-0.14 with kueue-0.14/.
 #
 #   build.sh              build (or reuse) the cache; prints its directory last
 #   build.sh --print-dir  print the cache directory only (nothing is built)
 #
 # The cache is ${CHRONUS_KUBE_CACHE:-$HOME/.cache/chronus-kube/<key>}, where <key> is the first
-# 16 hex digits of the SHA-256 of go.mod, go.sum, kwok/go.mod and kwok/go.sum, concatenated in
-# that order (chronus_py/backends/kueue/lab.py computes the same key to find it). A finished build
+# 16 hex digits of the SHA-256 of go.mod, go.sum, kwok/go.mod, kwok/go.sum, kueue-0.14/go.mod
+# and kueue-0.14/go.sum, concatenated in that order (chronus_py/backends/kueue/lab.py computes the same key to find it). A finished build
 # writes the key into <cache>/STAMP; a cache whose STAMP matches is reused as it is.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 key="$(cat "$here/go.mod" "$here/go.sum" "$here/kwok/go.mod" "$here/kwok/go.sum" \
-    | sha256sum | cut -c1-16)"
+    "$here/kueue-0.14/go.mod" "$here/kueue-0.14/go.sum" | sha256sum | cut -c1-16)"
 cache="${CHRONUS_KUBE_CACHE:-${HOME}/.cache/chronus-kube/$key}"
 if [ "${1:-}" = "--print-dir" ]; then
     echo "$cache"
@@ -51,16 +53,22 @@ go build -ldflags="$k8s_ldflags" -o "$cache/bin/" \
     k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kubectl
 go build -ldflags="$ldflags" -o "$cache/bin/etcd" go.etcd.io/etcd/server/v3
-go build -ldflags="$ldflags" -o "$cache/bin/kueue" sigs.k8s.io/kueue/cmd/kueue
 
-kueue_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
-rm -rf "$cache/kueue"
-mkdir -p "$cache/kueue"
-for part in crd/bases rbac webhook; do
-    mkdir -p "$cache/kueue/$part"
-    cp "$kueue_dir/config/components/$part"/*.yaml "$cache/kueue/$part/"
-done
-chmod -R u+w "$cache/kueue"
+# build_kueue NAME: Kueue's controller manager of the module in the current directory into
+# bin/NAME, its CRDs, RBAC and webhooks into NAME/.
+build_kueue() {
+    go build -ldflags="$ldflags" -o "$cache/bin/$1" sigs.k8s.io/kueue/cmd/kueue
+    local kueue_dir
+    kueue_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
+    rm -rf "${cache:?}/$1"
+    mkdir -p "$cache/$1"
+    for part in crd/bases rbac webhook; do
+        mkdir -p "$cache/$1/$part"
+        cp "$kueue_dir/config/components/$part"/*.yaml "$cache/$1/$part/"
+    done
+    chmod -R u+w "$cache/$1"
+}
+build_kueue kueue
 
 cd "$here/kwok"
 go mod download
@@ -71,6 +79,11 @@ rm -rf "$cache/kwok"
 mkdir -p "$cache/kwok"
 cp -r "$kwok_dir/kustomize/stage" "$cache/kwok/stage"
 chmod -R u+w "$cache/kwok"
+
+cd "$here/kueue-0.14"
+go mod download
+echo "build.sh: kueue 0.14" >&2
+build_kueue kueue-0.14
 
 echo "$key" > "$cache/STAMP"
 echo "build.sh: built in $(( $(date +%s) - start )) s, $(du -sh "$cache" | cut -f1) in $cache" >&2
