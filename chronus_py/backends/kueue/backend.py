@@ -149,7 +149,7 @@ class KueueBackend(CompressedTime):
         # ``duration`` after it: the writes' client gives up within that margin.
         margin = 10.0 if elector is None else min(10.0, elector.duration - elector.renew_deadline)
         self.writes = Writes(
-            lambda: Kube(kube.cfg, manager=kube.manager, timeout=margin),
+            lambda: kube.like(timeout=margin),
             on_written=self.watches.stores["workloads"].put,
             on_failed=self._message_failed,
             may_write=lambda: self.elector is None or self.elector.held,
@@ -166,7 +166,7 @@ class KueueBackend(CompressedTime):
         self._events: queue.SimpleQueue = queue.SimpleQueue()  # (ns, job, uid, reason, text)
         self._eventer = threading.Thread(
             target=self._send_events,
-            args=(lambda: Kube(kube.cfg, manager=kube.manager, timeout=margin),),
+            args=(lambda: kube.like(timeout=margin),),
             name="kueue-events",
             daemon=True,
         )

@@ -172,6 +172,13 @@ class Kube:
             raise BackendUnavailable(f"kueue: {what}: {exc}") from None
 
     # -- which Kueue ---------------------------------------------------------------------------
+    def like(self, *, timeout: float) -> Kube:
+        """Another connection as this one (the writers' and the events' threads each have
+        theirs), in the Kueue API this one found, so none of them asks the API server again."""
+        other = Kube(self.cfg, manager=self.manager, timeout=timeout)
+        other._kueue = self._kueue
+        return other
+
     @property
     def kueue(self) -> KueueApi:
         """The Kueue API this connection reads and writes in: the newest of :data:`APIS` the
