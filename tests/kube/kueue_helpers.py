@@ -16,6 +16,7 @@ from chronus_py.backends.kueue import harness
 from chronus_py.backends.kueue.kube import APIS, config
 from chronus_py.backends.kueue.lab import KUEUE_VARIABLE, KUEUES, ControlPlane, job
 from chronus_py.backends.kueue.watch import Kind, Watches, name_key, namespaced_key
+from chronus_py.cli import main
 
 #: The Kueue API of the lab's Kueue (``$CHRONUS_TEST_KUEUE``; a value the lab does not know
 #: fails or skips every test at the control plane's start, ``lab.why_not_here``).
@@ -43,6 +44,20 @@ class Setup:
         for name in full:
             wait(lambda n=name: self.cp.node_ready(n), 60, f"node {name} Ready")
         return full
+
+    def check_config(self, tmp: Path) -> int:
+        """``chronus serve --backend kueue --check`` as this test's controller, with the
+        controller's own least-privilege kubeconfig; its exit code."""
+        return main(
+            [
+                "serve",
+                "--backend=kueue",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--kueue-controller-name=chronus.io/{self.ns}",
+                f"--db={tmp / 'c.db'}",
+                "--check",
+            ]
+        )
 
     def serve(self, tmp: Path, name: str = "serve", *extra: str, **kw) -> harness.ServeProcess:
         return harness.ServeProcess(

@@ -87,16 +87,7 @@ def test_check_asks_the_api_server_for_chronus_s_admission_checks(setup, capsys,
     """On the real control plane: the API server reached with the controller's own
     least-privilege kubeconfig, and the test's AdmissionCheck named as chronus's; nothing is
     written."""
-    code = main(
-        [
-            "serve",
-            "--backend=kueue",
-            f"--kubeconfig={setup.kubeconfig}",
-            f"--kueue-controller-name=chronus.io/{setup.ns}",
-            f"--db={tmp_path / 'c.db'}",
-            "--check",
-        ]
-    )
+    code = setup.check_config(tmp_path)
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.startswith("config OK\n")

@@ -30,16 +30,7 @@ def test_the_version_the_running_kueue_serves_is_found_and_v1beta2_preferred(
         assert checks[setup.check]["spec"]["controllerName"] == f"chronus.io/{setup.ns}"
     finally:
         kube.close()
-    code = main(
-        [
-            "serve",
-            "--backend=kueue",
-            f"--kubeconfig={setup.kubeconfig}",
-            f"--kueue-controller-name=chronus.io/{setup.ns}",
-            f"--db={tmp_path / 'c.db'}",
-            "--check",
-        ]
-    )
+    code = setup.check_config(tmp_path)
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"\n  kueue_api: {setup.cp.kueue_api}\n" in out, out
