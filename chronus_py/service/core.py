@@ -95,6 +95,10 @@ class ApiError(Exception):
         return f"{self.field}: {self.message}" if self.field else self.message
 
 
+REUSED = "chronus takes no new job under it: submit the job again under another name"
+"""Why an arrival whose id names a job that ended is refused (``Service._arrivals``)."""
+
+
 class Rejected(ApiError):
     """A well-formed job this service cannot run: the API answers it 200, with admission
     ``rejected`` and the reason (``line``), and keeps nothing."""
@@ -979,22 +983,30 @@ class Service:
     def _arrivals(self) -> None:
         """Jobs that entered through the backend (a trace's arrivals, jobs submitted to the
         cluster manager with chronus' marker) go through ``intake`` like a request; one it
-        refuses is ended on the backend, unless its id names a job chronus already took. A
-        backend with ``refuse_arrival`` is handed the field at fault and why, to tell the job's
-        owner in its own terms (a marker key, an annotation); any other is told ``cancel``."""
+        refuses is ended on the backend, unless its id names a job chronus took that is still
+        active (accepted, and the backend not told yet: kept). An id of a job that ended is a
+        new job under a used id: refused, or it came back every round for ever (a Kueue
+        Workload recreated after its job was cancelled, its quota held). A backend with
+        ``refuse_arrival`` is handed the field at fault and why, to tell the job's owner in
+        its own terms (a marker key, an annotation); any other is told ``cancel``."""
         refuse = getattr(self.backend, "refuse_arrival", None)
         for fields in self.backend.arrivals():
             now = self.backend.now()
+            job_id = str(fields.get("id"))
             try:
                 self.intake(dict(fields), _record_origin(fields, now), now, in_round=True)
             except ApiError as exc:
-                decision_log("refuse", job=fields.get("id"), reason=exc.line())
-                if exc.status == 409:  # a taken id names a job chronus accepted: keep it
-                    continue
+                if exc.status == 409:
+                    row = self.db.job(job_id)
+                    if row is None or row["state"] not in TERMINAL:
+                        decision_log("refuse", job=job_id, reason=exc.line())
+                        continue
+                    exc = ApiError(409, f"a job of this id ended ({row['state']}); {REUSED}", "id")
+                decision_log("refuse", job=job_id, reason=exc.line())
                 if refuse is None:
-                    self.backend.cancel(str(fields.get("id")))
+                    self.backend.cancel(job_id)
                 else:
-                    refuse(str(fields.get("id")), exc.field, exc.message)
+                    refuse(job_id, exc.field, exc.message)
 
     def throughputs(self) -> ThroughputTable:
         """The throughput tables elastic jobs are sized by (``--throughputs``, else the bundled

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("lightkube")
 
-from kueue_helpers import wait  # noqa: E402
+from kueue_helpers import KUEUE, wait  # noqa: E402
 
 from chronus_py.backends.kueue.lab import job  # noqa: E402
 
@@ -158,3 +158,30 @@ def test_a_running_job_scaled_to_what_cannot_run_is_refused(setup, tmp_path, par
         wait(lambda: serve.jobs()[grow]["state"] == "cancelled", 30, "grow cancelled")
         assert not (s.workload("grow")["spec"].get("active", True))
         assert not serve.events("backend_error"), serve.events("backend_error")[:3]
+        if parallelism:
+            return
+        # Scaled back up and its refused Workload deleted (to try again), Kueue creates one of
+        # the same name: the id of a job that ended. It was kept by nobody and taken by nobody,
+        # a 409 every round for ever, Kueue's quota reserved for it. Refused, saying so.
+        s.cp.api(
+            "PATCH",
+            f"/apis/batch/v1/namespaces/{s.ns}/jobs/grow",
+            {"spec": {"parallelism": 1}},
+            content_type="application/merge-patch+json",
+        )
+        name = s.workload("grow")["metadata"]["name"]
+        s.cp.api("DELETE", f"{KUEUE}/namespaces/{s.ns}/workloads/{name}")
+        entry = wait(
+            lambda: (
+                (e := s.entry("grow")).get("state") == "Rejected"
+                and "ended" in e.get("message", "")
+                and e
+            ),
+            60,
+            "the new Workload refused",
+        )
+        assert entry["message"] == (
+            "chronus refused it: the Workload's name: a job of this id ended (cancelled); "
+            "chronus takes no new job under it: submit the job again under another name"
+        ), entry
+        assert serve.jobs()[grow]["state"] == "cancelled"

@@ -56,6 +56,7 @@ FIELD_KEYS = {
     "iterations": ITERATIONS,
     "model": MODEL,
     "gpus": "resources",
+    "id": "the Workload's name",
 }
 """The annotation a field of ``POST /v1/jobs`` comes from, to name it in a refusal."""
 NO_PODS = "resources: the Workload has no pods (the Job's parallelism is 0); nothing to run"
