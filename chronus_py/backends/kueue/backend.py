@@ -159,6 +159,7 @@ class KueueBackend(CompressedTime):
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
         self._failures: dict[str, RunState] = {}  # failed Workload id -> how it ended
         self._last: dict[str, dict] = {}  # accepted id -> its Workload, as the last look saw it
+        self._labelled: dict[str, tuple[str, ...]] = {}  # id -> nodes this process labelled
         self._vanished: dict[str, float] = {}  # id -> when its Workload vanished (``_coming_back``)
         self._deleted_ns: dict[str, bool | None] = {}  # namespace -> being deleted, this look
         self._said_ns = False  # the log said chronus may not read namespaces
@@ -340,9 +341,9 @@ class KueueBackend(CompressedTime):
                 last[job_id] = old
                 continue
             self._gone.setdefault(job_id, now)
-            if old is not None:
+            if old is not None or job_id in self._labelled:
                 try:  # a gang deleted while it ran: its label would stay on its nodes
-                    self._unlabel(job_id, wls.placement(old)[0])
+                    self._unlabel(job_id, {} if old is None else wls.placement(old)[0])
                 except BackendUnavailable as exc:  # housekeeping
                     log.warning(
                         json.dumps({"event": "kueue_unlabel", "job": job_id, "error": str(exc)})
@@ -455,16 +456,20 @@ class KueueBackend(CompressedTime):
         return self.kube.job_alive(wls.key(old)[0], job, wls.owner_job_uid(old))
 
     def _unlabel(self, job_id: str, nodes: Mapping[str, Any]) -> None:
-        """Take a multi-node run's gang label off its nodes."""
+        """Take a multi-node run's gang label off its nodes: those its record names, else
+        those this process labelled for it (a gang deleted before its record of the run
+        landed kept its label for good: CI saw it)."""
+        nodes = tuple(nodes) or self._labelled.get(job_id, ())
         if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
             return
         for node in nodes:
             self.kube.label_node(node, self._gang_label(job_id), on=False)
+        self._labelled.pop(job_id, None)
 
     def _unpin_gang(self, job_id: str, wl: dict, obs: ObservedJob) -> None:
         """Take a multi-node run's label off its nodes once the run is over, and close the run
         in the records (so this happens once)."""
-        nodes, _ = wls.placement(wl)
+        nodes = tuple(wls.placement(wl)[0]) or self._labelled.get(job_id, ())
         if len(nodes) < 2 or (self.elector is not None and not self.elector.held):
             return
         try:
@@ -881,6 +886,7 @@ class KueueBackend(CompressedTime):
             selector = {self._gang_label(job_id): "true"}
             for node in placement:
                 self.kube.label_node(node, self._gang_label(job_id), on=True)
+            self._labelled[job_id] = tuple(placement)
         since = self.now()
         self._latencies.append(max(time.monotonic() - decided, 0.0))
         nodes = {n: list(g) for n, g in sorted(placement.items())}
@@ -965,9 +971,7 @@ class KueueBackend(CompressedTime):
             f"the Job and requeues it; it resumes when chronus's plan says",
         )
         self._record(wl, work_done=wls.done_record(wl, done, runs), placement=None, now=False)
-        if len(nodes) > 1:
-            for node in nodes:
-                self.kube.label_node(node, self._gang_label(job_id), on=False)
+        self._unlabel(job_id, nodes)
 
     def cancel(self, job_id: str) -> None:
         wl = self._fresh(job_id)
