@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from chronus_py.backends.base import Backend, BackendUnavailable, NodeInfo, RunState
-from chronus_py.errors import InputError
+from chronus_py.errors import ArgumentError, InputError
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, Node
 from chronus_py.jobs.throughputs import ThroughputTable
 from chronus_py.service import rounds
@@ -453,11 +453,19 @@ class Service:
         refused = refused or self.backend.refuse(job, spec.fields)
         if refused is not None:
             raise Rejected(refused[1], refused[0])
-        if dry_run:
-            admission = rounds.probe(self.scheduler, job, spec.estimate, now)
-            self._record_promise_changes(now)
-            return spec, admission
-        return spec, self.accept(spec, now, in_round=in_round)
+        try:
+            if dry_run:
+                admission = rounds.probe(self.scheduler, job, spec.estimate, now)
+                self._record_promise_changes(now)
+                return spec, admission
+            return spec, self.accept(spec, now, in_round=in_round)
+        except ArgumentError as exc:
+            # The library's own checks (``Scheduler.submit``, before it changes anything) of
+            # a well-formed job the service's reading let through (a deadline's value or an
+            # elastic job's iterations past 1e15): rejected naming the field, not a 503
+            # (schemathesis: duration_seconds 1.4e308), nor, for a backend's arrival, an
+            # error out of every round.
+            raise Rejected(exc.why, exc.field) from None
 
     def _stored(self, row: Mapping[str, Any], now: float) -> JobSpec:
         """An accepted job's row, read back as a record. One that cannot be is a line naming

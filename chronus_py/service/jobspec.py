@@ -38,6 +38,7 @@ from typing import Any, Callable, Mapping
 from chronus_py.jobs.model import DeadlineOption, Job, JobKind
 from chronus_py.jobs.sizing import curve_sizes
 from chronus_py.jobs.throughputs import ThroughputTable
+from placement.limits import MAX_SECONDS
 
 FIELDS = (
     "id",
@@ -246,9 +247,10 @@ def parse_job(
     iterations = body.get("iterations")
     if iterations is not None:
         iterations = integer(iterations)
-        if iterations is None or iterations < 1:
+        if iterations is None or not 1 <= iterations <= MAX_SECONDS:
             raise FieldError(
-                "iterations", f"expected an integer >= 1, got {shown(body['iterations'])}"
+                "iterations",
+                f"expected an integer >= 1 and <= {MAX_SECONDS:g}, got {shown(body['iterations'])}",
             )
     if estimate is None and iterations is None and elastic is None:
         raise FieldError(
@@ -334,7 +336,7 @@ def _elastic(body: Mapping[str, Any], throughputs) -> dict[str, Any]:
         values[name] = value
     if values["min_gpus"] > values["max_gpus"]:
         raise Unrunnable("elastic.min_gpus", f"must be <= max_gpus ({values['max_gpus']})")
-    iterations = _number(raw, "iterations")
+    iterations = _number(raw, "iterations", "elastic.")
     if iterations is None:
         raise FieldError("elastic.iterations", "required")
     if throughputs is None:
@@ -362,14 +364,18 @@ def _elastic(body: Mapping[str, Any], throughputs) -> dict[str, Any]:
     return {"sizes": sizes, "rates": rates, "batch": values["batch"], "iterations": iterations}
 
 
-def _number(body: Mapping[str, Any], name: str) -> float | None:
-    """An optional positive number (None when absent)."""
+def _number(body: Mapping[str, Any], name: str, where: str = "") -> float | None:
+    """An optional positive number (None when absent), at most the library's ``MAX_SECONDS``
+    (a larger one passed here and was refused deep in ``Scheduler.submit``); ``where``: the
+    object it is in, for the field's name (``elastic.``)."""
     value = body.get(name)
     if value is None:
         return None
     number = finite(value)
-    if number is None or number <= 0:
-        raise FieldError(name, f"expected a number > 0, got {shown(value)}")
+    if number is None or not 0 < number <= MAX_SECONDS:
+        raise FieldError(
+            where + name, f"expected a number > 0 and <= {MAX_SECONDS:g}, got {shown(value)}"
+        )
     return number
 
 

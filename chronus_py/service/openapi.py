@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 from chronus_py.service.jobspec import CGROUP, MAX_DEADLINES, PATH_SEGMENTS, TENANT
+from placement.limits import MAX_SECONDS
 
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 MAX_LIMIT = 10_000
@@ -51,6 +52,7 @@ _JOB_IN = {
         "estimate_seconds": {
             "type": "number",
             "exclusiveMinimum": 0,
+            "maximum": MAX_SECONDS,
             "description": "the work to plan with; leave out if unknown (give iterations): the "
             "job is then measured in place from its progress reports",
         },
@@ -63,11 +65,13 @@ _JOB_IN = {
         "duration_seconds": {
             "type": "number",
             "exclusiveMinimum": 0,
+            "maximum": MAX_SECONDS,
             "description": "sim backend: the true work (default: estimate)",
         },
         "iterations": {
             "type": "integer",
             "minimum": 1,
+            "maximum": MAX_SECONDS,
             "description": "total iterations: progress reports re-estimate the job from them",
         },
         "model": {
@@ -92,7 +96,7 @@ _JOB_IN = {
                 "min_gpus": {"type": "integer", "minimum": 1, "default": 1},
                 "max_gpus": {"type": "integer", "minimum": 1, "default": 64},
                 "batch": {"type": "integer", "minimum": 1},
-                "iterations": {"type": "number", "exclusiveMinimum": 0},
+                "iterations": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS},
             },
         },
     },

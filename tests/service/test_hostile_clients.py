@@ -128,6 +128,11 @@ def test_bad_framing_gets_the_json_error(server):
         # as deep as Python 3.11's decoder gives up at, and 3.13's does not: the same field
         (b'{"gpus": 1, "estimate_seconds": 5, "id": ' + b"[" * 1000 + b"]" * 1000 + b"}", "id"),
         (b'{"a\\"b": "x:[", "k": ' + b'{"z":' * 1000 + b"1" + b"}" * 1001, "k"),
+        # finite, but past what the scheduler takes (1e15): a 503 from deep in its submit
+        # (schemathesis found the first in CI)
+        (b'{"gpus": 1, "duration_seconds": 1.4e308, "iterations": 331}', "duration_seconds"),
+        (b'{"gpus": 1, "estimate_seconds": 2e15}', "estimate_seconds"),
+        (b'{"gpus": 1, "iterations": 100000000000000000}', "iterations"),
     ],
 )
 def test_huge_numbers_nan_and_deep_json_name_the_field(server, body, field):
@@ -135,6 +140,19 @@ def test_huge_numbers_nan_and_deep_json_name_the_field(server, body, field):
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
     assert len(r.json()["error"]) < 200
+
+
+def test_a_value_past_what_the_scheduler_takes_is_rejected_naming_it(server):
+    # Well-formed (the schema sets no bound on a deadline's value), refused by the scheduler's
+    # own checks deep in its submit: a 503 "internal error" before.
+    r = post(
+        server, b'{"gpus": 1, "estimate_seconds": 60, "deadlines": [{"at": 9e5, "value": 1e300}]}'
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["admission"] == {
+        "decision": "rejected",
+        "reason": "deadlines[0].value: must be <= 1e+15 in size, got 1e+300",
+    }
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
@@ -218,6 +236,8 @@ def test_openapi_states_what_the_server_enforces(server):
     post_ = spec["paths"]["/v1/jobs"]["post"]
     schema = post_["requestBody"]["content"]["application/json"]["schema"]
     assert schema["properties"]["gpus"]["maximum"] == 32
+    for name in ("estimate_seconds", "duration_seconds", "iterations"):
+        assert schema["properties"][name]["maximum"] == 1e15, name
     models = [option["properties"]["model"]["const"] for option in schema["anyOf"][2]["oneOf"]]
     assert "resnet50" in models
     assert "links" in post_["responses"]["201"] and "links" not in post_["responses"]["200"]
