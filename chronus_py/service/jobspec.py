@@ -401,6 +401,16 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def in_terms(field: str | None, why: str, keys: Mapping[str, str]) -> str:
+    """A refusal of ``field`` worded in a backend's terms, for the job's owner: the name
+    ``keys`` gives the field's top level (``deadlines[0].at`` is ``deadlines``; a Slurm marker
+    key, a Kueue annotation), else the field itself; no field: ``why`` alone."""
+    if not field:
+        return why
+    top = field.split("[", 1)[0].split(".", 1)[0]
+    return f"{keys.get(top, field)}: {why}"
+
+
 def shown(value: Any, limit: int = 40) -> str:
     """A refused value as an error shows it: a huge number or string is cut short."""
     text = repr(value)

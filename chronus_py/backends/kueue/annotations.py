@@ -57,6 +57,7 @@ FIELD_KEYS = {
     "model": MODEL,
     "gpus": "resources",
     "id": "the Workload's name",
+    "tenant": "namespace",  # the Workload's namespace is its tenant
 }
 """The annotation a field of ``POST /v1/jobs`` comes from, to name it in a refusal."""
 NO_PODS = "resources: the Workload has no pods (the Job's parallelism is 0); nothing to run"

@@ -71,7 +71,7 @@ from chronus_py.backends.kueue.writes import WORKERS, Message, Writes
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
-from chronus_py.service.jobspec import FieldError, Origin, read_job, shown
+from chronus_py.service.jobspec import FieldError, Origin, in_terms, read_job, shown
 
 log = logging.getLogger("chronus.kueue")
 FIELD_MANAGER = "chronus"
@@ -816,12 +816,7 @@ class KueueBackend(CompressedTime):
         wl = self._fresh(job_id)
         if wl is None or not wls.active(wl) or wls.accepted(wl) is not None:
             return
-        top = (field or "").split("[", 1)[0].split(".", 1)[0]
-        if top == "tenant":
-            why = f"namespace: {why}"  # the Workload's namespace is its tenant
-        elif field:
-            why = f"{notes.FIELD_KEYS.get(top, field)}: {why}"
-        self._refuse(job_id, wl, why)
+        self._refuse(job_id, wl, in_terms(field, why, notes.FIELD_KEYS))
 
     def refuse(self, job: Job, spec: Mapping[str, Any]) -> tuple[str, str] | None:
         """Only Workloads are run: a job submitted to chronus's API has no pods to start."""

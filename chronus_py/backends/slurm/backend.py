@@ -57,7 +57,7 @@ from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachab
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
 from chronus_py.service.clock import CompressedTime
-from chronus_py.service.jobspec import shown
+from chronus_py.service.jobspec import in_terms, shown
 
 CANNOT_RESIZE = "it starts each job at one size and has no command to resize a running one"
 
@@ -78,7 +78,12 @@ _UNHEALTHY_FLAGS = {
 
 log = logging.getLogger("chronus.slurm")
 
-_MARKER_KEYS = {"estimate_seconds": "estimate", "deadlines": "deadline", "gpus": "--gres"}
+_MARKER_KEYS = {
+    "estimate_seconds": "estimate",
+    "deadlines": "deadline",
+    "gpus": "--gres",
+    "tenant": "account",  # the job's Slurm account (else its user) is its tenant
+}
 """The marker's key (or sbatch's option) behind a field of ``POST /v1/jobs``, to name it in a
 refusal the user reads in their job's comment."""
 
@@ -980,13 +985,7 @@ class SlurmBackend(CompressedTime):
         found = self._find(job_id)
         if found is None or found[0].state != "PENDING":
             return
-        j = found[0]
-        top = (field or "").split("[", 1)[0].split(".", 1)[0]
-        if top == "tenant":
-            why = f"account: {why}"  # the job's Slurm account (else its user) is its tenant
-        elif field:
-            why = f"{_MARKER_KEYS.get(top, field)}: {why}"
-        self._refuse(j, why)
+        self._refuse(found[0], in_terms(field, why, _MARKER_KEYS))
 
     def cancel(self, job_id: str) -> None:
         self._changing()
