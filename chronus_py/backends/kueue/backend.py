@@ -158,7 +158,7 @@ class KueueBackend(CompressedTime):
         self._notes: dict[str, dict[str, str]] = {}  # id -> its Job's annotations (``look``)
         self._readable: dict[str, str] = {}  # id -> its job record's text, read as a job once
         self._failures: dict[str, RunState] = {}  # failed Workload id -> how it ended
-        self._last: dict[str, dict] = {}  # accepted id -> its Workload, as the last look saw it
+        self._last: dict[str, dict] = {}  # accepted id -> its Workload, as last looked or written
         self._labelled: dict[str, tuple[str, ...]] = {}  # id -> nodes this process labelled
         self._vanished: dict[str, float] = {}  # id -> when its Workload vanished (``_coming_back``)
         self._deleted_ns: dict[str, bool | None] = {}  # namespace -> being deleted, this look
@@ -257,7 +257,22 @@ class KueueBackend(CompressedTime):
         mine = self.writes.wanted_of(job_id)
         if mine is not None:
             wl = wls.with_records(wl, mine)
+        return self._known(job_id, wl)
+
+    def _known(self, job_id: str, wl: dict) -> dict:
+        """``wl`` as chronus now knows its Workload, also as the last look's copy of it (the
+        same Workload, by uid): a Workload Kueue recreates is told from that copy
+        (``_recreated``), and one from the look before a start lacked the run's record, so a
+        ``kubectl scale`` between the start and the next look lost the run's work (CI saw it).
+        A job accepted since the look is in it from its acceptance: one started in the round it
+        arrived and scaled before the next look was reported cancelled."""
         self._listed[job_id] = wl
+        old = self._last.get(job_id)
+        uid = wls.meta(wl).get("uid")
+        if (old is None and job_id in self._tracked) or (
+            old is not None and wls.meta(old).get("uid") == uid
+        ):
+            self._last[job_id] = wl
         return wl
 
     def _fresh(self, job_id: str) -> dict | None:
@@ -727,9 +742,7 @@ class KueueBackend(CompressedTime):
             if mine == base:
                 return wl
             self.writes.want_records(job_id, ns, name, mine)
-            wl = wls.with_records(wl, mine)
-            self._listed[job_id] = wl
-            return wl
+            return self._known(job_id, wls.with_records(wl, mine))
         with self.writes.claim(job_id) as wanted:
             base = wls.records(wl) if wanted is None else wanted
             mine = _changed(base, changes)
@@ -842,8 +855,8 @@ class KueueBackend(CompressedTime):
             fields = dict(spec or {"id": job.id, "gpus": job.gpus, "tenant": job.tenant})
             fields["submit"] = job.submit
             passed = self._passed.pop(job.id, None)
-            self._record(wl, job=fields, deadline_passed=passed, now=False)
             self._tracked.add(job.id)
+            self._record(wl, job=fields, deadline_passed=passed, now=False)
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
         with self.writes.urgent():  # the queued writes wait: the API server serves this first
