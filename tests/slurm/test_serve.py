@@ -20,13 +20,13 @@ from chronus_py.backends.slurm.lab import workload
 from chronus_py.backends.slurm.rest import SlurmRest
 
 
-def decisions(serve: ServeProcess) -> list[dict]:
+def decisions(serve: ServeProcess, kinds=("start", "preempt")) -> list[dict]:
     out = []
     for line in serve.log.read_text().splitlines():
         m = re.search(r"(\{.*\})\s*$", line)
         if m:
             event = json.loads(m.group(1))
-            if event.get("event") in ("start", "preempt"):
+            if event.get("event") in kinds:
                 out.append(event)
     return out
 
@@ -84,12 +84,17 @@ def watch(lab, serve, ids, timeout, seen=None, during=None):
 
 
 def check_runs_match_decisions(lab, serve, ids) -> None:
-    """Every run Slurm made of a job is one chronus start, on the node and GPU count planned."""
+    """Every run Slurm made of a job is one chronus start, on the node and GPU count planned.
+    A start Slurm did not take (the job still pending: a node not back yet after slurmctld
+    restarted) is no run: the service's next look says so (``resync``, the backend pending)
+    and plans it again."""
     starts: dict[str, list[tuple[str, int]]] = {}
-    for d in decisions(serve):
+    for d in decisions(serve, ("start", "resync")):
         if d["event"] == "start":
             ((node, gpus),) = d["placement"].items()
             starts.setdefault(d["job"], []).append((node, len(gpus)))
+        elif d["backend"] == "pending" and starts.get(d["job"]):
+            starts[d["job"]].pop()
     for i in ids:
         assert runs(lab, i) == starts[named(lab, i)], f"job {i}"
 
