@@ -413,7 +413,12 @@ def ui_app(
             shown = None if row is None else replace(row, id=view["id"])
             return view, shown, _history(service, own), version, views.quantize(now)
 
-        view, row, events, version, now = await read(gather)
+        try:
+            view, row, events, version, now = await read(gather)
+        except ApiError as exc:
+            if exc.status != 404 or not caller.admin:
+                raise  # a tenant: another tenant's job is a missing one
+            return await shared(request, caller, job_id, exc)
 
         def build() -> Response:  # drawing and rendering: off the event loop
             context = {
@@ -428,6 +433,29 @@ def ui_app(
             return html(name, context, request=request, tag=tag)
 
         return await asyncio.to_thread(build)
+
+    async def shared(request: Request, caller: Caller, job_id: str, missing: ApiError) -> Response:
+        """An admin at a job's address as its tenant names it (a link the tenant shared:
+        ``/ui/jobs/a1`` for ``team-a:a1``): on to the job's own page, or, when several tenants
+        name a job so, a page that lists them. Only after the admin's own id found nothing."""
+        named = await read(service.named_by_tenants, job_id)
+        if not named:
+            raise missing
+        if len(named) == 1:
+            query = request.url.query
+            return RedirectResponse(job_url(named[0]) + (f"?{query}" if query else ""), 303)
+        context = {
+            "caller": caller,
+            "auth": tokens is not None,
+            "path": request.url.path,
+            "status": 300,
+            "phrase": "several jobs",
+            "message": f"Several tenants name a job {shown_value(job_id, ECHOED)}:",
+            "choices": [(job_url(name), name) for name in named],
+            "back": "/ui/jobs",
+            "back_label": "Back to the jobs",
+        }
+        return html("error.html", context, 300)
 
     async def cancel(request: Request, caller: Caller, token: str | None) -> Response:
         query_params(request, ())
