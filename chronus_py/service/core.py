@@ -673,6 +673,13 @@ class Service:
         """The service's own id of the job ``caller`` names ``job_id`` (404 if not theirs)."""
         return self._visible(job_id, caller)["id"]
 
+    def named_by_tenants(self, job_id: str) -> list[str]:
+        """The ids of the jobs that tenants name ``job_id`` (each its tenant's scoped id): the
+        address of a job's page that a tenant shares names the job so, and an admin, who names
+        every job by its full id, follows it through these (``/ui/jobs/{id}``)."""
+        scoped = (Origin.request(t).scope(job_id) for t in self.db.tenants())
+        return [name for name in scoped if self.db.has_job(name)]
+
     def get_job(self, job_id: str, caller: Caller) -> dict:
         return self.job_view(self._visible(job_id, caller), caller)
 

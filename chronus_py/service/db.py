@@ -318,6 +318,10 @@ class Database:
         )
         return [_row(cur, r) for r in cur.fetchall()]
 
+    def tenants(self) -> list[str]:
+        """Every tenant that has a job (read from the ``job_tenant_state`` index)."""
+        return [t for (t,) in self.conn.execute("SELECT DISTINCT tenant FROM job ORDER BY tenant")]
+
     def has_job(self, job_id: str) -> bool:
         """Whether a job of this id was ever accepted (ids are never reused): a lookup of the
         primary key, where a set of every id ever accepted grew by ~100 B per job (issue 27)."""

@@ -47,7 +47,7 @@ from chronus_py.service.jobspec import shown as shown_value
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.format import job_url
-from chronus_py.ui.pages import HERE, TEMPLATES
+from chronus_py.ui.pages import HERE, RENDERING, TEMPLATES
 from chronus_py.ui.session import COOKIE, Session, check_csrf, check_origin, csrf
 from chronus_py.ui.snapshot import FRESH, Reader
 
@@ -60,6 +60,10 @@ MAX_FORM = 4096
 MAX_TEXT = 100
 PAGE_FOR = "X-Chronus-Page-For"
 """The header a page's polls carry: who the page was drawn for (``_page_for``)."""
+DRAWN_BY = "X-Chronus-Rendering"
+"""The header a page's polls carry: the ``RENDERING`` that drew the page."""
+DRAWER = RENDERING.encode()
+"""The key of every ETag's hash: a page's ETag names what drew it, not only what it shows."""
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 STATES = ("pending", "running", "finished", "cancelled", "failed")
 HEADERS = {
@@ -131,6 +135,10 @@ def ui_app(
                     # Another tab logged this browser out, or in as someone else: the poll
                     # would put that caller's rows under this page's header (its tenant, its
                     # navigation), so the whole page is drawn again, or goes to the login.
+                    return Response(status_code=204, headers={"HX-Refresh": "true"})
+                if request.headers.get(DRAWN_BY, RENDERING) != RENDERING:
+                    # An upgraded server: the page's script and style are the old ones, and
+                    # its live part would come in the new look, so it is drawn again whole.
                     return Response(status_code=204, headers={"HX-Refresh": "true"})
                 if caller is None:
                     if _wants_json(request):  # a script without a token: no login form
@@ -205,8 +213,9 @@ def ui_app(
         if body is None:
             body = TEMPLATES.get_template(name).render(**context).encode()
         # The hash of what the caller sees, not of ``tag``: a tenant's ETag then changes only
-        # with its own page, never because another tenant's jobs changed the service.
-        etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+        # with its own page, never because another tenant's jobs changed the service; and of
+        # what drew it, so that no page an older server drew is a 304 after an upgrade.
+        etag = '"' + hashlib.blake2b(body, digest_size=12, key=DRAWER).hexdigest() + '"'
         headers = {**HEADERS, "ETag": etag}
         if tag is not None and status == 200:
             if len(tags) >= TAGS:
@@ -259,7 +268,7 @@ def ui_app(
             "path": request.url.path,
             "poll": POLL,
             "query": str(request.url.query),
-            "page_for": {PAGE_FOR: _page_for(caller)},
+            "page_for": {PAGE_FOR: _page_for(caller), DRAWN_BY: RENDERING},
         }
 
     def part_of(request: Request) -> str | None:
@@ -413,7 +422,12 @@ def ui_app(
             shown = None if row is None else replace(row, id=view["id"])
             return view, shown, _history(service, own), version, views.quantize(now)
 
-        view, row, events, version, now = await read(gather)
+        try:
+            view, row, events, version, now = await read(gather)
+        except ApiError as exc:
+            if exc.status != 404 or not caller.admin:
+                raise  # a tenant: another tenant's job is a missing one
+            return await shared(request, caller, job_id, exc)
 
         def build() -> Response:  # drawing and rendering: off the event loop
             context = {
@@ -428,6 +442,29 @@ def ui_app(
             return html(name, context, request=request, tag=tag)
 
         return await asyncio.to_thread(build)
+
+    async def shared(request: Request, caller: Caller, job_id: str, missing: ApiError) -> Response:
+        """An admin at a job's address as its tenant names it (a link the tenant shared:
+        ``/ui/jobs/a1`` for ``team-a:a1``): on to the job's own page, or, when several tenants
+        name a job so, a page that lists them. Only after the admin's own id found nothing."""
+        named = await read(service.named_by_tenants, job_id)
+        if not named:
+            raise missing
+        if len(named) == 1:
+            query = request.url.query
+            return RedirectResponse(job_url(named[0]) + (f"?{query}" if query else ""), 303)
+        context = {
+            "caller": caller,
+            "auth": tokens is not None,
+            "path": request.url.path,
+            "status": 300,
+            "phrase": "several jobs",
+            "message": f"Several tenants name a job {shown_value(job_id, ECHOED)}:",
+            "choices": [(job_url(name), name) for name in named],
+            "back": "/ui/jobs",
+            "back_label": "Back to the jobs",
+        }
+        return html("error.html", context, 300)
 
     async def cancel(request: Request, caller: Caller, token: str | None) -> Response:
         query_params(request, ())

@@ -154,6 +154,7 @@ def draw(
         )
         t += step
     marks: list[str] = []
+    linked = False
     for stack in stacks:
         if stack.lane in ys:
             out.append(_stack(stack, ys[stack.lane], x, start, end))
@@ -171,9 +172,12 @@ def draw(
             if bar.reserved
             else f'fill="{colour}"'
         )
+        # A linked bar's tip is its link's <title>: one copy is both the tooltip over the bar
+        # and the link's name for a screen reader and the keyboard.
+        titled = "" if bar.href else f"<title>{tip}</title>"
         rect = (
             f'<rect x="{x0:.1f}" y="{by:.1f}" width="{max(x1 - x0, 1.0):.1f}" height="{bh:.1f}" '
-            f"{style}><title>{tip}</title></rect>"
+            f"{style}>{titled}</rect>"
         )
         fits = int((x1 - x0 - 6) / CHAR)
         if bar.name and bh >= 10 and fits >= 4:
@@ -184,7 +188,8 @@ def draw(
                 f"{escape(name)}</text>"
             )
         if bar.href:
-            rect = f'<a href="{escape(bar.href)}">{rect}</a>'
+            rect = f'<a href="{escape(bar.href)}"><title>{tip}</title>{rect}</a>'
+            linked = True
         out.append(rect)
         if bar.deadline is not None and start <= bar.deadline <= end + span:
             dx = x(bar.deadline)
@@ -206,11 +211,21 @@ def draw(
             f'stroke-width="1.5"/><text x="{nx + 3:.1f}" y="{y + 4}" class="now">now</text>'
         )
         height += 8
+    # A drawing whose bars are links is a group of them: as an image, a screen reader heard one
+    # picture while the keyboard's focus went into links within it (axe's nested-interactive).
     return Markup(
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" role="img" '
-        f'aria-label="{escape(title)}" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}">{HATCH}' + "".join(grid) + "".join(out) + "".join(marks) + "</svg>"
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" '
+        f'role="{"group" if linked else "img"}" aria-label="{escape(title)}" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}">{HATCH}'
+        + "".join(grid)
+        + "".join(out)
+        + "".join(marks)
+        + "</svg>"
     )
+
+
+SWATCH = '<svg width="12" height="12" aria-hidden="true">'
+"""A legend's colour sample: decoration beside its words (a screen reader reads the words)."""
 
 
 def legend(
@@ -219,18 +234,18 @@ def legend(
     reserved: bool = True,
 ) -> Markup:
     items = "".join(
-        f'<span class="key"><svg width="12" height="12">{HATCH if k == "other" else ""}'
+        f'<span class="key">{SWATCH}{HATCH if k == "other" else ""}'
         f'<rect width="12" height="12" fill="{COLOURS[k]}"/></svg>{escape(LABELS[k])}</span>'
         for k in kinds
     )
     if reserved:
         items += (
-            '<span class="key"><svg width="12" height="12"><rect width="11" height="11" '
+            f'<span class="key">{SWATCH}<rect width="11" height="11" '
             'x="0.5" y="0.5" fill="#2563eb" fill-opacity="0.35" stroke="#2563eb" '
             'stroke-dasharray="3 2"/></svg>reserved lease</span>'
         )
     return Markup(
-        items + '<span class="key"><svg width="12" height="12"><rect width="12" height="12" '
+        items + f'<span class="key">{SWATCH}<rect width="12" height="12" '
         'fill="#16a34a" fill-opacity="0.3"/><path d="M11 0v12" stroke="#b91c1c" '
         'stroke-width="2"/></svg>slack to deadline</span>'
     )

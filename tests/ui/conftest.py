@@ -1,7 +1,8 @@
 """A real ``chronus serve`` (sim backend) and Debian's Chromium driven by Playwright.
 
 The browser is the system's (``/usr/bin/chromium``, installed by ``.ci/browser.sh``); Playwright
-never downloads one. Without it (or without the playwright package) the tests skip and say why;
+never downloads one; axe-core comes in the axe-playwright-python package (the test extras).
+Without the browser (or without the playwright or axe package) the tests skip and say why;
 in CI (``CI=true``) that is a failure instead. Every request the browser makes is recorded, so a
 test can check that none left the machine.
 """
@@ -48,6 +49,20 @@ def browser():
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def axe(browser):
+    """axe-core, as the axe-playwright-python package bundles it (the test extras install it);
+    without the package the tests skip and say why, and with ``CI=true`` fail instead."""
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+    except ImportError:
+        why = "the axe-playwright-python package is not installed (pip install '.[test]')"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but the accessibility tests cannot run: {why}")
+        pytest.skip(why)
+    return Axe()
 
 
 @pytest.fixture(scope="module")

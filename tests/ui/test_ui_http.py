@@ -263,3 +263,41 @@ def test_a_refused_cancel_leads_back_to_the_jobs_page(server):
     assert r.status_code == 403, r.text
     assert error_line(r.text) == "csrf: missing or wrong CSRF token: reload the page"
     assert '<a href="/ui/jobs/stale">Back to the job</a>' in r.text
+
+
+def test_an_admin_follows_a_link_a_tenant_shared_and_another_tenant_does_not(server):
+    """A tenant's job page is at its id as the tenant names it (``/ui/jobs/shared``, the job
+    ``team-a:shared``). An admin names every job by its full id, so the link a tenant shared
+    was a 404 to the admin; it now leads to the job's own page (or, when several tenants name
+    a job so, to a page listing them), while another tenant still gets the missing job's 404."""
+    for who, job in (("team-a", "shared"), ("team-a", "twice"), ("team-b", "twice")):
+        body = {"id": job, "gpus": 1, "estimate_seconds": 9e4}
+        r = server.http.post("/v1/jobs", headers=bearer(who), json=body)
+        assert r.status_code == 201, r.text
+    shared = server.http.get("/ui/jobs/shared", headers=bearer("team-a"))
+    assert shared.status_code == 200 and "<h1>shared</h1>" in shared.text
+
+    for part in ("", "?part=live"):
+        r = server.http.get(f"/ui/jobs/shared{part}", headers={**bearer("admin"), **BROWSER})
+        assert r.status_code == 303, r.text[:500]
+        assert r.headers["location"] == f"/ui/jobs/team-a%3Ashared{part}"
+        page = server.http.get(r.headers["location"], headers=bearer("admin"))
+        assert page.status_code == 200 and "<h1>team-a:shared</h1>" in page.text
+        assert "<dt>tenant</dt><dd>team-a</dd>" in page.text
+
+    r = server.http.get("/ui/jobs/twice", headers={**bearer("admin"), **BROWSER})
+    assert r.status_code == 300, r.text[:500]
+    assert re.findall(r'<li><a href="([^"]+)">([^<]+)</a></li>', r.text) == [
+        ("/ui/jobs/team-a%3Atwice", "team-a:twice"),
+        ("/ui/jobs/team-b%3Atwice", "team-b:twice"),
+    ]
+
+    never = server.http.get("/ui/jobs/never-shared", headers={**bearer("admin"), **BROWSER})
+    assert never.status_code == 404
+    assert error_line(never.text) == "There is no job &#39;never-shared&#39;."
+    other = server.http.get("/ui/jobs/shared", headers={**bearer("team-b"), **BROWSER})
+    missing = server.http.get("/ui/jobs/never-was", headers={**bearer("team-b"), **BROWSER})
+    assert other.status_code == missing.status_code == 404
+    assert other.text.replace("shared", "ID") == missing.text.replace("never-was", "ID")
+    twice = server.http.get("/ui/jobs/twice", headers=bearer("team-b"))
+    assert twice.status_code == 200 and "<dt>tenant</dt><dd>team-b</dd>" in twice.text
