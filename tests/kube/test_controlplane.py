@@ -6,11 +6,12 @@ with chronus's own restart, in test_kueue_serve.py: one restart for both.)"""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 from polling import wait_for
 
-from chronus_py.backends.kueue.lab import GPU, job
+from chronus_py.backends.kueue.lab import GPU, SOURCES, job
 
 
 def get_job(kube, ns, name):
@@ -25,6 +26,20 @@ def pods_of(kube, ns, name):
 
 def succeeded(kube, ns, name):
     return get_job(kube, ns, name).get("status", {}).get("succeeded", 0) >= 1
+
+
+def test_the_daemons_are_the_kubernetes_release_asked_for(kube):
+    """``$CHRONUS_TEST_KUBE`` picks the API server, controller manager and scheduler: each is
+    the release its ``go.mod`` pins (a build that put one release's binaries where the other's
+    belong would pass every other test on the wrong Kubernetes)."""
+    pins = (SOURCES / kube.kube / "go.mod").read_text()
+    (pinned,) = re.findall(r"^(?:require)?\s*k8s\.io/kubernetes (v[\d.]+)\b", pins, re.M)
+    assert kube.api("GET", "/version")["gitVersion"] == pinned
+    for daemon in ("kube-controller-manager", "kube-scheduler"):
+        out = subprocess.run(
+            [str(kube.bin / kube.kube / daemon), "--version"], capture_output=True, text=True
+        ).stdout
+        assert out.split() == ["Kubernetes", pinned], out
 
 
 def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_ns, kube_queues):

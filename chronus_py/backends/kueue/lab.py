@@ -79,8 +79,16 @@ KEY_FILES = (
     "kwok/go.sum",
     "kueue-0.14/go.mod",
     "kueue-0.14/go.sum",
+    "kube-1.37/go.mod",
+    "kube-1.37/go.sum",
 )
 KUEUE_VARIABLE = "CHRONUS_TEST_KUEUE"
+KUBE_VARIABLE = "CHRONUS_TEST_KUBE"
+KUBES = {"": "", "1.37": "kube-1.37"}
+"""``$CHRONUS_TEST_KUBE`` -> where in ``bin/`` the lab's API server, controller manager and
+scheduler are: unset or empty, ``bin/`` itself (the Kubernetes ``go.mod`` pins); ``1.37``,
+``bin/kube-1.37/`` (``kube-1.37/go.mod``). etcd, kubectl, kwok and Kueue are the same for all."""
+KUBE_DAEMONS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,12 @@ def default_kueue() -> Kueue:
     return KUEUES[os.environ.get(KUEUE_VARIABLE, "")]
 
 
+def default_kube() -> str:
+    """The directory under ``bin/`` of the Kubernetes ``$CHRONUS_TEST_KUBE`` names (:data:`KUBES`;
+    :func:`why_not_here` says when it names none)."""
+    return KUBES[os.environ.get(KUBE_VARIABLE, "")]
+
+
 def why_not_here(cache: Path | None = None) -> str | None:
     """Why a control plane cannot run on this machine, or None if it can."""
     build = "tests/kube/controlplane/build.sh (or .ci/kube-controlplane.sh)"
@@ -146,6 +160,10 @@ def why_not_here(cache: Path | None = None) -> str | None:
     if release not in KUEUES:
         known = ", ".join(k for k in KUEUES if k)
         return f"{KUEUE_VARIABLE}={release}: not a Kueue the lab builds ({known}, or unset)"
+    kube = os.environ.get(KUBE_VARIABLE, "")
+    if kube not in KUBES:
+        known = ", ".join(k for k in KUBES if k)
+        return f"{KUBE_VARIABLE}={kube}: not a Kubernetes the lab builds ({known}, or unset)"
     if shutil.which("openssl") is None:
         return "openssl is not installed (the lab makes its certificates with it)"
     if cache is None:
@@ -156,7 +174,7 @@ def why_not_here(cache: Path | None = None) -> str | None:
         if shutil.which("go") is None:
             return f"Go is not installed, so the Kubernetes control plane cannot be built ({build})"
         return f"the Kubernetes control plane is not built in {cache}: run {build}"
-    wanted = (*BINARIES, KUEUES[release].name)
+    wanted = (*BINARIES, KUEUES[release].name, *(str(Path(KUBES[kube], d)) for d in KUBE_DAEMONS))
     missing = [b for b in wanted if not (cache / "bin" / b).exists()]
     if missing:
         return f"the control-plane cache {cache} lacks {', '.join(missing)}: rerun {build}"
@@ -357,12 +375,14 @@ class ControlPlane:
     Public attributes for tests: ``server`` (the API server's URL), ``ca`` (its CA file),
     ``kubeconfig`` (an admin kubeconfig: token auth, ``system:masters``), ``admin_token``,
     ``log_dir`` (one ``<daemon>.log`` each), ``procs`` (name -> Popen), ``kueue`` (which
-    Kueue runs) and ``kueue_api`` (the ``apiVersion`` of the objects it serves).
+    Kueue runs), ``kueue_api`` (the ``apiVersion`` of the objects it serves) and ``kube`` (the
+    directory under ``bin/`` of its API server, controller manager and scheduler).
     """
 
     root: Path
     cache: Path = field(default_factory=cache_dir)
     kueue: Kueue = field(default_factory=default_kueue)
+    kube: str = field(default_factory=default_kube)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -925,8 +945,9 @@ class ControlPlane:
         ``<name>.log``."""
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it
         try:
+            where = self.bin / self.kube if name in KUBE_DAEMONS else self.bin
             self.procs[name] = subprocess.Popen(
-                [str(self.bin / (exe or name)), *args],
+                [str(where / (exe or name)), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

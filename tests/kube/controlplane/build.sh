@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane chronus-py's Kueue tests run on, from the Go modules pinned
 # in this directory (go.mod: Kubernetes, etcd, Kueue; kwok/go.mod: kwok; kueue-0.14/go.mod: the
-# older Kueue 0.14, which serves only kueue.x-k8s.io/v1beta1), into a cache directory outside the
-# checkout, and copies each Kueue's CRDs/RBAC/webhooks and kwok's stages next to them:
-# bin/kueue with kueue/, bin/kueue-0.14 with kueue-0.14/.
+# older Kueue 0.14, which serves only kueue.x-k8s.io/v1beta1; kube-1.37/go.mod: the API server,
+# controller manager and scheduler of Kubernetes 1.37, into bin/kube-1.37/), into a cache
+# directory outside the checkout, and copies each Kueue's CRDs/RBAC/webhooks and kwok's stages
+# next to them: bin/kueue with kueue/, bin/kueue-0.14 with kueue-0.14/.
 #
 #   build.sh              build (or reuse) the cache; prints its directory last
 #   build.sh --print-dir  print the cache directory only (nothing is built)
 #
 # The cache is ${CHRONUS_KUBE_CACHE:-$HOME/.cache/chronus-kube/<key>}, where <key> is the first
-# 16 hex digits of the SHA-256 of go.mod, go.sum, kwok/go.mod, kwok/go.sum, kueue-0.14/go.mod
-# and kueue-0.14/go.sum, concatenated in that order (chronus_py/backends/kueue/lab.py computes the same key to find it). A finished build
+# 16 hex digits of the SHA-256 of go.mod, go.sum, kwok/go.mod, kwok/go.sum, kueue-0.14/go.mod,
+# kueue-0.14/go.sum, kube-1.37/go.mod and kube-1.37/go.sum, concatenated in that order (chronus_py/backends/kueue/lab.py computes the same key to find it). A finished build
 # writes the key into <cache>/STAMP; a cache whose STAMP matches is reused as it is.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 key="$(cat "$here/go.mod" "$here/go.sum" "$here/kwok/go.mod" "$here/kwok/go.sum" \
-    "$here/kueue-0.14/go.mod" "$here/kueue-0.14/go.sum" | sha256sum | cut -c1-16)"
+    "$here/kueue-0.14/go.mod" "$here/kueue-0.14/go.sum" \
+    "$here/kube-1.37/go.mod" "$here/kube-1.37/go.sum" | sha256sum | cut -c1-16)"
 cache="${CHRONUS_KUBE_CACHE:-${HOME}/.cache/chronus-kube/$key}"
 if [ "${1:-}" = "--print-dir" ]; then
     echo "$cache"
@@ -39,15 +41,19 @@ go mod download
 echo "build.sh: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kueue" >&2
 # kube-apiserver reports its version from these variables; without them it says v0.0.0 and
 # clients that check the server version (Kueue does) refuse it.
-k8s_version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
-version_pkg="k8s.io/component-base/version"
-k8s_ldflags="$ldflags -X $version_pkg.gitVersion=$k8s_version -X $version_pkg.gitMajor=1"
-k8s_ldflags="$k8s_ldflags -X $version_pkg.gitMinor=$(echo "$k8s_version" | cut -d. -f2)"
-k8s_ldflags="$k8s_ldflags -X $version_pkg.gitTreeState=clean"
-client_pkg="k8s.io/client-go/pkg/version"
-k8s_ldflags="$k8s_ldflags -X $client_pkg.gitVersion=$k8s_version -X $client_pkg.gitMajor=1"
-k8s_ldflags="$k8s_ldflags -X $client_pkg.gitMinor=$(echo "$k8s_version" | cut -d. -f2)"
-go build -ldflags="$k8s_ldflags" -o "$cache/bin/" \
+# k8s_ldflags: the flags for the module in the current directory's Kubernetes release.
+k8s_ldflags() {
+    local k8s_version version_pkg client_pkg minor
+    k8s_version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+    minor="$(echo "$k8s_version" | cut -d. -f2)"
+    version_pkg="k8s.io/component-base/version"
+    client_pkg="k8s.io/client-go/pkg/version"
+    echo "$ldflags -X $version_pkg.gitVersion=$k8s_version -X $version_pkg.gitMajor=1" \
+        "-X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean" \
+        "-X $client_pkg.gitVersion=$k8s_version -X $client_pkg.gitMajor=1" \
+        "-X $client_pkg.gitMinor=$minor"
+}
+go build -ldflags="$(k8s_ldflags)" -o "$cache/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
@@ -84,6 +90,15 @@ cd "$here/kueue-0.14"
 go mod download
 echo "build.sh: kueue 0.14" >&2
 build_kueue kueue-0.14
+
+cd "$here/kube-1.37"
+go mod download
+echo "build.sh: kube-apiserver, kube-controller-manager, kube-scheduler 1.37" >&2
+mkdir -p "$cache/bin/kube-1.37"
+go build -ldflags="$(k8s_ldflags)" -o "$cache/bin/kube-1.37/" \
+    k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler
 
 echo "$key" > "$cache/STAMP"
 echo "build.sh: built in $(( $(date +%s) - start )) s, $(du -sh "$cache" | cut -f1) in $cache" >&2
