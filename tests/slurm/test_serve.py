@@ -215,6 +215,38 @@ def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
         assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
 
 
+def test_gpus_held_by_a_job_chronus_does_not_run_get_no_start_until_it_ends(lab, tmp_path):
+    """A job without the marker, started by hand, holds n1's 4 GPUs. Chronus counted them
+    free: a start it planned there pended (Resources), waited out the start timeout (30 s of
+    the round) and was held again, round after round. Now n1 is unhealthy, naming the job:
+    chronus's jobs run on n2, none waits for a start, and n1 is used again once the job ends."""
+    foreign = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 300\n")
+    with ServeProcess(lab, tmp_path / "chronus.db") as serve:
+        try:
+
+            def held() -> list[dict]:
+                return [e for e in serve.events("node_unhealthy") if e["node"] == "n1"]
+
+            wait_for(held, 30, "n1 seen held", every=0.2)
+            assert held()[0]["reason"] == f"GPUs held by Slurm job {foreign}, not chronus's"
+            (n1,) = [n for n in serve.client.cluster()["nodes"] if n["name"] == "n1"]
+            assert not n1["healthy"] and n1["reason"] == held()[0]["reason"]
+            first = [submit(lab, 2, 3) for _ in range(3)]
+            watch(lab, serve, first, 90)
+            assert [node for i in first for node, _ in runs(lab, i)] == ["n2"] * 3
+            check_runs_match_decisions(lab, serve, first)
+            log = serve.log.read_text()
+            assert "slurm_start_timeout" not in log and "slurm_not_started" not in log, log
+        finally:
+            lab.run("scancel", str(foreign))
+        wait_for(lambda: serve.events("node_healthy"), 30, "n1 seen free", every=0.2)
+        assert serve.events("node_healthy")[0]["node"] == "n1"
+        second = [submit(lab, 4, 3), submit(lab, 4, 3)]
+        watch(lab, serve, second, 90)
+        assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
+        assert "resync" not in serve.log.read_text()
+
+
 def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):
     """With 1 GPU free on each node, a 2-GPU job runs as 1 + 1 on both, as Slurm can run it
     (the same count on every node), and starts at once: no failed start, no resync."""
