@@ -564,7 +564,9 @@ def test_a_start_slurm_will_not_make_now_is_held_again_at_once_or_refused(lab):
 
 def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab):
     # Slurm starts no job submitted outside a reservation on its nodes (ReqNodeNotAvail), so
-    # every round that planned a job there started it in vain.
+    # every round that planned a job there started it in vain. Nor, before it starts, any job
+    # whose time limit reaches into it: with an INFINITE MaxTime every start there was held
+    # again and resynced, round after round, from the moment the reservation was made.
     b = backend(lab)
     lab.run(
         "scontrol", "create", "reservation", "reservationname=now", "nodes=n2",
@@ -577,10 +579,21 @@ def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab
     try:
         # (a node just put back in the partition is NOT_RESPONDING until Slurm pings it)
         nodes = settled(lambda: "NOT_RESPONDING" not in str(ns := b.nodes()) and ns)
-        assert [n.reason for n in nodes if n.name == "n1"] == [""]  # not yet
-        (n2,) = [n for n in nodes if n.name == "n2"]
+        n1, n2 = sorted(nodes, key=lambda n: n.name)
         assert not n2.healthy and re.fullmatch(r"in reservation now until \S+Z", n2.reason)
+        assert not n1.healthy and re.fullmatch(
+            r"reservation later from \S+Z until \S+Z: a job started now may run into it",
+            n1.reason,
+        )
+        time.sleep(1.1)
+        assert [n.reason for n in b.nodes()] == [n1.reason, n2.reason]  # the same every round
+        # no job of the partition runs 30 minutes: one started now is over before it
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=30")
+        assert [n.healthy for n in b.nodes()] == [True, False]
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=90")
+        assert [n.reason for n in b.nodes()] == [n1.reason, n2.reason]
     finally:
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=infinite")
         for name in ("now", "later"):
             lab.run("scontrol", "delete", f"reservationname={name}")
     assert all(n.healthy for n in b.nodes())

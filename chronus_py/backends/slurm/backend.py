@@ -52,7 +52,13 @@ from typing import Any, Mapping, Sequence
 from chronus_py.backends import base
 from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.backends.slurm import marker
-from chronus_py.backends.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
+from chronus_py.backends.slurm.model import (
+    JobChange,
+    NewJob,
+    SlurmJob,
+    SlurmNode,
+    SlurmReservation,
+)
 from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable, parse_endpoint
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
@@ -162,6 +168,13 @@ def held_by(slurm_ids: Sequence[int]) -> str:
     so it reads the same while they run)."""
     jobs = "job" if len(slurm_ids) == 1 else "jobs"
     return f"GPUs held by Slurm {jobs} {', '.join(map(str, sorted(slurm_ids)))}, not chronus's"
+
+
+def _until(r: SlurmReservation) -> str:
+    """`` until`` a reservation's end, in UTC; empty for one without an end."""
+    if not math.isfinite(r.end_time):
+        return ""
+    return time.strftime(" until %Y-%m-%dT%H:%M:%SZ", time.gmtime(r.end_time))
 
 
 def _fail(what: str, exc: Exception) -> BackendUnavailable:
@@ -298,14 +311,24 @@ class SlurmBackend(CompressedTime):
         partition, released by hand before chronus took it), until it ends: chronus would
         count those GPUs free, and a start planned on them pended (Resources), waited out the
         start timeout and was held again, round after round. The holders come from the last
-        listing of the jobs (at most one round old), not from a request of their own."""
+        listing of the jobs (at most one round old), not from a request of their own.
+
+        A reservation yet to start takes its nodes from the moment a job started now may run
+        into it: Slurm starts no job there whose time limit reaches its start
+        (ReqNodeNotAvail), and every round that planned one there held it again and resynced
+        (with an INFINITE MaxTime, from the moment the reservation is made). The reason names
+        the reservation's start and end, so it reads the same in every round; the
+        partitions' MaxTime is asked only while such a reservation exists."""
         now = time.time()
+        reservations = self._slurm("list reservations", self.rest.reservations)
         reserved = {
-            node: r
-            for r in self._slurm("list reservations", self.rest.reservations)
-            if r.start_time <= now < r.end_time
-            for node in r.nodes
+            node: r for r in reservations if r.start_time <= now < r.end_time for node in r.nodes
         }
+        upcoming: dict[str, SlurmReservation] = {}
+        for r in sorted(reservations, key=lambda r: r.start_time, reverse=True):
+            if now < r.start_time:
+                upcoming.update((node, r) for node in r.nodes)  # the first to start wins
+        longest: dict[str, float] | None = None  # partition -> MaxTime, read once if needed
         out = []
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
@@ -313,12 +336,19 @@ class SlurmBackend(CompressedTime):
             why = trouble(n)
             if not why and n.name in reserved:
                 r = reserved[n.name]
-                until = (
-                    time.strftime(" until %Y-%m-%dT%H:%M:%SZ", time.gmtime(r.end_time))
-                    if math.isfinite(r.end_time)
-                    else ""
-                )
-                why = f"in reservation {r.name}{until}"
+                why = f"in reservation {r.name}{_until(r)}"
+            if not why and n.name in upcoming:
+                if longest is None:
+                    partitions = self._slurm("list partitions", self.rest.partitions)
+                    longest = {p.name: p.max_time for p in partitions}
+                mine = [self.partition] if self.partition is not None else n.partitions
+                r = upcoming[n.name]
+                if r.start_time <= now + max((longest.get(p, math.inf) for p in mine), default=0):
+                    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r.start_time))
+                    why = (
+                        f"reservation {r.name} from {start}{_until(r)}: a job started now may "
+                        f"run into it"
+                    )
             if not why and n.name in self._foreign:
                 why = held_by(self._foreign[n.name])
             out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
