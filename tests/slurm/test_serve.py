@@ -55,6 +55,11 @@ def named(lab, slurm_id: int) -> str:
     return chronus_id(SlurmRest(f"unix:{lab.socket}").job(slurm_id))
 
 
+def names(lab) -> list[str]:
+    """The names of the jobs Slurm lists (an API job's is its id in chronus)."""
+    return [j.name for j in SlurmRest(f"unix:{lab.socket}").jobs()]
+
+
 def running(lab, serve, ids) -> bool:
     jobs = serve.jobs()
     return all(jobs.get(named(lab, i), {}).get("state") == "running" for i in ids)
@@ -191,6 +196,46 @@ def test_jobs_of_a_controller_that_lost_its_state_end_and_its_reused_ids_are_new
         serve = ServeProcess(lab, db).start()
         watch(lab, serve, third, 60)
         assert "already" not in serve.log.read_text()
+    finally:
+        serve.stop()
+
+
+def test_an_api_job_slurm_lost_while_chronus_was_down_failed_if_it_ran_else_submitted_again(
+    lab, tmp_path
+):
+    """A job chronus started that Slurm no longer lists when chronus comes back ran, so Slurm
+    had it: it ended, or the controller lost it. Submitted again (as one never submitted is,
+    after a crash between its acceptance and its submission), its work ran a second time from
+    the start, where the same loss while chronus runs fails it. One that never ran is
+    submitted again: nothing of it ran, and its promise stands."""
+    db = tmp_path / "chronus.db"
+    serve = ServeProcess(lab, db).start()
+    try:
+        ran = ["ran-1", "ran-2"]
+        for job_id in ran:
+            serve.client.submit(
+                {"id": job_id, "gpus": 4, "estimate_seconds": 60, "duration_seconds": 60}
+            )
+        wait_for(
+            lambda: all(serve.jobs()[k]["state"] == "running" for k in ran), 30, "both running"
+        )
+        serve.client.submit(
+            {"id": "waits", "gpus": 4, "estimate_seconds": 60, "duration_seconds": 2}
+        )
+        wait_for(lambda: "waits" in names(lab), 30, "waits held in Slurm", every=0.2)
+        assert serve.jobs()["waits"]["state"] == "pending"
+        serve.stop()
+        lab.lose_state()
+        # ids start from 1 again, and slurmd refuses a job whose id it killed moments ago
+        # ("Job 1 already killed, do not launch batch job"): held jobs of no one take them
+        for _ in ran:
+            lab.sbatch("--hold", "--gres=gpu:1")
+        serve = ServeProcess(lab, db).start()
+        wait_for(lambda: serve.jobs()["waits"]["state"] == "finished", 60, "waits finished")
+        jobs = serve.jobs()
+        assert [jobs[k]["state"] for k in ran] == ["failed", "failed"]
+        assert sorted(e["job"] for e in serve.events("gone")) == ran
+        assert [n for n in names(lab) if n in ran + ["waits"]] == ["waits"]  # neither ran again
     finally:
         serve.stop()
 

@@ -211,6 +211,7 @@ class SlurmBackend(CompressedTime):
     name = "slurm"
     even_gangs = True  # a job asks the same --gres=gpu:N of every node it spans
     whole_pods = False  # ... so Slurm runs a 4-GPU job as 2 + 2 on two nodes
+    forgets_ended_jobs = True  # MinJobAge after a job ends; a controller that lost its state
 
     def __init__(
         self,
