@@ -176,6 +176,13 @@ class Backend(Protocol):
     #         (``deadlines[0].at``; None: the job as a whole), for the backend to name in its
     #         own terms. Without it the service calls ``cancel``."""
     #
+    # Optional, for a backend that forgets a job some time after it ends (Slurm purges it
+    # ``MinJobAge`` later, and a controller that lost its state forgets every job):
+    # ``forgets_ended_jobs = True``. A job the database says ran (so the backend had it) and
+    # the backend no longer lists when the service rebuilds is then failed, as one the backend
+    # loses while the service runs; otherwise it is submitted again (``submit`` is idempotent
+    # for the crash between a job's acceptance and its submission), and its work runs twice.
+    #
     # Optional, for a backend that keeps the promises in the cluster manager itself (Kueue: on
     # the Workload), so a service that lost its database rebuilds them from the backend alone:
     # ``records_promises = True``, ``ObservedJob.guaranteed`` filled, and

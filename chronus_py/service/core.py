@@ -239,6 +239,7 @@ class Service:
         observed = {o.id: o for o in self.backend.jobs()}
         self._backend_keeps_promises = getattr(self.backend, "records_promises", False)
         self._backend_resizes = getattr(self.backend, "resizes_waiting_jobs", False)
+        forgets = getattr(self.backend, "forgets_ended_jobs", False)
         self.needs_resync = True  # until this rebuild completes: no admission meanwhile
         self.estimates: dict[str, float] = {}
         self.scheduler = rounds.scheduler_for(
@@ -263,6 +264,14 @@ class Service:
                     self.db.set_state(
                         row["id"], _ENDED[obs.state], finished=obs.ended_at, starts=obs.starts
                     )
+                    continue
+                if obs is None and forgets and (row["first_start"] is not None or row["starts"]):
+                    # It ran, so the backend had it: it ended, or its cluster manager lost it,
+                    # while the service was away. Submitted again, its work ran a second time
+                    # from the start (Slurm: a finished job purged MinJobAge after it ended);
+                    # lost while the service runs, it fails too.
+                    self.db.set_state(row["id"], "failed", finished=now)
+                    decision_log("gone", job=row["id"], reason="the backend no longer has it")
                     continue
                 if obs is None:
                     self.backend.submit(spec.job, spec.fields)

@@ -564,7 +564,9 @@ def test_a_start_slurm_will_not_make_now_is_held_again_at_once_or_refused(lab):
 
 def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab):
     # Slurm starts no job submitted outside a reservation on its nodes (ReqNodeNotAvail), so
-    # every round that planned a job there started it in vain.
+    # every round that planned a job there started it in vain. Nor, before it starts, any job
+    # whose time limit reaches into it: with an INFINITE MaxTime every start there was held
+    # again and resynced, round after round, from the moment the reservation was made.
     b = backend(lab)
     lab.run(
         "scontrol", "create", "reservation", "reservationname=now", "nodes=n2",
@@ -577,13 +579,72 @@ def test_a_node_in_a_reservation_is_unhealthy_while_the_reservation_holds_it(lab
     try:
         # (a node just put back in the partition is NOT_RESPONDING until Slurm pings it)
         nodes = settled(lambda: "NOT_RESPONDING" not in str(ns := b.nodes()) and ns)
-        assert [n.reason for n in nodes if n.name == "n1"] == [""]  # not yet
-        (n2,) = [n for n in nodes if n.name == "n2"]
+        n1, n2 = sorted(nodes, key=lambda n: n.name)
         assert not n2.healthy and re.fullmatch(r"in reservation now until \S+Z", n2.reason)
+        assert not n1.healthy and re.fullmatch(
+            r"reservation later from \S+Z until \S+Z: a job started now may run into it",
+            n1.reason,
+        )
+        time.sleep(1.1)
+        assert [n.reason for n in b.nodes()] == [n1.reason, n2.reason]  # the same every round
+        # no job of the partition runs 30 minutes: one started now is over before it
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=30")
+        assert [n.healthy for n in b.nodes()] == [True, False]
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=90")
+        assert [n.reason for n in b.nodes()] == [n1.reason, n2.reason]
     finally:
+        lab.run("scontrol", "update", f"partitionname={lab.partition}", "maxtime=infinite")
         for name in ("now", "later"):
             lab.run("scontrol", "delete", f"reservationname={name}")
     assert all(n.healthy for n in b.nodes())
+
+
+def test_a_node_where_jobs_chronus_does_not_run_hold_gpus_is_unhealthy_until_they_end(lab):
+    # Chronus counted their GPUs free: a start it planned there pended (Resources), waited out
+    # the start timeout and was held again, round after round. The holders come from the
+    # listing the round takes anyway: no request of their own.
+    rest = CountingRest(f"unix:{lab.socket}")
+    b = SlurmBackend(rest, partition=lab.partition, env=lab.env, grace=0.5, start_timeout=15)
+    sleep = "#!/bin/sh\nsleep 60\n"
+    plain = lab.sbatch("--gres=gpu:1", "-w", "n1", script=sleep)
+    noted = lab.sbatch("--gres=gpu:1", "-w", "n1", "--comment", "team note", script=sleep)
+    # marked, but Slurm ran it before chronus saw it held: chronus never took it in
+    unheld = lab.sbatch(
+        "--gres=gpu:1", "-w", "n1", "--comment", "chronus: estimate=60", script=sleep
+    )
+    cpu = lab.sbatch("-w", "n2", script=sleep)  # no GPU: holds none
+    mine, by_hand = (
+        lab.sbatch("--hold", "--gres=gpu:1", "--comment", "chronus: estimate=60s", script=sleep)
+        for _ in range(2)
+    )
+    settled(lambda: all(b.rest.job(i).state == "RUNNING" for i in (plain, noted, unheld, cpu)))
+    accept_all(b)
+    b.start(named(b, mine), {"n2": (0,)})
+    # chronus's own job, started by an admin where chronus did not put it: the service's
+    # (it resyncs), not a stranger's
+    lab.run("scontrol", "update", f"jobid={by_hand}", "nodelist=n2")
+    lab.run("scontrol", "release", str(by_hand))
+    settled(lambda: b.rest.job(by_hand).state == "RUNNING")
+    assert observed(b, named(b, by_hand)).state is RunState.RUNNING
+    listed = rest.listings
+    nodes = {n.name: n for n in b.nodes()}
+    assert rest.listings == listed
+    assert not nodes["n1"].healthy
+    assert (
+        nodes["n1"].reason == f"GPUs held by Slurm jobs {plain}, {noted}, {unheld}, not chronus's"
+    )
+    assert nodes["n2"].healthy and nodes["n2"].reason == ""
+    for sid in (noted, unheld):
+        lab.run("scancel", str(sid))
+
+    def n1():
+        b.jobs()  # the round's listing, which ``nodes`` reads
+        return {n.name: n for n in b.nodes()}["n1"]
+
+    settled(lambda: n1().reason == f"GPUs held by Slurm job {plain}, not chronus's")
+    lab.run("scancel", str(plain))
+    settled(lambda: n1().healthy)
+    assert n1().reason == ""
 
 
 def test_a_marked_job_submitted_without_hold_is_held_and_arrives_and_some_options_refused(lab):

@@ -69,3 +69,15 @@ def test_a_drained_or_down_node_is_unhealthy_whatever_its_base_state():
 def test_warnings_that_mean_a_request_was_not_done(description, refused):
     reply = {"warnings": [{"description": description, "source": "x"}], "errors": []}
     assert bool(RestV0040("v0.0.42").refusals(reply)) is refused
+
+
+def test_a_partitions_max_time_in_seconds_unset_or_infinite_is_no_limit():
+    layer = RestV0040("v0.0.42")
+    for time_, seconds in (
+        ({"set": True, "infinite": False, "number": 90}, 5400.0),
+        ({"set": False, "infinite": True, "number": 0}, math.inf),
+        ({"set": False, "infinite": False, "number": 0}, math.inf),
+        (None, math.inf),
+    ):
+        raw = {"name": "gpu", "maximums": {"time": time_}}
+        assert layer.partition(raw).max_time == seconds

@@ -55,6 +55,11 @@ def named(lab, slurm_id: int) -> str:
     return chronus_id(SlurmRest(f"unix:{lab.socket}").job(slurm_id))
 
 
+def names(lab) -> list[str]:
+    """The names of the jobs Slurm lists (an API job's is its id in chronus)."""
+    return [j.name for j in SlurmRest(f"unix:{lab.socket}").jobs()]
+
+
 def running(lab, serve, ids) -> bool:
     jobs = serve.jobs()
     return all(jobs.get(named(lab, i), {}).get("state") == "running" for i in ids)
@@ -195,6 +200,46 @@ def test_jobs_of_a_controller_that_lost_its_state_end_and_its_reused_ids_are_new
         serve.stop()
 
 
+def test_an_api_job_slurm_lost_while_chronus_was_down_failed_if_it_ran_else_submitted_again(
+    lab, tmp_path
+):
+    """A job chronus started that Slurm no longer lists when chronus comes back ran, so Slurm
+    had it: it ended, or the controller lost it. Submitted again (as one never submitted is,
+    after a crash between its acceptance and its submission), its work ran a second time from
+    the start, where the same loss while chronus runs fails it. One that never ran is
+    submitted again: nothing of it ran, and its promise stands."""
+    db = tmp_path / "chronus.db"
+    serve = ServeProcess(lab, db).start()
+    try:
+        ran = ["ran-1", "ran-2"]
+        for job_id in ran:
+            serve.client.submit(
+                {"id": job_id, "gpus": 4, "estimate_seconds": 60, "duration_seconds": 60}
+            )
+        wait_for(
+            lambda: all(serve.jobs()[k]["state"] == "running" for k in ran), 30, "both running"
+        )
+        serve.client.submit(
+            {"id": "waits", "gpus": 4, "estimate_seconds": 60, "duration_seconds": 2}
+        )
+        wait_for(lambda: "waits" in names(lab), 30, "waits held in Slurm", every=0.2)
+        assert serve.jobs()["waits"]["state"] == "pending"
+        serve.stop()
+        lab.lose_state()
+        # ids start from 1 again, and slurmd refuses a job whose id it killed moments ago
+        # ("Job 1 already killed, do not launch batch job"): held jobs of no one take them
+        for _ in ran:
+            lab.sbatch("--hold", "--gres=gpu:1")
+        serve = ServeProcess(lab, db).start()
+        wait_for(lambda: serve.jobs()["waits"]["state"] == "finished", 60, "waits finished")
+        jobs = serve.jobs()
+        assert [jobs[k]["state"] for k in ran] == ["failed", "failed"]
+        assert sorted(e["job"] for e in serve.events("gone")) == ran
+        assert [n for n in names(lab) if n in ran + ["waits"]] == ["waits"]  # neither ran again
+    finally:
+        serve.stop()
+
+
 def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
     """Node health follows Slurm while the service runs: with n2 drained, two 4-GPU jobs run
     one after the other on n1; resumed, n2 is used again."""
@@ -213,6 +258,38 @@ def test_a_drained_node_gets_no_new_job_until_it_is_resumed(lab, tmp_path):
         second = [submit(lab, 4, 3), submit(lab, 4, 3)]
         watch(lab, serve, second, 90)
         assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
+
+
+def test_gpus_held_by_a_job_chronus_does_not_run_get_no_start_until_it_ends(lab, tmp_path):
+    """A job without the marker, started by hand, holds n1's 4 GPUs. Chronus counted them
+    free: a start it planned there pended (Resources), waited out the start timeout (30 s of
+    the round) and was held again, round after round. Now n1 is unhealthy, naming the job:
+    chronus's jobs run on n2, none waits for a start, and n1 is used again once the job ends."""
+    foreign = lab.sbatch("--gres=gpu:4", "-w", "n1", script="#!/bin/sh\nsleep 300\n")
+    with ServeProcess(lab, tmp_path / "chronus.db") as serve:
+        try:
+
+            def held() -> list[dict]:
+                return [e for e in serve.events("node_unhealthy") if e["node"] == "n1"]
+
+            wait_for(held, 30, "n1 seen held", every=0.2)
+            assert held()[0]["reason"] == f"GPUs held by Slurm job {foreign}, not chronus's"
+            (n1,) = [n for n in serve.client.cluster()["nodes"] if n["name"] == "n1"]
+            assert not n1["healthy"] and n1["reason"] == held()[0]["reason"]
+            first = [submit(lab, 2, 3) for _ in range(3)]
+            watch(lab, serve, first, 90)
+            assert [node for i in first for node, _ in runs(lab, i)] == ["n2"] * 3
+            check_runs_match_decisions(lab, serve, first)
+            log = serve.log.read_text()
+            assert "slurm_start_timeout" not in log and "slurm_not_started" not in log, log
+        finally:
+            lab.run("scancel", str(foreign))
+        wait_for(lambda: serve.events("node_healthy"), 30, "n1 seen free", every=0.2)
+        assert serve.events("node_healthy")[0]["node"] == "n1"
+        second = [submit(lab, 4, 3), submit(lab, 4, 3)]
+        watch(lab, serve, second, 90)
+        assert sorted(node for i in second for node, _ in runs(lab, i)) == ["n1", "n2"]
+        assert "resync" not in serve.log.read_text()
 
 
 def test_a_job_no_node_holds_runs_split_evenly_over_nodes(lab, tmp_path):

@@ -8,6 +8,7 @@ script sits beside ``job``, the environment is an object. Replies carry no warni
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from chronus_py.backends.slurm.model import (
@@ -15,6 +16,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmPartition,
     SlurmReservation,
     expand_hostlist,
     gpu_count,
@@ -82,6 +84,13 @@ class RestV0038:
             nodes=tuple(expand_hostlist(str(r.get("node_list") or ""))),
             start_time=float(r.get("start_time") or 0),
             end_time=float(r.get("end_time") or 0),
+        )
+
+    def partition(self, p: Mapping[str, Any]) -> SlurmPartition:
+        minutes = p.get("max_time_limit")  # -1 (or unset): INFINITE
+        limited = isinstance(minutes, int) and 0 < minutes < 0xFFFFFFFE
+        return SlurmPartition(
+            name=str(p.get("name") or ""), max_time=minutes * 60.0 if limited else math.inf
         )
 
     def submission(self, new: NewJob) -> dict:

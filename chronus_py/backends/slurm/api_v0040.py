@@ -26,6 +26,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmPartition,
     SlurmReservation,
     expand_hostlist,
     gpu_count,
@@ -176,6 +177,12 @@ class RestV0040:
             nodes=tuple(expand_hostlist(str(r.get("node_list") or ""))),
             start_time=_time(r.get("start_time")),
             end_time=number(r.get("end_time")),  # infinite: for ever
+        )
+
+    def partition(self, p: Mapping[str, Any]) -> SlurmPartition:
+        minutes = number((p.get("maximums") or {}).get("time"))  # not set: no limit either
+        return SlurmPartition(
+            name=str(p.get("name") or ""), max_time=minutes * 60.0 if minutes > 0 else math.inf
         )
 
     def submission(self, new: NewJob) -> dict:

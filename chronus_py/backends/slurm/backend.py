@@ -17,7 +17,7 @@ touches a job without the marker. The mapping of decisions to Slurm:
   (during which the service, holding its round, would answer no request).
 - cancel: ``DELETE /job/{id}``. A job cancelled in Slurm (``scancel``) is a cancelled chronus job.
 - nodes: the partition's nodes with their GPU count; a down, drained, draining, failing or
-  unresponsive node is unhealthy.
+  unresponsive node is unhealthy, and so is one where a job chronus does not run holds GPUs.
 
 All the state lives in Slurm: which jobs chronus has taken (``accepted`` in the comment) and the
 submit time they had then (``submit=``: with the Slurm id, it names the job in chronus, since a
@@ -52,7 +52,13 @@ from typing import Any, Mapping, Sequence
 from chronus_py.backends import base
 from chronus_py.backends.base import BackendUnavailable, NodeInfo, ObservedJob, RunState
 from chronus_py.backends.slurm import marker
-from chronus_py.backends.slurm.model import JobChange, NewJob, SlurmJob, SlurmNode
+from chronus_py.backends.slurm.model import (
+    JobChange,
+    NewJob,
+    SlurmJob,
+    SlurmNode,
+    SlurmReservation,
+)
 from chronus_py.backends.slurm.rest import SlurmError, SlurmRest, SlurmUnreachable, parse_endpoint
 from chronus_py.errors import InputError
 from chronus_py.jobs.model import Job
@@ -146,6 +152,31 @@ def trouble(n: SlurmNode) -> str:
     return "" if not bad else "/".join(bad) + (f": {n.reason}" if n.reason else "")
 
 
+def holding(j: SlurmJob) -> tuple[str, ...]:
+    """The nodes where a listed job holds GPUs now: running (or finishing) with GPUs, or
+    ``--exclusive`` (every GPU of its nodes); a COMPLETING job still holds them although Slurm
+    no longer lists their indices."""
+    if j.state not in _RUNNING:
+        return ()
+    if j.exclusive or j.gpus_per_node or j.gpus_per_job:
+        return j.nodes
+    return tuple(n for n, gpus in j.placement.items() if gpus)
+
+
+def held_by(slurm_ids: Sequence[int]) -> str:
+    """A node's reason while jobs chronus does not run hold GPUs there, naming them (sorted,
+    so it reads the same while they run)."""
+    jobs = "job" if len(slurm_ids) == 1 else "jobs"
+    return f"GPUs held by Slurm {jobs} {', '.join(map(str, sorted(slurm_ids)))}, not chronus's"
+
+
+def _until(r: SlurmReservation) -> str:
+    """`` until`` a reservation's end, in UTC; empty for one without an end."""
+    if not math.isfinite(r.end_time):
+        return ""
+    return time.strftime(" until %Y-%m-%dT%H:%M:%SZ", time.gmtime(r.end_time))
+
+
 def _fail(what: str, exc: Exception) -> BackendUnavailable:
     return BackendUnavailable(f"slurm: {what}: {exc}")
 
@@ -180,6 +211,7 @@ class SlurmBackend(CompressedTime):
     name = "slurm"
     even_gangs = True  # a job asks the same --gres=gpu:N of every node it spans
     whole_pods = False  # ... so Slurm runs a 4-GPU job as 2 + 2 on two nodes
+    forgets_ended_jobs = True  # MinJobAge after a job ends; a controller that lost its state
 
     def __init__(
         self,
@@ -233,6 +265,9 @@ class SlurmBackend(CompressedTime):
         self._active: set[str] = set()  # chronus ids ``jobs`` last saw pending or running
         self._states: dict[int, str] = {}  # Slurm id -> state, of every job the last listing had
         self._listed = False  # whether ``_marked`` has listed the jobs once
+        # node -> Slurm ids of the jobs chronus does not run that hold GPUs there, from the
+        # last listing of every job (``_marked``; ``nodes`` reads it, see there)
+        self._foreign: dict[str, list[int]] = {}
         self._ids: dict[str, int] = {}  # chronus id -> Slurm id, from the last listings
         # The listing ``look`` (or else ``arrivals``) took and its wall time, for the same
         # round's ``arrivals`` and ``jobs``: a round lists every job twice otherwise (arrivals,
@@ -272,14 +307,29 @@ class SlurmBackend(CompressedTime):
         about as it was, and a start there never ran (Slurm: BadConstraints), waited out the start
         timeout (30 s of the round) and was held again, in every round that planned one. A node
         in a reservation that holds it now is unhealthy too: Slurm starts there no job submitted
-        outside it (ReqNodeNotAvail), and chronus refuses jobs submitted into one."""
+        outside it (ReqNodeNotAvail), and chronus refuses jobs submitted into one. So is a node
+        where a job chronus does not run holds GPUs (no marker, a foreign comment, another
+        partition, released by hand before chronus took it), until it ends: chronus would
+        count those GPUs free, and a start planned on them pended (Resources), waited out the
+        start timeout and was held again, round after round. The holders come from the last
+        listing of the jobs (at most one round old), not from a request of their own.
+
+        A reservation yet to start takes its nodes from the moment a job started now may run
+        into it: Slurm starts no job there whose time limit reaches its start
+        (ReqNodeNotAvail), and every round that planned one there held it again and resynced
+        (with an INFINITE MaxTime, from the moment the reservation is made). The reason names
+        the reservation's start and end, so it reads the same in every round; the
+        partitions' MaxTime is asked only while such a reservation exists."""
         now = time.time()
+        reservations = self._slurm("list reservations", self.rest.reservations)
         reserved = {
-            node: r
-            for r in self._slurm("list reservations", self.rest.reservations)
-            if r.start_time <= now < r.end_time
-            for node in r.nodes
+            node: r for r in reservations if r.start_time <= now < r.end_time for node in r.nodes
         }
+        upcoming: dict[str, SlurmReservation] = {}
+        for r in sorted(reservations, key=lambda r: r.start_time, reverse=True):
+            if now < r.start_time:
+                upcoming.update((node, r) for node in r.nodes)  # the first to start wins
+        longest: dict[str, float] | None = None  # partition -> MaxTime, read once if needed
         out = []
         for n in self._slurm("list nodes", self.rest.nodes):
             if self.partition is not None and self.partition not in n.partitions:
@@ -287,12 +337,21 @@ class SlurmBackend(CompressedTime):
             why = trouble(n)
             if not why and n.name in reserved:
                 r = reserved[n.name]
-                until = (
-                    time.strftime(" until %Y-%m-%dT%H:%M:%SZ", time.gmtime(r.end_time))
-                    if math.isfinite(r.end_time)
-                    else ""
-                )
-                why = f"in reservation {r.name}{until}"
+                why = f"in reservation {r.name}{_until(r)}"
+            if not why and n.name in upcoming:
+                if longest is None:
+                    partitions = self._slurm("list partitions", self.rest.partitions)
+                    longest = {p.name: p.max_time for p in partitions}
+                mine = [self.partition] if self.partition is not None else n.partitions
+                r = upcoming[n.name]
+                if r.start_time <= now + max((longest.get(p, math.inf) for p in mine), default=0):
+                    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r.start_time))
+                    why = (
+                        f"reservation {r.name} from {start}{_until(r)}: a job started now may "
+                        f"run into it"
+                    )
+            if not why and n.name in self._foreign:
+                why = held_by(self._foreign[n.name])
             out.append(NodeInfo(n.name, tuple(range(n.gpus)), healthy=not why, reason=why))
         listed = {n.name for n in out}
         where = f"partition {self.partition}" if self.partition is not None else "Slurm"
@@ -303,11 +362,16 @@ class SlurmBackend(CompressedTime):
         return out
 
     def _marked(self) -> list[tuple[SlurmJob, marker.Marker | None, marker.MarkerError | None]]:
-        """Every job with the marker in our partition: (job, parsed marker or None, error)."""
+        """Every job with the marker in our partition: (job, parsed marker or None, error).
+        The same listing says which jobs chronus does not run hold GPUs where (``nodes``):
+        any job not accepted here, whatever its partition (a node may be in several)."""
         out = []
         states = {}
+        holders: dict[str, list[int]] = {}
         for j in self._slurm("list jobs", self.rest.jobs):
             states[j.id] = j.state
+            for node in holding(j):
+                holders.setdefault(node, []).append(j.id)
             if not marker.is_marked(j.comment):
                 continue
             if self.partition is not None and j.partition != self.partition:
@@ -324,6 +388,14 @@ class SlurmBackend(CompressedTime):
             self._ids[job_id] = max(self._ids.get(job_id, 0), j.id)
         self._listed = True  # jobs accepted before this listing were accepted before a restart
         self._states = states
+        mine = {
+            j.id
+            for j, m, exc in out
+            if (m is not None and m.accepted) or (exc is not None and exc.accepted)
+        }
+        self._foreign = {
+            node: others for node, ids in holders.items() if (others := sorted(set(ids) - mine))
+        }
         return out
 
     @staticmethod

@@ -37,6 +37,16 @@ class SlurmReservation:
 
 
 @dataclass(frozen=True, slots=True)
+class SlurmPartition:
+    """A partition's ``MaxTime`` in seconds (infinity: INFINITE, or not set): no job in it
+    runs longer, so a reservation that starts later than that from now takes no node from a
+    job started now."""
+
+    name: str
+    max_time: float
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmJob:
     """One Slurm job as the backend needs it. Times are Unix seconds (0: not set)."""
 

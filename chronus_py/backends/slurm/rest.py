@@ -36,6 +36,7 @@ from chronus_py.backends.slurm.model import (
     NewJob,
     SlurmJob,
     SlurmNode,
+    SlurmPartition,
     SlurmReservation,
 )
 
@@ -49,6 +50,7 @@ class RestLayer(Protocol):
     def job(self, raw: Mapping[str, Any]) -> SlurmJob: ...
     def node(self, raw: Mapping[str, Any]) -> SlurmNode: ...
     def reservation(self, raw: Mapping[str, Any]) -> SlurmReservation: ...
+    def partition(self, raw: Mapping[str, Any]) -> SlurmPartition: ...
     def submission(self, new: NewJob) -> dict: ...
     def change(self, change: JobChange) -> dict: ...
     def refusals(self, reply: Mapping[str, Any]) -> list[Mapping[str, Any]]: ...
@@ -394,6 +396,10 @@ class SlurmRest:
     def reservations(self) -> list[SlurmReservation]:
         raw = self.call("GET", "list reservations", "reservations").get("reservations", [])
         return [self.layer.reservation(r) for r in raw]
+
+    def partitions(self) -> list[SlurmPartition]:
+        raw = self.call("GET", "list partitions", "partitions").get("partitions", [])
+        return [self.layer.partition(p) for p in raw]
 
     def jobs(self) -> list[SlurmJob]:
         return [self.layer.job(j) for j in self.call("GET", "list jobs", "jobs").get("jobs", [])]
