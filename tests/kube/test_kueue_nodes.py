@@ -148,3 +148,84 @@ def test_a_hived_cell_tree_places_jobs_on_kubernetes_nodes(setup, tmp_path, caps
         f"--cluster: nodes {s.ns}-missing are not Kubernetes nodes with allocatable GPUs "
         f"matching --kueue-node-selector (there are: {a}, {b})"
     ), err
+
+
+def foreign_pod(s, name: str, node: str, gpus: int) -> None:
+    """A bare pod (no Job, no Kueue) asking ``gpus`` GPUs, bound to ``node`` by kube-scheduler
+    (its hostname as nodeSelector); kwok runs it until it is deleted, then removes it at once."""
+    stages = {"pod-create": 0, "pod-ready": 0, "pod-delete": 0}
+    s.cp.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": s.ns,
+                "annotations": {
+                    f"{st}.stage.kwok.x-k8s.io/{k}": f"{v}s"
+                    for st, v in stages.items()
+                    for k in ("delay", "jitter-delay")
+                },
+            },
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "other",
+                        "image": "other:latest",
+                        "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                    }
+                ],
+            },
+        }
+    )
+
+
+def health(serve) -> dict[str, tuple[bool, str]]:
+    return {n["name"]: (n["healthy"], n["reason"]) for n in serve.client.cluster()["nodes"]}
+
+
+def test_gpus_held_by_pods_chronus_did_not_start_keep_chronus_off_their_node(setup, tmp_path):
+    """A pod asking GPUs on one of chronus's nodes that is not a pod of a Workload chronus
+    started holds GPUs chronus would otherwise count free: the node takes no new work while it
+    is there (chronus pinned a Workload's pods there and kube-scheduler left them Pending), and
+    takes work again once it is gone. Chronus's own pods never make a node unhealthy."""
+    s = setup
+    a, b = s.add_nodes("a", "b")
+    with s.serve(tmp_path) as serve:
+        foreign_pod(s, "other", a, 2)
+        wait(
+            lambda: (
+                health(serve).get(a) == (False, f"GPUs held by pod {s.ns}/other, not chronus's")
+            ),
+            30,
+            "chronus to see node a's GPUs held by another's pod",
+        )
+        notes = {"chronus.io/estimate": "10h"}
+        for name in ("one", "two"):
+            s.submit(name, gpus=4, run_seconds=600, notes=notes)
+        ids = {name: s.chronus_id(name) for name in ("one", "two")}
+
+        # both decided: one started (on b), the other told it waits (never started on a)
+        def decided():
+            e = {n: s.entry(n) for n in ids}
+            states = sorted(x.get("state", "") for x in e.values())
+            return (
+                states == ["Pending", "Ready"] and all(x.get("message") for x in e.values()) and e
+            )
+
+        entries = wait(decided, 60, "one Job started and the other told it waits")
+        (ran,) = [n for n, e in entries.items() if e["state"] == "Ready"]
+        (waits,) = [n for n in ids if n != ran]
+        assert "waits for free GPUs" in entries[waits]["message"], entries
+        wait(lambda: s.running_nodes(ran) == [b], 60, f"{ran} running on b")
+        assert s.pods(waits) == [], s.pods(waits)  # its Job still suspended: nothing Pending
+        assert health(serve)[b] == (True, ""), health(serve)  # chronus's own pod holds b
+
+        s.cp.api("DELETE", f"/api/v1/namespaces/{s.ns}/pods/other", ok=(200, 202, 404))
+        wait(lambda: health(serve).get(a) == (True, ""), 30, "node a healthy again")
+        wait(lambda: s.running_nodes(waits) == [a], 60, f"{waits} running on a")
+        events = serve.events("node_unhealthy", "node_healthy", "start")
+        starts = {e["job"]: sorted(e["placement"]) for e in events if e["event"] == "start"}
+        assert starts == {ids[ran]: [b], ids[waits]: [a]}, events

@@ -62,6 +62,7 @@ from chronus_py.backends.base import (
     RunState,
 )
 from chronus_py.backends.kueue import annotations as notes
+from chronus_py.backends.kueue import pods as gpu_pods
 from chronus_py.backends.kueue import workloads as wls
 from chronus_py.backends.kueue.kube import Conflict, Kube, config
 from chronus_py.backends.kueue.leader import LeaderElector
@@ -135,12 +136,19 @@ class KueueBackend(CompressedTime):
             {
                 "workloads": Kind(kube.kueue.workload, namespaced_key, namespaced=True),
                 "nodes": Kind(Node, name_key, namespaced=False),
+                "pods": Kind(
+                    gpu_pods.POD,
+                    namespaced_key,
+                    namespaced=True,
+                    fields=gpu_pods.BOUND,
+                    keep=lambda pod: gpu_pods.gpu_pod(pod, resource),
+                ),
             },
         ).start()
         if not self.watches.wait_synced(SYNC_WAIT):
             self.watches.stop()
             raise BackendUnavailable(
-                f"kueue: the first list of Workloads and Nodes took over {SYNC_WAIT:g} s"
+                f"kueue: the first list of Workloads, Nodes and Pods took over {SYNC_WAIT:g} s"
             )
         self._failed: set[str] = set()  # ids whose queued message write failed
         self._failed_lock = threading.Lock()
@@ -292,7 +300,10 @@ class KueueBackend(CompressedTime):
 
     def cluster_nodes(self) -> list[NodeInfo]:
         """The Nodes with allocatable GPUs that match the node selector, as Kubernetes has
-        them (without a HiveD config, the cluster chronus schedules)."""
+        them (without a HiveD config, the cluster chronus schedules); unhealthy while pods
+        chronus did not start hold GPUs on them (``pods.py``)."""
+        jobs = {wls.owner_job_uid(wl) for wl in self._ours().values()} - {None}
+        held = gpu_pods.held(self.watches.stores["pods"].snapshot().values(), jobs)
         out = []
         for n in self.watches.stores["nodes"].snapshot().values():
             labels = n.metadata.labels or {}
@@ -302,12 +313,10 @@ class KueueBackend(CompressedTime):
             if gpus is None or wls._quantity(gpus) < 1:
                 continue
             self._hostnames[n.metadata.name] = labels.get(wls.HOSTNAME, n.metadata.name)
+            why = ", ".join(w for w in (_unhealthy(n), held.get(n.metadata.name)) if w)
             out.append(
                 NodeInfo(
-                    n.metadata.name,
-                    tuple(range(wls._quantity(gpus))),
-                    healthy=not (why := _unhealthy(n)),
-                    reason=why,
+                    n.metadata.name, tuple(range(wls._quantity(gpus))), healthy=not why, reason=why
                 )
             )
         return out
