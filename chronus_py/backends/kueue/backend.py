@@ -25,7 +25,8 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
   "planned start T", "not guaranteed: why"), rewritten when a round changes it materially
   (``publish``, ``material``: a planned start is shown to within 10 % of the wait).
 - nodes: Node objects with allocatable GPUs; one not Ready, cordoned or tainted NoSchedule /
-  NoExecute is unhealthy. Nodes that join, leave or change their GPUs or labels are followed
+  NoExecute is unhealthy, and so is one where pods chronus did not start hold GPUs, until
+  they are gone (``pods.py``). Nodes that join, leave or change their GPUs or labels are followed
   while serving (``nodes_can_change``: the service rebuilds its cluster). With a HiveD config
   (``--cluster``, its nodes named as Kubernetes names them) the cluster is the config's cell
   tree instead: the cell allocator places every job, and a config node missing from the
@@ -350,6 +351,8 @@ class KueueBackend(CompressedTime):
             fields = wls.accepted(wl)
             if fields is None:
                 wl, fields = self._recreated(job_id, wl, now)
+            if fields is not None and "pod_gpus" not in fields:
+                wl, fields = self._with_pods(job_id, wl, fields)
             if fields is None or self._damaged(job_id, wl, fields, now):
                 continue
             seen.add(job_id)
@@ -409,6 +412,23 @@ class KueueBackend(CompressedTime):
             return True
         self._readable[job_id] = text
         return False
+
+    def _with_pods(self, job_id: str, wl: dict, fields: dict) -> tuple[dict, dict]:
+        """A job record from a chronus before ``Job.pod_gpus`` (session 23) with it, from the
+        Workload's pod sets, and the record rewritten so (queued, once). Read without it, such
+        a job was a gang of no fixed pods: 2 pods of 3 GPUs on 4-GPU nodes were planned 4 + 2,
+        which its pods cannot fill, and every start of it failed the round (a ``backend_error``
+        a round, until it was deleted). Pod sets that ask different GPUs per pod (which
+        chronus now refuses at arrival) are left as they were."""
+        sizes = {p.gpus_per_pod for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod}
+        gpus = fields.get("gpus")
+        if len(sizes) != 1 or not isinstance(gpus, int) or gpus % min(sizes):
+            return wl, fields
+        fields = {**fields, "pod_gpus": min(sizes)}
+        log.info(json.dumps({"event": "kueue_record_pods", "job": job_id, "pod_gpus": min(sizes)}))
+        if self.elector is None or self.elector.held:
+            wl = self._record(wl, job=fields, now=False)
+        return wl, fields
 
     def _recreated(self, job_id: str, wl: dict, now: float) -> tuple[dict, dict | None]:
         """``wl`` and its job fields if Kueue recreated the Workload of a job chronus had
