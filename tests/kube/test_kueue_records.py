@@ -80,9 +80,62 @@ def test_records_from_before_pod_gpus_are_read_as_their_workload_s_pods(setup, t
     with second:
         wait(lambda: s.succeeded("wide"), 90, "wide to complete")
         assert sorted(p["spec"]["nodeName"] for p in s.pods("wide")) == [a, b]
-        for name in ids:
-            fields = wls.accepted(s.workload(name))
-            assert fields["pod_gpus"] == {"holder": 4, "wide": 3}[name], fields
+        wait(
+            lambda: (
+                {n: wls.accepted(s.workload(n)).get("pod_gpus") for n in ids}
+                == {"holder": 4, "wide": 3}
+            ),
+            30,
+            "both records completed with pod_gpus",
+        )
         starts = [e["job"] for e in second.events("start")]
         assert starts == [ids["wide"]], starts  # the running holder was not started again
         assert not second.events("backend_error"), second.events("backend_error")
+
+
+def test_records_chronus_did_not_write_are_not_taken_for_its_own(setup, tmp_path):
+    """Records someone else put on a Workload (any account that may patch Workloads can): a
+    promise and work done on a Workload before chronus accepted it are dropped at its
+    acceptance (the promise is chronus's own decision, no work is credited), and a promise
+    on an accepted Job that is none of its deadline options (here a best-effort Job's) is not
+    taken for one by a controller rebuilding from the cluster, and is taken off. Before, the
+    work done stayed on the record, to be credited at the next rebuild, and the promise was
+    adopted there."""
+    s = setup
+    s.add_nodes("a", "b")
+    first = s.serve(tmp_path, "first").start()  # it makes chronus's check Active for Kueue
+    try:
+        s.submit("plain", run_seconds=600, notes={EST: "10h"})
+        wait(lambda: s.running_nodes("plain"), 90, "plain to run")
+    finally:
+        first.stop()
+    s.submit("early", run_seconds=3, notes={EST: "3m", DL: "+6h"})
+    wait(lambda: wls.reserved(s.workload("early") or {}), 60, "Kueue to reserve for early")
+    forged = {
+        wls.GUARANTEE: wls.encode({"at": 1.0, "value": 1.0}),
+        wls.WORK_DONE: wls.encode({"seconds": 100000.0, "runs": 3}),
+    }
+    write_records(s, "early", forged, "intruder")
+    at = first.origin + 3 * 3600.0
+    write_records(s, "plain", {wls.GUARANTEE: wls.encode({"at": at, "value": 1.0})}, "intruder")
+    plain = s.chronus_id("plain")
+    with s.serve(tmp_path, "second", origin=first.origin) as second:
+        wait(lambda: s.succeeded("early"), 90, "early to complete")
+        records = wait(
+            lambda: (
+                wls.GUARANTEE in (r := wls.records(s.workload("early")))
+                and wls.WORK_DONE not in r
+                and r
+            ),
+            30,
+            "early's promise recorded by chronus, the work done taken off",
+        )
+        (option,) = json.loads(records[wls.JOB])["deadlines"]
+        assert json.loads(records[wls.GUARANTEE]) == option, records
+        wait(
+            lambda: wls.GUARANTEE not in wls.records(s.workload("plain")),
+            30,
+            "the forged promise taken off plain",
+        )
+        assert second.jobs()[plain]["guaranteed"] is None, second.jobs()[plain]
+        assert s.running_nodes("plain"), "plain was stopped"

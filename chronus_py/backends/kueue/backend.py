@@ -885,7 +885,17 @@ class KueueBackend(CompressedTime):
             fields["submit"] = job.submit
             passed = self._passed.pop(job.id, None)
             self._tracked.add(job.id)
-            self._record(wl, job=fields, deadline_passed=passed, now=False)
+            # chronus's records start here: any other put on the Workload before (a promise,
+            # work done, a run) is not chronus's and goes
+            self._record(
+                wl,
+                job=fields,
+                deadline_passed=passed,
+                guarantee=None,
+                work_done=None,
+                placement=None,
+                now=False,
+            )
 
     def start(self, job_id: str, placement: Mapping[str, tuple[int, ...]]) -> None:
         with self.writes.urgent():  # the queued writes wait: the API server serves this first
@@ -1035,7 +1045,8 @@ class KueueBackend(CompressedTime):
                 continue
             promise = report.guaranteed
             recorded = wls.guarantee(wl)
-            if promise != recorded:
+            if promise != recorded or (promise is None and wls.GUARANTEE in wls.records(wl)):
+                # (a record that is no promise of chronus's, damaged or not its own, goes too)
                 self._require_leader()
                 value = None if promise is None else {"at": promise.at, "value": promise.value}
                 was = None if recorded is None else {"at": recorded.at, "value": recorded.value}
