@@ -5,13 +5,15 @@ plane, each test in its own namespace with its own nodes (``kueue_helpers.Setup`
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 pytest.importorskip("lightkube")
 
 from kueue_helpers import wait  # noqa: E402
 
-from chronus_py.backends.kueue.lab import GPU  # noqa: E402
+from chronus_py.backends.kueue.lab import GPU, job  # noqa: E402
 from chronus_py.cli import main  # noqa: E402
 
 
@@ -229,3 +231,64 @@ def test_gpus_held_by_pods_chronus_did_not_start_keep_chronus_off_their_node(set
         events = serve.events("node_unhealthy", "node_healthy", "start")
         starts = {e["job"]: sorted(e["placement"]) for e in events if e["event"] == "start"}
         assert starts == {ids[ran]: [b], ids[waits]: [a]}, events
+
+
+def test_a_gang_bound_otherwise_than_planned_keeps_new_work_off_the_node_it_crowds(setup, tmp_path):
+    """A multi-node Workload is pinned by a label on its nodes, and kube-scheduler binds its
+    pods among them as it likes: here as the Job prefers (node a), 4 + 1 where chronus planned
+    2 + 3. Node a then holds 2 GPUs more than chronus placed there; it takes no new work while
+    the gang runs (a Job placed there was left Pending), and a Job that arrives meanwhile
+    waits, unstarted, until the gang is done."""
+    s = setup
+    a, b = s.add_nodes("a", "b")
+    est = "chronus.io/estimate"
+    with s.serve(tmp_path) as serve:
+        s.cp.cordon_node(a)
+        wait(lambda: health(serve).get(a, (None,))[0] is False, 30, "chronus to see a cordoned")
+        s.submit("one", gpus=1, run_seconds=600, notes={est: "10h"})  # 1 GPU of b, for good
+        wait(lambda: s.running_nodes("one") == [b], 60, "one running on b")
+        s.cp.cordon_node(a, False)
+        wait(lambda: health(serve).get(a) == (True, ""), 30, "chronus to see a uncordoned")
+
+        gang = job(
+            "gang", s.queue, namespace=s.ns, pods=5, run_seconds=30, annotations={est: "30m"}
+        )
+        gang["spec"]["template"]["spec"]["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In", "values": [a]}
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
+        s.cp.apply(gang)
+        gang_id = s.chronus_id("gang")
+        wait(lambda: len(s.bound_nodes("gang")) == 5, 60, "the gang's pods bound")
+        (start,) = [e for e in serve.events("start") if e["job"] == gang_id]
+        planned = {n: len(g) for n, g in start["placement"].items()}
+        assert planned == {a: 2, b: 3}, planned
+        assert Counter(s.bound_nodes("gang")) == {a: 4, b: 1}, s.bound_nodes("gang")
+        wait(
+            lambda: (
+                health(serve).get(a) == (False, f"{gang_id}'s pods hold 4 GPUs, chronus placed 2")
+            ),
+            30,
+            "chronus to see node a crowded",
+        )
+        s.submit("late", gpus=2, run_seconds=2, notes={est: "10h"})  # behind the gang
+
+        def told() -> dict | None:
+            e = s.entry("late")
+            return "waits for free GPUs" in e.get("message", "") and e
+
+        entry = wait(told, 30, "late told it waits")
+        assert entry["state"] == "Pending" and s.pods("late") == [], (entry, s.pods("late"))
+        assert s.bound_nodes("gang"), "the gang ended before late was decided: nothing tested"
+        wait(lambda: s.succeeded("late"), 120, "late to run once the gang is done")
+        wait(lambda: health(serve).get(a) == (True, ""), 30, "node a healthy again")

@@ -269,24 +269,38 @@ def pod(name: str, node: str, gpus: int, job: str | None = None, init: int = 0) 
 def test_gpu_pods_not_of_chronus_workloads_make_their_node_unhealthy():
     """A pod asking GPUs (an init container's count too) is kept in a few fields; one asking
     none is not kept. A node's reason names the pods whose Job is not one of chronus's
-    Workloads', at most three, and counts the rest; chronus's own pods never make one."""
+    Workloads', at most three, and counts the rest; chronus's own pods make one only where a
+    running Workload's live pods hold more than chronus placed there."""
     assert gpus.gpu_pod(pod("cpu", "n1", 0), "nvidia.com/gpu") is None
     kept = gpus.gpu_pod(pod("init", "n1", 0, init=2), "nvidia.com/gpu")
     assert kept == {
         "metadata": {"namespace": "ns", "name": "init", "resourceVersion": "7"},
         "node": "n1",
         "gpus": 2,
+        "ending": False,
         "job": None,
     }
+    ending = pod("left", "n4", 2, job="uid-preempted")
+    ending["metadata"]["deletionTimestamp"] = "2026-11-28T00:00:00Z"
     held = [
         gpus.gpu_pod(p, "nvidia.com/gpu")
         for p in (
             pod("mine", "n1", 4, job="uid-ours"),
             pod("bare", "n2", 1),
             *(pod(f"other-{i}", "n3", 1, job="uid-theirs") for i in range(5)),
+            *(pod(f"gang-{i}", "n5" if i < 3 else "n6", 1, job="uid-gang") for i in range(4)),
+            pod("waiting", "n7", 1, job="uid-waits"),
+            ending,
         )
     ]
-    assert gpus.held(held, {"uid-ours"}) == {
+    ours = {
+        "uid-ours": ("ns.ours", {"n1": 4}),
+        "uid-gang": ("ns.gang", {"n5": 2, "n6": 2}),
+        "uid-waits": ("ns.waits", None),  # not running: its pods are leaving
+        "uid-preempted": ("ns.preempted", {"n4": 1}),
+    }
+    assert gpus.held(held, ours) == {
         "n2": "GPUs held by pod ns/bare, not chronus's",
         "n3": "GPUs held by pods ns/other-0, ns/other-1, ns/other-2 and 2 more, not chronus's",
+        "n5": "ns.gang's pods hold 3 GPUs, chronus placed 2",
     }

@@ -302,9 +302,19 @@ class KueueBackend(CompressedTime):
     def cluster_nodes(self) -> list[NodeInfo]:
         """The Nodes with allocatable GPUs that match the node selector, as Kubernetes has
         them (without a HiveD config, the cluster chronus schedules); unhealthy while pods
-        chronus did not start hold GPUs on them (``pods.py``)."""
-        jobs = {wls.owner_job_uid(wl) for wl in self._ours().values()} - {None}
-        held = gpu_pods.held(self.watches.stores["pods"].snapshot().values(), jobs)
+        chronus did not start hold GPUs on them, or a running Workload's pods hold more than
+        chronus placed there (``pods.py``)."""
+        ours: dict[str, tuple[str, dict[str, int] | None]] = {}
+        for job_id, wl in self._ours().items():
+            uid = wls.owner_job_uid(wl)
+            if uid is not None:
+                running = (wls.check_entry(wl, self.checks) or {}).get("state") == "Ready"
+                nodes = wls.placement(wl)[0] if running else None
+                ours[uid] = (
+                    job_id,
+                    None if nodes is None else {n: len(g) for n, g in nodes.items()},
+                )
+        held = gpu_pods.held(self.watches.stores["pods"].snapshot().values(), ours)
         out = []
         for n in self.watches.stores["nodes"].snapshot().values():
             labels = n.metadata.labels or {}
