@@ -9,7 +9,7 @@ Workload running. The backend makes such a node unhealthy (no new work) while th
 there (``KueueBackend.cluster_nodes``).
 
 Which pods are read: only those bound to a node and not terminal (the field selector
-:data:`BOUND`, the pods kube-scheduler counts: it drops Succeeded and Failed ones), and of those
+:data:`BOUND`: a Succeeded or Failed pod holds nothing), and of those
 only the ones asking the resource are kept, as :func:`gpu_pod`'s few fields, so the copy holds
 GPU pods only. A field selector cannot select by resources or by a set of nodes, so every bound
 pod's events are still read (decoded as plain JSON, not lightkube's models).
