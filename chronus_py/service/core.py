@@ -259,7 +259,7 @@ class Service:
         with self.db.transaction():
             for row in self.db.jobs(active_only=True):
                 obs = observed.pop(row["id"], None)
-                spec = self._stored(row, now)
+                spec = self._with_pods(row, self._stored(row, now), obs, now)
                 if obs is not None and obs.state in _ENDED:
                     self.db.set_state(
                         row["id"], _ENDED[obs.state], finished=obs.ended_at, starts=obs.starts
@@ -487,6 +487,27 @@ class Service:
             raise InputError(
                 self.db.path, f"cannot be read back: {exc.line()}", field=f"job {row['id']!r}"
             ) from None
+
+    def _with_pods(self, row: Mapping[str, Any], spec: JobSpec, obs, now: float) -> JobSpec:
+        """A stored job with the pods its backend's record gives it where the database has
+        none (``Job.pod_gpus``): a job accepted by a chronus before it, whose backend now reads
+        them (Kueue: from the Workload's pod sets). The database's row is rewritten so. Without
+        it, the upgraded service kept planning such a job as a gang of no fixed pods, which
+        Kueue could not start (2 pods of 3 GPUs planned 4 + 2 on 4-GPU nodes)."""
+        pods = None if obs is None or obs.spec is None else obs.spec.get("pod_gpus")
+        if pods is None or spec.fields.get("pod_gpus") is not None:
+            return spec
+        try:
+            fixed = self._read(
+                {**row["spec"], "pod_gpus": pods}, Origin.record(row["tenant"], row["submit"]), now
+            )
+        except ApiError as exc:  # another size than the record's (a resize follows): as it was
+            log.warning(
+                json.dumps({"event": "pods_refused", "job": row["id"], "error": exc.line()})
+            )
+            return spec
+        self.db.respec(row["id"], fixed.fields, row["estimate"])
+        return fixed
 
     def _read(self, body: Any, origin: Origin, now: float) -> JobSpec:
         """A job's fields, checked (``jobspec.read_job``); what is wrong is an ApiError naming

@@ -43,7 +43,8 @@ def test_a_planned_start_tolerates_a_minute_or_a_tenth_of_the_wait():
 def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarantee(setup):
     s = setup
     s.add_nodes("a")  # no nodes: a Job of any size is wider than the cluster, and refused
-    s.submit("waits", gpus=1, run_seconds=60, notes={"chronus.io/estimate": "10m"})
+    notes = {"chronus.io/estimate": "10m", "chronus.io/deadline": "+2h,+150m"}
+    s.submit("waits", gpus=1, run_seconds=60, notes=notes)
     job_id = s.chronus_id("waits")
     kube = Kube(config(str(s.kubeconfig)), manager=FIELD_MANAGER)
     backend = KueueBackend(kube, controller=f"chronus.io/{s.ns}")
@@ -63,17 +64,17 @@ def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarant
             after = sum((kube.writes + backend.writes.writes).values())
             return after - before, s.entry("waits")["message"]
 
-        promise = DeadlineOption(at=now + 7_200, value=1.0)
+        # chronus records only a promise that is one of the job's deadline options
+        promise, later = (DeadlineOption(d["at"], d["value"]) for d in fields["deadlines"])
         writes, text = published(report(now + 3_600, promise))
         assert writes == 2, writes  # the promise recorded, then the message
-        assert text == f"guaranteed to finish by {wls.rfc3339(now + 7_200)}; planned start " + (
+        assert text == f"guaranteed to finish by {wls.rfc3339(promise.at)}; planned start " + (
             wls.rfc3339(now + 3_600)
         )
         assert published(report(now + 3_600 + 120, promise)) == (0, text)
-        later = DeadlineOption(at=now + 9_000, value=1.0)
         writes, text = published(report(now + 3_600 + 120, later))
         assert writes == 2, writes
-        assert text.startswith(f"guaranteed to finish by {wls.rfc3339(now + 9_000)}; "), text
+        assert text.startswith(f"guaranteed to finish by {wls.rfc3339(later.at)}; "), text
         assert text.endswith(wls.rfc3339(now + 3_600 + 120)), text
         writes, text = published(report(now + 3_600 + 1_200, later))
         assert writes == 1 and text.endswith(wls.rfc3339(now + 3_600 + 1_200)), (writes, text)
@@ -83,7 +84,7 @@ def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarant
         # another manager puts the record back (as Kueue's update from an older copy did in the
         # trace): it owns the key now, and chronus's apply alone would never remove it again
         wl = s.workload("waits")
-        wl["metadata"]["annotations"]["chronus.io/guarantee"] = '{"at":1.0,"value":1.0}'
+        wl["metadata"]["annotations"][wls.GUARANTEE] = wls.encode({"at": later.at, "value": 1.0})
         s.cp.api("PUT", f"{KUEUE}/namespaces/{s.ns}/workloads/{wl['metadata']['name']}", wl)
         wait(lambda: wls.guarantee(backend._fresh(job_id)) is not None, 5, "the record back")
         assert published(withdrawn) == (2, text)  # the apply, then the merge patch

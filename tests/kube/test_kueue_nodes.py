@@ -5,13 +5,15 @@ plane, each test in its own namespace with its own nodes (``kueue_helpers.Setup`
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 pytest.importorskip("lightkube")
 
 from kueue_helpers import wait  # noqa: E402
 
-from chronus_py.backends.kueue.lab import GPU  # noqa: E402
+from chronus_py.backends.kueue.lab import GPU, job  # noqa: E402
 from chronus_py.cli import main  # noqa: E402
 
 
@@ -148,3 +150,145 @@ def test_a_hived_cell_tree_places_jobs_on_kubernetes_nodes(setup, tmp_path, caps
         f"--cluster: nodes {s.ns}-missing are not Kubernetes nodes with allocatable GPUs "
         f"matching --kueue-node-selector (there are: {a}, {b})"
     ), err
+
+
+def foreign_pod(s, name: str, node: str, gpus: int) -> None:
+    """A bare pod (no Job, no Kueue) asking ``gpus`` GPUs, bound to ``node`` by kube-scheduler
+    (its hostname as nodeSelector); kwok runs it until it is deleted, then removes it at once."""
+    stages = {"pod-create": 0, "pod-ready": 0, "pod-delete": 0}
+    s.cp.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": s.ns,
+                "annotations": {
+                    f"{st}.stage.kwok.x-k8s.io/{k}": f"{v}s"
+                    for st, v in stages.items()
+                    for k in ("delay", "jitter-delay")
+                },
+            },
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "other",
+                        "image": "other:latest",
+                        "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                    }
+                ],
+            },
+        }
+    )
+
+
+def health(serve) -> dict[str, tuple[bool, str]]:
+    return {n["name"]: (n["healthy"], n["reason"]) for n in serve.client.cluster()["nodes"]}
+
+
+def test_gpus_held_by_pods_chronus_did_not_start_keep_chronus_off_their_node(setup, tmp_path):
+    """A pod asking GPUs on one of chronus's nodes that is not a pod of a Workload chronus
+    started holds GPUs chronus would otherwise count free: the node takes no new work while it
+    is there (chronus pinned a Workload's pods there and kube-scheduler left them Pending), and
+    takes work again once it is gone. Chronus's own pods never make a node unhealthy."""
+    s = setup
+    a, b = s.add_nodes("a", "b")
+    with s.serve(tmp_path) as serve:
+        foreign_pod(s, "other", a, 2)
+        wait(
+            lambda: (
+                health(serve).get(a) == (False, f"GPUs held by pod {s.ns}/other, not chronus's")
+            ),
+            30,
+            "chronus to see node a's GPUs held by another's pod",
+        )
+        notes = {"chronus.io/estimate": "10h"}
+        for name in ("one", "two"):
+            s.submit(name, gpus=4, run_seconds=600, notes=notes)
+        ids = {name: s.chronus_id(name) for name in ("one", "two")}
+
+        # both decided: one started (on b), the other told it waits (never started on a)
+        def decided():
+            e = {n: s.entry(n) for n in ids}
+            states = sorted(x.get("state", "") for x in e.values())
+            return (
+                states == ["Pending", "Ready"] and all(x.get("message") for x in e.values()) and e
+            )
+
+        entries = wait(decided, 60, "one Job started and the other told it waits")
+        (ran,) = [n for n, e in entries.items() if e["state"] == "Ready"]
+        (waits,) = [n for n in ids if n != ran]
+        assert "waits for free GPUs" in entries[waits]["message"], entries
+        wait(lambda: s.running_nodes(ran) == [b], 60, f"{ran} running on b")
+        assert s.pods(waits) == [], s.pods(waits)  # its Job still suspended: nothing Pending
+        assert health(serve)[b] == (True, ""), health(serve)  # chronus's own pod holds b
+
+        s.cp.api("DELETE", f"/api/v1/namespaces/{s.ns}/pods/other", ok=(200, 202, 404))
+        wait(lambda: health(serve).get(a) == (True, ""), 30, "node a healthy again")
+        wait(lambda: s.running_nodes(waits) == [a], 60, f"{waits} running on a")
+        events = serve.events("node_unhealthy", "node_healthy", "start")
+        starts = {e["job"]: sorted(e["placement"]) for e in events if e["event"] == "start"}
+        assert starts == {ids[ran]: [b], ids[waits]: [a]}, events
+
+
+def test_a_gang_bound_otherwise_than_planned_keeps_new_work_off_the_node_it_crowds(setup, tmp_path):
+    """A multi-node Workload is pinned by a label on its nodes, and kube-scheduler binds its
+    pods among them as it likes: here as the Job prefers (node a), 4 + 1 where chronus planned
+    2 + 3. Node a then holds 2 GPUs more than chronus placed there; it takes no new work while
+    the gang runs (a Job placed there was left Pending), and a Job that arrives meanwhile
+    waits, unstarted, until the gang is done."""
+    s = setup
+    a, b = s.add_nodes("a", "b")
+    est = "chronus.io/estimate"
+    with s.serve(tmp_path) as serve:
+        s.cp.cordon_node(a)
+        wait(lambda: health(serve).get(a, (None,))[0] is False, 30, "chronus to see a cordoned")
+        s.submit("one", gpus=1, run_seconds=600, notes={est: "10h"})  # 1 GPU of b, for good
+        wait(lambda: s.running_nodes("one") == [b], 60, "one running on b")
+        s.cp.cordon_node(a, False)
+        wait(lambda: health(serve).get(a) == (True, ""), 30, "chronus to see a uncordoned")
+
+        gang = job(
+            "gang", s.queue, namespace=s.ns, pods=5, run_seconds=30, annotations={est: "30m"}
+        )
+        gang["spec"]["template"]["spec"]["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In", "values": [a]}
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
+        s.cp.apply(gang)
+        gang_id = s.chronus_id("gang")
+        wait(lambda: len(s.bound_nodes("gang")) == 5, 60, "the gang's pods bound")
+        (start,) = [e for e in serve.events("start") if e["job"] == gang_id]
+        planned = {n: len(g) for n, g in start["placement"].items()}
+        assert planned == {a: 2, b: 3}, planned
+        assert Counter(s.bound_nodes("gang")) == {a: 4, b: 1}, s.bound_nodes("gang")
+        wait(
+            lambda: (
+                health(serve).get(a) == (False, f"{gang_id}'s pods hold 4 GPUs, chronus placed 2")
+            ),
+            30,
+            "chronus to see node a crowded",
+        )
+        s.submit("late", gpus=2, run_seconds=2, notes={est: "10h"})  # behind the gang
+
+        def told() -> dict | None:
+            e = s.entry("late")
+            return "waits for free GPUs" in e.get("message", "") and e
+
+        entry = wait(told, 30, "late told it waits")
+        assert entry["state"] == "Pending" and s.pods("late") == [], (entry, s.pods("late"))
+        assert s.bound_nodes("gang"), "the gang ended before late was decided: nothing tested"
+        wait(lambda: s.succeeded("late"), 120, "late to run once the gang is done")
+        wait(lambda: health(serve).get(a) == (True, ""), 30, "node a healthy again")

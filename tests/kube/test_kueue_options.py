@@ -96,16 +96,17 @@ def test_check_asks_the_api_server_for_chronus_s_admission_checks(setup, capsys,
 
 
 def test_missing_rbac_is_one_line_at_start(kube, kube_ns, tmp_path):
-    """An account the manifest's ClusterRole was applied to without ``list``/``watch`` on Nodes
-    and without the Workloads' status: ``--check`` and ``serve`` both refuse in one line naming
-    the account and each missing permission. Before, ``--check`` said 'config OK', and
+    """An account the manifest's ClusterRole was applied to without ``list``/``watch`` on Nodes,
+    without the Workloads' status and without Pods (a ClusterRole from before chronus read
+    them): ``--check`` and ``serve`` both refuse in one line naming the account and each
+    missing permission. Before, ``--check`` said 'config OK', and
     ``serve`` waited five minutes for a first list of Nodes that was forbidden, then said it
     took too long (and a missing status permission failed every start, one log line a round)."""
     docs = yaml.safe_load_all((harness.DEPLOY / "controller.yaml").read_text())
     (role,) = [d for d in docs if d and d["kind"] == "ClusterRole"]
     rules = []
     for rule in role["rules"]:
-        if rule["resources"] == ["workloads/status"]:
+        if rule["resources"] in (["workloads/status"], ["pods"]):
             continue
         if rule["resources"] == ["nodes"]:
             rule = {**rule, "verbs": ["get", "patch"]}
@@ -129,7 +130,8 @@ def test_missing_rbac_is_one_line_at_start(kube, kube_ns, tmp_path):
         config = kube.service_account_kubeconfig(kube_ns, "limited", tmp_path / "limited")
         expected = (
             f"--kubeconfig: system:serviceaccount:{kube_ns}:limited may not patch "
-            "workloads/status.kueue.x-k8s.io, list nodes, watch nodes (deploy/kueue/"
+            "workloads/status.kueue.x-k8s.io, list nodes, watch nodes, list pods, watch pods "
+            "(deploy/kueue/"
         )
         lease = [f"--kueue-lease={kube_ns}/leader", "--check"]  # no Role for Leases there
         done = subprocess.run(
@@ -141,7 +143,7 @@ def test_missing_rbac_is_one_line_at_start(kube, kube_ns, tmp_path):
         )
         assert done.returncode == 2, (done.stdout, done.stderr)
         assert done.stderr.strip().endswith(
-            f"watch nodes, get leases.coordination.k8s.io in namespace {kube_ns}, create "
+            f"watch pods, get leases.coordination.k8s.io in namespace {kube_ns}, create "
             f"leases.coordination.k8s.io in namespace {kube_ns}, update "
             f"leases.coordination.k8s.io in namespace {kube_ns} (deploy/kueue/controller.yaml's "
             "ClusterRole and Role grant what chronus needs)"

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("lightkube")
 
 from chronus_py.backends.base import JobReport  # noqa: E402
+from chronus_py.backends.kueue import pods as gpus  # noqa: E402
 from chronus_py.backends.kueue import workloads as wls  # noqa: E402
 from chronus_py.backends.kueue.annotations import AnnotationError, job_fields  # noqa: E402
 from chronus_py.backends.kueue.backend import message, resize_note  # noqa: E402
@@ -159,8 +160,16 @@ def test_a_workload_is_read_for_gpus_owner_checks_and_reservation():
     assert wls.reserved(wl)
     assert wls.check_entry(wl, frozenset({"chronus"}))["state"] == "Pending"
     assert wls.check_entry(wl, frozenset({"other"})) is None
-    assert wls.guarantee(wl) == DeadlineOption(9000.0, 1.0)
     assert wls.records(wl) == {"chronus.io/guarantee": '{"at":9000,"value":1}'}
+    assert wls.guarantee(wl) is None  # no job record: no option it could be
+    for options, promise in (
+        ([{"at": 5000.0, "value": 1.0}, {"at": 9000.0, "value": 1.0}], DeadlineOption(9000.0, 1.0)),
+        ([{"at": 9000.0, "value": 0.5}], None),  # another option's value
+        ([], None),  # a best-effort job's
+    ):
+        job = wls.encode({"id": "team-a.job-train-5b7c2", "gpus": 4, "deadlines": options})
+        wl["metadata"]["annotations"][wls.JOB] = job
+        assert wls.guarantee(wl) == promise, options
     evicted = workload(
         conditions=[
             {"type": "QuotaReserved", "status": "True"},
@@ -230,3 +239,68 @@ def test_a_count_kueue_reserved_again_rescales_the_job_and_is_said_first():
         "Kueue reserved it again at 3 GPUs (was 4), planned at that size: guaranteed to finish "
         "by 1970-01-01T02:00:00Z"
     )
+
+
+def pod(name: str, node: str, gpus: int, job: str | None = None, init: int = 0) -> dict:
+    refs = (
+        []
+        if job is None
+        else [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": job, "controller": True}
+        ]
+    )
+    ask = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
+    spec = {"nodeName": node, "containers": [{"name": "c", "resources": ask}]}
+    if init:
+        spec["initContainers"] = [
+            {"name": "i", "resources": {"requests": {"nvidia.com/gpu": str(init)}}}
+        ]
+    return {
+        "metadata": {
+            "namespace": "ns",
+            "name": name,
+            "resourceVersion": "7",
+            "ownerReferences": refs,
+        },
+        "spec": spec,
+    }
+
+
+def test_gpu_pods_not_of_chronus_workloads_make_their_node_unhealthy():
+    """A pod asking GPUs (an init container's count too) is kept in a few fields; one asking
+    none is not kept. A node's reason names the pods whose Job is not one of chronus's
+    Workloads', at most three, and counts the rest; chronus's own pods make one only where a
+    running Workload's live pods hold more than chronus placed there."""
+    assert gpus.gpu_pod(pod("cpu", "n1", 0), "nvidia.com/gpu") is None
+    kept = gpus.gpu_pod(pod("init", "n1", 0, init=2), "nvidia.com/gpu")
+    assert kept == {
+        "metadata": {"namespace": "ns", "name": "init", "resourceVersion": "7"},
+        "node": "n1",
+        "gpus": 2,
+        "ending": False,
+        "job": None,
+    }
+    ending = pod("left", "n4", 2, job="uid-preempted")
+    ending["metadata"]["deletionTimestamp"] = "2026-11-28T00:00:00Z"
+    held = [
+        gpus.gpu_pod(p, "nvidia.com/gpu")
+        for p in (
+            pod("mine", "n1", 4, job="uid-ours"),
+            pod("bare", "n2", 1),
+            *(pod(f"other-{i}", "n3", 1, job="uid-theirs") for i in range(5)),
+            *(pod(f"gang-{i}", "n5" if i < 3 else "n6", 1, job="uid-gang") for i in range(4)),
+            pod("waiting", "n7", 1, job="uid-waits"),
+            ending,
+        )
+    ]
+    ours = {
+        "uid-ours": ("ns.ours", {"n1": 4}),
+        "uid-gang": ("ns.gang", {"n5": 2, "n6": 2}),
+        "uid-waits": ("ns.waits", None),  # not running: its pods are leaving
+        "uid-preempted": ("ns.preempted", {"n4": 1}),
+    }
+    assert gpus.held(held, ours) == {
+        "n2": "GPUs held by pod ns/bare, not chronus's",
+        "n3": "GPUs held by pods ns/other-0, ns/other-1, ns/other-2 and 2 more, not chronus's",
+        "n5": "ns.gang's pods hold 3 GPUs, chronus placed 2",
+    }

@@ -80,6 +80,7 @@ NEEDS = (
     ("kueue.x-k8s.io", "admissionchecks", "status", ("patch",)),
     ("batch", "jobs", "", ("get",)),
     ("", "nodes", "", ("list", "watch", "patch")),
+    ("", "pods", "", ("list", "watch")),
 )
 """(API group, resource, subresource, verbs) the controller uses, cluster-wide; what
 ``deploy/kueue/controller.yaml``'s ClusterRole grants. Under ``--kueue-lease`` it also needs

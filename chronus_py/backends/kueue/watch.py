@@ -14,7 +14,12 @@ wait for it, and a round copies a dict.
   meanwhile; a fresh list does not.
 - **Bookmarks** are not asked for: lightkube 1.0's ``watch`` has no ``allowWatchBookmarks``, and
   the Workload and Node watches here are unfiltered, so their last event's version is already
-  the newest one that matters; a version that grows too old costs one list (the 410 above).
+  the newest one that matters; a version that grows too old costs one list (the 410 above). The
+  Pod watch is narrowed by a field selector (bound, not terminal: ``pods.BOUND``), which still
+  passes every bound pod's events, so it too rarely waits long enough for that.
+- **What is held** may be less than the object (``Kind.keep``): of the pods only the few fields
+  of those asking GPUs, so the copy's size follows the GPU pods, not all of the cluster's. A
+  watch reports a pod that stops matching the selector (it ended) as deleted.
 - **Writes** by the controller (server-side apply) put the object the API server returned into
   the copy at once, so the next round sees its own decisions even before their watch events
   arrive; an event older than what the copy holds is ignored. Versions are compared as integers,
@@ -69,11 +74,15 @@ def namespaced_key(obj: Any) -> str:
 @dataclass(frozen=True)
 class Kind:
     """What to follow: a lightkube resource, the key of its objects, whether it is namespaced
-    (then it is followed in every namespace)."""
+    (then it is followed in every namespace); ``fields``, a field selector (lightkube's form)
+    that narrows the list and the watch; ``keep``, what of an object the copy holds (None: the
+    object is not held, so a copy of many objects of which few matter stays small)."""
 
     resource: type
     key: Callable[[Any], str]
     namespaced: bool
+    fields: Mapping[str, Any] | None = None
+    keep: Callable[[Any], Any] | None = None
 
 
 def _newer(new: Any, old: Any) -> bool:
@@ -201,21 +210,30 @@ class Watches:
         list again (with a back-off while the API server does not answer)."""
         store = self.stores[name]
         res, namespace = kind.resource, "*" if kind.namespaced else None
+        keep = kind.keep or (lambda obj: obj)
         backoff = 0.2
         while True:
             try:
-                listing = client.list(res, namespace=namespace, chunk_size=500)
-                objects = [o async for o in listing]
+                listing = client.list(res, namespace=namespace, chunk_size=500, fields=kind.fields)
+                objects = [k async for o in listing if (k := keep(o)) is not None]
                 rv = listing.resourceVersion
                 store.replace(objects, int(rv) if rv and rv.isdigit() else None)
                 backoff = 0.2
                 async for event, obj in client.watch(
-                    res, namespace=namespace, resource_version=rv, server_timeout=WATCH_SECONDS
+                    res,
+                    namespace=namespace,
+                    fields=kind.fields,
+                    resource_version=rv,
+                    server_timeout=WATCH_SECONDS,
                 ):
                     if event == "DELETED":
                         store.delete(obj)
                     elif event in ("ADDED", "MODIFIED"):
-                        store.put(obj)
+                        kept = keep(obj)
+                        if kept is None:
+                            store.delete(obj)
+                        else:
+                            store.put(kept)
             except asyncio.CancelledError:
                 raise
             except ApiError as exc:
