@@ -38,6 +38,7 @@ from chronus_py.backends.kueue.names import GPU
 from chronus_py.backends.slurm import marker
 from chronus_py.service.jobspec import MAX_DEADLINES, MAX_MODEL, shown
 from chronus_py.service.rounds import HORIZON
+from placement.limits import MAX_SECONDS
 
 PREFIX = "chronus.io/"
 ESTIMATE, DEADLINE = PREFIX + "estimate", PREFIX + "deadline"
@@ -49,7 +50,7 @@ MAX_VALUE = 1024
 """Characters an annotation's value may have: 16 deadline options of an ISO time with its zone
 and a value fit in 700."""
 _VALUE = re.compile(r"\d+(?:\.\d*)?|\.\d+")
-_INTEGER = re.compile(r"[0-9]{1,18}")
+_INTEGER = re.compile(r"[0-9]{1,16}")
 FIELD_KEYS = {
     "estimate_seconds": ESTIMATE,
     "deadlines": DEADLINE,
@@ -176,9 +177,10 @@ def job_fields(
         fields["deadlines"] = deadlines("".join(mine[DEADLINE].split()), submit)
     if ITERATIONS in mine:
         text = mine[ITERATIONS].strip()
-        if not _INTEGER.fullmatch(text) or int(text) < 1:
+        if not _INTEGER.fullmatch(text) or not 1 <= int(text) <= MAX_SECONDS:
             raise AnnotationError(
-                f"{ITERATIONS}: expected an integer >= 1 (at most 18 digits), got {shown(text)}"
+                f"{ITERATIONS}: expected an integer from 1 to 10^15 (the most the scheduler "
+                f"takes), got {shown(text)}"
             )
         fields["iterations"] = int(text)
     if MODEL in mine:
