@@ -54,7 +54,10 @@ def test_annotations_read_with_the_slurm_marker_grammar():
         ({"chronus.io/estimate": "1h", "chronus.io/deadlin": "+1h"}, "chronus.io/deadlin:"),
         ({"chronus.io/model": "x"}, "chronus.io/estimate: required"),
         ({"chronus.io/iterations": "\u00b2"}, "chronus.io/iterations: expected an integer"),
-        ({"chronus.io/iterations": "1" + "0" * 14 + "1"}, "chronus.io/iterations: expected an integer"),
+        (
+            {"chronus.io/iterations": "1" + "0" * 14 + "1"},
+            "chronus.io/iterations: expected an integer",
+        ),
         ({"chronus.io/estimate": "9" * 400}, "chronus.io/estimate: '9999"),
         (
             {"chronus.io/estimate": "1h", "chronus.io/deadline": "+1h:" + "9" * 400},
