@@ -35,7 +35,7 @@ from chronus_py.estimates import Estimator, Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW
 from chronus_py.estimates.report import describe
 from chronus_py.jobs.checks import check_job, number
-from chronus_py.jobs.model import Cluster, DeadlineOption, Job
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, shown_seconds
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.layers import (
@@ -250,13 +250,16 @@ def _round_time(scheduler: Scheduler, now: float) -> float:
     last = getattr(scheduler, "last_round", None)
     if last is not None and now < last:
         raise ArgumentError(
-            "run_round", f"{now:g} is before the last round's now ({last:g})", field="now"
+            "run_round",
+            f"{shown_seconds(now)} is before the last round's now ({shown_seconds(last)})",
+            field="now",
         )
     at, what, job_id = getattr(scheduler, "latest_report", (-math.inf, "", ""))
     if now < at:
         raise ArgumentError(
             "run_round",
-            f"{now:g} is before job {show(job_id)} was {what} (at {at:g}): time does not go back",
+            f"{shown_seconds(now)} is before job {show(job_id)} was {what} "
+            f"(at {shown_seconds(at)}): time does not go back",
             field="now",
         )
     latest = getattr(scheduler, "latest_submit", -math.inf)
@@ -264,8 +267,8 @@ def _round_time(scheduler: Scheduler, now: float) -> float:
         early = next(s.id for s in scheduler.jobs.values() if s.job.submit == latest)
         raise ArgumentError(
             "run_round",
-            f"{now:g} is before job {show(early)}'s submit time ({latest:g}): submit a job when "
-            "it arrives",
+            f"{shown_seconds(now)} is before job {show(early)}'s submit time "
+            f"({shown_seconds(latest)}): submit a job when it arrives",
             field="now",
         )
     return now

@@ -11,6 +11,7 @@ from typing import Iterable
 import numpy as np
 
 from chronus_py.engine.loop import ReplayResult
+from chronus_py.jobs.model import shown_seconds
 from chronus_py.jobs.sizes import ceiling
 from chronus_py.jobs.state import JobState
 
@@ -154,7 +155,7 @@ def job_rows(jobs: Iterable[JobState], *, elastic: bool = False) -> Iterable[dic
             "finish": s.finish,
             "gpus": _held(s) if elastic else s.gpus,
             "kind": s.job.kind.value,
-            "deadlines": "-".join(f"{d.at:g}" for d in s.job.deadlines),
+            "deadlines": "-".join(shown_seconds(d.at) for d in s.job.deadlines),
             "met_deadline_index": "" if index is None else index,
             "guaranteed": s.was_guaranteed is not None,
             "preemptions": s.preemptions,

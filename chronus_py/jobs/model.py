@@ -21,11 +21,21 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 
+import numpy as np
+
 
 class JobKind(StrEnum):
     STRICT_SLO = "strict"
     SOFT_SLO = "soft"
     BEST_EFFORT = "best_effort"
+
+
+def shown_seconds(t: float) -> str:
+    """A time or a length in seconds as messages and output files write it: exact (it reads
+    back as the same float) and never in exponent notation. ``:g`` kept six digits, so a Unix
+    time read "guaranteed to finish by 1.79601e+09", up to 5,000 s off, and a replay's deadline
+    at 12,204,630 s went into jobs.csv as 1.22046e+07, which its report then read back."""
+    return np.format_float_positional(t, trim="-")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from chronus_py.backends.base import JobReport
 from chronus_py.estimates import Fixed
 from chronus_py.estimates.in_place import MEASURE_WINDOW, measured
 from chronus_py.estimates.report import describe
-from chronus_py.jobs.model import Cluster, DeadlineOption, Job
+from chronus_py.jobs.model import Cluster, DeadlineOption, Job, shown_seconds
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import JobState, Status
 from chronus_py.plan import Action
@@ -135,7 +135,8 @@ def reject_reason(
         )
     if job.deadlines and job.deadlines[-1].at <= now:
         last = f"deadlines[{len(job.deadlines) - 1}].at"
-        return last, f"the last deadline ({job.deadlines[-1].at:g}) is not after now ({now:g})"
+        at = shown_seconds(job.deadlines[-1].at)
+        return last, f"the last deadline ({at}) is not after now ({shown_seconds(now)})"
     for i, option in enumerate(job.deadlines):
         if option.at > now + HORIZON:
             return f"deadlines[{i}].at", f"more than {HORIZON:g} s ahead (the planning horizon)"
@@ -166,9 +167,8 @@ def admit(
     if not known:
         return state, Admission(TENTATIVE, reason=MEASURING)
     if state.guaranteed is not None:
-        return state, Admission(
-            GUARANTEED, state.guaranteed, f"guaranteed to finish by {state.guaranteed.at:g}"
-        )
+        by = shown_seconds(state.guaranteed.at)
+        return state, Admission(GUARANTEED, state.guaranteed, f"guaranteed to finish by {by}")
     return state, _not_guaranteed(scheduler, state, now)
 
 
@@ -193,7 +193,8 @@ def probe(scheduler: Scheduler, job: Job, estimate: float | None, now: float) ->
     state = JobState(job=job, seq=-1, estimate=estimate, overhead=scheduler.overhead(job.gpus))
     option = scheduler.policy.probe(state, now)
     if option is not None:
-        return Admission(GUARANTEED, option, f"would be guaranteed to finish by {option.at:g}")
+        by = shown_seconds(option.at)
+        return Admission(GUARANTEED, option, f"would be guaranteed to finish by {by}")
     return _not_guaranteed(scheduler, state, now)
 
 

@@ -313,6 +313,17 @@ def test_time_does_not_go_back_between_rounds():
     assert run_round(sched, 1000.0).now == 1000.0
 
 
+def test_times_in_a_refusal_are_exact_unix_times_too():
+    # Before: "1.79601e+09 is before the last round's now (1.79601e+09)", six digits of each.
+    sched = scheduler()
+    sched.submit(be("a", submit=1_796_012_000.0))
+    run_round(sched, 1_796_012_345.25)
+    refused(
+        lambda: run_round(sched, 1_796_012_300.5),
+        "run_round: now: 1796012300.5 is before the last round's now (1796012345.25)",
+    )
+
+
 def test_a_round_before_a_job_arrives_is_refused():
     # Before: the job started at 0, 5000 s before it was submitted.
     sched = scheduler()

@@ -54,6 +54,15 @@ def test_probe_answers_what_admit_does_without_booking():
     assert rounds.reports(s, 0.0)["b"].reason == POOL
 
 
+def test_a_promise_at_a_unix_time_names_it_exactly():
+    # Before: "guaranteed to finish by 1.79602e+09", 200.5 s from the promise it named.
+    now = 1_796_011_200.0
+    s = scheduler({"a": 3600.0})
+    a = Job("a", "t", 8, now, JobKind.STRICT_SLO, (DeadlineOption(now + 9000.5, 1.0),), 3600.0)
+    assert rounds.probe(s, a, 3600.0, now).reason == "would be guaranteed to finish by 1796020200.5"
+    assert rounds.admit(s, a, now)[1].reason == "guaranteed to finish by 1796020200.5"
+
+
 def test_withdraw_frees_gpus_and_the_queue():
     estimates = {f"j{i}": 600.0 for i in range(3)}
     s = scheduler(estimates)

@@ -108,6 +108,13 @@ def test_api_job_marker_is_absolute():
     assert f["id"] == "j1" and f["deadlines"] == [{"at": 1_900_000_000.0, "value": 2.0}]
 
 
+def test_an_api_job_s_estimate_is_written_exactly():
+    # Before: 1234567.5 s went into the comment as 1.23457e+06 and came back 2.5 s more.
+    user = marker.for_api_job({"id": "j1", "estimate_seconds": 1234567.5})
+    assert "estimate=1234567.5 " in marker.render(user, accepted=True) + " "
+    assert fields(marker.render(user, accepted=True), submit=5.0)["estimate_seconds"] == 1234567.5
+
+
 def test_slurm_lists():
     assert expand_hostlist("n[1-3,05],gpu7") == ["n1", "n2", "n3", "n05", "gpu7"]
     assert placement("n[1-2]", ["gpu:2(IDX:0-1)", "gpu:a:1(IDX:3),gpu:b:1(IDX:5)"]) == {

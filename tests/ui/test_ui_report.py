@@ -31,6 +31,18 @@ def test_replay_report_draws_the_schedule(write, tmp_path, capsys):
     assert "<title>a: " not in html and "hours 2 to 3" in html
 
 
+def test_jobs_csv_gives_each_deadline_exactly(write, tmp_path):
+    # Before: a deadline at 12,204,630 s was written 1.22046e+07, 30 s early when read back.
+    out = tmp_path / "out"
+    trace = write(
+        "job_id,submit_time,duration,num_gpu,deadline\na,0,60,1,\nb,12200000,600,1,12204630\n"
+    )
+    argv = ["replay", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4"]
+    assert main([*argv, "--out", str(out)]) == 0
+    rows = {r.split(",")[0]: r.split(",") for r in (out / "jobs.csv").read_text().splitlines()}
+    assert rows["b"][6] == "12204630"
+
+
 def test_report_of_a_bad_jobs_csv_is_one_line(tmp_path, capsys):
     (tmp_path / "metrics.json").write_text('{"gpus": 4}')
     (tmp_path / "jobs.csv").write_text(

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from chronus_py.jobs.model import shown_seconds
 from chronus_py.service.jobspec import MAX_DEADLINES, MAX_MODEL, STORED_ID, shown
 from chronus_py.service.rounds import HORIZON
 
@@ -324,7 +325,7 @@ def render(
 
 def for_api_job(spec: dict[str, Any]) -> dict[str, str]:
     """Marker fields for a job submitted through the API (deadlines already absolute)."""
-    user = {"id": str(spec["id"]), "estimate": f"{float(spec['estimate_seconds']):g}"}
+    user = {"id": str(spec["id"]), "estimate": shown_seconds(float(spec["estimate_seconds"]))}
     options = spec.get("deadlines") or []
     if options:
         user["deadline"] = ",".join(
