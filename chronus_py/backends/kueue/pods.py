@@ -106,3 +106,13 @@ def held(
             why = f"{job_id}'s pods hold {gpus} GPUs, chronus placed {placed.get(node, 0)}"
             out[node] = why if node not in out else f"{out[node]}; {why}"
     return out
+
+
+def bound(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Job uid -> its live GPU pods bound to a node, as the watch holds them: a started
+    Workload with all its pods here was bound (``binding.py``), without a request."""
+    out: dict[str, int] = defaultdict(int)
+    for pod in pods:
+        if pod["job"] is not None and not pod["ending"]:
+            out[pod["job"]] += 1
+    return out
