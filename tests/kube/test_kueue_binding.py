@@ -144,6 +144,15 @@ def cpu_hog(s, node: str, cpu: str) -> None:
     )
 
 
+def job_events(s, name: str, reason: str = "ChronusRefused") -> list[dict]:
+    items = s.cp.api(
+        "GET",
+        f"/api/v1/namespaces/{s.ns}/events",
+        params={"fieldSelector": f"involvedObject.kind=Job,involvedObject.name={name}"},
+    )["items"]
+    return [e for e in items if e["reason"] == reason]
+
+
 def healthy(serve) -> dict[str, bool]:
     return {n["name"]: n["healthy"] for n in serve.client.cluster()["nodes"]}
 
@@ -180,15 +189,11 @@ def test_a_start_kube_scheduler_cannot_bind_is_withdrawn_and_runs_on_another_nod
         assert unbound["message"].startswith("0/"), unbound
         notes = s.workload("x")["metadata"].get("annotations") or {}
         assert "chronus.io/work-done" not in notes, notes  # the withdrawn run did no work
-
-
-def job_events(s, name: str) -> list[dict]:
-    items = s.cp.api(
-        "GET",
-        f"/api/v1/namespaces/{s.ns}/events",
-        params={"fieldSelector": f"involvedObject.kind=Job,involvedObject.name={name}"},
-    )["items"]
-    return [e for e in items if e["reason"] == "ChronusRefused"]
+        (told,) = wait(lambda: job_events(s, "x", "ChronusStartWithdrawn"), 30, "the Event")
+        assert told["message"].startswith("chronus withdrew its start at "), told
+        assert (
+            f"1 of its 1 pods not bound (kube-scheduler: {unbound['message']})" in told["message"]
+        )
 
 
 def test_a_job_no_node_can_bind_is_refused_in_one_line_after_a_few_starts(

@@ -139,7 +139,7 @@ class KueueBackend(CompressedTime):
         self._looked = time.monotonic()  # when ``jobs`` last looked (a round's first call)
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # wall seconds
         self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
-        self._bound: dict[str, float] = {}  # id -> ``since`` of its run whose pods were bound
+        self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
         self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
         self._follow_checks(force=True)
         self.watches = Watches(
@@ -199,7 +199,8 @@ class KueueBackend(CompressedTime):
         self._eventer.join(timeout=5)
         self.writes.close()
         log.info(json.dumps({"event": "kueue_writes", **(self.kube.writes + self.writes.writes)}))
-        log.info(json.dumps({"event": "kueue_reads", "workload or job": self.kube.reads}))
+        reads = {"workload or job": self.kube.reads, "pods of a job": self.kube.pod_lists}
+        log.info(json.dumps({"event": "kueue_reads", **reads}))
         self.watches.stop()
         if self.elector is not None:
             self.elector.release()
@@ -432,21 +433,22 @@ class KueueBackend(CompressedTime):
         within ``start_timeout`` of its start (``binding.py``), or None if it was refused for
         it. ``bound`` holds the pod watch's count of bound GPU pods per Job uid once a look
         needed it (one pass over the copy a look, and only while a started run is unchecked)."""
+        record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT)
+        if record is None or self._bound.get(job_id) == record:
+            return wl  # (a look asks this of every Workload: nothing is parsed for it)
+        uid = wls.owner_job_uid(wl)
+        if uid is None or wls.is_true(wl, "Finished"):
+            self._bound[job_id] = record  # no Job's pods, or over: not asked again
+            return wl
         nodes, since = wls.placement(wl)
-        entry = wls.check_entry(wl, self.checks) or {}
         if (
             since is None
             or not nodes
-            or self._bound.get(job_id) == since
-            or entry.get("state") != "Ready"
+            or (wls.check_entry(wl, self.checks) or {}).get("state") != "Ready"
             or not wls.reserved(wl)
-            or wls.is_true(wl, "Finished")
             or wls.REFUSED in wls.annotations(wl)
             or (self.elector is not None and not self.elector.held)
         ):
-            return wl
-        uid = wls.owner_job_uid(wl)
-        if uid is None:
             return wl
         expected = sum(p.count for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod)
         if not bound:
@@ -455,23 +457,22 @@ class KueueBackend(CompressedTime):
             if (now - since) / self.scale < self.start_timeout:
                 return wl
             placed = {n: len(g) for n, g in nodes.items()}
-            missing = binding.unbound(
-                self.kube.job_pods(wls.key(wl)[0], uid), placed, expected, self.resource
-            )
+            listed = self.kube.job_pods(wls.key(wl)[0], uid)
+            missing = binding.unbound(listed, placed, expected, self.resource)
             if missing is not None:
                 return self._withdraw(job_id, wl, missing)
-        self._bound[job_id] = since
+        self._bound[job_id] = record
         self._unbound.pop(job_id, None)
         self._holds.bound(nodes)
         return wl
 
     def _withdraw(self, job_id: str, wl: dict, missing: binding.Unbound) -> dict | None:
         """Take back a start whose pods were not bound, as a preemption (check ``Retry``: Kueue
-        evicts and requeues it), crediting the run no work; hold off the nodes it blames; after
-        ``binding.MAX_FAILED`` such starts in a row, refuse it (None)."""
+        evicts and requeues it), crediting the run no work, and say so on its Job (a Warning
+        Event: the check's message is Kueue's to reset once it requeues); hold off the nodes it
+        blames; after ``binding.MAX_FAILED`` such starts in a row, refuse it (None)."""
         self._require_leader()
-        failed = self._unbound.get(job_id, 0) + 1
-        self._unbound[job_id] = failed
+        failed = self._unbound.get(job_id, 0) + 1  # (counted once the withdrawal is written)
         nodes = wls.placement(wl)[0]
         waited = f"{self.start_timeout:g} s"
         log.warning(
@@ -508,7 +509,9 @@ class KueueBackend(CompressedTime):
         )
         with self.writes.urgent():
             wl = self._check(wl, "Retry", text)
+        self._unbound[job_id] = failed
         wl = self._record(wl, placement=None, now=False)  # the run did no work: none credited
+        self._event(wl, "ChronusStartWithdrawn", text)
         self._unlabel(job_id, nodes)
         return wl
 

@@ -151,6 +151,8 @@ class Kube:
         benchmark reports them per Job)."""
         self.reads = 0
         """Single-object reads (a Workload read fresh, a Job's annotations)."""
+        self.pod_lists = 0
+        """Lists of a Job's pods (``job_pods``: a start not seen bound in time)."""
 
     def close(self) -> None:
         self.client.close()
@@ -312,7 +314,7 @@ class Kube:
         """Every pod of the ``batch/v1`` Job of ``uid`` (the label its controller puts on them),
         as plain dicts: read only for a start whose pods the watch does not show bound in
         time (``binding.py``)."""
-        self.reads += 1
+        self.pod_lists += 1
         return self.call(
             f"list the pods of job {uid} in {namespace}",
             lambda: [

@@ -26,6 +26,9 @@ node was bound 1 + 4 on the lab; chronus then counted 2 GPUs free there that wer
 a node takes no new work either while the run lasts. Only a Workload chronus runs now
 (check ``Ready``) is compared with its placement: the pods of one it preempted are leaving
 (their termination grace is not counted, as before).
+
+The same copy tells whether a start's pods were bound (:func:`bound`), so a start that binds
+costs no request (``binding.py``).
 """
 
 from __future__ import annotations
