@@ -18,6 +18,7 @@ from kueue_helpers import wait  # noqa: E402
 
 from chronus_py.backends.kueue import binding  # noqa: E402
 from chronus_py.backends.kueue.lab import GPU, job  # noqa: E402
+from chronus_py.cli import main  # noqa: E402
 
 EST = {"chronus.io/estimate": "2m"}
 CPU_SAYS = "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't match Pod's node affinity"
@@ -69,6 +70,22 @@ def test_a_blamed_node_is_held_off_longer_each_time_until_a_start_binds_there():
     assert holds.failed("a", "why", now=0.0) == binding.HOLD_MAX
     holds.bound(["a"])
     assert holds.failed("a", "why", now=0.0) == 300.0
+
+
+@pytest.mark.parametrize("value, shown", [("0", "0.0"), ("-1", "-1.0"), ("nan", "nan")])
+def test_a_bad_start_timeout_is_one_line_without_a_cluster(capsys, tmp_path, value, shown):
+    code = main(
+        [
+            "serve",
+            "--backend=kueue",
+            f"--db={tmp_path / 'c.db'}",
+            "--kubeconfig=/nonexistent/kubeconfig",
+            f"--kueue-start-timeout={value}",
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "Traceback" not in err, err
+    assert err.splitlines()[-1].endswith(f"--kueue-start-timeout: must be > 0, got {shown}"), err
 
 
 @pytest.fixture
