@@ -14,11 +14,13 @@ The rules (``KueueBackend._binding`` applies them):
 - **A start binds within** ``start_timeout`` wall seconds of its record (``chronus.io/placement``
   ``since``; so a restarted or newly elected controller checks the same runs), or it is
   withdrawn as a preemption is (check ``Retry``: Kueue evicts and requeues it) with no work
-  credited for the run, and the service, which then sees it pending, re-plans it.
+  credited for the run, a Warning Event ``ChronusStartWithdrawn`` on its Job saying why, and
+  the service, which then sees it pending, re-plans it.
 - **Which pods**: the started Workload's GPU pods as the pod watch holds them (bound, not
   terminal: ``pods.BOUND``); only when fewer are there than its pod sets count, after the
   timeout, are the Job's pods listed once (one request; a Job whose pods already finished is
-  then seen to have been bound, and not listed again). So a start that binds costs no request.
+  then seen to have been bound, and not listed again). So a start that binds costs no request,
+  and a look parses no record of a run already checked.
 - **The nodes it blames** (:func:`unbound`): the placed nodes holding fewer of the Workload's
   GPUs than chronus placed there, when a pod is ``Unschedulable``; they are unhealthy with
   kube-scheduler's own message (the pod's ``PodScheduled`` condition) for a hold-off of
