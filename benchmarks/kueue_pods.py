@@ -13,7 +13,8 @@ Reported per variant: the first list's wall seconds, the resident memory it adde
 garbage collection), the CPU seconds of the list, then the CPU seconds and the watch events of a
 churn of ``--churn`` more GPU pods created (kwok binds them Running) and deleted, and per event;
 and for ``kept`` the wall time of one ``pods.held`` over the copy (what ``cluster_nodes`` adds,
-at least once a second).
+at least once a second) and of one ``pods.bound`` over it, every pod taken as one of 500 Jobs'
+(what a look adds while a start's pods are not yet seen bound: ``binding.py``).
 
     PYTHONPATH=. nice python benchmarks/kueue_pods.py --pods 1000 5000 --churn 500
 """
@@ -70,6 +71,11 @@ if sys.argv[2] == "kept":
     for _ in range(20):
         pods.held(snap.values(), set())
     out["held_ms"] = (time.perf_counter() - t) / 20 * 1000
+    owned = [{**p, "job": str(i % 500)} for i, p in enumerate(snap.values())]  # Jobs' pods
+    t = time.perf_counter()
+    for _ in range(20):
+        pods.bound(owned)
+    out["bound_ms"] = (time.perf_counter() - t) / 20 * 1000
 print(json.dumps(out), flush=True)
 sys.stdin.readline()  # the churn begins
 cpu2, events0 = cpu(), events
@@ -161,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     with harness.control_plane("chronus-kueue-pods-") as (cp, kubeconfig, tmp):
         ns = "pods"
         cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        account = f"/api/v1/namespaces/{ns}/serviceaccounts/default"  # a pod needs it
+        wait(lambda: cp.api("GET", account, ok=(200, 404)).get("metadata"), "its account", 60)
         for n in range(10):
             cp.api(
                 "POST",

@@ -26,11 +26,13 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
   (``publish``, ``material``: a planned start is shown to within 10 % of the wait).
 - nodes: Node objects with allocatable GPUs; one not Ready, cordoned or tainted NoSchedule /
   NoExecute is unhealthy, and so is one where pods chronus did not start hold GPUs, until
-  they are gone (``pods.py``). Nodes that join, leave or change their GPUs or labels are followed
-  while serving (``nodes_can_change``: the service rebuilds its cluster). With a HiveD config
-  (``--cluster``, its nodes named as Kubernetes names them) the cluster is the config's cell
-  tree instead: the cell allocator places every job, and a config node missing from the
-  cluster, or with fewer GPUs than the config gives it, is unhealthy.
+  they are gone (``pods.py``), and one where kube-scheduler did not bind the pods of a start
+  chronus pinned there, for a hold-off (``binding.py``: that start is withdrawn and re-planned,
+  and a Workload whose pods bind nowhere is refused). Nodes that join, leave or change their
+  GPUs or labels are followed while serving (``nodes_can_change``: the service rebuilds its
+  cluster). With a HiveD config (``--cluster``, its nodes named as Kubernetes names them) the
+  cluster is the config's cell tree instead: the cell allocator places every job, and a config
+  node missing from the cluster, or with fewer GPUs than the config gives it, is unhealthy.
 
 All state lives in the cluster (``workloads.py`` lists chronus's records), so a restarted or
 newly elected controller rebuilds from the API server alone. Every write is a server-side apply
@@ -63,6 +65,7 @@ from chronus_py.backends.base import (
     RunState,
 )
 from chronus_py.backends.kueue import annotations as notes
+from chronus_py.backends.kueue import binding
 from chronus_py.backends.kueue import pods as gpu_pods
 from chronus_py.backends.kueue import workloads as wls
 from chronus_py.backends.kueue.kube import Conflict, Kube, config
@@ -109,8 +112,10 @@ class KueueBackend(CompressedTime):
         elector: LeaderElector | None = None,
         topology: Mapping[str, int] | None = None,
         writers: int = WORKERS,
+        start_timeout: float = binding.START_TIMEOUT,
     ):
         self.kube = kube
+        self.start_timeout = start_timeout
         self.topology = None if topology is None else dict(topology)
         self.nodes_can_change = topology is None
         self.controller = controller
@@ -133,6 +138,9 @@ class KueueBackend(CompressedTime):
         self._shown: dict[str, tuple[str, JobReport]] = {}  # id -> message written, its report
         self._looked = time.monotonic()  # when ``jobs`` last looked (a round's first call)
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # wall seconds
+        self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
+        self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
+        self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
         self._follow_checks(force=True)
         self.watches = Watches(
             kube.cfg,
@@ -191,7 +199,8 @@ class KueueBackend(CompressedTime):
         self._eventer.join(timeout=5)
         self.writes.close()
         log.info(json.dumps({"event": "kueue_writes", **(self.kube.writes + self.writes.writes)}))
-        log.info(json.dumps({"event": "kueue_reads", "workload or job": self.kube.reads}))
+        reads = {"workload or job": self.kube.reads, "pods of a job": self.kube.pod_lists}
+        log.info(json.dumps({"event": "kueue_reads", **reads}))
         self.watches.stop()
         if self.elector is not None:
             self.elector.release()
@@ -305,8 +314,10 @@ class KueueBackend(CompressedTime):
         """The Nodes with allocatable GPUs that match the node selector, as Kubernetes has
         them (without a HiveD config, the cluster chronus schedules); unhealthy while pods
         chronus did not start hold GPUs on them, or a running Workload's pods hold more than
-        chronus placed there (``pods.py``)."""
+        chronus placed there (``pods.py``), or while a start's pods not bound there hold them
+        off (``binding.py``)."""
         held = self._held_gpus()
+        holds = self._holds.reasons(time.monotonic())
         out = []
         for n in self.watches.stores["nodes"].snapshot().values():
             labels = n.metadata.labels or {}
@@ -316,7 +327,8 @@ class KueueBackend(CompressedTime):
             if gpus is None or wls._quantity(gpus) < 1:
                 continue
             self._hostnames[n.metadata.name] = labels.get(wls.HOSTNAME, n.metadata.name)
-            why = ", ".join(w for w in (_unhealthy(n), held.get(n.metadata.name)) if w)
+            name = n.metadata.name
+            why = ", ".join(w for w in (_unhealthy(n), held.get(name), holds.get(name)) if w)
             out.append(
                 NodeInfo(
                     n.metadata.name, tuple(range(wls._quantity(gpus))), healthy=not why, reason=why
@@ -367,6 +379,7 @@ class KueueBackend(CompressedTime):
         out = []
         seen = set()
         last: dict[str, dict] = {}
+        bound: list[dict[str, int]] = []  # the pod watch's bound pods by Job uid, once asked
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
             if fields is None:
@@ -377,6 +390,11 @@ class KueueBackend(CompressedTime):
                 continue
             seen.add(job_id)
             wl, fields = self._follow_count(job_id, wl, fields)
+            checked = self._binding(job_id, wl, now, bound)
+            if checked is None:  # refused: it ended now
+                self._gone.setdefault(job_id, now)
+                continue
+            wl = checked
             last[job_id] = wl
             obs = self._observe(job_id, wl, fields, now)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
@@ -399,12 +417,103 @@ class KueueBackend(CompressedTime):
         self._tracked, self._last = set(last), last
         self._readable = {i: t for i, t in self._readable.items() if i in seen}
         self._failures = {i: t for i, t in self._failures.items() if i in seen}
+        self._bound = {i: t for i, t in self._bound.items() if i in seen}
+        self._unbound = {i: n for i, n in self._unbound.items() if i in seen}
         out += [
             ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
             for job_id, at in self._gone.items()
         ]
         self._gone.clear()  # reported once: the service ends them now
         return out
+
+    def _binding(
+        self, job_id: str, wl: dict, now: float, bound: list[dict[str, int]]
+    ) -> dict | None:
+        """``wl``, or ``wl`` withdrawn if it runs but kube-scheduler did not bind its pods
+        within ``start_timeout`` of its start (``binding.py``), or None if it was refused for
+        it. ``bound`` holds the pod watch's count of bound GPU pods per Job uid once a look
+        needed it (one pass over the copy a look, and only while a started run is unchecked)."""
+        record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT)
+        if record is None or self._bound.get(job_id) == record:
+            return wl  # (a look asks this of every Workload: nothing is parsed for it)
+        uid = wls.owner_job_uid(wl)
+        if uid is None or wls.is_true(wl, "Finished"):
+            self._bound[job_id] = record  # no Job's pods, or over: not asked again
+            return wl
+        nodes, since = wls.placement(wl)
+        if (
+            since is None
+            or not nodes
+            or (wls.check_entry(wl, self.checks) or {}).get("state") != "Ready"
+            or not wls.reserved(wl)
+            or wls.REFUSED in wls.annotations(wl)
+            or (self.elector is not None and not self.elector.held)
+        ):
+            return wl
+        expected = sum(p.count for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod)
+        if not bound:
+            bound.append(gpu_pods.bound(self.watches.stores["pods"].snapshot().values()))
+        if bound[0].get(uid, 0) < expected:
+            if (now - since) / self.scale < self.start_timeout:
+                return wl
+            placed = {n: len(g) for n, g in nodes.items()}
+            listed = self.kube.job_pods(wls.key(wl)[0], uid)
+            missing = binding.unbound(listed, placed, expected, self.resource)
+            if missing is not None:
+                return self._withdraw(job_id, wl, missing)
+        self._bound[job_id] = record
+        self._unbound.pop(job_id, None)
+        self._holds.bound(nodes)
+        return wl
+
+    def _withdraw(self, job_id: str, wl: dict, missing: binding.Unbound) -> dict | None:
+        """Take back a start whose pods were not bound, as a preemption (check ``Retry``: Kueue
+        evicts and requeues it), crediting the run no work, and say so on its Job (a Warning
+        Event: the check's message is Kueue's to reset once it requeues); hold off the nodes it
+        blames; after ``binding.MAX_FAILED`` such starts in a row, refuse it (None)."""
+        self._require_leader()
+        failed = self._unbound.get(job_id, 0) + 1  # (counted once the withdrawal is written)
+        nodes = wls.placement(wl)[0]
+        waited = f"{self.start_timeout:g} s"
+        log.warning(
+            json.dumps(
+                {
+                    "event": "kueue_start_unbound",
+                    "job": job_id,
+                    "placement": sorted(nodes),
+                    "blamed": list(missing.nodes),
+                    "waiting": missing.waiting,
+                    "pods": missing.pods,
+                    "message": missing.message,
+                    "failed_starts": failed,
+                }
+            )
+        )
+        for node in missing.nodes:
+            self._holds.failed(
+                node,
+                f"kube-scheduler did not bind {job_id}'s pods in {waited}: {missing.message}",
+                time.monotonic(),
+            )
+        if failed >= binding.MAX_FAILED:  # its gang label goes as it ends (``jobs``)
+            self._refuse(
+                job_id,
+                wl,
+                f"resources: kube-scheduler bound its pods in none of {failed} starts on "
+                f"chronus's nodes within {waited}; last: {missing.why()}",
+            )
+            return None
+        text = (
+            f"chronus withdrew its start at {wls.rfc3339(self.now())}: {missing.why()} within "
+            f"{waited}; Kueue requeues it and chronus plans it again"
+        )
+        with self.writes.urgent():
+            wl = self._check(wl, "Retry", text)
+        self._unbound[job_id] = failed
+        wl = self._record(wl, placement=None, now=False)  # the run did no work: none credited
+        self._event(wl, "ChronusStartWithdrawn", text)
+        self._unlabel(job_id, nodes)
+        return wl
 
     def _damaged(self, job_id: str, wl: dict, fields: dict, now: float) -> bool:
         """Whether ``wl``'s ``chronus.io/job`` record is not a job the service can read (edited
@@ -935,7 +1044,7 @@ class KueueBackend(CompressedTime):
         entry = wls.check_entry(wl, self.checks) or {}
         if entry.get("state") == "Ready":
             return  # started already: never twice
-        if not wls.reserved(wl):
+        if not self._requeued(wl):
             wl = self._await_reservation(job_id, wl) or wl
         self._startable(job_id, wl, placement)
         sets = wls.pod_sets(wl, self.resource)
@@ -994,6 +1103,13 @@ class KueueBackend(CompressedTime):
                 f"{reserved}; it is planned again at Kueue's count"
             )
 
+    def _requeued(self, wl: dict) -> bool:
+        """Whether Kueue holds quota for ``wl`` and is done with any ``Retry`` chronus set on
+        it (a start withdrawn in the round's own look is re-planned at once, and its copy
+        still said reserved before Kueue evicted it: the start failed the round)."""
+        entry = wls.check_entry(wl, self.checks) or {}
+        return wls.reserved(wl) and entry.get("state") != "Retry"
+
     def _await_reservation(self, job_id: str, wl: dict) -> dict | None:
         """Wait up to ``RESERVE_WAIT`` wall seconds for Kueue to reserve quota again: a
         Workload chronus preempted is requeued at once, but its new reservation takes Kueue a
@@ -1005,7 +1121,7 @@ class KueueBackend(CompressedTime):
         while time.monotonic() < end:
             time.sleep(0.1)
             wl = self.watches.stores["workloads"].get(f"{ns}/{name}")
-            if wl is None or wls.reserved(wl):
+            if wl is None or self._requeued(wl):
                 return wl if wl is None else self._seen(job_id, wl)
         return None
 
@@ -1257,12 +1373,19 @@ def _lease(text: str | None) -> tuple[str, str] | None:
 
 def _flags(
     args: argparse.Namespace,
-) -> tuple[float, float, dict[str, str], tuple[str, str] | None, float]:
-    """The poll interval, time scale, node selector, lease and lease duration the serve
-    options give, or one line naming the flag at fault (before any cluster is asked)."""
+) -> tuple[float, float, dict[str, str], tuple[str, str] | None, float, float]:
+    """The poll interval, time scale, node selector, lease, lease duration and start timeout
+    the serve options give, or one line naming the flag at fault (before any cluster is
+    asked)."""
     poll = 1.0 if args.kueue_poll is None else float(args.kueue_poll)
     scale = 1.0 if args.kueue_time_scale is None else float(args.kueue_time_scale)
-    for flag, value in (("--kueue-poll", poll), ("--kueue-time-scale", scale)):
+    timeout = args.kueue_start_timeout
+    timeout = binding.START_TIMEOUT if timeout is None else float(timeout)
+    for flag, value in (
+        ("--kueue-poll", poll),
+        ("--kueue-time-scale", scale),
+        ("--kueue-start-timeout", timeout),
+    ):
         if not value > 0:
             raise InputError(flag, f"must be > 0, got {value}")
     if scale != 1.0 and args.kueue_time_origin is None:
@@ -1271,7 +1394,7 @@ def _flags(
     duration = 15.0 if args.kueue_lease_duration is None else float(args.kueue_lease_duration)
     if lease is not None and not duration >= 0.5:
         raise InputError("--kueue-lease-duration", f"must be >= 0.5, got {duration}")
-    return poll, scale, _selector(args.kueue_node_selector), lease, duration
+    return poll, scale, _selector(args.kueue_node_selector), lease, duration, timeout
 
 
 def _permitted(kube: Kube, lease: tuple[str, str] | None) -> None:
@@ -1335,7 +1458,7 @@ def from_args(
     replica leads. ``nodes`` (a HiveD config's, ``--cluster``) must be chronus's Kubernetes
     nodes with their allocatable GPUs when it starts: the cell tree then places jobs on them
     by name."""
-    poll, scale, selector, lease, duration = _flags(args)
+    poll, scale, selector, lease, duration, timeout = _flags(args)
     cfg = config(args.kubeconfig)  # the flags first: a bad one is refused without a cluster
     for name in ("httpx", "httpx2", "httpcore", "httpcore2"):  # a line per request otherwise
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -1369,6 +1492,7 @@ def from_args(
             time_origin=float(args.kueue_time_origin or 0.0),
             elector=elector,
             topology=None if nodes is None else dict(nodes),
+            start_timeout=timeout,
         )
     except BackendUnavailable as exc:
         error = ChronusError(f"--backend kueue: cannot read the cluster: {exc}")

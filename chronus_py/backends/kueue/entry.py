@@ -47,6 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--kueue-poll", type=float, default=None, help="seconds between looks at the cluster (1)"
     )
     g.add_argument(
+        "--kueue-start-timeout",
+        type=float,
+        default=None,
+        help="seconds kube-scheduler has to bind a started Workload's pods; then the start is "
+        "withdrawn and re-planned, and its node takes no new work for a while (30)",
+    )
+    g.add_argument(
         "--kueue-lease",
         default=None,
         help="leader election: NAMESPACE/NAME of the coordination.k8s.io Lease; replicas "

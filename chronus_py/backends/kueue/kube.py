@@ -33,6 +33,7 @@ from lightkube.resources.core_v1 import Event, Namespace, Node
 from lightkube.types import PatchType
 
 from chronus_py.backends.base import BackendUnavailable
+from chronus_py.backends.kueue.pods import POD
 from chronus_py.backends.kueue.workloads import records as records_of
 from chronus_py.errors import InputError
 
@@ -150,6 +151,8 @@ class Kube:
         benchmark reports them per Job)."""
         self.reads = 0
         """Single-object reads (a Workload read fresh, a Job's annotations)."""
+        self.pod_lists = 0
+        """Lists of a Job's pods (``job_pods``: a start not seen bound in time)."""
 
     def close(self) -> None:
         self.client.close()
@@ -305,6 +308,21 @@ class Kube:
         )
         return (
             job is not None and job.metadata.uid == uid and job.metadata.deletionTimestamp is None
+        )
+
+    def job_pods(self, namespace: str, uid: str) -> list[dict]:
+        """Every pod of the ``batch/v1`` Job of ``uid`` (the label its controller puts on them),
+        as plain dicts: read only for a start whose pods the watch does not show bound in
+        time (``binding.py``)."""
+        self.pod_lists += 1
+        return self.call(
+            f"list the pods of job {uid} in {namespace}",
+            lambda: [
+                dict(p)
+                for p in self.client.list(
+                    POD, namespace=namespace, labels={"batch.kubernetes.io/controller-uid": uid}
+                )
+            ],
         )
 
     def namespace_deleted(self, name: str) -> bool | None:

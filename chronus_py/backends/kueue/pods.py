@@ -26,6 +26,9 @@ node was bound 1 + 4 on the lab; chronus then counted 2 GPUs free there that wer
 a node takes no new work either while the run lasts. Only a Workload chronus runs now
 (check ``Ready``) is compared with its placement: the pods of one it preempted are leaving
 (their termination grace is not counted, as before).
+
+The same copy tells whether a start's pods were bound (:func:`bound`), so a start that binds
+costs no request (``binding.py``).
 """
 
 from __future__ import annotations
@@ -105,4 +108,14 @@ def held(
         if gpus > placed.get(node, 0):
             why = f"{job_id}'s pods hold {gpus} GPUs, chronus placed {placed.get(node, 0)}"
             out[node] = why if node not in out else f"{out[node]}; {why}"
+    return out
+
+
+def bound(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Job uid -> its live GPU pods bound to a node, as the watch holds them: a started
+    Workload with all its pods here was bound (``binding.py``), without a request."""
+    out: dict[str, int] = defaultdict(int)
+    for pod in pods:
+        if pod["job"] is not None and not pod["ending"]:
+            out[pod["job"]] += 1
     return out
