@@ -139,6 +139,7 @@ class KueueBackend(CompressedTime):
         self._shown: dict[str, tuple[str, JobReport]] = {}  # id -> message written, its report
         self._looked = time.monotonic()  # when ``jobs`` last looked (a round's first call)
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # wall seconds
+        self._starting: dict[str, tuple[float, float]] = {}  # id -> its run's since, decided at
         self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
         self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
         self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
@@ -357,13 +358,13 @@ class KueueBackend(CompressedTime):
         return self._held
 
     def start_latency(self) -> float:
-        """Chronus seconds from the round that starts a job to the run chronus records (its
-        placement's ``since``; its work counts from when its pods run, ``_run_start``): the
-        longest of the last
-        :data:`LATENCY_SAMPLES` starts, wall seconds times the time scale, each counted from
-        the round's look. It covers the round, the commands issued before this one (a
-        preemption for it: the Workload's check and records), waiting for Kueue's reservation
-        and the start's own writes. Before the first start, one poll.
+        """Chronus seconds from the round that starts a job to its run's beginning, from which
+        its work counts (every GPU pod running, ``_run_start``): the longest of the last
+        :data:`LATENCY_SAMPLES` starts this process made and saw begin, wall seconds times the
+        time scale, each counted from the round's look. It covers the round, the commands
+        issued before this one (a preemption for it: the Workload's check and records),
+        waiting for Kueue's reservation, the start's own writes, and then Kueue's admission,
+        the Job's pods, their binding and their image pull. Before the first, one poll.
 
         Why: the plan charges it on every start, so a guarantee includes it. Without it a
         guarantee was planned as if a start took no time; on a loaded control plane a start
@@ -424,6 +425,7 @@ class KueueBackend(CompressedTime):
         self._bound = {i: t for i, t in self._bound.items() if i in seen}
         self._unbound = {i: n for i, n in self._unbound.items() if i in seen}
         self._began = {i: b for i, b in self._began.items() if i in seen}
+        self._starting = {i: b for i, b in self._starting.items() if i in seen}
         out += [
             ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
             for job_id, at in self._gone.items()
@@ -762,6 +764,9 @@ class KueueBackend(CompressedTime):
             return None
         began = max(since, self._v(latest))
         self._began[job_id] = (record, began)
+        decided = self._starting.pop(job_id, None)
+        if decided is not None and decided[0] == since:
+            self._latencies.append(max(began - decided[1], 0.0) / self.scale)
         return began
 
     def _failure(self, job_id: str, namespace: str) -> RunState:
@@ -1108,7 +1113,7 @@ class KueueBackend(CompressedTime):
                 self.kube.label_node(node, self._gang_label(job_id), on=True)
             self._labelled[job_id] = tuple(placement)
         since = self.now()
-        self._latencies.append(max(time.monotonic() - decided, 0.0))
+        self._starting[job_id] = (since, self._v(time.time() - (time.monotonic() - decided)))
         nodes = {n: list(g) for n, g in sorted(placement.items())}
         wl = self._record(wl, placement={"nodes": nodes, "since": since})
         where = ", ".join(f"{n} ({len(g)} GPUs)" for n, g in nodes.items())
