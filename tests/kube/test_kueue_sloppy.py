@@ -153,7 +153,7 @@ def test_damaged_records_refuse_one_workload_and_stall_none(setup, tmp_path):
     first = s.serve(tmp_path, "first").start()
     names = ("hold", "job-bad", "done-bad", "place-bad")
     try:
-        s.submit("hold", run_seconds=8, notes={EST: "8m"})
+        s.submit("hold", run_seconds=600, notes={EST: "8m"})  # until ``finish``
         wait(lambda: s.running_nodes("hold"), 60, "hold to run")
         for name in names[1:]:
             s.submit(name, run_seconds=2, notes={EST: "2m", DL: "+300m"})
@@ -187,6 +187,7 @@ def test_damaged_records_refuse_one_workload_and_stall_none(setup, tmp_path):
         assert entry["message"].startswith(
             "chronus refused it: chronus.io/job: chronus's record of the job is damaged (gpus: "
         ), entry
+        s.finish("hold", 1)
         for name in ("hold", "done-bad", "place-bad"):
             wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
         assert not s.succeeded("job-bad")

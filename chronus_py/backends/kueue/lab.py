@@ -692,6 +692,35 @@ class ControlPlane:
         items = self.api("GET", "/api/v1/nodes", params={"labelSelector": "type=kwok"})["items"]
         return [n["metadata"]["name"] for n in items]
 
+    # -- pods ----------------------------------------------------------------------------------
+    def finish_pods(self, namespace: str, job_name: str) -> int:
+        """Have kwok complete the live pods (neither ended nor deleted) of Job ``job_name`` now:
+        their ``pod-complete`` delay set to 0, which kwok takes at once (it plans a pod's next
+        stage again when the pod changes). A test's Job then runs until the test has seen what
+        it needed while it ran, not for a ``run_seconds`` sized for the slowest machine. A pod
+        not yet running completes as soon as it runs; a pod created later is not touched. The
+        number of pods marked."""
+        pods = self.api(
+            "GET",
+            f"/api/v1/namespaces/{namespace}/pods",
+            params={"labelSelector": f"job-name={job_name}"},
+        )["items"]
+        now = {f"pod-complete.stage.kwok.x-k8s.io/{k}": "0s" for k in ("delay", "jitter-delay")}
+        live = [
+            p["metadata"]["name"]
+            for p in pods
+            if not p["metadata"].get("deletionTimestamp")
+            and p["status"].get("phase") not in ("Succeeded", "Failed")
+        ]
+        for name in live:
+            self.api(
+                "PATCH",
+                f"/api/v1/namespaces/{namespace}/pods/{name}",
+                {"metadata": {"annotations": now}},
+                content_type="application/merge-patch+json",
+            )
+        return len(live)
+
     # -- Kueue queues --------------------------------------------------------------------------
     def make_queues(
         self,
