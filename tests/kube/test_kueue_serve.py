@@ -270,15 +270,22 @@ def test_api_server_restart(setup, tmp_path, kube_queues):
     plain_q = kube_queues(2, node_labels={"chronus-test": f"{s.ns}-other"})
     watches = watch_all(s.cp)
     with watches_stopped(watches), s.serve(tmp_path) as serve:
-        s.submit("r1", run_seconds=4, notes={"chronus.io/estimate": "4m"})
-        s.submit("r2", run_seconds=2, notes={"chronus.io/estimate": "2m"})
-        wait(lambda: s.running_nodes("r1") or s.running_nodes("r2"), 60, "a job to run")
+        # each runs until the test ends it (``finish``): one across the outage, one after it
+        s.submit("r1", run_seconds=600, notes={"chronus.io/estimate": "4m"})
+        s.submit("r2", run_seconds=600, notes={"chronus.io/estimate": "2m"})
+        first = wait(
+            lambda: next((n for n in ("r1", "r2") if s.running_nodes(n)), None), 60, "a job to run"
+        )
         s.cp.stop_apiserver()
         with pytest.raises(httpx.HTTPError):
             s.cp.api("GET", "/api/v1/nodes")
         wait(lambda: refused(watches), 30, "the copy to refuse reads while the API server is away")
         s.cp.start_apiserver()
         s.submit("plain", gpus=2, run_seconds=1, queue=plain_q)
+        s.finish(first, 1)
+        (then,) = {"r1", "r2"} - {first}
+        wait(lambda: s.running_nodes(then), 120, f"{then} started after the restart")
+        s.finish(then, 1)
         for name in ("r1", "r2", "plain"):
             wait(lambda n=name: s.succeeded(n), 120, f"{name} to complete")
         wait(lambda: follows(watches, s.cp, s.ns), 30, "the copy to follow after the restart")
