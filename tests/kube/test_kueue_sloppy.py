@@ -206,9 +206,19 @@ def test_a_deadline_that_passed_in_kueue_s_queue_is_named_on_the_workload(
     s = make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig, quota=4)
     s.add_nodes("a")
     with s.serve(tmp_path) as serve:
-        s.submit("hold", run_seconds=10, notes={EST: "10m"})
+        s.submit("hold", run_seconds=600, notes={EST: "10m"})  # until ``finish``
         wait(lambda: s.running_nodes("hold"), 60, "hold to run")
         s.submit("late", run_seconds=2, notes={EST: "2m", DL: "+3m"})
+        # late's deadline is 3 minutes after its Workload's creation (in chronus's time): once
+        # chronus's clock is 3 minutes past a moment after that, it has passed in Kueue's queue
+        s.chronus_id("late")
+        created_by = serve.client.health()["now"]
+        wait(
+            lambda: serve.client.health()["now"] > created_by + 180,
+            30,
+            "late's deadline to pass while Kueue holds it back",
+        )
+        s.finish("hold", 1)
         says = wait(
             lambda: (
                 "passed before Kueue reserved" in (m := s.entry("late").get("message", "")) and m
