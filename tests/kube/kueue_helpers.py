@@ -140,6 +140,12 @@ class Setup:
             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
         )
 
+    def finish(self, job_name: str, pods: int) -> None:
+        """End the Job's run now (kwok completes its ``pods`` live pods: ``lab.finish_pods``):
+        a Job submitted with a long ``run_seconds`` runs exactly until the test has checked
+        what it needed while it ran."""
+        assert self.cp.finish_pods(self.ns, job_name) == pods, self.pods(job_name)
+
     def job_obj(self, job_name: str) -> dict:
         return self.cp.api("GET", f"/apis/batch/v1/namespaces/{self.ns}/jobs/{job_name}")
 

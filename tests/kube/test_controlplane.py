@@ -48,7 +48,8 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
     queue = kube_queues(4)
     jobs = f"/apis/batch/v1/namespaces/{kube_ns}/jobs"
 
-    kube.api("POST", jobs, job("first", queue, namespace=kube_ns, gpus=4, run_seconds=4))
+    # first runs until the test has seen second held back (``finish_pods``)
+    kube.api("POST", jobs, job("first", queue, namespace=kube_ns, gpus=4, run_seconds=600))
     # Created unsuspended: Kueue's mutating webhook suspends it, so it waits for quota too.
     second = kube.api("POST", jobs, job("second", queue, namespace=kube_ns, gpus=2, suspend=False))
     assert second["spec"]["suspend"] is True
@@ -67,6 +68,7 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
     # 4 + 2 GPUs exceed the quota of 4: the second job stays suspended and podless.
     assert get_job(kube, kube_ns, "second")["spec"]["suspend"] is True
     assert pods_of(kube, kube_ns, "second") == []
+    assert kube.finish_pods(kube_ns, "first") == 1
 
     wait_for(lambda: succeeded(kube, kube_ns, "first"), 60, "first to complete", every=0.25)
     wait_for(lambda: succeeded(kube, kube_ns, "second"), 60, "second to complete", every=0.25)

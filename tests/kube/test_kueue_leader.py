@@ -31,7 +31,7 @@ def test_leader_failover_keeps_promises_and_never_double_starts(
     try:
         s.submit(
             "kept",
-            run_seconds=25,  # spans the failover even on a loaded machine (10 s did not)
+            run_seconds=600,  # spans the failover: it runs until the test ends it (``finish``)
             notes={"chronus.io/estimate": "10m", "chronus.io/deadline": "+60m"},
         )
         wait(lambda: s.running_nodes("kept"), 60, "kept to run")
@@ -52,12 +52,17 @@ def test_leader_failover_keeps_promises_and_never_double_starts(
         assert took < LEASE_SECONDS * 2 + 20, took
         print(f"takeover: the standby served {took:.1f} s after the leader was killed")
 
+        # the new leader's first round decided with kept running, its commands issued (they
+        # are before the next round's): a start of kept again would be that round's
+        wait(lambda: two.client.health()["rounds"] >= 2, 30, "the new leader's first rounds")
         kept = s.chronus_id("kept")
         job = two.jobs()[kept]
         assert job["state"] == "running" and job["guaranteed"] is not None
         assert s.promise("kept") == promise
         assert s.entry("kept")["lastTransitionTime"] == ready_at  # not started again
         assert not any(e["job"] == kept for e in two.events("start"))
+        assert s.running_nodes("kept")
+        s.finish("kept", 1)
         s.submit("next", run_seconds=2, notes={"chronus.io/estimate": "2m"})  # the new leader's
         for name in ("kept", "next"):
             wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")

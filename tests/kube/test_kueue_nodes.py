@@ -251,8 +251,8 @@ def test_a_gang_bound_otherwise_than_planned_keeps_new_work_off_the_node_it_crow
         wait(lambda: health(serve).get(a) == (True, ""), 30, "chronus to see a uncordoned")
 
         gang = job(
-            "gang", s.queue, namespace=s.ns, pods=5, run_seconds=30, annotations={est: "30m"}
-        )
+            "gang", s.queue, namespace=s.ns, pods=5, run_seconds=600, annotations={est: "30m"}
+        )  # it runs until late was told it waits (``finish``)
         gang["spec"]["template"]["spec"]["affinity"] = {
             "nodeAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -290,5 +290,6 @@ def test_a_gang_bound_otherwise_than_planned_keeps_new_work_off_the_node_it_crow
         entry = wait(told, 30, "late told it waits")
         assert entry["state"] == "Pending" and s.pods("late") == [], (entry, s.pods("late"))
         assert s.bound_nodes("gang"), "the gang ended before late was decided: nothing tested"
+        s.finish("gang", 5)
         wait(lambda: s.succeeded("late"), 120, "late to run once the gang is done")
         wait(lambda: health(serve).get(a) == (True, ""), 30, "node a healthy again")

@@ -67,7 +67,7 @@ def test_partial_admission_a_count_changed_after_preemption_and_a_deadline_passe
             "urgent",
             gpus=1,
             pods=3,
-            run_seconds=3,
+            run_seconds=600,  # until the test ends it (``finish``)
             notes={"chronus.io/estimate": "3m", "chronus.io/deadline": "+12m"},
         )
         ((was, count),) = wait(
@@ -76,6 +76,8 @@ def test_partial_admission_a_count_changed_after_preemption_and_a_deadline_passe
             "Kueue to reserve the preempted elastic Job again, at another count",
         )
         assert (was, count) == (2, 3)
+        wait(lambda: len(s.running_nodes("urgent")) == 3, 60, "urgent running")
+        s.finish("urgent", 3)
         wait(lambda: len(s.running_nodes("elastic")) == 3, 60, "elastic at 3 pods")
         assert s.succeeded("urgent")  # the GPUs it needed came from the preemption
         assert any(e["job"] == elastic_id for e in serve.events("preempt"))

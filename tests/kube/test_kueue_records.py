@@ -54,7 +54,7 @@ def test_records_from_before_pod_gpus_are_read_as_their_workload_s_pods(setup, t
     a, b = s.add_nodes("a", "b")
     first = s.serve(tmp_path, "first").start()
     try:
-        s.submit("holder", gpus=4, run_seconds=30, notes={EST: "30m"})
+        s.submit("holder", gpus=4, run_seconds=600, notes={EST: "30m"})  # until ``finish``
         wait(lambda: s.running_nodes("holder"), 60, "holder running")
         s.submit("wide", gpus=3, pods=2, run_seconds=3, notes={EST: "60m"})  # behind holder
         wait(
@@ -78,6 +78,18 @@ def test_records_from_before_pod_gpus_are_read_as_their_workload_s_pods(setup, t
     assert len(specs) == 2 and not any("pod_gpus" in spec for spec in specs), specs
 
     with second:
+        # the holder taken in running, and a round decided with it so, its commands issued
+        # (they are before the next round's): a start of it again would be that round's
+        wait(
+            lambda: (
+                second.jobs().get(ids["holder"], {}).get("state") == "running"
+                and second.client.health()["rounds"] >= 2
+                and s.running_nodes("holder")
+            ),
+            30,
+            "the upgraded chronus to go on with the running holder",
+        )
+        s.finish("holder", 1)
         wait(lambda: s.succeeded("wide"), 90, "wide to complete")
         assert sorted(p["spec"]["nodeName"] for p in s.pods("wide")) == [a, b]
         wait(

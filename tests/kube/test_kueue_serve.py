@@ -149,10 +149,10 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
         s.submit(
             "wide",
             pods=2,
-            # Its pods run longer than the preempted pod takes to go (4.7 s once in CI): else
-            # the pod that found its node free first can finish and free it for the other,
-            # which then binds there too and the pair never holds both nodes.
-            run_seconds=12,
+            # Its pods run until the test ends them (``finish``), both bound by then: a pod
+            # that finished before the preempted pod had gone (4.7 s once in CI) freed its node
+            # for the other, which then bound there too and the pair never held both nodes.
+            run_seconds=600,
             # 33 minutes: the plan charges each start the controller's measured start latency
             # (a minute per wall second at this compression), so a loaded machine needs room
             notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+33m"},
@@ -174,6 +174,15 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
         assert sorted(placement) == sorted([a, b]) and all(len(g) == 4 for g in placement.values())
         assert serve.jobs()[wide_id]["admission"]["decision"] == "guaranteed"
         wait(lambda: "guaranteed to finish by" in s.entry("wide")["message"], 15, "wide's message")
+        wait(  # chronus follows Nodes by a watch: wide must not end before the cordon is seen
+            lambda: (
+                [n["healthy"] for n in serve.client.cluster()["nodes"] if n["name"] == first[0]]
+                == [False]
+            ),
+            30,
+            "chronus to see the cordon",
+        )
+        s.finish("wide", 2)
         wait(lambda: s.succeeded("wide"), 60, "wide to complete")
         again = wait(lambda: s.running_nodes("long"), 60, "long to resume")
         assert first[0] not in again, (first, again)
@@ -200,11 +209,16 @@ def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
     (node,) = s.add_nodes("a")
     first = s.serve(tmp_path, "first").start()
     try:
+        # each runs until the test ends it (``finish``)
         s.submit(
-            "g1", run_seconds=8, notes={"chronus.io/estimate": "8m", "chronus.io/deadline": "+60m"}
+            "g1",
+            run_seconds=600,
+            notes={"chronus.io/estimate": "8m", "chronus.io/deadline": "+60m"},
         )
         s.submit(
-            "g2", run_seconds=6, notes={"chronus.io/estimate": "6m", "chronus.io/deadline": "+90m"}
+            "g2",
+            run_seconds=600,
+            notes={"chronus.io/estimate": "6m", "chronus.io/deadline": "+90m"},
         )
         wait(lambda: s.running_nodes("g1") or s.running_nodes("g2"), 60, "a job to run")
         runner = "g1" if s.running_nodes("g1") else "g2"
@@ -227,17 +241,18 @@ def test_controller_killed_mid_round_rebuilds_from_the_cluster(setup, tmp_path):
         assert jobs[ids[waiting]]["guaranteed"] is not None, jobs[ids[waiting]]
         for name in ("g1", "g2"):
             assert s.promise(name) == promised[name]
-        # running and adopted with its promise, or, on a loaded machine, already ended while
-        # no controller ran (a controller with an empty database does not take in a Job that
-        # ended before it came): either way never started again
-        if ids[runner] in jobs:
-            assert jobs[ids[runner]]["state"] in ("running", "finished")
-            assert jobs[ids[runner]]["guaranteed"] is not None, jobs[ids[runner]]
-        else:
-            assert s.succeeded(runner)
+        # running and adopted with its promise, never started again (its first round decided
+        # with it running, its commands issued: they are before the next round's)
+        wait(lambda: second.client.health()["rounds"] >= 2, 30, "the new controller's rounds")
+        assert jobs[ids[runner]]["state"] == "running", jobs[ids[runner]]
+        assert jobs[ids[runner]]["guaranteed"] is not None, jobs[ids[runner]]
         assert not any(e["job"] == ids[runner] for e in second.events("start"))
-        for name in ("g1", "g2"):
-            wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
+        assert s.running_nodes(runner)
+        s.finish(runner, 1)
+        wait(lambda: s.succeeded(runner), 90, f"{runner} to complete")
+        wait(lambda: s.running_nodes(waiting), 60, f"{waiting} to start once {runner} ended")
+        s.finish(waiting, 1)
+        wait(lambda: s.succeeded(waiting), 90, f"{waiting} to complete")
         assert {p["metadata"]["uid"] for p in s.pods(runner)} == {uid}
     finally:
         second.stop()
@@ -255,15 +270,22 @@ def test_api_server_restart(setup, tmp_path, kube_queues):
     plain_q = kube_queues(2, node_labels={"chronus-test": f"{s.ns}-other"})
     watches = watch_all(s.cp)
     with watches_stopped(watches), s.serve(tmp_path) as serve:
-        s.submit("r1", run_seconds=4, notes={"chronus.io/estimate": "4m"})
-        s.submit("r2", run_seconds=2, notes={"chronus.io/estimate": "2m"})
-        wait(lambda: s.running_nodes("r1") or s.running_nodes("r2"), 60, "a job to run")
+        # each runs until the test ends it (``finish``): one across the outage, one after it
+        s.submit("r1", run_seconds=600, notes={"chronus.io/estimate": "4m"})
+        s.submit("r2", run_seconds=600, notes={"chronus.io/estimate": "2m"})
+        first = wait(
+            lambda: next((n for n in ("r1", "r2") if s.running_nodes(n)), None), 60, "a job to run"
+        )
         s.cp.stop_apiserver()
         with pytest.raises(httpx.HTTPError):
             s.cp.api("GET", "/api/v1/nodes")
         wait(lambda: refused(watches), 30, "the copy to refuse reads while the API server is away")
         s.cp.start_apiserver()
         s.submit("plain", gpus=2, run_seconds=1, queue=plain_q)
+        s.finish(first, 1)
+        (then,) = {"r1", "r2"} - {first}
+        wait(lambda: s.running_nodes(then), 120, f"{then} started after the restart")
+        s.finish(then, 1)
         for name in ("r1", "r2", "plain"):
             wait(lambda n=name: s.succeeded(n), 120, f"{name} to complete")
         wait(lambda: follows(watches, s.cp, s.ns), 30, "the copy to follow after the restart")

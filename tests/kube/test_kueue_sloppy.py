@@ -153,7 +153,7 @@ def test_damaged_records_refuse_one_workload_and_stall_none(setup, tmp_path):
     first = s.serve(tmp_path, "first").start()
     names = ("hold", "job-bad", "done-bad", "place-bad")
     try:
-        s.submit("hold", run_seconds=8, notes={EST: "8m"})
+        s.submit("hold", run_seconds=600, notes={EST: "8m"})  # until ``finish``
         wait(lambda: s.running_nodes("hold"), 60, "hold to run")
         for name in names[1:]:
             s.submit(name, run_seconds=2, notes={EST: "2m", DL: "+300m"})
@@ -187,6 +187,7 @@ def test_damaged_records_refuse_one_workload_and_stall_none(setup, tmp_path):
         assert entry["message"].startswith(
             "chronus refused it: chronus.io/job: chronus's record of the job is damaged (gpus: "
         ), entry
+        s.finish("hold", 1)
         for name in ("hold", "done-bad", "place-bad"):
             wait(lambda n=name: s.succeeded(n), 90, f"{name} to complete")
         assert not s.succeeded("job-bad")
@@ -205,9 +206,19 @@ def test_a_deadline_that_passed_in_kueue_s_queue_is_named_on_the_workload(
     s = make_setup(kube, kube_ns, kube_queues, chronus_kubeconfig, quota=4)
     s.add_nodes("a")
     with s.serve(tmp_path) as serve:
-        s.submit("hold", run_seconds=10, notes={EST: "10m"})
+        s.submit("hold", run_seconds=600, notes={EST: "10m"})  # until ``finish``
         wait(lambda: s.running_nodes("hold"), 60, "hold to run")
         s.submit("late", run_seconds=2, notes={EST: "2m", DL: "+3m"})
+        # late's deadline is 3 minutes after its Workload's creation (in chronus's time): once
+        # chronus's clock is 3 minutes past a moment after that, it has passed in Kueue's queue
+        s.chronus_id("late")
+        created_by = serve.client.health()["now"]
+        wait(
+            lambda: serve.client.health()["now"] > created_by + 180,
+            30,
+            "late's deadline to pass while Kueue holds it back",
+        )
+        s.finish("hold", 1)
         says = wait(
             lambda: (
                 "passed before Kueue reserved" in (m := s.entry("late").get("message", "")) and m

@@ -444,8 +444,9 @@ class ControlPlane:
 
     def stop(self) -> None:
         """End every daemon this lab started, newest first: SIGTERM to its process group, SIGKILL
-        after 5 s (here kube-apiserver drained its requests at once after SIGTERM but had not
-        exited 10 s later)."""
+        after 5 s. (kube-apiserver exits on SIGTERM only once its watches are closed: with
+        ``--shutdown-watch-termination-grace-period`` 0, its default, it stopped listening at
+        once and then waited, unexited, for watches no one closed until the SIGKILL.)"""
         for name in reversed(list(self.procs)):
             self._stop_proc(name)
         if self._http is not None:
@@ -491,6 +492,8 @@ class ControlPlane:
                 service_account_signing_key_file=p / "sa.key",
                 service_cluster_ip_range="10.0.0.0/24",
                 endpoint_reconciler_type="none",
+                # on SIGTERM, close its watches (within 2 s) and exit, as a restart expects
+                shutdown_watch_termination_grace_period="2s",
                 profiling=False,
                 v=1,
             ),
@@ -688,6 +691,35 @@ class ControlPlane:
         """The names of the lab's kwok nodes."""
         items = self.api("GET", "/api/v1/nodes", params={"labelSelector": "type=kwok"})["items"]
         return [n["metadata"]["name"] for n in items]
+
+    # -- pods ----------------------------------------------------------------------------------
+    def finish_pods(self, namespace: str, job_name: str) -> int:
+        """Have kwok complete the live pods (neither ended nor deleted) of Job ``job_name`` now:
+        their ``pod-complete`` delay set to 0, which kwok takes at once (it plans a pod's next
+        stage again when the pod changes). A test's Job then runs until the test has seen what
+        it needed while it ran, not for a ``run_seconds`` sized for the slowest machine. A pod
+        not yet running completes as soon as it runs; a pod created later is not touched. The
+        number of pods marked."""
+        pods = self.api(
+            "GET",
+            f"/api/v1/namespaces/{namespace}/pods",
+            params={"labelSelector": f"job-name={job_name}"},
+        )["items"]
+        now = {f"pod-complete.stage.kwok.x-k8s.io/{k}": "0s" for k in ("delay", "jitter-delay")}
+        live = [
+            p["metadata"]["name"]
+            for p in pods
+            if not p["metadata"].get("deletionTimestamp")
+            and p["status"].get("phase") not in ("Succeeded", "Failed")
+        ]
+        for name in live:
+            self.api(
+                "PATCH",
+                f"/api/v1/namespaces/{namespace}/pods/{name}",
+                {"metadata": {"annotations": now}},
+                content_type="application/merge-patch+json",
+            )
+        return len(live)
 
     # -- Kueue queues --------------------------------------------------------------------------
     def make_queues(
