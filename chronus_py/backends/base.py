@@ -54,7 +54,9 @@ class ObservedJob:
     """What the backend knows of one chronus job.
 
     ``placement`` (node -> GPU indices) is where it runs while RUNNING, else empty. ``run_since``
-    is when the current run started (RUNNING only), ``ended_at`` when it ended (terminal states).
+    is when the current run started (RUNNING only; None while a started run has not begun,
+    as a Kueue Workload whose pods pull their image: the service counts it from when the
+    backend says it began), ``ended_at`` when it ended (terminal states).
     ``work_done`` is seconds of the job's work behind it if the backend can tell (the sim backend
     can; a real one may only know elapsed run time, then None and the service counts from
     ``run_since``). ``starts`` counts runs so far, the current one included. ``spec`` is the job

@@ -28,6 +28,18 @@ def succeeded(kube, ns, name):
     return get_job(kube, ns, name).get("status", {}).get("succeeded", 0) >= 1
 
 
+def held_back(kube, ns, name) -> bool:
+    """Whether Kueue tried the Workload of Job ``name`` and found no quota for it (its
+    ``QuotaReserved`` condition False, reason ``Pending``)."""
+    items = kube.api("GET", f"/apis/{kube.kueue_api}/namespaces/{ns}/workloads")["items"]
+    return any(
+        c["type"] == "QuotaReserved" and c["status"] == "False" and c.get("reason") == "Pending"
+        for w in items
+        if any(o.get("name") == name for o in w["metadata"].get("ownerReferences") or [])
+        for c in (w.get("status") or {}).get("conditions") or []
+    )
+
+
 def test_the_daemons_are_the_kubernetes_release_asked_for(kube):
     """``$CHRONUS_TEST_KUBE`` picks the API server, controller manager and scheduler: each is
     the release its ``go.mod`` pins (a build that put one release's binaries where the other's
@@ -50,10 +62,6 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
 
     # first runs until the test has seen second held back (``finish_pods``)
     kube.api("POST", jobs, job("first", queue, namespace=kube_ns, gpus=4, run_seconds=600))
-    # Created unsuspended: Kueue's mutating webhook suspends it, so it waits for quota too.
-    second = kube.api("POST", jobs, job("second", queue, namespace=kube_ns, gpus=2, suspend=False))
-    assert second["spec"]["suspend"] is True
-
     pods = wait_for(
         lambda: [
             p for p in pods_of(kube, kube_ns, "first") if p["status"].get("phase") == "Running"
@@ -65,7 +73,15 @@ def test_a_job_is_admitted_scheduled_run_and_completed_within_quota(kube, kube_n
     assert pods[0]["spec"]["nodeName"] == node
     assert pods[0]["spec"]["containers"][0]["resources"]["requests"][GPU] == "4"
     assert get_job(kube, kube_ns, "first")["spec"]["suspend"] is False
-    # 4 + 2 GPUs exceed the quota of 4: the second job stays suspended and podless.
+    # Created unsuspended: Kueue's mutating webhook suspends it, so it waits for quota too.
+    # Only now: Kueue orders Workloads by creation time, to the second, so a second created in
+    # first's second could be admitted before it (it then ran and ended before first ran).
+    second = kube.api("POST", jobs, job("second", queue, namespace=kube_ns, gpus=2, suspend=False))
+    assert second["spec"]["suspend"] is True
+    # 4 + 2 GPUs exceed the quota of 4: Kueue tries second and holds it back, suspended, podless.
+    wait_for(
+        lambda: held_back(kube, kube_ns, "second"), 30, "Kueue to hold second back", every=0.25
+    )
     assert get_job(kube, kube_ns, "second")["spec"]["suspend"] is True
     assert pods_of(kube, kube_ns, "second") == []
     assert kube.finish_pods(kube_ns, "first") == 1

@@ -283,6 +283,7 @@ def test_gpu_pods_not_of_chronus_workloads_make_their_node_unhealthy():
         "gpus": 2,
         "ending": False,
         "job": None,
+        "running": None,
     }
     ending = pod("left", "n4", 2, job="uid-preempted")
     ending["metadata"]["deletionTimestamp"] = "2026-11-28T00:00:00Z"

@@ -13,7 +13,8 @@ keeps its quotas, cohorts and fair sharing. The mapping (see the README's design
   ``pod_gpus``, from its pod sets: 3 pods of 2 GPUs on 4-GPU nodes are 4 + 2); the check turns
   ``Ready`` with ``podSetUpdates`` whose nodeSelector pins every pod to the node the allocator
   chose (several nodes: a label chronus puts on exactly those nodes); Kueue admits the
-  Workload and unsuspends the Job.
+  Workload and unsuspends the Job: the run counts from when all its GPU pods' containers run
+  (``pods.began``), not from chronus's start record.
 - preempt: the check turns ``Retry`` on the admitted Workload: Kueue evicts it (the Job is
   suspended, its pods get their termination grace to checkpoint), releases its quota and
   requeues it at once; once Kueue reserves again, chronus resumes it when its plan says.
@@ -138,9 +139,11 @@ class KueueBackend(CompressedTime):
         self._shown: dict[str, tuple[str, JobReport]] = {}  # id -> message written, its report
         self._looked = time.monotonic()  # when ``jobs`` last looked (a round's first call)
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # wall seconds
+        self._starting: dict[str, tuple[float, float]] = {}  # id -> its run's since, decided at
         self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
         self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
         self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
+        self._began: dict[str, tuple[str, float]] = {}  # id -> placement record, its run's start
         self._follow_checks(force=True)
         self.watches = Watches(
             kube.cfg,
@@ -355,12 +358,13 @@ class KueueBackend(CompressedTime):
         return self._held
 
     def start_latency(self) -> float:
-        """Chronus seconds from the round that starts a job to the run chronus records (its
-        placement's ``since``, from which its work counts): the longest of the last
-        :data:`LATENCY_SAMPLES` starts, wall seconds times the time scale, each counted from
-        the round's look. It covers the round, the commands issued before this one (a
-        preemption for it: the Workload's check and records), waiting for Kueue's reservation
-        and the start's own writes. Before the first start, one poll.
+        """Chronus seconds from the round that starts a job to its run's beginning, from which
+        its work counts (every GPU pod running, ``_run_start``): the longest of the last
+        :data:`LATENCY_SAMPLES` starts this process made and saw begin, wall seconds times the
+        time scale, each counted from the round's look. It covers the round, the commands
+        issued before this one (a preemption for it: the Workload's check and records),
+        waiting for Kueue's reservation, the start's own writes, and then Kueue's admission,
+        the Job's pods, their binding and their image pull. Before the first, one poll.
 
         Why: the plan charges it on every start, so a guarantee includes it. Without it a
         guarantee was planned as if a start took no time; on a loaded control plane a start
@@ -380,6 +384,7 @@ class KueueBackend(CompressedTime):
         seen = set()
         last: dict[str, dict] = {}
         bound: list[dict[str, int]] = []  # the pod watch's bound pods by Job uid, once asked
+        running: list[dict[str, tuple[int, float | None]]] = []  # ... and ``pods.began``, once
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
             if fields is None:
@@ -396,7 +401,7 @@ class KueueBackend(CompressedTime):
                 continue
             wl = checked
             last[job_id] = wl
-            obs = self._observe(job_id, wl, fields, now)
+            obs = self._observe(job_id, wl, fields, now, running)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
                 self._unpin_gang(job_id, wl, obs)
             out.append(obs)
@@ -419,6 +424,8 @@ class KueueBackend(CompressedTime):
         self._failures = {i: t for i, t in self._failures.items() if i in seen}
         self._bound = {i: t for i, t in self._bound.items() if i in seen}
         self._unbound = {i: n for i, n in self._unbound.items() if i in seen}
+        self._began = {i: b for i, b in self._began.items() if i in seen}
+        self._starting = {i: b for i, b in self._starting.items() if i in seen}
         out += [
             ObservedJob(job_id, RunState.CANCELLED, ended_at=at)
             for job_id, at in self._gone.items()
@@ -677,7 +684,14 @@ class KueueBackend(CompressedTime):
             return wl, fields
         return wl, new
 
-    def _observe(self, job_id: str, wl: dict, fields: dict, now: float) -> ObservedJob:
+    def _observe(
+        self,
+        job_id: str,
+        wl: dict,
+        fields: dict,
+        now: float,
+        running: list[dict[str, tuple[int, float | None]]],
+    ) -> ObservedJob:
         done, runs = wls.work_done(wl)
         spec = {k: v for k, v in fields.items() if k != "submit"}
         promise = wls.guarantee(wl)
@@ -709,16 +723,51 @@ class KueueBackend(CompressedTime):
         entry = wls.check_entry(wl, self.checks) or {}
         nodes, since = wls.placement(wl)
         if entry.get("state") == "Ready" and wls.reserved(wl) and nodes and since is not None:
+            began = self._run_start(job_id, wl, since, running)
             return ObservedJob(
                 job_id,
                 RunState.RUNNING,
                 placement=nodes,
-                run_since=since,
-                work_done=done + max(now - since, 0.0),
+                run_since=began,
+                work_done=done + (0.0 if began is None else max(now - began, 0.0)),
                 starts=runs + 1,
                 **common,
             )
         return ObservedJob(job_id, RunState.PENDING, work_done=done, starts=runs, **common)
+
+    def _run_start(
+        self,
+        job_id: str,
+        wl: dict,
+        since: float,
+        running: list[dict[str, tuple[int, float | None]]],
+    ) -> float | None:
+        """When the current run of a started Workload began: once every one of its GPU pods
+        runs, the latest time their containers started (``pods.began``, from the pod watch:
+        cluster state, so a restarted or newly elected controller counts the same), never
+        before its start record ``since``; None until then (no work credited: the service
+        counts the run from when it begins, ``Service._observe``). A Workload of no Job (whose
+        pods chronus does not know) began at its record. ``running`` holds the watch's
+        ``pods.began`` once a look needed it; a run found begun is not looked at again."""
+        record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT, "")
+        known = self._began.get(job_id)
+        if known is not None and known[0] == record:
+            return known[1]
+        uid = wls.owner_job_uid(wl)
+        expected = sum(p.count for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod)
+        if uid is None or expected < 1:
+            return since
+        if not running:
+            running.append(gpu_pods.began(self.watches.stores["pods"].snapshot().values()))
+        count, latest = running[0].get(uid, (0, None))
+        if count < expected or latest is None:
+            return None
+        began = max(since, self._v(latest))
+        self._began[job_id] = (record, began)
+        decided = self._starting.pop(job_id, None)
+        if decided is not None and decided[0] == since:
+            self._latencies.append(max(began - decided[1], 0.0) / self.scale)
+        return began
 
     def _failure(self, job_id: str, namespace: str) -> RunState:
         """How a Workload Kueue finished as failed ended: ``CANCELLED`` if its namespace is
@@ -1064,7 +1113,7 @@ class KueueBackend(CompressedTime):
                 self.kube.label_node(node, self._gang_label(job_id), on=True)
             self._labelled[job_id] = tuple(placement)
         since = self.now()
-        self._latencies.append(max(time.monotonic() - decided, 0.0))
+        self._starting[job_id] = (since, self._v(time.time() - (time.monotonic() - decided)))
         nodes = {n: list(g) for n, g in sorted(placement.items())}
         wl = self._record(wl, placement={"nodes": nodes, "since": since})
         where = ", ".join(f"{n} ({len(g)} GPUs)" for n, g in nodes.items())
@@ -1143,7 +1192,8 @@ class KueueBackend(CompressedTime):
             return
         done, runs = wls.work_done(wl)
         if since is not None:
-            done += max(self.now() - since, 0.0)
+            began = self._run_start(job_id, wl, since, [])
+            done += 0.0 if began is None else max(self.now() - began, 0.0)
             runs += 1
         # The check first: a crash between the two leaves a stopped run uncounted (less work
         # credited, never more), while a Ready check without its placement would look pending.

@@ -28,18 +28,23 @@ a node takes no new work either while the run lasts. Only a Workload chronus run
 (their termination grace is not counted, as before).
 
 The same copy tells whether a start's pods were bound (:func:`bound`), so a start that binds
-costs no request (``binding.py``).
+costs no request (``binding.py``), and when they began to run (:func:`began`): a run counts
+from when its last pod's containers started, not from chronus's start record, which precedes
+Kueue's admission, the Job's pods, their binding and their image pull (minutes for a 10-20 GB
+training image), work chronus would otherwise credit a job that had not begun. The pods are
+cluster state, so a restarted or newly elected controller counts the same.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
 from lightkube import operators
 from lightkube.generic_resource import create_namespaced_resource
 
-from chronus_py.backends.kueue.workloads import pod_gpus
+from chronus_py.backends.kueue.workloads import pod_gpus, unix
 
 POD = create_namespaced_resource("", "v1", "Pod", "pods")
 BOUND = {
@@ -52,8 +57,8 @@ SHOWN = 3  # pods a node's reason names; the rest are counted
 
 def gpu_pod(obj: Mapping[str, Any], resource: str) -> dict | None:
     """The fields chronus keeps of a pod that asks ``resource`` (None: it asks none): its name,
-    version (for the copy's order), node, GPUs, whether it is terminating, and the uid of the
-    Job that controls it."""
+    version (for the copy's order), node, GPUs, whether it is terminating, the uid of the
+    Job that controls it, and when its containers run since (:func:`running_since`)."""
     gpus = pod_gpus(obj, resource)
     if gpus < 1:
         return None
@@ -78,7 +83,30 @@ def gpu_pod(obj: Mapping[str, Any], resource: str) -> dict | None:
         "gpus": gpus,
         "ending": bool(m.get("deletionTimestamp")),
         "job": owner,
+        "running": running_since(obj),
     }
+
+
+def running_since(obj: Mapping[str, Any]) -> float | None:
+    """The Unix time the last of a pod's main containers started running (its
+    ``containerStatuses[].state.running.startedAt``), or None while one of them does not run.
+    Main containers only: init containers ran before them, and sidecars (init containers
+    with ``restartPolicy: Always``) start before them, so neither delays the pod's work."""
+    names = {c.get("name") for c in (obj.get("spec") or {}).get("containers") or []}
+    latest = None
+    seen = set()
+    for c in (obj.get("status") or {}).get("containerStatuses") or []:
+        if c.get("name") not in names:
+            continue
+        try:
+            at = unix(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+        except (TypeError, ValueError):
+            at = None
+        if at is None:
+            return None
+        seen.add(c.get("name"))
+        latest = at if latest is None or at > latest else latest
+    return latest if names and seen == names else None
 
 
 def held(
@@ -118,4 +146,19 @@ def bound(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     for pod in pods:
         if pod["job"] is not None and not pod["ending"]:
             out[pod["job"]] += 1
+    return out
+
+
+def began(pods: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, float | None]]:
+    """Job uid -> (its live GPU pods, as the watch holds them; the latest Unix time their
+    containers started running, None while one's do not run): a started Workload with all
+    its pods here and running began then (``KueueBackend._run_start``)."""
+    out: dict[str, tuple[int, float | None]] = {}
+    for pod in pods:
+        uid = pod["job"]
+        if uid is None or pod["ending"]:
+            continue
+        count, latest = out.get(uid, (0, -math.inf))
+        at = pod["running"]
+        out[uid] = (count + 1, None if latest is None or at is None else max(latest, at))
     return out
