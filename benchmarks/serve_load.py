@@ -560,7 +560,7 @@ def write(args, checkout: Path, parts: dict) -> None:
         "load_average_at_end": os.getloadavg(),
         **parts,
     }
-    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / args.out).parent.mkdir(parents=True, exist_ok=True)  # --out s25/run.json too
     (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))
 
