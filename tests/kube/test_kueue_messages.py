@@ -86,7 +86,11 @@ def test_the_message_is_not_rewritten_for_a_small_shift_but_is_for_a_new_guarant
         wl = s.workload("waits")
         wl["metadata"]["annotations"][wls.GUARANTEE] = wls.encode({"at": later.at, "value": 1.0})
         s.cp.api("PUT", f"{KUEUE}/namespaces/{s.ns}/workloads/{wl['metadata']['name']}", wl)
-        wait(lambda: wls.guarantee(backend._fresh(job_id)) is not None, 5, "the record back")
+        wait(
+            lambda: (wl := backend._fresh(job_id)) and wls.guarantee(wl, wls.accepted(wl)),
+            5,
+            "the record back",
+        )
         assert published(withdrawn) == (2, text)  # the apply, then the merge patch
         assert s.promise("waits") is None
         assert published(withdrawn) == (0, text)

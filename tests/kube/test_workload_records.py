@@ -165,7 +165,7 @@ def test_a_workload_is_read_for_gpus_owner_checks_and_reservation():
     assert wls.check_entry(wl, frozenset({"chronus"}))["state"] == "Pending"
     assert wls.check_entry(wl, frozenset({"other"})) is None
     assert wls.records(wl) == {"chronus.io/guarantee": '{"at":9000,"value":1}'}
-    assert wls.guarantee(wl) is None  # no job record: no option it could be
+    assert wls.guarantee(wl, wls.accepted(wl)) is None  # no job record: no option it could be
     for options, promise in (
         ([{"at": 5000.0, "value": 1.0}, {"at": 9000.0, "value": 1.0}], DeadlineOption(9000.0, 1.0)),
         ([{"at": 9000.0, "value": 0.5}], None),  # another option's value
@@ -173,7 +173,7 @@ def test_a_workload_is_read_for_gpus_owner_checks_and_reservation():
     ):
         job = wls.encode({"id": "team-a.job-train-5b7c2", "gpus": 4, "deadlines": options})
         wl["metadata"]["annotations"][wls.JOB] = job
-        assert wls.guarantee(wl) == promise, options
+        assert wls.guarantee(wl, wls.accepted(wl)) == promise, options
     evicted = workload(
         conditions=[
             {"type": "QuotaReserved", "status": "True"},

@@ -383,8 +383,9 @@ class KueueBackend(CompressedTime):
         out = []
         seen = set()
         last: dict[str, dict] = {}
-        bound: list[dict[str, int]] = []  # the pod watch's bound pods by Job uid, once asked
-        running: list[dict[str, tuple[int, float | None]]] = []  # ... and ``pods.began``, once
+        # ``pods.began`` of the pod watch's copy (bound pods by Job uid, and since when they
+        # run), once a look needs it: one pass over the copy, only while a start is unchecked
+        running: list[dict[str, tuple[int, float | None]]] = []
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
             if fields is None:
@@ -395,7 +396,7 @@ class KueueBackend(CompressedTime):
                 continue
             seen.add(job_id)
             wl, fields = self._follow_count(job_id, wl, fields)
-            checked = self._binding(job_id, wl, now, bound)
+            checked = self._binding(job_id, wl, now, running)
             if checked is None:  # refused: it ended now
                 self._gone.setdefault(job_id, now)
                 continue
@@ -434,12 +435,12 @@ class KueueBackend(CompressedTime):
         return out
 
     def _binding(
-        self, job_id: str, wl: dict, now: float, bound: list[dict[str, int]]
+        self, job_id: str, wl: dict, now: float, running: list[dict[str, tuple[int, float | None]]]
     ) -> dict | None:
         """``wl``, or ``wl`` withdrawn if it runs but kube-scheduler did not bind its pods
         within ``start_timeout`` of its start (``binding.py``), or None if it was refused for
-        it. ``bound`` holds the pod watch's count of bound GPU pods per Job uid once a look
-        needed it (one pass over the copy a look, and only while a started run is unchecked)."""
+        it. ``running`` holds ``pods.began`` of the pod watch's copy once a look needed it (its
+        count of bound GPU pods per Job uid; one pass a look, only while a start is unchecked)."""
         record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT)
         if record is None or self._bound.get(job_id) == record:
             return wl  # (a look asks this of every Workload: nothing is parsed for it)
@@ -458,9 +459,9 @@ class KueueBackend(CompressedTime):
         ):
             return wl
         expected = sum(p.count for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod)
-        if not bound:
-            bound.append(gpu_pods.bound(self.watches.stores["pods"].snapshot().values()))
-        if bound[0].get(uid, 0) < expected:
+        if not running:
+            running.append(gpu_pods.began(self.watches.stores["pods"].snapshot().values()))
+        if running[0].get(uid, (0, None))[0] < expected:
             if (now - since) / self.scale < self.start_timeout:
                 return wl
             placed = {n: len(g) for n, g in nodes.items()}
@@ -694,7 +695,7 @@ class KueueBackend(CompressedTime):
     ) -> ObservedJob:
         done, runs = wls.work_done(wl)
         spec = {k: v for k, v in fields.items() if k != "submit"}
-        promise = wls.guarantee(wl)
+        promise = wls.guarantee(wl, fields)
         common = dict(spec=spec, guaranteed=promise)
         finished = wls.condition(wl, "Finished")
         if finished is not None and finished.get("status") == "True":
@@ -1227,10 +1228,11 @@ class KueueBackend(CompressedTime):
         listed = self._ours()
         for job_id, report in reports.items():
             wl = listed.get(job_id)
-            if wl is None or wls.accepted(wl) is None:
+            fields = None if wl is None else wls.accepted(wl)
+            if fields is None:
                 continue
             promise = report.guaranteed
-            recorded = wls.guarantee(wl)
+            recorded = wls.guarantee(wl, fields)
             if promise != recorded or (promise is None and wls.GUARANTEE in wls.records(wl)):
                 # (a record that is no promise of chronus's, damaged or not its own, goes too)
                 self._require_leader()

@@ -232,20 +232,22 @@ def accepted(wl: Mapping[str, Any]) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def guarantee(wl: Mapping[str, Any]) -> DeadlineOption | None:
+def guarantee(wl: Mapping[str, Any], job: Mapping[str, Any] | None) -> DeadlineOption | None:
     """The promise chronus recorded (None: none, or a damaged record, which no round may take
-    for a promise: ``'{"at": NaN}'`` is JSON to Python), if it is one of the accepted job's
-    deadline options, the only promises chronus makes. Anyone who may patch Workloads can
-    write this record: one naming no option of the job (a best-effort Job's, a time made up)
-    made the rebuild fail, so ``chronus serve`` exited at start (``Scheduler.restore``
-    refuses it); one naming an option of the job cannot be told from chronus's own."""
+    for a promise: ``'{"at": NaN}'`` is JSON to Python), if it is one of the deadline options
+    of ``job`` (the fields it was accepted with, :func:`accepted`, which the caller has read
+    already: a look read them twice per guaranteed Workload), the only promises chronus makes.
+    Anyone who may patch Workloads can write this record: one naming no option of the job (a
+    best-effort Job's, a time made up) made the rebuild fail, so ``chronus serve`` exited at
+    start (``Scheduler.restore`` refuses it); one naming an option of the job cannot be told
+    from chronus's own."""
     value = _json(wl, GUARANTEE)
     if not isinstance(value, dict):
         return None
     at, worth = finite(value.get("at")), finite(value.get("value", 1.0))
     if at is None or worth is None:
         return None
-    options = (accepted(wl) or {}).get("deadlines")
+    options = (job or {}).get("deadlines")
     for option in options if isinstance(options, list) else []:
         if isinstance(option, dict) and (
             finite(option.get("at")),
