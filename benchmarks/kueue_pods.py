@@ -13,10 +13,9 @@ Reported per variant: the first list's wall seconds, the resident memory it adde
 garbage collection), the CPU seconds of the list, then the CPU seconds and the watch events of a
 churn of ``--churn`` more GPU pods created (kwok binds them Running) and deleted, and per event;
 and for ``kept`` the wall time of one ``pods.held`` over the copy (what ``cluster_nodes`` adds,
-at least once a second), of one ``pods.bound`` over it, every pod taken as one of 500 Jobs'
-(what a look adds while a start's pods are not yet seen bound: ``binding.py``), and of one
-``pods.began`` over the same (what a look adds while a started run's pods do not all run yet:
-``KueueBackend._run_start``).
+at least once a second), and of one ``pods.began`` over it, every pod taken as one of 500
+Jobs' (what a look adds while a start's pods are not yet seen bound, ``binding.py``, or do not
+all run yet, ``KueueBackend._run_start``: one pass serves both).
 
     PYTHONPATH=. nice python benchmarks/kueue_pods.py --pods 1000 5000 --churn 500
 """
@@ -74,10 +73,6 @@ if sys.argv[2] == "kept":
         pods.held(snap.values(), set())
     out["held_ms"] = (time.perf_counter() - t) / 20 * 1000
     owned = [{**p, "job": str(i % 500)} for i, p in enumerate(snap.values())]  # Jobs' pods
-    t = time.perf_counter()
-    for _ in range(20):
-        pods.bound(owned)
-    out["bound_ms"] = (time.perf_counter() - t) / 20 * 1000
     t = time.perf_counter()
     for _ in range(20):
         pods.began(owned)

@@ -27,12 +27,12 @@ a node takes no new work either while the run lasts. Only a Workload chronus run
 (check ``Ready``) is compared with its placement: the pods of one it preempted are leaving
 (their termination grace is not counted, as before).
 
-The same copy tells whether a start's pods were bound (:func:`bound`), so a start that binds
-costs no request (``binding.py``), and when they began to run (:func:`began`): a run counts
-from when its last pod's containers started, not from chronus's start record, which precedes
-Kueue's admission, the Job's pods, their binding and their image pull (minutes for a 10-20 GB
-training image), work chronus would otherwise credit a job that had not begun. The pods are
-cluster state, so a restarted or newly elected controller counts the same.
+The same copy tells whether a start's pods were bound and when they began to run
+(:func:`began`, one pass for both), so a start that binds costs no request (``binding.py``),
+and a run counts from when its last pod's containers started, not from chronus's start record,
+which precedes Kueue's admission, the Job's pods, their binding and their image pull (minutes
+for a 10-20 GB training image), work chronus would otherwise credit a job that had not begun.
+The pods are cluster state, so a restarted or newly elected controller counts the same.
 """
 
 from __future__ import annotations
@@ -139,20 +139,11 @@ def held(
     return out
 
 
-def bound(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Job uid -> its live GPU pods bound to a node, as the watch holds them: a started
-    Workload with all its pods here was bound (``binding.py``), without a request."""
-    out: dict[str, int] = defaultdict(int)
-    for pod in pods:
-        if pod["job"] is not None and not pod["ending"]:
-            out[pod["job"]] += 1
-    return out
-
-
 def began(pods: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, float | None]]:
     """Job uid -> (its live GPU pods, as the watch holds them; the latest Unix time their
     containers started running, None while one's do not run): a started Workload with all
-    its pods here and running began then (``KueueBackend._run_start``)."""
+    its pods here was bound (``binding.py``), without a request, and with all of them running
+    began then (``KueueBackend._run_start``)."""
     out: dict[str, tuple[int, float | None]] = {}
     for pod in pods:
         uid = pod["job"]
