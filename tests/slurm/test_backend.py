@@ -61,6 +61,10 @@ def test_nodes_and_health(lab):
     lab.run("scontrol", "update", "nodename=n2", "state=drain", "reason=disk")
     n2 = {n.name: n for n in b.nodes()}["n2"]
     assert not n2.healthy and "disk" in n2.reason and "DRAIN" in n2.reason.upper()
+    # the lab's undrain waits out NOT_RESPONDING (Slurm starts nothing there until its ping):
+    # without the wait, the next test's start on n2 was held again (ReqNodeNotAvail)
+    lab.resume_nodes()
+    assert {n.name: n.reason for n in b.nodes() if not n.healthy} == {}
 
 
 def test_a_node_taken_out_of_the_partition_is_unhealthy_not_forgotten(lab):

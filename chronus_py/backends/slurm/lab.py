@@ -430,7 +430,9 @@ class SlurmLab:
             self.start_slurmrestd()
 
     def resume_nodes(self) -> None:
-        """Undrain every node a test drained."""
+        """Undrain every node a test drained, and wait until each is idle and answering: a
+        resumed node is NOT_RESPONDING until slurmctld pings it, and Slurm starts nothing there
+        meanwhile (ReqNodeNotAvail), so the next test's start on it was held again."""
         self.run(
             "scontrol",
             "update",
@@ -438,6 +440,7 @@ class SlurmLab:
             "state=resume",
             check=False,
         )
+        self._wait("idle nodes", self.all_idle, timeout=60)
 
     def sbatch(self, *args: str, script: str = "#!/bin/sh\nsleep 5\n") -> int:
         """Submit a batch job as a user would; its id."""
