@@ -115,6 +115,15 @@ def test_an_api_job_s_estimate_is_written_exactly():
     assert fields(marker.render(user, accepted=True), submit=5.0)["estimate_seconds"] == 1234567.5
 
 
+def test_an_api_job_s_deadlines_are_written_exactly():
+    # Before: whole seconds, so a deadline at .75 past the second came back 0.75 s early, and a
+    # value of 1234567.5 came back as 1.23457e+06.
+    options = [{"at": 1_900_000_000.75, "value": 1234567.5}, {"at": 1_900_003_600, "value": 0.5}]
+    user = marker.for_api_job({"id": "j1", "estimate_seconds": 90, "deadlines": options})
+    assert user["deadline"] == "2030-03-17T17:46:40.75Z:1234567.5,2030-03-17T18:46:40Z:0.5"
+    assert fields(marker.render(user, accepted=True), submit=5.0)["deadlines"] == options
+
+
 def test_slurm_lists():
     assert expand_hostlist("n[1-3,05],gpu7") == ["n1", "n2", "n3", "n05", "gpu7"]
     assert placement("n[1-2]", ["gpu:2(IDX:0-1)", "gpu:a:1(IDX:3),gpu:b:1(IDX:5)"]) == {

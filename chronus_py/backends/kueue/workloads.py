@@ -24,11 +24,11 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from fractions import Fraction
 from typing import Any, Mapping
 
-from chronus_py.backends.kueue.annotations import PREFIX
+from chronus_py.backends.kueue.annotations import PREFIX, rfc3339
 from chronus_py.jobs.model import DeadlineOption
 from chronus_py.service.jobspec import finite
 
@@ -37,10 +37,6 @@ WORK_DONE, PLACEMENT, REFUSED = PREFIX + "work-done", PREFIX + "placement", PREF
 PASSED = PREFIX + "deadline-passed"
 RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED, PASSED)
 HOSTNAME = "kubernetes.io/hostname"
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def unix(text: str | None) -> float | None:

@@ -305,6 +305,14 @@ def _utc(at: float) -> str:
         return f"{at:g}"
 
 
+def _utc_exact(at: float) -> str:
+    """An API job's deadline as its marker writes it: ISO in UTC, to the microsecond when it
+    has a fraction. Whole seconds read a deadline at 08:00:00.7 back 0.7 s early."""
+    t = datetime.fromtimestamp(at, timezone.utc)
+    fraction = f".{t.microsecond:06d}".rstrip("0") if t.microsecond else ""
+    return f"{t:%Y-%m-%dT%H:%M:%S}{fraction}Z"
+
+
 def render(
     user: dict[str, str],
     *,
@@ -329,8 +337,7 @@ def for_api_job(spec: dict[str, Any]) -> dict[str, str]:
     options = spec.get("deadlines") or []
     if options:
         user["deadline"] = ",".join(
-            datetime.fromtimestamp(float(d["at"]), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            + f":{float(d.get('value', 1)):g}"
+            f"{_utc_exact(float(d['at']))}:{shown_seconds(float(d.get('value', 1)))}"
             for d in options
         )
     for key in ("iterations", "model"):
