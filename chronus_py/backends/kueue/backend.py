@@ -143,6 +143,8 @@ class KueueBackend(CompressedTime):
         self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
         self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
         self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
+        self._displacing: dict[str, float] = {}  # id -> when its start's nodes last held
+        # pods it displaced, still terminating (``_binding``)
         self._began: dict[str, tuple[str, float]] = {}  # id -> placement record, its run's start
         self._follow_checks(force=True)
         self.watches = Watches(
@@ -425,6 +427,7 @@ class KueueBackend(CompressedTime):
         self._failures = {i: t for i, t in self._failures.items() if i in seen}
         self._bound = {i: t for i, t in self._bound.items() if i in seen}
         self._unbound = {i: n for i, n in self._unbound.items() if i in seen}
+        self._displacing = {i: t for i, t in self._displacing.items() if i in seen}
         self._began = {i: b for i, b in self._began.items() if i in seen}
         self._starting = {i: b for i, b in self._starting.items() if i in seen}
         out += [
@@ -438,8 +441,9 @@ class KueueBackend(CompressedTime):
         self, job_id: str, wl: dict, now: float, running: list[dict[str, tuple[int, float | None]]]
     ) -> dict | None:
         """``wl``, or ``wl`` withdrawn if it runs but kube-scheduler did not bind its pods
-        within ``start_timeout`` of its start (``binding.py``), or None if it was refused for
-        it. ``running`` holds ``pods.began`` of the pod watch's copy once a look needed it (its
+        within ``start_timeout`` of its start, or of when the pods it displaced on its nodes
+        were last seen terminating (``binding.py``), or None if it was refused for it.
+        ``running`` holds ``pods.began`` of the pod watch's copy once a look needed it (its
         count of bound GPU pods per Job uid; one pass a look, only while a start is unchecked)."""
         record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT)
         if record is None or self._bound.get(job_id) == record:
@@ -462,7 +466,18 @@ class KueueBackend(CompressedTime):
         if not running:
             running.append(gpu_pods.began(self.watches.stores["pods"].snapshot().values()))
         if running[0].get(uid, (0, None))[0] < expected:
-            if (now - since) / self.scale < self.start_timeout:
+            if (now - max(since, self._displacing.get(job_id, since))) / self.scale < (
+                self.start_timeout
+            ):
+                return wl
+            if gpu_pods.leaving(self.watches.stores["pods"].snapshot().values(), nodes, uid):
+                if job_id not in self._displacing:  # said once: why this start is slow
+                    log.info(
+                        json.dumps(
+                            {"event": "kueue_start_waits", "job": job_id, "nodes": sorted(nodes)}
+                        )
+                    )
+                self._displacing[job_id] = now  # the timeout runs once they are gone
                 return wl
             placed = {n: len(g) for n, g in nodes.items()}
             listed = self.kube.job_pods(wls.key(wl)[0], uid)
@@ -471,6 +486,7 @@ class KueueBackend(CompressedTime):
                 return self._withdraw(job_id, wl, missing)
         self._bound[job_id] = record
         self._unbound.pop(job_id, None)
+        self._displacing.pop(job_id, None)
         self._holds.bound(nodes)
         return wl
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from lightkube import operators
 from lightkube.generic_resource import create_namespaced_resource
@@ -153,3 +153,12 @@ def began(pods: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, float | Non
         at = pod["running"]
         out[uid] = (count + 1, None if latest is None or at is None else max(latest, at))
     return out
+
+
+def leaving(pods: Iterable[Mapping[str, Any]], nodes: Collection[str], job: str) -> bool:
+    """Whether GPU pods not of Job ``job`` are still terminating on ``nodes``: the runs a start
+    there displaced, whose GPUs kube-scheduler counts until they are gone, for their
+    termination grace (30 s by default; minutes for a training job that checkpoints on
+    SIGTERM). Meanwhile the start's pods are Unschedulable (``Insufficient nvidia.com/gpu``)
+    through no fault of the nodes (``binding.py``)."""
+    return any(p["ending"] and p["node"] in nodes and p["job"] != job for p in pods)
