@@ -240,36 +240,41 @@ def test_a_job_no_node_can_bind_is_refused_in_one_line_after_a_few_starts(
         assert f"chronus refused it: {refused['reason']}" == text, refused
 
 
-def test_a_start_waits_out_the_grace_of_the_pods_it_displaced_before_its_timeout_runs(
-    setup, tmp_path
-):
-    """A best-effort Job runs on node a, its pod taking 12 s to go once deleted (a training
-    job's termination grace, 30 s by default); a guaranteed Job that cannot wait arrives, and
-    chronus preempts the first for it. Its pod is Unschedulable (GPUs) until the first's is
-    gone. Before, the 4 s start timeout ran meanwhile: the start was withdrawn and a held off
-    (with the 30 s default and a grace as long or longer, every start that preempted). Now the
-    timeout runs once the displaced pod is gone, and the one start binds on a."""
+def test_a_start_that_preempts_waits_out_the_grace_of_the_pods_it_displaced(setup, tmp_path):
+    """A best-effort Job runs on node a, its pod taking 10 s (10 chronus minutes) to go once
+    deleted: a training job's termination grace (30 s by default, minutes for one that
+    checkpoints). A guaranteed Job arrives that chronus must preempt the first for; its pod is
+    Unschedulable (GPUs) until the first's is gone. Before, the 4 s start timeout ran
+    meanwhile: the start was withdrawn and a held off. And the plan, which charged no grace,
+    started the guarantee as late as its deadline allowed, 10 minutes too late: it was
+    demoted. Now the timeout waits for the displaced pod, the plan charges the grace of the
+    runs a start may preempt, and the one start binds on a, still guaranteed."""
     s = setup
     (a,) = s.add_nodes("a")
     with s.serve(tmp_path, "serve", "--kueue-start-timeout=4") as serve:
         slow = job("long", s.queue, namespace=s.ns, gpus=4, run_seconds=600)
         slow["metadata"]["annotations"] = {"chronus.io/estimate": "60m"}
         template = slow["spec"]["template"]
-        template["spec"]["terminationGracePeriodSeconds"] = 12  # kwok: at least until then
-        template["metadata"]["annotations"]["pod-delete.stage.kwok.x-k8s.io/delay"] = "12s"
+        template["spec"]["terminationGracePeriodSeconds"] = 10  # kwok: at least until then
+        template["metadata"]["annotations"]["pod-delete.stage.kwok.x-k8s.io/delay"] = "10s"
         s.cp.apply(slow)
         wait(lambda: s.running_nodes("long") == [a], 60, "long to run on a")
         s.submit(
             "urgent",
             run_seconds=600,
-            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+22m"},
+            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+45m"},
         )
         urgent_id = s.chronus_id("urgent")
         wait(lambda: s.job_obj("long")["spec"].get("suspend") is True, 60, "long preempted")
+        assert serve.jobs()[urgent_id]["admission"]["decision"] == "guaranteed"
         wait(lambda: any(p["metadata"].get("deletionTimestamp") for p in s.pods("long")), 30,
              "long's pod to terminate")  # fmt: skip
         wait(lambda: s.bound_nodes("urgent") == [a], 60, "urgent bound to a")
         assert not s.pods("long"), "urgent bound before long's pod had gone"
+        wait(lambda: serve.jobs()[urgent_id]["state"] == "running", 30, "chronus to see it run")
+        seen = len(serve.events("replan_started"))
+        wait(lambda: len(serve.events("replan_started")) > seen, 30, "a re-plan after its start")
+        assert serve.jobs()[urgent_id]["guaranteed"] is not None, serve.events("demoted")
         assert starts(serve, urgent_id) == [[a]], serve.events("start")
         assert not [e for e in serve.events("kueue_start_unbound")], serve.events("start")
         waits = [e for e in serve.events("kueue_start_waits") if e["job"] == urgent_id]

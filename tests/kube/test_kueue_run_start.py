@@ -71,6 +71,26 @@ def test_a_jobs_pods_began_when_the_last_of_them_ran():
     assert pods.began([*kept, ending]) == {"j": (2, wls.unix(t1))}
 
 
+@pytest.mark.parametrize(
+    "given, grace", [(None, 30.0), (0, 0.0), (120, 120.0), ("x", 30.0), (-1, 30.0)]
+)
+def test_a_workload_s_grace_is_its_pods_longest(given, grace):
+    template = {"spec": {} if given is None else {"terminationGracePeriodSeconds": given}}
+    wl = {"spec": {"podSets": [{"name": "main", "count": 1, "template": template}]}}
+    assert wls.grace(wl) == grace
+    second = {"name": "w", "template": {"spec": {"terminationGracePeriodSeconds": 45}}}
+    wl["spec"]["podSets"].append(second)
+    assert wls.grace(wl) == max(grace, 45.0)
+    assert wls.grace({"spec": {}}) == 0.0
+
+
+def test_a_start_waits_for_gpu_pods_ending_on_its_nodes():
+    ending = {**pods.gpu_pod(pod(WAITING, uid="other"), GPU), "ending": True}
+    assert pods.leaving([ending], {"a"})
+    assert not pods.leaving([ending], {"b"})
+    assert not pods.leaving([{**ending, "ending": False}], {"a"})
+
+
 def test_a_run_counts_from_when_its_pods_ran_not_from_the_start_record(setup, tmp_path):
     """kwok runs the pods 10 wall seconds after they are bound: the service's run begins then
     (one ``late_start`` moving it at least that far past the start record), not at the

@@ -143,8 +143,11 @@ class KueueBackend(CompressedTime):
         self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
         self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
         self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
-        self._displacing: dict[str, float] = {}  # id -> when its start's nodes last held
-        # pods it displaced, still terminating (``_binding``)
+        # id -> (its placement record, when its start's nodes last held pods it displaced,
+        # still terminating: ``_binding``), until its run's start latency is counted
+        self._displacing: dict[str, tuple[str, float]] = {}
+        self._graces: dict[str, float] = {}  # id -> its pods' termination grace (``jobs``)
+        self._grace = 0.0  # wall seconds: the longest of them
         self._began: dict[str, tuple[str, float]] = {}  # id -> placement record, its run's start
         self._follow_checks(force=True)
         self.watches = Watches(
@@ -363,10 +366,14 @@ class KueueBackend(CompressedTime):
         """Chronus seconds from the round that starts a job to its run's beginning, from which
         its work counts (every GPU pod running, ``_run_start``): the longest of the last
         :data:`LATENCY_SAMPLES` starts this process made and saw begin, wall seconds times the
-        time scale, each counted from the round's look. It covers the round, the commands
-        issued before this one (a preemption for it: the Workload's check and records),
-        waiting for Kueue's reservation, the start's own writes, and then Kueue's admission,
-        the Job's pods, their binding and their image pull. Before the first, one poll.
+        time scale, each counted from the round's look, plus the longest termination grace of
+        the pods of the jobs chronus has (a start may preempt any that runs; 30 s unless their
+        template says otherwise).
+        A sample covers the round, the commands issued before this one (a preemption for it:
+        the Workload's check and records), waiting for Kueue's reservation, the start's own
+        writes, and then Kueue's admission, the Job's pods, their binding and their image
+        pull; not the wait for the pods it displaced to end their grace, which the grace term
+        charges (so not twice). Before the first sample, one poll.
 
         Why: the plan charges it on every start, so a guarantee includes it. Without it a
         guarantee was planned as if a start took no time; on a loaded control plane a start
@@ -374,8 +381,12 @@ class KueueBackend(CompressedTime):
         run's beginning to when it really began (``late_start``), and the next re-plan found
         the just-started job could no longer make its deadline: demoted, it was hopeless and
         lost its GPUs to the job it had been preempting (a test's wide gang was preempted
-        again before its pods were bound, issue 24)."""
-        return max(self._latencies, default=self.poll) * self.scale
+        again before its pods were bound, issue 24). The grace likewise: kube-scheduler counts
+        a preempted pod's GPUs until it is gone, so a start that preempts begins that much
+        later, and the samples hold it only once such a start was made among the last ones (a
+        guarantee started as late as its deadline allowed waited 222 chronus seconds for a
+        5-second grace, was demoted, and lost its GPUs)."""
+        return (max(self._latencies, default=self.poll) + self._grace) * self.scale
 
     def jobs(self) -> Sequence[ObservedJob]:
         self._looked = time.monotonic()
@@ -407,6 +418,9 @@ class KueueBackend(CompressedTime):
             obs = self._observe(job_id, wl, fields, now, running)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
                 self._unpin_gang(job_id, wl, obs)
+                self._graces.pop(job_id, None)
+            elif job_id not in self._graces:  # a pod template does not change
+                self._graces[job_id] = wls.grace(wl)
             out.append(obs)
         for job_id in self._tracked - seen:
             old = self._last.get(job_id)
@@ -435,6 +449,8 @@ class KueueBackend(CompressedTime):
             for job_id, at in self._gone.items()
         ]
         self._gone.clear()  # reported once: the service ends them now
+        self._graces = {i: g for i, g in self._graces.items() if i in seen}
+        self._grace = max(self._graces.values(), default=0.0)
         return out
 
     def _binding(
@@ -466,18 +482,18 @@ class KueueBackend(CompressedTime):
         if not running:
             running.append(gpu_pods.began(self.watches.stores["pods"].snapshot().values()))
         if running[0].get(uid, (0, None))[0] < expected:
-            if (now - max(since, self._displacing.get(job_id, since))) / self.scale < (
-                self.start_timeout
-            ):
-                return wl
-            if gpu_pods.leaving(self.watches.stores["pods"].snapshot().values(), nodes, uid):
-                if job_id not in self._displacing:  # said once: why this start is slow
+            if gpu_pods.leaving(self.watches.stores["pods"].snapshot().values(), nodes):
+                if self._displacing.get(job_id, ("",))[0] != record:  # said once: why it is slow
                     log.info(
                         json.dumps(
                             {"event": "kueue_start_waits", "job": job_id, "nodes": sorted(nodes)}
                         )
                     )
-                self._displacing[job_id] = now  # the timeout runs once they are gone
+                self._displacing[job_id] = (record, now)  # the timeout runs once they are gone
+                return wl
+            waited = self._displacing.get(job_id)
+            begun = max(since, waited[1]) if waited is not None and waited[0] == record else since
+            if (now - begun) / self.scale < self.start_timeout:
                 return wl
             placed = {n: len(g) for n, g in nodes.items()}
             listed = self.kube.job_pods(wls.key(wl)[0], uid)
@@ -486,7 +502,6 @@ class KueueBackend(CompressedTime):
                 return self._withdraw(job_id, wl, missing)
         self._bound[job_id] = record
         self._unbound.pop(job_id, None)
-        self._displacing.pop(job_id, None)
         self._holds.bound(nodes)
         return wl
 
@@ -783,7 +798,9 @@ class KueueBackend(CompressedTime):
         self._began[job_id] = (record, began)
         decided = self._starting.pop(job_id, None)
         if decided is not None and decided[0] == since:
-            self._latencies.append(max(began - decided[1], 0.0) / self.scale)
+            waited = self._displacing.pop(job_id, None)  # charged as the grace: not twice
+            grace = max(waited[1] - since, 0.0) if waited and waited[0] == record else 0.0
+            self._latencies.append(max(began - decided[1] - grace, 0.0) / self.scale)
         return began
 
     def _failure(self, job_id: str, namespace: str) -> RunState:

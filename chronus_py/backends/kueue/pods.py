@@ -155,10 +155,10 @@ def began(pods: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, float | Non
     return out
 
 
-def leaving(pods: Iterable[Mapping[str, Any]], nodes: Collection[str], job: str) -> bool:
-    """Whether GPU pods not of Job ``job`` are still terminating on ``nodes``: the runs a start
-    there displaced, whose GPUs kube-scheduler counts until they are gone, for their
+def leaving(pods: Iterable[Mapping[str, Any]], nodes: Collection[str]) -> bool:
+    """Whether GPU pods are still terminating on ``nodes``: the runs a start there displaced
+    (or its own last run's), whose GPUs kube-scheduler counts until they are gone, for their
     termination grace (30 s by default; minutes for a training job that checkpoints on
     SIGTERM). Meanwhile the start's pods are Unschedulable (``Insufficient nvidia.com/gpu``)
     through no fault of the nodes (``binding.py``)."""
-    return any(p["ending"] and p["node"] in nodes and p["job"] != job for p in pods)
+    return any(p["ending"] and p["node"] in nodes for p in pods)

@@ -37,6 +37,7 @@ WORK_DONE, PLACEMENT, REFUSED = PREFIX + "work-done", PREFIX + "placement", PREF
 PASSED = PREFIX + "deadline-passed"
 RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED, PASSED)
 HOSTNAME = "kubernetes.io/hostname"
+DEFAULT_GRACE = 30.0  # seconds: a pod's terminationGracePeriodSeconds when it sets none
 
 
 def unix(text: str | None) -> float | None:
@@ -205,6 +206,22 @@ def pod_sets(wl: Mapping[str, Any], resource: str) -> list[PodSet]:
         count = admitted.get(ps.get("name")) or ps.get("count", 1)
         out.append(PodSet(ps.get("name", "main"), int(count), pod_gpus(ps["template"], resource)))
     return out
+
+
+def grace(wl: Mapping[str, Any]) -> float:
+    """The longest termination grace of its pods, in seconds (their templates'
+    ``terminationGracePeriodSeconds``; Kubernetes's default, :data:`DEFAULT_GRACE`, where one
+    sets none or an unreadable one): how long a start that preempts its run may wait for
+    the GPUs (``KueueBackend.start_latency``)."""
+    longest = 0.0
+    for ps in (wl.get("spec") or {}).get("podSets") or []:
+        value = ((ps.get("template") or {}).get("spec") or {}).get("terminationGracePeriodSeconds")
+        try:
+            seconds = DEFAULT_GRACE if value is None else float(value)
+        except (TypeError, ValueError):
+            seconds = DEFAULT_GRACE
+        longest = max(longest, seconds if 0 <= seconds < math.inf else DEFAULT_GRACE)
+    return longest
 
 
 def gpus(wl: Mapping[str, Any], resource: str) -> int:
