@@ -331,7 +331,8 @@ def test_start_preempt_resume_and_finish(lab):
     o = observed(b, jid)
     assert o.state is RunState.RUNNING and o.starts == 1
     assert list(o.placement) == ["n2"] and len(o.placement["n2"]) == 2
-    assert len(b._latencies) == 1 and b.start_latency() == b._latencies[0] < 15  # measured
+    assert len(b._latencies) == 1 and b._latencies[0] < 15  # measured, and the grace on top
+    assert b.start_latency() == pytest.approx((b._latencies[0] + b.grace) * b.scale)
     b.start(jid, {"n2": (0, 1)})  # idempotent: already running
     assert b.rest.job(sid).restart_cnt == 0
     time.sleep(1.5)
@@ -431,6 +432,30 @@ def test_the_jobs_one_round_preempts_share_one_grace(lab):
     assert all(seen[named(b, sid)].state is RunState.PENDING for sid in sids)
     assert all(b.rest.job(sid).held and b.rest.job(sid).restart_cnt == 1 for sid in sids)
     assert 3.0 <= took < 9.0, took  # one after the other, three graces would take 9 s
+
+
+def test_a_start_waits_out_the_grace_of_the_job_it_displaces_and_is_charged_it_once(lab):
+    # The plan charges the grace on every start (``start_latency``); the sample of a start
+    # that waited it out leaves it out. Before, the grace was in such a sample only: charged
+    # while one was among the last 20 starts, and not at all after 20 that displaced nothing.
+    b = backend(lab, grace=3.0)
+    first, second = (
+        lab.sbatch(
+            "--hold", "--gres=gpu:4", "--comment", "chronus: estimate=60s", script=workload(60)
+        )
+        for _ in range(2)
+    )
+    accept_all(b)
+    b.start(named(b, first), {"n1": (0, 1, 2, 3)})
+    assert observed(b, named(b, first)).state is RunState.RUNNING
+    b.jobs()  # a round's look, from which its start counts
+    began = time.monotonic()
+    b.preempt(named(b, first))  # one round: the first's GPUs go to the second
+    b.start(named(b, second), {"n1": (0, 1, 2, 3)})
+    assert observed(b, named(b, second)).state is RunState.RUNNING
+    assert time.monotonic() - began >= 3.0  # it waited out the grace
+    assert len(b._latencies) == 2 and b._latencies[-1] < 3.0, list(b._latencies)
+    assert b.start_latency() == pytest.approx((max(b._latencies) + 3.0) * b.scale)
 
 
 def test_cancel_and_scancel(lab):

@@ -241,8 +241,10 @@ class SlurmBackend(CompressedTime):
         self.script = script
         self.workdir = workdir
         self._env = dict(os.environ if env is None else env)
-        # Slurm id -> (monotonic deadline to be running, wall time its start was decided)
-        self._released: dict[int, tuple[float, float]] = {}
+        # Slurm id -> (monotonic deadline to be running, wall time its start was decided, wall
+        # seconds its round's starts had waited then for the grace of the jobs they displaced)
+        self._released: dict[int, tuple[float, float, float]] = {}
+        self._graced = 0.0  # that wait so far in this round (``_stop``; reset by ``jobs``)
         # Slurm id -> (monotonic end of its grace, its marker when signalled, wall time signalled)
         self._stopping: dict[int, tuple[float, marker.Marker, float]] = {}
         self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
@@ -286,13 +288,15 @@ class SlurmBackend(CompressedTime):
         """Nothing to release: every request opens its own connection."""
 
     def start_latency(self) -> float:
-        """Chronus seconds from the moment the plan had a job start to it running, the longest of
-        the last :data:`LATENCY_SAMPLES` starts (wall seconds times the time scale): noticing
-        the freed GPUs or the arrival (up to one observation period), the round's solve, the
-        release, Slurm's scheduling pass and launch, and the grace of the jobs a start
-        displaced, which it waits out. Before the first start, one grace plus one poll."""
-        wall = max(self._latencies, default=self.grace + self.poll)
-        return wall * self.scale
+        """Chronus seconds from the moment the plan had a job start to it running: the longest
+        of the last :data:`LATENCY_SAMPLES` starts (noticing the freed GPUs or the arrival, up
+        to one observation period, the round's solve, the release, Slurm's scheduling pass and
+        launch; one poll before the first), plus the grace of the jobs a start displaces,
+        which it waits out (wall seconds times the time scale). A sample leaves that wait out,
+        so it is not charged twice. Before, the grace was charged only while a start that
+        displaced jobs was among the last samples: after as many starts that displaced none, a
+        guarantee planned as late as its deadline allowed began one grace late."""
+        return (max(self._latencies, default=self.poll) + self.grace) * self.scale
 
     # -- reading Slurm -----------------------------------------------------------------------------
     def _slurm(self, what: str, call, *args):
@@ -509,6 +513,7 @@ class SlurmBackend(CompressedTime):
             self._changing()  # stops and starts settle now: a listing from before would miss them
         self._stop()
         self._settle()
+        self._graced = 0.0  # a round begins
         now = self.now()
         out = []
         if self._shared is None:
@@ -892,7 +897,7 @@ class SlurmBackend(CompressedTime):
         if j.restart_cnt > 0:
             self._after_requeue_second(j.id)
         self._slurm(f"release job {j.id}", self.rest.update, j.id, change)
-        self._released[j.id] = (time.monotonic() + self.start_timeout, decided)
+        self._released[j.id] = (time.monotonic() + self.start_timeout, decided, self._graced)
         self._asked[j.id] = (dict(placement), time.time())
 
     def _settle(self) -> None:
@@ -907,12 +912,12 @@ class SlurmBackend(CompressedTime):
         delay = 0.05
         while self._released:
             now = time.monotonic()
-            for slurm_id, (until, decided) in list(self._released.items()):
+            for slurm_id, (until, decided, graced) in list(self._released.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
                 if j is None or j.state != "PENDING":
                     del self._released[slurm_id]
                     if j is not None and j.state in _RUNNING:
-                        self._latencies.append(max(time.time() - decided, 0.0))
+                        self._latencies.append(max(time.time() - decided - graced, 0.0))
                 elif now >= until or j.reason not in _STARTING:
                     del self._released[slurm_id]
                     event = "slurm_start_timeout" if j.reason in _STARTING else "slurm_not_started"
@@ -965,6 +970,7 @@ class SlurmBackend(CompressedTime):
         broken, and resumes from its last checkpoint."""
         requeued = []
         delay = 0.05
+        began = time.monotonic()
         while self._stopping:
             for slurm_id, (until, m, _) in list(self._stopping.items()):
                 j = self._slurm(f"job {slurm_id}", self.rest.job, slurm_id)
@@ -986,6 +992,7 @@ class SlurmBackend(CompressedTime):
             if self._stopping:
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.5)
+        self._graced += time.monotonic() - began  # charged as the grace (``start_latency``)
         if requeued:  # a requeue older than a second no longer matters (_after_requeue_second)
             self._requeued = {i: t for i, t in self._requeued.items() if time.time() - t < 2.0}
         for slurm_id in requeued:
