@@ -170,6 +170,28 @@ def test_a_jobs_history_writes_placements_as_the_page_does(server):
     assert found and re.fullmatch(r"node\d+: \d+(-\d+|,\d+)*", found.group(1)), page[-1500:]
 
 
+def test_a_guarantee_reads_as_a_time_from_now_not_the_clock_s_seconds(server):
+    """The admission's reason is the API's words, "guaranteed to finish by 57606.4" (on a
+    Slurm or Kubernetes clock a Unix time): the jobs table showed it under "guaranteed",
+    beside the column that says the same from now, and the job's page showed only it."""
+    r = server.http.post(
+        "/v1/jobs",
+        headers=bearer("team-a"),
+        json={"id": "promised", "gpus": 1, "estimate_seconds": 600, "deadlines": [{"at": 200000}]},
+    )
+    assert r.status_code == 201 and r.json()["admission"]["decision"] == "guaranteed", r.text
+    at = r.json()["admission"]["deadline"]["at"]
+    table = server.http.get("/ui/jobs?q=promised", headers=bearer("team-a")).text
+    cell = re.search(r'<tr data-job="promised".*?<td class="decision"[^>]*>(.*?)</td>', table, re.S)
+    assert cell and cell.group(1) == "guaranteed", table[-2000:]
+    page = server.http.get("/ui/jobs/promised", headers=bearer("team-a")).text
+    said = re.search(r"<dt>admission</dt><dd>([^<]*)</dd>", page)
+    assert said and re.fullmatch(
+        rf"guaranteed — to finish by in \d+d \d+h \({at:.0f} s\)",
+        said.group(1),
+    ), said and said.group(1)
+
+
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 SCRIPT = {"Accept": "application/json"}
 
