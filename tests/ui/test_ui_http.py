@@ -181,7 +181,12 @@ def test_a_guarantee_reads_as_a_time_from_now_not_the_clock_s_seconds(server):
     )
     assert r.status_code == 201 and r.json()["admission"]["decision"] == "guaranteed", r.text
     at = r.json()["admission"]["deadline"]["at"]
-    table = server.http.get("/ui/jobs?q=promised", headers=bearer("team-a")).text
+
+    def listed() -> str | None:  # once a round has put it in the view
+        text = server.http.get("/ui/jobs?q=promised", headers=bearer("team-a")).text
+        return text if 'data-job="promised"' in text else None
+
+    table = wait_for(listed, timeout=20.0)
     cell = re.search(r'<tr data-job="promised".*?<td class="decision"[^>]*>(.*?)</td>', table, re.S)
     assert cell and cell.group(1) == "guaranteed", table[-2000:]
     page = server.http.get("/ui/jobs/promised", headers=bearer("team-a")).text
