@@ -192,7 +192,7 @@ def test_a_guarantee_reads_as_a_time_from_now_not_the_clock_s_seconds(server):
     page = server.http.get("/ui/jobs/promised", headers=bearer("team-a")).text
     said = re.search(r"<dt>admission</dt><dd>([^<]*)</dd>", page)
     assert said and re.fullmatch(
-        rf"guaranteed — to finish by in \d+d \d+h \({at:.0f} s\)",
+        rf"guaranteed — for its deadline in \d+d \d+h \({at:.0f} s\)",
         said.group(1),
     ), said and said.group(1)
 
