@@ -155,9 +155,9 @@ def test_preempt_resume_elsewhere_and_cancel(setup, tmp_path):
             run_seconds=600,
             # 50 minutes: chronus starts it as late as its guarantee allows and credits no work
             # before its pods run, which here waits for long's pods to end their termination
-            # grace (3.7 wall s, 220 chronus s, once on Kubernetes 1.37); the plan charges each
-            # start the latency measured on earlier starts (a minute per wall second at this
-            # compression), none of which preempted, so a loaded machine needs room
+            # grace (3.7 wall s, 220 chronus s, once on Kubernetes 1.37). The plan charges each
+            # start that grace (5 s, 300 chronus s) and the latency measured on earlier starts
+            # (a minute per wall second at this compression); a loaded machine needs room
             notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+50m"},
         )
         wait(
