@@ -241,12 +241,12 @@ def test_a_job_no_node_can_bind_is_refused_in_one_line_after_a_few_starts(
 
 
 def test_a_start_that_preempts_waits_out_the_grace_of_the_pods_it_displaced(setup, tmp_path):
-    """A best-effort Job runs on node a, its pod taking 10 s (10 chronus minutes) to go once
+    """A best-effort Job runs on node a, its pod taking 7 s (7 chronus minutes) to go once
     deleted: a training job's termination grace (30 s by default, minutes for one that
     checkpoints). A guaranteed Job arrives that chronus must preempt the first for; its pod is
     Unschedulable (GPUs) until the first's is gone. Before, the 4 s start timeout ran
     meanwhile: the start was withdrawn and a held off. And the plan, which charged no grace,
-    started the guarantee as late as its deadline allowed, 10 minutes too late: it was
+    started the guarantee as late as its deadline allowed, 7 minutes too late: it was
     demoted. Now the timeout waits for the displaced pod, the plan charges the grace of the
     runs a start may preempt, and the one start binds on a, still guaranteed."""
     s = setup
@@ -255,14 +255,14 @@ def test_a_start_that_preempts_waits_out_the_grace_of_the_pods_it_displaced(setu
         slow = job("long", s.queue, namespace=s.ns, gpus=4, run_seconds=600)
         slow["metadata"]["annotations"] = {"chronus.io/estimate": "60m"}
         template = slow["spec"]["template"]
-        template["spec"]["terminationGracePeriodSeconds"] = 10  # kwok: at least until then
-        template["metadata"]["annotations"]["pod-delete.stage.kwok.x-k8s.io/delay"] = "10s"
+        template["spec"]["terminationGracePeriodSeconds"] = 7  # kwok: at least until then
+        template["metadata"]["annotations"]["pod-delete.stage.kwok.x-k8s.io/delay"] = "7s"
         s.cp.apply(slow)
         wait(lambda: s.running_nodes("long") == [a], 60, "long to run on a")
         s.submit(
             "urgent",
             run_seconds=600,
-            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+45m"},
+            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+36m"},
         )
         urgent_id = s.chronus_id("urgent")
         wait(lambda: s.job_obj("long")["spec"].get("suspend") is True, 60, "long preempted")
