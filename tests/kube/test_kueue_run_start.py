@@ -86,9 +86,7 @@ def test_a_workload_s_grace_is_its_pods_longest(given, grace):
 
 def test_a_start_waits_for_gpu_pods_ending_on_its_nodes():
     ending = {**pods.gpu_pod(pod(WAITING, uid="other"), GPU), "ending": True}
-    assert pods.leaving([ending], {"a"})
-    assert not pods.leaving([ending], {"b"})
-    assert not pods.leaving([{**ending, "ending": False}], {"a"})
+    assert pods.ending_nodes([ending, {**ending, "node": "b", "ending": False}]) == {"a"}
 
 
 def test_a_run_counts_from_when_its_pods_ran_not_from_the_start_record(setup, tmp_path):

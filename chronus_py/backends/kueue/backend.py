@@ -396,9 +396,8 @@ class KueueBackend(CompressedTime):
         out = []
         seen = set()
         last: dict[str, dict] = {}
-        # ``pods.began`` of the pod watch's copy (bound pods by Job uid, and since when they
-        # run), once a look needs it: one pass over the copy, only while a start is unchecked
-        running: list[dict[str, tuple[int, float | None]]] = []
+        # the pod watch's copy, taken and summed up once if a look needs it (a start unchecked)
+        look = gpu_pods.Look(self.watches.stores["pods"])
         for job_id, wl in self._ours().items():
             fields = wls.accepted(wl)
             if fields is None:
@@ -409,13 +408,13 @@ class KueueBackend(CompressedTime):
                 continue
             seen.add(job_id)
             wl, fields = self._follow_count(job_id, wl, fields)
-            checked = self._binding(job_id, wl, now, running)
+            checked = self._binding(job_id, wl, now, look)
             if checked is None:  # refused: it ended now
                 self._gone.setdefault(job_id, now)
                 continue
             wl = checked
             last[job_id] = wl
-            obs = self._observe(job_id, wl, fields, now, running)
+            obs = self._observe(job_id, wl, fields, now, look)
             if obs.state not in (RunState.RUNNING, RunState.PENDING):
                 self._unpin_gang(job_id, wl, obs)
                 self._graces.pop(job_id, None)
@@ -453,14 +452,12 @@ class KueueBackend(CompressedTime):
         self._grace = max(self._graces.values(), default=0.0)
         return out
 
-    def _binding(
-        self, job_id: str, wl: dict, now: float, running: list[dict[str, tuple[int, float | None]]]
-    ) -> dict | None:
+    def _binding(self, job_id: str, wl: dict, now: float, look: gpu_pods.Look) -> dict | None:
         """``wl``, or ``wl`` withdrawn if it runs but kube-scheduler did not bind its pods
         within ``start_timeout`` of its start, or of when the pods it displaced on its nodes
         were last seen terminating (``binding.py``), or None if it was refused for it.
-        ``running`` holds ``pods.began`` of the pod watch's copy once a look needed it (its
-        count of bound GPU pods per Job uid; one pass a look, only while a start is unchecked)."""
+        ``look``: the pod watch's copy (its bound GPU pods per Job uid, the nodes where pods
+        still end their grace)."""
         record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT)
         if record is None or self._bound.get(job_id) == record:
             return wl  # (a look asks this of every Workload: nothing is parsed for it)
@@ -479,10 +476,8 @@ class KueueBackend(CompressedTime):
         ):
             return wl
         expected = sum(p.count for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod)
-        if not running:
-            running.append(gpu_pods.began(self.watches.stores["pods"].snapshot().values()))
-        if running[0].get(uid, (0, None))[0] < expected:
-            if gpu_pods.leaving(self.watches.stores["pods"].snapshot().values(), nodes):
+        if look.jobs.get(uid, (0, None))[0] < expected:
+            if not look.ending.isdisjoint(nodes):
                 if self._displacing.get(job_id, ("",))[0] != record:  # said once: why it is slow
                     log.info(
                         json.dumps(
@@ -722,7 +717,7 @@ class KueueBackend(CompressedTime):
         wl: dict,
         fields: dict,
         now: float,
-        running: list[dict[str, tuple[int, float | None]]],
+        look: gpu_pods.Look,
     ) -> ObservedJob:
         done, runs = wls.work_done(wl)
         spec = {k: v for k, v in fields.items() if k != "submit"}
@@ -755,7 +750,7 @@ class KueueBackend(CompressedTime):
         entry = wls.check_entry(wl, self.checks) or {}
         nodes, since = wls.placement(wl)
         if entry.get("state") == "Ready" and wls.reserved(wl) and nodes and since is not None:
-            began = self._run_start(job_id, wl, since, running)
+            began = self._run_start(job_id, wl, since, look)
             return ObservedJob(
                 job_id,
                 RunState.RUNNING,
@@ -772,15 +767,15 @@ class KueueBackend(CompressedTime):
         job_id: str,
         wl: dict,
         since: float,
-        running: list[dict[str, tuple[int, float | None]]],
+        look: gpu_pods.Look,
     ) -> float | None:
         """When the current run of a started Workload began: once every one of its GPU pods
         runs, the latest time their containers started (``pods.began``, from the pod watch:
         cluster state, so a restarted or newly elected controller counts the same), never
         before its start record ``since``; None until then (no work credited: the service
         counts the run from when it begins, ``Service._observe``). A Workload of no Job (whose
-        pods chronus does not know) began at its record. ``running`` holds the watch's
-        ``pods.began`` once a look needed it; a run found begun is not looked at again."""
+        pods chronus does not know) began at its record. ``look``: the pod watch's copy; a run
+        found begun is not looked at again."""
         record = (wls.meta(wl).get("annotations") or {}).get(wls.PLACEMENT, "")
         known = self._began.get(job_id)
         if known is not None and known[0] == record:
@@ -789,9 +784,7 @@ class KueueBackend(CompressedTime):
         expected = sum(p.count for p in wls.pod_sets(wl, self.resource) if p.gpus_per_pod)
         if uid is None or expected < 1:
             return since
-        if not running:
-            running.append(gpu_pods.began(self.watches.stores["pods"].snapshot().values()))
-        count, latest = running[0].get(uid, (0, None))
+        count, latest = look.jobs.get(uid, (0, None))
         if count < expected or latest is None:
             return None
         began = max(since, self._v(latest))

@@ -13,7 +13,7 @@ The rules (``KueueBackend._binding`` applies them):
 
 - **A start binds within** ``start_timeout`` wall seconds of its record (``chronus.io/placement``
   ``since``; so a restarted or newly elected controller checks the same runs), or of the last
-  look that saw GPU pods still terminating on its nodes (``pods.leaving``: the runs it
+  look that saw GPU pods still terminating on its nodes (``pods.ending_nodes``: the runs it
   displaced, which kube-scheduler counts for their termination grace; a training job's is often
   minutes, so with the 30 s timeout every start that preempted one was withdrawn, its nodes
   held off, and after three such starts the Workload refused), or it is

@@ -24,22 +24,25 @@ Workload is pinned by a label on all its nodes, and kube-scheduler binds its pod
 as it likes (planned 3 + 2 on nodes with 3 and 4 GPUs free, a Job preferring the second
 node was bound 1 + 4 on the lab; chronus then counted 2 GPUs free there that were not). Such
 a node takes no new work either while the run lasts. Only a Workload chronus runs now
-(check ``Ready``) is compared with its placement: the pods of one it preempted are leaving
-(their termination grace is not counted, as before).
+(check ``Ready``) is compared with its placement: the pods of one it preempted are leaving,
+and a start on their node waits for them instead (:func:`ending_nodes`).
 
 The same copy tells whether a start's pods were bound and when they began to run
-(:func:`began`, one pass for both), so a start that binds costs no request (``binding.py``),
-and a run counts from when its last pod's containers started, not from chronus's start record,
-which precedes Kueue's admission, the Job's pods, their binding and their image pull (minutes
-for a 10-20 GB training image), work chronus would otherwise credit a job that had not begun.
-The pods are cluster state, so a restarted or newly elected controller counts the same.
+(:func:`began`, one pass for both), and where pods still end their grace
+(:func:`ending_nodes`; a look takes the copy once for both, :class:`Look`). So a start that
+binds costs no request (``binding.py``), and a run counts from when its last pod's containers
+started, not from chronus's start record, which precedes Kueue's admission, the Job's pods,
+their binding and their image pull (minutes for a 10-20 GB training image), work chronus
+would otherwise credit a job that had not begun. The pods are cluster state, so a restarted or
+newly elected controller counts the same.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Collection, Iterable, Mapping
+from functools import cached_property
+from typing import Any, Iterable, Mapping
 
 from lightkube import operators
 from lightkube.generic_resource import create_namespaced_resource
@@ -155,10 +158,34 @@ def began(pods: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, float | Non
     return out
 
 
-def leaving(pods: Iterable[Mapping[str, Any]], nodes: Collection[str]) -> bool:
-    """Whether GPU pods are still terminating on ``nodes``: the runs a start there displaced
-    (or its own last run's), whose GPUs kube-scheduler counts until they are gone, for their
+def ending_nodes(pods: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The nodes where GPU pods are still terminating: the runs a start there displaced (or its
+    own last run's), whose GPUs kube-scheduler counts until they are gone, for their
     termination grace (30 s by default; minutes for a training job that checkpoints on
-    SIGTERM). Meanwhile the start's pods are Unschedulable (``Insufficient nvidia.com/gpu``)
-    through no fault of the nodes (``binding.py``)."""
-    return any(p["ending"] and p["node"] in nodes for p in pods)
+    SIGTERM). Meanwhile a start's pods there are Unschedulable (``Insufficient
+    nvidia.com/gpu``) through no fault of the nodes (``binding.py``)."""
+    return frozenset(p["node"] for p in pods if p["ending"])
+
+
+class Look:
+    """The pod watch's copy as one look reads it: copied from the watch at most once, and each
+    summary made at most once, when the look first needs it (a look with no start to check
+    makes none). Before, the binding check copied the store again for every start it waited
+    on."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    @cached_property
+    def _pods(self) -> Iterable[Mapping[str, Any]]:
+        return self._store.snapshot().values()
+
+    @cached_property
+    def jobs(self) -> dict[str, tuple[int, float | None]]:
+        """:func:`began` of the copy."""
+        return began(self._pods)
+
+    @cached_property
+    def ending(self) -> frozenset[str]:
+        """:func:`ending_nodes` of the copy."""
+        return ending_nodes(self._pods)
