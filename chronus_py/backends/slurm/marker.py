@@ -289,7 +289,7 @@ def job_fields(
             raise MarkerError(
                 f"deadline: {_utc(last)} is not after the job's submission ({_utc(submit)})"
                 if last <= submit
-                else f"deadline: {_utc(last)} has passed (it is {_utc(now)})"
+                else f"deadline: {_utc(last)} has passed (it is {_utc(math.floor(now))})"
             )
         if last > now + HORIZON:
             raise MarkerError(f"deadline: {_utc(last)} is more than {HORIZON / 86400:g} days ahead")
@@ -299,16 +299,13 @@ def job_fields(
 
 
 def _utc(at: float) -> str:
+    """A time as a marker or its refusal writes it: ISO in UTC, to the microsecond when it has a
+    fraction (whole seconds read an API job's deadline at 08:00:00.7 back 0.7 s early), or the
+    seconds themselves for one no date can hold."""
     try:
-        return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        t = datetime.fromtimestamp(at, timezone.utc)
     except (OverflowError, OSError, ValueError):
-        return f"{at:g}"
-
-
-def _utc_exact(at: float) -> str:
-    """An API job's deadline as its marker writes it: ISO in UTC, to the microsecond when it
-    has a fraction. Whole seconds read a deadline at 08:00:00.7 back 0.7 s early."""
-    t = datetime.fromtimestamp(at, timezone.utc)
+        return shown_seconds(at)
     fraction = f".{t.microsecond:06d}".rstrip("0") if t.microsecond else ""
     return f"{t:%Y-%m-%dT%H:%M:%S}{fraction}Z"
 
@@ -337,8 +334,7 @@ def for_api_job(spec: dict[str, Any]) -> dict[str, str]:
     options = spec.get("deadlines") or []
     if options:
         user["deadline"] = ",".join(
-            f"{_utc_exact(float(d['at']))}:{shown_seconds(float(d.get('value', 1)))}"
-            for d in options
+            f"{_utc(float(d['at']))}:{shown_seconds(float(d.get('value', 1)))}" for d in options
         )
     for key in ("iterations", "model"):
         if spec.get(key) is not None:
