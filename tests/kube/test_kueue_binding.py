@@ -251,7 +251,10 @@ def test_a_start_that_preempts_waits_out_the_grace_of_the_pods_it_displaced(setu
     runs a start may preempt, and the one start binds on a, still guaranteed."""
     s = setup
     (a,) = s.add_nodes("a")
-    with s.serve(tmp_path, "serve", "--kueue-start-timeout=4") as serve:
+    # a guard of 10 minutes, as a service keeps one (2 h by default): a running guarantee's
+    # plan holds one more start (its charge, the grace included), which a start at the last
+    # moment with no guard does not leave room for (the lab's other tests run without one)
+    with s.serve(tmp_path, "serve", "--kueue-start-timeout=4", guard=600) as serve:
         slow = job("long", s.queue, namespace=s.ns, gpus=4, run_seconds=600)
         slow["metadata"]["annotations"] = {"chronus.io/estimate": "60m"}
         template = slow["spec"]["template"]
@@ -262,7 +265,7 @@ def test_a_start_that_preempts_waits_out_the_grace_of_the_pods_it_displaced(setu
         s.submit(
             "urgent",
             run_seconds=600,
-            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+36m"},
+            notes={"chronus.io/estimate": "12m", "chronus.io/deadline": "+45m"},
         )
         urgent_id = s.chronus_id("urgent")
         wait(lambda: s.job_obj("long")["spec"].get("suspend") is True, 60, "long preempted")
