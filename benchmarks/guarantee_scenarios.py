@@ -8,7 +8,12 @@ headroom, guard and objective) and counts scenarios with a demotion, demotions, 
 guaranteed jobs that missed, and SLO jobs that met their first deadline. Small clusters make the
 lease plan tight, which is where the re-plan has gone wrong before.
 
-    python benchmarks/guarantee_scenarios.py [--scenarios 1500] [--seed 1] [--out FILE]
+    python benchmarks/guarantee_scenarios.py [--scenarios 1500] [--seed 1] [--overhead-scale 1]
+        [--out FILE]
+
+``--overhead-scale`` multiplies what every start costs (30-120 s for 1-8 GPUs): 10 makes a
+start cost about a lease, as a cluster manager's long start latency (a preempted pod's grace
+period) does with no guard.
 
 Run it with ``PYTHONPATH=<another checkout>`` to count an earlier version on the same scenarios.
 """
@@ -24,6 +29,7 @@ from pathlib import Path
 
 from chronus_py.engine.loop import replay
 from chronus_py.jobs.model import Cluster, DeadlineOption, Job, JobKind
+from chronus_py.jobs.overhead import ChronusRestart
 from chronus_py.policies import Chronus
 from chronus_py.selector.settings import ChronusSettings
 
@@ -66,15 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--overhead-scale", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "guarantee_scenarios.json")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
-    counts = {"scenarios": args.scenarios, "with_demotion": 0, "demotions": 0}
+    counts = {"scenarios": args.scenarios, "overhead_scale": args.overhead_scale}
+    counts |= {"with_demotion": 0, "demotions": 0}
     counts |= {"guaranteed": 0, "guaranteed_missed": 0, "slo_jobs": 0, "first_deadline_met": 0}
     started = time.perf_counter()
     for _ in range(args.scenarios):
         jobs, cluster, policy = scenario(rng)
-        result = replay(jobs, cluster, policy)
+        result = replay(jobs, cluster, policy, overhead=ChronusRestart(args.overhead_scale))
         demoted = policy.solver_stats().demoted
         counts["with_demotion"] += bool(demoted)
         counts["demotions"] += len(demoted)

@@ -894,11 +894,13 @@ class LeaseSelector:
     ) -> tuple[list[LeaseJob], LeaseSolution, int]:
         """A re-plan that drops a guarantee, against others, keeping the one that drops fewest
         (the first on ties). The greedy plan may find no room for a job's restarts that a plan
-        counting one restart for every job, as before, still has; or for a job it planned in a
-        later lease that could have run on and ended in this one; and a job may fit only with
-        the part of the lease its deadline falls in, which each of these is tried with too."""
+        counting one restart for every job, as before, still has; or for a job it planned in
+        later leases that could have run on from this one (ending in it, or, last, in one block
+        with every running job kept so and the others charged their plan's restarts); and a
+        job may fit only with the part of the lease its deadline falls in, which each of these
+        is tried with too."""
         padded = [self._padded(states[job.id], now) for job in fixed]
-        plans = []
+        plans, kept = [], []
         for whole in (True, False):
             allowed = [
                 self._replanned(
@@ -907,7 +909,7 @@ class LeaseSelector:
                 for job in fixed
             ]
             running = [
-                self._kept_running(job, work, first, whole) or a
+                self._kept_running(job, work, first, whole, most=1) or a
                 for job, work, a in zip(fixed, padded, allowed)
             ]
             if not whole:
@@ -917,7 +919,13 @@ class LeaseSelector:
                 ]
                 plans.append(self._charge_restarts(tails, states, now, first, whole=False))
             plans += [(jobs, *self._solve(jobs, first)[:2]) for jobs in (allowed, running)]
-        for plan in plans:
+            on = [
+                self._kept_running(job, work, first, whole)
+                or self._replanned(job, work, first, whole=whole)
+                for job, work in zip(fixed, padded)
+            ]
+            kept.append(self._charge_restarts(on, states, now, first, whole=whole))
+        for plan in plans + kept:
             if len(plan[1].dropped) < len(solution.dropped):
                 fixed, solution, horizon = plan
         return fixed, solution, horizon
@@ -929,18 +937,24 @@ class LeaseSelector:
         option = replace(job.options[0], deadline_slot=end - first, leases_needed=need)
         return replace(job, options=(option,))
 
-    def _kept_running(self, job: LeaseJob, work: float, first: int, whole: bool) -> LeaseJob | None:
-        """``job`` held to the current lease, if it runs and its ``work`` ends in it (kept
-        running, it pays no restart); else None. Planned in a later lease, such a job is charged
-        a restart for the stop, may then need two leases (the second in the lease its deadline
-        falls in) and the greedy plan spread it over a lease a job due later needed (random
-        small clusters, ``benchmarks/guarantee_scenarios.py``)."""
+    def _kept_running(
+        self, job: LeaseJob, work: float, first: int, whole: bool, *, most: int | None = None
+    ) -> LeaseJob | None:
+        """``job`` held to the leases from the current one on, one block, if it runs and its
+        ``work`` fits its window so in at most ``most`` leases (kept running, it pays no
+        restart); else None. Planned in later leases, such a job is charged a restart for the
+        stop and may need a lease more than its window has. With one lease (``most`` 1), the
+        greedy plan spread it over a lease a job due later needed (random small clusters); with
+        a start costing about a lease (a long start latency, no guard), a plan that pushed a
+        running job's work late demoted it, though running on it finished hours early
+        (``benchmarks/guarantee_scenarios.py --overhead-scale 10``)."""
         if not job.running:
             return None
         option = self._replanned(job, work, first, whole=whole).options[0]
-        if option.leases_needed != 1 or option.deadline_slot < 1:
+        need = option.leases_needed
+        if option.deadline_slot < need or (most is not None and need > most):
             return None
-        return replace(job, options=(replace(option, deadline_slot=1),))
+        return replace(job, options=(replace(option, deadline_slot=need),))
 
     def _objective(self) -> str:
         """The plan's secondary goal this round: ``adaptive`` runs guaranteed work early only when

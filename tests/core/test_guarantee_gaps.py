@@ -16,6 +16,8 @@ import pytest
 from core_helpers import chronus, drive, job
 
 from chronus_py.jobs.model import Cluster
+from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.scheduler import Scheduler
 
 
 def run(jobs):
@@ -231,3 +233,34 @@ def test_a_running_job_that_ends_in_this_lease_is_kept_running_when_the_plan_dro
     assert policy.selector.stats.demoted == []
     guaranteed = [s for s in scheduler.jobs.values() if s.was_guaranteed]
     assert guaranteed and all(s.finish <= s.was_guaranteed.at for s in guaranteed)
+
+
+def test_a_running_job_whose_stop_costs_more_than_its_slack_is_kept_running():
+    # 2 x 8 GPUs, lease 600, every start 10 times the usual (an 8-GPU start costs 1200 s, two
+    # leases: a long start latency and no guard). j7 (8 GPUs, 1914 s, strict by 9265.4) was
+    # promised at 3000 and runs from 5002. At 5400 it has 2716 s left: five leases, and its
+    # window holds six (up to 9000). The minimize plan puts it in the last five, stopped now,
+    # and the stop's 1200 s make it seven: dropped, in every other plan tried too, since each
+    # charged it the stop or a restart allowance. Kept running from lease 9 it needs five
+    # leases and no restart, and it is done at 8116.
+    rows = [
+        ("j0", 2, 2342, 744, [(3755.6, 10), (7511.2, 4)]),
+        ("j1", 8, 2932, 1873, []),
+        ("j2", 1, 3071, 1631, [(6006.8, 10), (12013.6, 4)]),
+        ("j3", 1, 493, 1234, []),
+        ("j4", 8, 345, 1389, [(4650.9, 10), (9301.8, 4)]),
+        ("j5", 1, 741, 956, [(1888.2, 10), (3776.4, 4)]),
+        ("j6", 1, 698, 1925, [(6473.0, 10)]),
+        ("j7", 8, 3332, 1914, [(9265.4, 10)]),
+        ("j8", 4, 2719, 480, [(4063.0, 10)]),
+    ]
+    jobs = [
+        job(name, gpus=gpus, submit=submit, duration=duration, deadlines=deadlines)
+        for name, gpus, submit, duration, deadlines in rows
+    ]
+    policy = chronus(lease=600.0, headroom=0.0, guard=0.0, objective="minimize")
+    cluster = Cluster.uniform(2, 8)
+    scheduler = Scheduler(cluster, policy, overhead=lambda gpus: 10 * restart_overhead(gpus))
+    states = drive(jobs, cluster, scheduler).jobs
+    assert policy.selector.stats.demoted == []
+    assert states["j7"].was_guaranteed.at == 9265.4 and states["j7"].finish == 8116.0
