@@ -140,3 +140,26 @@ def test_packing_every_job_alone_gives_the_one_by_one_plan(p, by_slack, room):
     p = LeaseProblem(p.capacity + room, p.jobs, p.objective)
     plan = pack(p, by_slack=by_slack)
     assert (dict(plan.assignment), plan.dropped) == _one_by_one(p, by_slack)
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems())
+def test_running_work_early_never_splits_a_waiting_jobs_block(p):
+    """The maximize pass pulls a lease into slot 0 only where that costs no restart: a job that
+    waits and holds one block keeps one block (a gap costs it a restart, which the selector
+    then charges as more leases); a running job may move, since leaving slot 0 stops it anyway."""
+    p = LeaseProblem(p.capacity, p.jobs, "maximize")
+    free = p.capacity[: p.horizon].copy()
+    before = {}
+    for i in _packing_order(p, False):
+        placed = place(p, i, free)
+        if placed is not None:
+            before[p.jobs[i].id] = placed
+    after = dict(before)
+    improve_slot0(p, after, free)
+    for job in p.jobs:
+        slots = before.get(job.id, (0, ()))[1]
+        if job.running or not slots or slots[-1] - slots[0] != len(slots) - 1:
+            continue
+        moved = after[job.id].slots
+        assert moved[-1] - moved[0] == len(moved) - 1, (job.id, slots, moved)
