@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overhead-scale", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "guarantee_scenarios.json")
     args = parser.parse_args(argv)
+    if not 0 <= args.overhead_scale < float("inf"):
+        parser.error(f"--overhead-scale: must be a number >= 0, got {args.overhead_scale:g}")
     rng = random.Random(args.seed)
     counts = {"scenarios": args.scenarios, "overhead_scale": args.overhead_scale}
     counts |= {"with_demotion": 0, "demotions": 0}

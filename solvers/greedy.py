@@ -10,7 +10,7 @@ artifact's order (largest first) only ever packs a small batch around cached pla
 whole guarantee set with it dropped 27-66 % of the jobs of sets that fit in admission order
 (benchmarks/solver.py "plan" instances, 1,000-5,000 jobs), least slack first 0-13 %.
 A final pass moves work into slot 0 (``maximize``) or out of it (``minimize``) wherever capacity
-allows, preferring to keep running jobs in slot 0. It does not split a waiting job's block to do
+allows, preferring to keep running jobs in slot 0. It adds no gap to a waiting job's leases to do
 so: the selector charges a restart for every gap in a job's plan, and a plan that pulled one
 lease of a late block into slot 0 then asked for more leases than the job's window held
 (``benchmarks/guarantee_scenarios.py --overhead-scale 10``, seed 1: 5 of the 7 demotions left
@@ -225,8 +225,8 @@ def improve_slot0(
 
     Deadlines stay met: slot 0 is before every deadline, and a job leaving slot 0 moves to a later
     slot inside its own window. Running jobs move in first (maximize) or last (minimize). A
-    waiting job moves in only if that keeps its leases one block (one lease, or a block from
-    slot 1): moved from a later block it would pay a restart for the gap (a running job pays
+    waiting job moves in only if that adds no gap between its leases (it has one, or its first
+    is slot 1): moved from a later block it would pay a restart for the gap (a running job pays
     one for leaving slot 0 anyway).
     ``assignment`` is the packer's (each placement's slots sorted, as every step here keeps
     them), so a job is in slot 0 when its first slot is 0: no scan of hundreds of slots a job.

@@ -902,28 +902,20 @@ class LeaseSelector:
         padded = [self._padded(states[job.id], now) for job in fixed]
         plans, kept = [], []
         for whole in (True, False):
+            alone = [
+                self._replanned(job, work, first, whole=whole) for job, work in zip(fixed, padded)
+            ]
             allowed = [
                 self._replanned(
                     job, self._need_seconds(states[job.id], now, first), first, whole=whole
                 )
                 for job in fixed
             ]
-            running = [
-                self._kept_running(job, work, first, whole, most=1) or a
-                for job, work, a in zip(fixed, padded, allowed)
-            ]
+            running = [self._kept_running(a, most=1) or b for a, b in zip(alone, allowed)]
             if not whole:
-                tails = [
-                    self._replanned(job, work, first, whole=False)
-                    for job, work in zip(fixed, padded)
-                ]
-                plans.append(self._charge_restarts(tails, states, now, first, whole=False))
+                plans.append(self._charge_restarts(alone, states, now, first, whole=False))
             plans += [(jobs, *self._solve(jobs, first)[:2]) for jobs in (allowed, running)]
-            on = [
-                self._kept_running(job, work, first, whole)
-                or self._replanned(job, work, first, whole=whole)
-                for job, work in zip(fixed, padded)
-            ]
+            on = [self._kept_running(a) or a for a in alone]
             kept.append(self._charge_restarts(on, states, now, first, whole=whole))
         for plan in plans + kept:
             if len(plan[1].dropped) < len(solution.dropped):
@@ -937,22 +929,19 @@ class LeaseSelector:
         option = replace(job.options[0], deadline_slot=end - first, leases_needed=need)
         return replace(job, options=(option,))
 
-    def _kept_running(
-        self, job: LeaseJob, work: float, first: int, whole: bool, *, most: int | None = None
-    ) -> LeaseJob | None:
-        """``job`` held to the leases from the current one on, one block, if it runs and its
-        ``work`` fits its window so in at most ``most`` leases (kept running, it pays no
-        restart); else None. Planned in later leases, such a job is charged a restart for the
-        stop and may need a lease more than its window has. With one lease (``most`` 1), the
-        greedy plan spread it over a lease a job due later needed (random small clusters); with
-        a start costing about a lease (a long start latency, no guard), a plan that pushed a
-        running job's work late demoted it, though running on it finished hours early
-        (``benchmarks/guarantee_scenarios.py --overhead-scale 10``)."""
-        if not job.running:
-            return None
-        option = self._replanned(job, work, first, whole=whole).options[0]
+    def _kept_running(self, job: LeaseJob, *, most: int | None = None) -> LeaseJob | None:
+        """``job`` (planned for its work alone, :meth:`_replanned`) held to the leases from the
+        current one on, one block, if it runs and its work fits its window so in at most
+        ``most`` leases (kept running, it pays no restart); else None. Planned in later leases,
+        such a job is charged a restart for the stop and may need a lease more than its window
+        has. With one lease (``most`` 1), the greedy plan spread it over a lease a job due later
+        needed (random small clusters); with a start costing about a lease (a long start
+        latency, no guard), a plan that pushed a running job's work late demoted it, though
+        running on it finished hours early (``benchmarks/guarantee_scenarios.py
+        --overhead-scale 10``)."""
+        option = job.options[0]
         need = option.leases_needed
-        if option.deadline_slot < need or (most is not None and need > most):
+        if not job.running or option.deadline_slot < need or (most is not None and need > most):
             return None
         return replace(job, options=(replace(option, deadline_slot=need),))
 
