@@ -3,17 +3,18 @@
 With exact runtimes a guaranteed job should never be demoted nor miss its promised deadline.
 This replays many random job streams (the distribution of ``tests/core/test_properties.py``:
 1-3 nodes of 4 or 8 GPUs, 5-30 jobs of 1-8 GPUs, 60-3000 s, strict, soft or best-effort
-deadlines 1-4x their runtime after submission; Chronus on the greedy backend with a random lease,
-headroom, guard and objective) and counts scenarios with a demotion, demotions, guaranteed jobs,
-guaranteed jobs that missed, and SLO jobs that met their first deadline. Small clusters make the
-lease plan tight, which is where the re-plan has gone wrong before.
+deadlines 1-4x their runtime after submission; Chronus on the ``--solver`` backend with a random
+lease, headroom, guard and objective) and counts scenarios with a demotion, demotions,
+guaranteed jobs, guaranteed jobs that missed, and SLO jobs that met their first deadline.
+Small clusters make the lease plan tight, which is where the re-plan has gone wrong before.
 
     python benchmarks/guarantee_scenarios.py [--scenarios 1500] [--seed 1] [--overhead-scale 1]
-        [--out FILE]
+        [--solver greedy] [--out FILE]
 
 ``--overhead-scale`` multiplies what every start costs (30-120 s for 1-8 GPUs): 10 makes a
 start cost about a lease, as a cluster manager's long start latency (a preempted pod's grace
-period) does with no guard.
+period) does with no guard. ``--solver`` is greedy by default, as the earlier counts were made
+(no search: fast and exactly repeatable); ``cpsat`` is the service's and replay's default.
 
 Run it with ``PYTHONPATH=<another checkout>`` to count an earlier version on the same scenarios.
 """
@@ -36,7 +37,7 @@ from chronus_py.selector.settings import ChronusSettings
 ROOT = Path(__file__).resolve().parent
 
 
-def scenario(rng: random.Random) -> tuple[list[Job], Cluster, Chronus]:
+def scenario(rng: random.Random, solver: str = "greedy") -> tuple[list[Job], Cluster, Chronus]:
     nodes, per_node = rng.randint(1, 3), rng.choice([4, 8])
     jobs = []
     for i in range(rng.randint(5, 30)):
@@ -59,7 +60,7 @@ def scenario(rng: random.Random) -> tuple[list[Job], Cluster, Chronus]:
             )
         )
     settings = ChronusSettings(
-        backend="greedy",
+        backend=solver,
         lease=rng.choice([600.0, 1200.0]),
         headroom=rng.choice([0.0, 0.5]),
         guard=rng.choice([0.0, 60.0, 600.0]),
@@ -73,17 +74,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--overhead-scale", type=float, default=1.0)
+    parser.add_argument("--solver", choices=("greedy", "cpsat", "cbc"), default="greedy")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "guarantee_scenarios.json")
     args = parser.parse_args(argv)
     if not 0 <= args.overhead_scale < float("inf"):
         parser.error(f"--overhead-scale: must be a number >= 0, got {args.overhead_scale:g}")
     rng = random.Random(args.seed)
     counts = {"scenarios": args.scenarios, "overhead_scale": args.overhead_scale}
+    counts["solver"] = args.solver
     counts |= {"with_demotion": 0, "demotions": 0}
     counts |= {"guaranteed": 0, "guaranteed_missed": 0, "slo_jobs": 0, "first_deadline_met": 0}
     started = time.perf_counter()
     for _ in range(args.scenarios):
-        jobs, cluster, policy = scenario(rng)
+        jobs, cluster, policy = scenario(rng, args.solver)
         result = replay(jobs, cluster, policy, overhead=ChronusRestart(args.overhead_scale))
         demoted = policy.solver_stats().demoted
         counts["with_demotion"] += bool(demoted)

@@ -27,8 +27,9 @@ class SolveStats:
     ``status``: ``optimal`` (proven, by the MILP or because the greedy plan meets the objective's
     bounds), ``feasible`` (MILP plan, at least as good as greedy, not proven optimal), ``greedy``
     (the greedy backend was asked for and optimality is not proven) or ``fallback`` (the MILP was
-    asked for but timed out without a better plan, failed, or returned a plan that did not pass
-    ``check``; the greedy plan was returned and ``fallback_reason`` says why).
+    asked for but timed out without a better plan, failed, returned a plan that did not pass
+    ``check``, or one better only in slot 0 at the price of more restarts; the greedy plan was
+    returned and ``fallback_reason`` says why).
     ``objective`` and ``greedy_objective`` use the formula in ``solvers.score.objective_value``;
     they leave out guarantees that had to be dropped (``LeaseSolution.dropped`` lists those), so
     compare them only between plans that drop the same number.

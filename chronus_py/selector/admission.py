@@ -47,7 +47,6 @@ import time
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from operator import sub
 from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
@@ -76,7 +75,8 @@ from solvers import (
     latest_slots,
     solve,
 )
-from solvers.flat import is_block, joined
+from solvers.flat import joined
+from solvers.restarts import restarts
 
 SLACK_LEASES = 1024
 RESTART_ROUNDS = 4
@@ -857,12 +857,12 @@ class LeaseSelector:
                     continue
                 kept = verdicts.get(job.id)
                 if kept is None or kept[0] != slots:
-                    restarts = _restarts(slots, running=job.running)
-                    if restarts == 0 and job is alone[job.id]:
+                    paid = restarts(slots, running=job.running)
+                    if paid == 0 and job is alone[job.id]:
                         kept = slots, None
                     else:
                         state = states[job.id]
-                        restarted = self._padded(state, now) + restarts * state.overhead
+                        restarted = self._padded(state, now) + paid * state.overhead
                         kept = slots, self._short(job, slots, restarted, first, whole)
                     verdicts[job.id] = kept
                 if kept[1] is not None:
@@ -1071,7 +1071,7 @@ class LeaseSelector:
             facts = (True, block_end(leases, at, lease)[1], 0)
         else:
             later = leases[i:]
-            facts = (False, room(later, at, lease), _restarts(later, running=False))
+            facts = (False, room(later, at, lease), restarts(later, running=False))
         self._facts[job_id] = (leases, self.lease_index, facts)
         return facts
 
@@ -1142,20 +1142,3 @@ class LeaseSelector:
         to allocate gigabytes. A capped plan only runs a job earlier than its deadline needs."""
         end, need = deadline_window(at, self.settings.lease, work, spare)
         return min(end, first + self._cap), need
-
-
-def _restarts(slots: tuple[int, ...], *, running: bool) -> int:
-    """Restarts a job pays on its planned ``slots``: one per gap between them, and one more if
-    it runs now but is not planned in the current slot 0 (it is stopped, then started again).
-    ``slots`` are distinct (a plan's), so one block of them is told by its two ends once
-    sorted; most are one block already in order, told without sorting them (``is_block``)."""
-    if slots and is_block(slots):
-        return int(running and slots[0] != 0)
-    ordered = sorted(slots)
-    if not ordered:
-        return 0
-    stopped = int(running and ordered[0] != 0)
-    if ordered[-1] - ordered[0] == len(ordered) - 1:
-        return stopped
-    steps = list(map(sub, ordered[1:], ordered))
-    return len(steps) - steps.count(1) + stopped

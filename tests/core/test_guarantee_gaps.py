@@ -17,7 +17,9 @@ from core_helpers import chronus, drive, job
 
 from chronus_py.jobs.model import Cluster
 from chronus_py.jobs.overhead import restart_overhead
+from chronus_py.policies import Chronus
 from chronus_py.scheduler import Scheduler
+from chronus_py.selector.settings import ChronusSettings
 
 
 def run(jobs):
@@ -265,3 +267,38 @@ def test_a_running_job_whose_stop_costs_more_than_its_slack_is_kept_running():
     states = drive(jobs, cluster, scheduler).jobs
     assert policy.selector.stats.demoted == []
     assert states["j7"].was_guaranteed.at == 9265.4 and states["j7"].finish == 8116.0
+
+
+def test_the_default_solver_does_not_stop_a_running_guarantee_to_empty_the_current_lease():
+    # 2 x 4 GPUs, lease 600, guard 600, CP-SAT (the default solver), adaptive. At 3600 j0 (8
+    # GPUs, strict by 9413.6) runs with four leases of work left. The greedy plan keeps it in
+    # the current lease; CP-SAT, started from it, finds a plan with no guaranteed GPU in that
+    # lease (the minimize objective's tier) by stopping j0 and planning it in 4, 5, 7 and 8.
+    # The plan does not count the stop and the gap, the selector does: with them j0 and the
+    # others ask for more leases, the plans after it split more jobs, and at 4800 j2 (4 GPUs,
+    # strict by 8499.2) no longer fits: demoted, and done after its deadline. A searched plan
+    # is kept over the greedy one for its slot-0 tiers only if it costs no more restarts.
+    rows = [
+        ("j0", 8, 2664, 2596, [(9413.6, 10)]),
+        ("j1", 2, 2299, 1251, [(6552.4, 10)]),
+        ("j2", 4, 3471, 1622, [(8499.2, 10)]),
+        ("j3", 8, 1874, 2560, [(6994.0, 10)]),
+        ("j4", 2, 1202, 2137, [(7826.7, 10)]),
+        ("j5", 4, 700, 565, []),
+        ("j6", 1, 1285, 802, []),
+        ("j7", 1, 3428, 136, []),
+        ("j8", 4, 2395, 2809, []),
+        ("j9", 4, 3847, 398, []),
+        ("j10", 1, 1346, 2821, [(7834.3, 10), (15668.6, 4)]),
+    ]
+    jobs = [
+        job(name, gpus=gpus, submit=submit, duration=duration, deadlines=deadlines)
+        for name, gpus, submit, duration, deadlines in rows
+    ]
+    settings = ChronusSettings(lease=600.0, headroom=0.0, guard=600.0, objective="adaptive")
+    policy = Chronus(settings)
+    states = drive(jobs, Cluster.uniform(2, 4), policy).jobs
+    assert settings.backend == "cpsat"
+    assert policy.selector.stats.demoted == []
+    guaranteed = [s for s in states.values() if s.was_guaranteed]
+    assert states["j2"].was_guaranteed and all(s.finish <= s.was_guaranteed.at for s in guaranteed)

@@ -1,10 +1,10 @@
 """The restarts a plan makes a job pay, counted without sorting a block already in order, equal
-the count on its sorted slots (``selector/admission._restarts``)."""
+the count on its sorted slots (``solvers.restarts.restarts``)."""
 
 import random
 from operator import sub
 
-from chronus_py.selector.admission import _restarts
+from solvers.restarts import restarts
 
 
 def _sorted_count(slots: tuple[int, ...], running: bool) -> int:
@@ -26,4 +26,4 @@ def test_restarts_of_blocks_in_order_equal_those_of_the_sorted_slots():
         else:
             slots = tuple(rng.sample(range(12), n))
         for running in (True, False):
-            assert _restarts(slots, running=running) == _sorted_count(slots, running), slots
+            assert restarts(slots, running=running) == _sorted_count(slots, running), slots
