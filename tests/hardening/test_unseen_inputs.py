@@ -176,7 +176,11 @@ def test_a_trace_can_be_piped_in(tmp_path, capsys):
     writer = threading.Thread(target=lambda: fifo.write_text(PLAIN))
     writer.start()
     code, out, _ = replay(capsys, "--trace", str(fifo), "--json")
-    if writer.is_alive():  # the replay never opened the pipe: unblock the writer
+    # A writer the replay read from ends at once; one still waiting after 10 s is blocked in
+    # open (the replay never opened the pipe) and is let go. Asked at once, "still alive" was
+    # also true of a writer just closing the pipe it wrote, and reading again hung the suite.
+    writer.join(10)
+    if writer.is_alive():
         fifo.read_text()
     writer.join()
     assert code == 0 and json.loads(out)["jobs"] == 3
