@@ -291,6 +291,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.jobs_dir is not None:
+        args.jobs_dir.mkdir(parents=True, exist_ok=True)
     wide = OUT / f"{MIX}-seed{args.seed}.csv"
     if not wide.exists():
         wide_mix(wide, args.seed)
