@@ -240,6 +240,34 @@ def test_a_job_no_node_can_bind_is_refused_in_one_line_after_a_few_starts(
         assert f"chronus refused it: {refused['reason']}" == text, refused
 
 
+def test_failed_starts_are_counted_across_a_new_controller(setup, cpu_queue, tmp_path):
+    """The failed starts in a row are a record on the Workload (``chronus.io/failed-starts``),
+    so a controller that replaces a killed one (a new Pod: an empty database) goes on from it:
+    the Job is refused after ``binding.MAX_FAILED`` starts in all. Kept in memory, as before,
+    the count started afresh and the new controller started the Job 3 more times."""
+    s = setup
+    s.add_nodes("a", "b", "c")
+    first = s.serve(tmp_path, "first", "--kueue-start-timeout=5").start()
+    try:
+        job_id = cpu_job(s, "big", cpu_queue, "100")
+        wait(lambda: failed_starts(s, "big") == "1", 120, "the first failed start recorded")
+        first.kill9()
+    finally:
+        first.stop()
+    withdrawn = [e["failed_starts"] for e in first.events("kueue_start_unbound")]
+    with s.serve(tmp_path, "second", "--kueue-start-timeout=5", origin=first.origin) as second:
+        (event,) = wait(lambda: job_events(s, "big"), 120, "the refusal's Event on the Job")
+        withdrawn += [e["failed_starts"] for e in second.events("kueue_start_unbound")]
+        assert withdrawn == list(range(1, binding.MAX_FAILED + 1)), withdrawn
+        assert f"in none of {binding.MAX_FAILED} starts" in event["message"], event
+        assert len(starts(first, job_id) + starts(second, job_id)) == binding.MAX_FAILED
+
+
+def failed_starts(s, name: str) -> str | None:
+    wl = s.workload(name) or {"metadata": {}}
+    return (wl["metadata"].get("annotations") or {}).get("chronus.io/failed-starts")
+
+
 def test_a_start_that_preempts_waits_out_the_grace_of_the_pods_it_displaced(setup, tmp_path):
     """A best-effort Job runs on node a, its pod taking 7 s (7 chronus minutes) to go once
     deleted: a training job's termination grace (30 s by default, minutes for one that

@@ -196,6 +196,14 @@ def test_the_check_keeps_its_transition_time_until_its_state_changes():
     assert moved["admissionChecks"][0]["podSetUpdates"] == [{}]
 
 
+@pytest.mark.parametrize("text, count", [("2", 2), (None, 0), ("", 0), ("-1", 0), ("two", 0)])
+def test_a_failed_starts_record_that_is_no_count_is_none(text, count):
+    """Edited by hand, the record counts no failed start (a forged one can only change when
+    the Workload's own Job is refused)."""
+    records = {} if text is None else {wls.FAILED_STARTS: text}
+    assert wls.failed_starts(records) == count
+
+
 def test_ids_are_namespace_dot_name_and_fit_chronus_ids():
     assert wls.job_id("team-a", "job-train-5b7c2") == "team-a.job-train-5b7c2"
     long = wls.job_id("ns", "x" * 200)

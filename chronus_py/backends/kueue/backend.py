@@ -142,7 +142,6 @@ class KueueBackend(CompressedTime):
         self._starting: dict[str, tuple[float, float]] = {}  # id -> its run's since, decided at
         self._holds = binding.Holds(start_timeout)  # nodes where a start's pods were not bound
         self._bound: dict[str, str] = {}  # id -> the placement record of a run seen bound
-        self._unbound: dict[str, int] = {}  # id -> its failed starts in a row (``_binding``)
         # id -> (its placement record, when its start's nodes last held pods it displaced,
         # still terminating: ``_binding``), until its run's start latency is counted
         self._displacing: dict[str, tuple[str, float]] = {}
@@ -439,7 +438,6 @@ class KueueBackend(CompressedTime):
         self._readable = {i: t for i, t in self._readable.items() if i in seen}
         self._failures = {i: t for i, t in self._failures.items() if i in seen}
         self._bound = {i: t for i, t in self._bound.items() if i in seen}
-        self._unbound = {i: n for i, n in self._unbound.items() if i in seen}
         self._displacing = {i: t for i, t in self._displacing.items() if i in seen}
         self._began = {i: b for i, b in self._began.items() if i in seen}
         self._starting = {i: b for i, b in self._starting.items() if i in seen}
@@ -496,9 +494,18 @@ class KueueBackend(CompressedTime):
             if missing is not None:
                 return self._withdraw(job_id, wl, missing)
         self._bound[job_id] = record
-        self._unbound.pop(job_id, None)
         self._holds.bound(nodes)
+        if self._failed_starts(job_id, wl):
+            wl = self._record(wl, failed_starts=None, now=False)
         return wl
+
+    def _failed_starts(self, job_id: str, wl: dict) -> int:
+        """The Workload's failed starts in a row, as chronus last recorded them on it (written,
+        or queued to be). On the Workload, not in memory: a restarted controller, or a new
+        leader, counted afresh from none, so a Job no node can bind was started 3 more times
+        after each restart."""
+        wanted = self.writes.wanted_of(job_id)
+        return wls.failed_starts(wls.records(wl) if wanted is None else wanted)
 
     def _withdraw(self, job_id: str, wl: dict, missing: binding.Unbound) -> dict | None:
         """Take back a start whose pods were not bound, as a preemption (check ``Retry``: Kueue
@@ -506,7 +513,7 @@ class KueueBackend(CompressedTime):
         Event: the check's message is Kueue's to reset once it requeues); hold off the nodes it
         blames; after ``binding.MAX_FAILED`` such starts in a row, refuse it (None)."""
         self._require_leader()
-        failed = self._unbound.get(job_id, 0) + 1  # (counted once the withdrawal is written)
+        failed = self._failed_starts(job_id, wl) + 1  # (recorded once the withdrawal is written)
         nodes = wls.placement(wl)[0]
         waited = f"{self.start_timeout:g} s"
         log.warning(
@@ -543,8 +550,8 @@ class KueueBackend(CompressedTime):
         )
         with self.writes.urgent():
             wl = self._check(wl, "Retry", text)
-        self._unbound[job_id] = failed
-        wl = self._record(wl, placement=None, now=False)  # the run did no work: none credited
+        # the run did no work: none credited
+        wl = self._record(wl, placement=None, failed_starts=str(failed), now=False)
         self._event(wl, "ChronusStartWithdrawn", text)
         self._unlabel(job_id, nodes)
         return wl

@@ -34,8 +34,8 @@ from chronus_py.service.jobspec import finite
 
 JOB, GUARANTEE = PREFIX + "job", PREFIX + "guarantee"
 WORK_DONE, PLACEMENT, REFUSED = PREFIX + "work-done", PREFIX + "placement", PREFIX + "refused"
-PASSED = PREFIX + "deadline-passed"
-RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED, PASSED)
+PASSED, FAILED_STARTS = PREFIX + "deadline-passed", PREFIX + "failed-starts"
+RECORDS = (JOB, GUARANTEE, WORK_DONE, PLACEMENT, REFUSED, PASSED, FAILED_STARTS)
 HOSTNAME = "kubernetes.io/hostname"
 DEFAULT_GRACE = 30.0  # seconds: a pod's terminationGracePeriodSeconds when it sets none
 
@@ -72,6 +72,13 @@ def annotations(wl: Mapping[str, Any]) -> dict[str, str]:
 def records(wl: Mapping[str, Any]) -> dict[str, str]:
     """Chronus's own annotations on the Workload."""
     return {k: v for k, v in annotations(wl).items() if k in RECORDS}
+
+
+def failed_starts(records: Mapping[str, str]) -> int:
+    """The starts in a row kube-scheduler did not bind, as chronus's ``chronus.io/failed-starts``
+    record counts them; a record that is no count (edited by hand) is none."""
+    text = records.get(FAILED_STARTS, "")
+    return int(text) if text.isdigit() else 0
 
 
 def with_records(wl: Mapping[str, Any], mine: Mapping[str, str]) -> dict:
