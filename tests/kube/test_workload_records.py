@@ -196,7 +196,10 @@ def test_the_check_keeps_its_transition_time_until_its_state_changes():
     assert moved["admissionChecks"][0]["podSetUpdates"] == [{}]
 
 
-@pytest.mark.parametrize("text, count", [("2", 2), (None, 0), ("", 0), ("-1", 0), ("two", 0)])
+@pytest.mark.parametrize(
+    "text, count",
+    [("2", 2), (None, 0), ("", 0), ("-1", 0), ("two", 0), ("\u00b2", 0), ("9" * 5000, 0)],
+)
 def test_a_failed_starts_record_that_is_no_count_is_none(text, count):
     """Edited by hand, the record counts no failed start (a forged one can only change when
     the Workload's own Job is refused)."""

@@ -77,8 +77,10 @@ def records(wl: Mapping[str, Any]) -> dict[str, str]:
 def failed_starts(records: Mapping[str, str]) -> int:
     """The starts in a row kube-scheduler did not bind, as chronus's ``chronus.io/failed-starts``
     record counts them; a record that is no count (edited by hand) is none."""
-    text = records.get(FAILED_STARTS, "")
-    return int(text) if text.isdigit() else 0
+    try:
+        return max(int(records.get(FAILED_STARTS, "")), 0)
+    except ValueError:  # also digits past int's 4,300 ("²" passes str.isdigit, not int)
+        return 0
 
 
 def with_records(wl: Mapping[str, Any], mine: Mapping[str, str]) -> dict:
