@@ -207,6 +207,7 @@ def test_a_start_kube_scheduler_cannot_bind_is_withdrawn_and_runs_on_another_nod
         assert unbound["message"].startswith("0/"), unbound
         notes = s.workload("x")["metadata"].get("annotations") or {}
         assert "chronus.io/work-done" not in notes, notes  # the withdrawn run did no work
+        wait(lambda: failed_starts(s, "x") is None, 30, "the start that bound to clear the count")
         (told,) = wait(lambda: job_events(s, "x", "ChronusStartWithdrawn"), 30, "the Event")
         assert told["message"].startswith("chronus withdrew its start at "), told
         assert (
