@@ -217,8 +217,8 @@ def _finish(
             result,
             reason=f"{name} plan failed check ({len(errors)} violations): {errors[0]}",
         )
-    theirs, ours = score(problem, result.assignment).key, start_score.key
-    if theirs < ours:
+    theirs = score(problem, result.assignment)
+    if theirs.key < start_score.key:
         return out(
             start.assignment,
             "fallback",
@@ -226,7 +226,8 @@ def _finish(
             result,
             reason=f"{name} plan ({result.solver_status}) is worse than the greedy plan",
         )
-    if theirs[:2] == ours[:2] and total_restarts(problem, result.assignment) > total_restarts(
+    same_promises = (theirs.kept_fixed, theirs.value) == (start_score.kept_fixed, start_score.value)
+    if same_promises and total_restarts(problem, result.assignment) > total_restarts(
         problem, start.assignment
     ):
         return out(
