@@ -25,9 +25,9 @@ import logging
 import math
 import sqlite3
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from http import HTTPStatus
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from markupsafe import Markup
@@ -771,27 +771,41 @@ def _series(history: History) -> dict[str, list[tuple[float, float]]]:
     return {f.key: history.series(f.key) for f in FIGURES}
 
 
-def _history(service, job_id: str) -> list[dict]:
+@dataclass(frozen=True)
+class Event:
+    """One row of a job's history. Deadlines and estimates stay numbers for the page to write
+    as it writes them everywhere else: the detail column showed "deadline 1796020200" and
+    "guaranteed to finish by 1796020200" (a Unix clock) under facts that say "for its deadline
+    in 2h 10m"."""
+
+    at: float
+    what: str
+    detail: str = ""
+    placement: Mapping[str, Sequence[int]] | None = None
+    deadline: float | None = None
+    estimate: tuple[float, float] | None = None
+
+
+def _history(service, job_id: str) -> list[Event]:
     """Every decision about one job, in time order: admission, promises, starts, preemptions,
-    estimates, the end (the audit log)."""
+    estimates, the end (the audit log). An admission that promised names the promise's
+    deadline, recorded at the same instant."""
+    promises = service.db.promises(job_id)
+    promised = {p["at"]: p["deadline"] for p in promises if p["event"] == "promised"}
     events = [
-        {"at": d["at"], "what": d["action"], "detail": d["reason"], "placement": d["placement"]}
+        Event(
+            d["at"],
+            d["action"],
+            d["reason"],
+            d["placement"],
+            promised.get(d["at"]) if d["action"] == "admit:guaranteed" else None,
+        )
         for d in service.db.decisions(job_id)
     ]
-    for p in service.db.promises(job_id):
-        detail = "" if p["deadline"] is None else f"deadline {p['deadline']:.0f}"
-        events.append({"at": p["at"], "what": p["event"], "detail": detail, "placement": None})
+    events += [Event(p["at"], p["event"], deadline=p["deadline"]) for p in promises]
     cur = service.db.conn.execute(
         "SELECT at, old, new FROM estimate WHERE job=? ORDER BY seq", (job_id,)
     )
-    for at, old, new in cur.fetchall():
-        events.append(
-            {
-                "at": at,
-                "what": "estimate",
-                "detail": f"{old:.0f} s → {new:.0f} s",
-                "placement": None,
-            }
-        )
-    events.sort(key=lambda e: e["at"])
+    events += [Event(at, "estimate", estimate=(old, new)) for at, old, new in cur.fetchall()]
+    events.sort(key=lambda e: e.at)
     return events

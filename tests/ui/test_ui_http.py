@@ -8,6 +8,7 @@ import re
 
 import pytest
 from polling import wait_for
+from serving import running
 from ui_helpers import TOKEN, bearer
 
 
@@ -195,6 +196,50 @@ def test_a_guarantee_reads_as_a_time_from_now_not_the_clock_s_seconds(server):
         rf"guaranteed — for its deadline in \d+d \d+h \({at:.0f} s\)",
         said.group(1),
     ), said and said.group(1)
+
+
+def test_a_jobs_history_writes_deadlines_and_estimates_as_the_page_does(tmp_path):
+    """The history's detail column wrote the clock's raw seconds ("guaranteed to finish by
+    200000", "deadline 200000", "3600 s → 7 s") under facts that say "for its deadline in
+    2d 7h (200000 s)". A server of its own: the module's is full, and progress re-estimates
+    only a running job."""
+    with running(tmp_path, "--nodes", "1", "--speed", "50") as server:
+        r = server.http.post(
+            "/v1/jobs",
+            headers=bearer("team-a"),
+            json={
+                "id": "storied",
+                "gpus": 1,
+                "estimate_seconds": 3600,
+                "iterations": 1000,
+                "deadlines": [{"at": 200000}],
+            },
+        )
+        assert r.status_code == 201 and r.json()["admission"]["decision"] == "guaranteed", r.text
+
+        def progressed() -> bool:  # once it has run past its restart, progress re-estimates it
+            answer = server.http.post(
+                "/v1/jobs/storied/progress", headers=bearer("team-a"), json={"iterations_done": 100}
+            )
+            return answer.status_code == 200 and answer.json()["reestimated"]
+
+        wait_for(progressed, timeout=20.0)
+        page = server.http.get("/ui/jobs/storied", headers=bearer("team-a")).text
+        rows = dict(
+            re.findall(
+                r'<tr data-event="([^"]+)">(?:<td[^>]*>[^<]*</td>){2}<td>[^<]*</td>'
+                r"<td>([^<]*)</td>",
+                page,
+            )
+        )
+        when = r"in (\d+d \d+h|\d+h \d\dm|\d+m)"
+        assert re.fullmatch(rf"for its deadline {when} \(200000 s\)", rows["admit:guaranteed"]), (
+            rows
+        )
+        assert re.fullmatch(rf"deadline {when} \(200000 s\)", rows["promised"]), rows
+        assert re.fullmatch(r"1h 00m → (\d+h \d\dm|\d+m) \(3600 s → \d+ s\)", rows["estimate"]), (
+            rows
+        )
 
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
