@@ -199,10 +199,10 @@ def test_a_guarantee_reads_as_a_time_from_now_not_the_clock_s_seconds(server):
 
 
 def test_a_jobs_history_writes_deadlines_and_estimates_as_the_page_does(tmp_path):
-    """The history's detail column wrote the clock's raw seconds ("guaranteed to finish by
-    200000", "deadline 200000", "3600 s → 7 s") under facts that say "for its deadline in
-    2d 7h (200000 s)". A server of its own: the module's is full, and progress re-estimates
-    only a running job."""
+    """The history wrote the clock's raw seconds ("guaranteed to finish by 200000", "deadline
+    200000", "3600 s → 7 s") under facts that say "for its deadline in 2d 7h (200000 s)", and
+    its actions as codes ("admit:guaranteed"). A server of its own: the module's is full, and
+    progress re-estimates only a running job."""
     with running(tmp_path, "--nodes", "1", "--speed", "50") as server:
         r = server.http.post(
             "/v1/jobs",
@@ -225,13 +225,13 @@ def test_a_jobs_history_writes_deadlines_and_estimates_as_the_page_does(tmp_path
 
         wait_for(progressed, timeout=20.0)
         page = server.http.get("/ui/jobs/storied", headers=bearer("team-a")).text
-        rows = dict(
-            re.findall(
-                r'<tr data-event="([^"]+)">(?:<td[^>]*>[^<]*</td>){2}<td>[^<]*</td>'
-                r"<td>([^<]*)</td>",
-                page,
-            )
+        found = re.findall(
+            r'<tr data-event="([^"]+)">(?:<td[^>]*>[^<]*</td>){2}<td>([^<]*)</td>'
+            r"<td>([^<]*)</td>",
+            page,
         )
+        rows = {event: detail for event, _, detail in found}
+        assert ("admit:guaranteed", "admit: guaranteed") in {(e, w) for e, w, _ in found}, found
         when = r"in (\d+d \d+h|\d+h \d\dm|\d+m)"
         assert re.fullmatch(rf"for its deadline {when} \(200000 s\)", rows["admit:guaranteed"]), (
             rows
