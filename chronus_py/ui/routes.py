@@ -44,6 +44,7 @@ from chronus_py.service.api import JsonResponse, query_params
 from chronus_py.service.core import ECHOED, ApiError, Caller
 from chronus_py.service.db import storage_error
 from chronus_py.service.jobspec import shown as shown_value
+from chronus_py.service.rounds import GUARANTEED
 from chronus_py.ui import charts, timeline, views
 from chronus_py.ui.figures import FIGURES, FiguresCollector, History, figures
 from chronus_py.ui.format import job_url
@@ -798,7 +799,7 @@ def _history(service, job_id: str) -> list[Event]:
             d["action"],
             d["reason"],
             d["placement"],
-            promised.get(d["at"]) if d["action"] == "admit:guaranteed" else None,
+            promised.get(d["at"]) if d["action"] == "admit:" + GUARANTEED else None,
         )
         for d in service.db.decisions(job_id)
     ]
