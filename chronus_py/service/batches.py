@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
@@ -52,12 +53,19 @@ class Batches:
         self._waiting: list[_Call] = []
         self._draining: asyncio.Task | None = None  # kept: the loop holds tasks only weakly
 
-    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        answer = asyncio.get_running_loop().create_future()
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> asyncio.Future:
+        """Await the future it returns for ``fn(*args, **kwargs)``'s result or exception.
+
+        A future rather than a coroutine: a coroutine's frame would hold the future while the
+        exception it carries unwinds through that frame, so every refused call (a 404, a 409)
+        would leave a reference cycle (the future, its exception, the traceback, the frame)
+        for the cyclic collector, and its passes stop every thread."""
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
         self._waiting.append(_Call(fn, args, kwargs, answer))
         if self._draining is None:
-            self._draining = asyncio.get_running_loop().create_task(self._drain())
-        return await answer
+            self._draining = loop.create_task(self._drain())
+        return answer
 
     async def _drain(self) -> None:
         try:
@@ -84,6 +92,9 @@ class Batches:
                     if ok:
                         call.answer.set_result(value)
                     else:
+                        # The traceback keeps its lines but not its frames' variables: ``_run``'s
+                        # frame holds the whole batch, and with it this exception, a cycle.
+                        traceback.clear_frames(value.__traceback__)
                         call.answer.set_exception(value)
         finally:
             self._draining = None
