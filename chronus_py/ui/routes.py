@@ -428,7 +428,10 @@ def ui_app(
         except ApiError as exc:
             if exc.status != 404 or not caller.admin:
                 raise  # a tenant: another tenant's job is a missing one
-            return await shared(request, caller, job_id, exc)
+            elsewhere = await shared(request, caller, job_id)
+            if elsewhere is None:
+                raise
+            return elsewhere
 
         def build() -> Response:  # drawing and rendering: off the event loop
             context = {
@@ -444,13 +447,15 @@ def ui_app(
 
         return await asyncio.to_thread(build)
 
-    async def shared(request: Request, caller: Caller, job_id: str, missing: ApiError) -> Response:
+    async def shared(request: Request, caller: Caller, job_id: str) -> Response | None:
         """An admin at a job's address as its tenant names it (a link the tenant shared:
         ``/ui/jobs/a1`` for ``team-a:a1``): on to the job's own page, or, when several tenants
-        name a job so, a page that lists them. Only after the admin's own id found nothing."""
+        name a job so, a page that lists them; None when no tenant names one so. Only after the
+        admin's own id found nothing. The caller raises its 404 again: raised here, from a
+        variable of this frame, it would hold the frame that holds it, a reference cycle."""
         named = await read(service.named_by_tenants, job_id)
         if not named:
-            raise missing
+            return None
         if len(named) == 1:
             query = request.url.query
             return RedirectResponse(job_url(named[0]) + (f"?{query}" if query else ""), 303)
