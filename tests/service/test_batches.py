@@ -110,8 +110,8 @@ def test_a_call_alone_runs_without_the_group_and_calls_together_within_one():
 
 def test_a_refused_call_leaves_no_reference_cycle_behind():
     """Under churn every refused call (a read of a cancelled job: 404) used to leave its whole
-    batch in a reference cycle (the exception, its traceback, the batch's frame), ~25,000
-    objects a young pass had to free: passes of 50-100 ms that stopped every thread (issue 27,
+    batch in a reference cycle (the exception, its traceback, the batch's frame): 22,800-29,200
+    objects a young pass had to free, passes of 87-105 ms that stopped every thread (issue 27,
     session 31). Freed by reference counting, ``arg`` is gone with the collector off."""
 
     class Arg:
