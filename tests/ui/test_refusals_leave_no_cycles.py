@@ -9,23 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 import types
-from pathlib import Path
 
 import httpx
-
-from chronus_py.backends.sim import SimBackend
-from chronus_py.service.api import build_app
-from chronus_py.service.auth import load_tokens
-from chronus_py.service.core import Service
-from chronus_py.service.db import Database
-from chronus_py.service.rounds import SchedulerSettings
-from chronus_py.ui.routes import attach
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "service"))
-from serving import TOKENS  # noqa: E402
-from ui_helpers import bearer  # noqa: E402
+from in_process import in_process
+from ui_helpers import bearer
 
 A, ADMIN = bearer("team-a"), bearer("admin")
 JOB = {"id": "a1", "gpus": 1, "estimate_seconds": 3600}
@@ -43,17 +31,11 @@ REFUSED = {
 
 
 def test_refused_requests_leave_no_exception_in_a_reference_cycle(tmp_path):
-    (tmp_path / "tokens.yaml").write_text(TOKENS)
-    backend = SimBackend(tmp_path / "world.sim", [("n0", 8), ("n1", 8)], speed=0.001)
-    svc = Service(backend, Database(tmp_path / "chronus.db"), SchedulerSettings())
-    lock = asyncio.Lock()
-    tokens = load_tokens(tmp_path / "tokens.yaml")
-    app = build_app(svc, tokens=tokens, lock=lock)
-    attach(app, svc, tokens=tokens, metrics=None, lock=lock, wake=lambda: None)
+    served = in_process(tmp_path)
     left: dict[str, int] = {}
 
     async def run() -> None:
-        transport = httpx.ASGITransport(app=app)
+        transport = httpx.ASGITransport(app=served.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://chronus") as http:
             assert (await http.post("/v1/jobs", headers=A, json=JOB)).status_code == 201
             for what, (method, path, headers, body, status) in REFUSED.items():
@@ -77,5 +59,5 @@ def test_refused_requests_leave_no_exception_in_a_reference_cycle(tmp_path):
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
-        svc.db.close()
+        served.service.db.close()
     assert left == dict.fromkeys(REFUSED, 0)

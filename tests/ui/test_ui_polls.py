@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
-from pathlib import Path
 
 import httpx
+from in_process import in_process
+from ui_helpers import bearer
 
-from chronus_py.backends.sim import SimBackend
-from chronus_py.service.api import build_app
-from chronus_py.service.auth import load_tokens
-from chronus_py.service.core import Service
-from chronus_py.service.db import Database
-from chronus_py.service.rounds import SchedulerSettings
-from chronus_py.ui.routes import attach
 from chronus_py.ui.snapshot import FRESH
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "service"))
-from serving import TOKENS  # noqa: E402
-from ui_helpers import bearer  # noqa: E402
 
 PARTS = ("/ui/jobs?part=live", "/ui/jobs/a1?part=live", "/ui/cluster?part=live", "/ui/?part=live")
 
@@ -33,14 +22,8 @@ def test_polls_are_304s_until_the_tenants_page_changes(tmp_path):
     now answered from the service's version, during a round too; a submission, a round that
     starts a job and a cancellation each redraw the page, and another tenant's submission
     leaves the tenant's ETag as it was."""
-    (tmp_path / "tokens.yaml").write_text(TOKENS)
-    # a clock that moves 60 s (the pages' step) in 17 hours: only the service changes them
-    backend = SimBackend(tmp_path / "world.sim", [("n0", 8), ("n1", 8)], speed=0.001)
-    svc = Service(backend, Database(tmp_path / "chronus.db"), SchedulerSettings())
-    lock = asyncio.Lock()
-    tokens = load_tokens(tmp_path / "tokens.yaml")
-    app = build_app(svc, tokens=tokens, lock=lock)
-    attach(app, svc, tokens=tokens, metrics=None, lock=lock, wake=lambda: None)
+    served = in_process(tmp_path)
+    app, svc, lock = served.app, served.service, served.lock
     a, b = bearer("team-a"), bearer("team-b")
 
     async def scenario(http: httpx.AsyncClient) -> None:
