@@ -472,8 +472,8 @@ class SimBackend:
                     "INSERT INTO command (kind, job, at, data) VALUES (?, ?, ?, ?)",
                     (kind, job_id, at, None if data is None else encode_text(data)),
                 )
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"sim: cannot record {kind} of {job_id}: {exc}") from None
+            except sqlite3.Error as exc:  # its cause is kept: a full disk is the service's too
+                raise BackendUnavailable(f"sim: cannot record {kind} of {job_id}: {exc}") from exc
             world.apply(kind, job_id, at, data)
 
     def _spec(self, job_id: str) -> dict[str, Any]:

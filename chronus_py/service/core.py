@@ -1353,9 +1353,13 @@ class Service:
         self.storage_failed = storage_error(exc) or self.storage_failed
 
     def _backend_failed(self, what: str, job_id: str | None, exc: Exception) -> None:
-        """Nothing more is decided until the scheduler is rebuilt from the backend's view."""
+        """Nothing more is decided until the scheduler is rebuilt from the backend's view. A
+        backend that failed to write its own store (the sim's file, beside the database) on a
+        full disk is a full disk: submissions are told that (``storage_failed``), not only that
+        the service is re-reading the cluster."""
         self.counters.backend_errors += 1
         self.needs_resync = True
+        self.storage_failed = storage_error(exc.__cause__) or self.storage_failed
         log.warning(
             json.dumps({"event": "backend_error", "during": what, "job": job_id, "error": str(exc)})
         )

@@ -19,8 +19,12 @@ import pytest
 from polling import wait_for
 from serving import ADMIN, TOKENS, A, Server, free_port, running
 
+from chronus_py.backends.sim import SimBackend
 from chronus_py.service.connections import MAX_HEAD, MAX_URL
+from chronus_py.service.core import ApiError, Caller, Service
+from chronus_py.service.db import Database
 from chronus_py.service.jobspec import TENANT_RULE
+from chronus_py.service.rounds import SchedulerSettings
 
 JOB = {"gpus": 1, "estimate_seconds": 600, "deadlines": [{"at": 900000}]}
 
@@ -410,6 +414,29 @@ def test_a_full_disk_is_a_507_in_a_line_and_loses_no_accepted_job(tmp_path):
         r'"error": "the service\'s disk is full',
         log,
     ), log
+
+
+def test_a_full_disk_met_by_the_backends_own_write_is_a_507_too(tmp_path):
+    """The sim backend keeps its commands in a file beside the database. When its write met the
+    full disk first (a start, in a round), the next submission was a 503 "re-reading the
+    cluster after an error", which hid the cause (seen once in CI, session 31). SQLite's own
+    page limit makes the sim's file full here; the daemon's database keeps its room."""
+    backend = SimBackend(tmp_path / "world.sim", [("n0", 8)], speed=0.001)
+    service = Service(backend, Database(tmp_path / "chronus.db"), SchedulerSettings())
+    team_a = Caller("team-a")
+    try:
+        pages = backend.db.execute("PRAGMA page_count").fetchone()[0]
+        backend.db.execute(f"PRAGMA max_page_count = {pages}")
+        for i in range(10_000):  # until a command needs a page the file may not have
+            service.submit({**JOB, "id": f"j{i}"}, team_a)
+            if service.needs_resync:
+                break
+        assert service.needs_resync
+        with pytest.raises(ApiError) as refused:
+            service.submit({**JOB, "id": "late"}, team_a)
+        assert refused.value.status == 507, refused.value.message
+    finally:
+        service.db.close()
 
 
 def test_no_redirect_names_a_host_and_ui_goes_to_its_view_relatively(server):
