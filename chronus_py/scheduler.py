@@ -109,6 +109,7 @@ class Scheduler:
         self.node_gpus = max(n.gpus for n in cluster.nodes)
         self.total_gpus = cluster.gpus
         self.jobs: dict[str, JobState] = {}
+        self._taken = 0  # jobs taken in, forgotten ones too: each one's ``seq``
         self.active: dict[str, JobState] = {}
         self.running: dict[str, JobState] = {}
         self._arrived: list[JobState] = []
@@ -162,7 +163,7 @@ class Scheduler:
             )
         state = JobState(
             job=job,
-            seq=len(self.jobs),
+            seq=self._taken,
             estimate=estimate,
             overhead=self.overhead(job.gpus),
             uncertainty=uncertainty,
@@ -171,6 +172,7 @@ class Scheduler:
             self.latest_submit = job.submit
         if self.round_requests and job.pod_gpus is None:  # fixed pods are not rounded up
             state.gpus = round_up(job.gpus, node=self.node_gpus)
+        self._taken += 1
         self.jobs[job.id] = state
         self.active[job.id] = state
         self._arrived.append(state)
@@ -212,6 +214,24 @@ class Scheduler:
         state.status = Status.FINISHED
         state.finish = now
         return state
+
+    def forget(self, job_id: str) -> None:
+        """Drop an ended job's record (``jobs``), for a caller that keeps it elsewhere.
+
+        Why: a replay reads every record at its end (its metrics), but ``chronus serve`` keeps
+        ended jobs in its database and runs for months; under churn (submissions and
+        cancellations at one level of waiting jobs, issue 27) the records it never read again
+        held ~0.8 KB a cancelled job for good, and the cyclic collector's passes walked them.
+        Forgotten, the job is as one ended before a restart: never submitted, to this
+        scheduler, so an id's uniqueness is then the caller's to keep. A job still active is
+        a JobIdError."""
+        if self.in_round:
+            raise _busy("Scheduler.forget")
+        if job_id in self.active:
+            why = f"{show(job_id)} has not ended (withdraw() ends a job)"
+            raise JobIdError("Scheduler.forget", why, field="job_id")
+        if self.jobs.pop(job_id, None) is None:
+            raise self._not_held(job_id, "Scheduler.forget")
 
     # -- queues ---------------------------------------------------------------------------------
     def _enqueue(self, state: JobState, now: float) -> None:
@@ -517,6 +537,7 @@ class Scheduler:
             if result.outcome != "placed":
                 del self.jobs[job.id], self.active[job.id]
                 self._arrived.pop()
+                self._taken -= 1
                 self.latest_submit, self.latest_report = latest, report
                 raise ArgumentError(f"job {show(job.id)}", result.reason, field="placement")
             state.starts = 1

@@ -643,7 +643,7 @@ class Service:
         if rounds.active_job(self.scheduler, job_id) is not None:
             rounds.withdraw(self.scheduler, job_id, now)
             self._placements_changed = True
-        self.promised.pop(job_id, None)
+        self._forget(job_id)
         with self.db.transaction():
             for command in done:  # issued before the cancellation: recorded before it
                 self._record_command(command)
@@ -654,6 +654,15 @@ class Service:
         return self.job_view(
             {**row, "state": "cancelled", "placement": None, "finished_at": now}, caller
         )
+
+    def _forget(self, job_id: str) -> None:
+        """Drop what memory holds of a job that ended: its database row is its record now, as
+        after a restart (:meth:`rebuild` takes in only active jobs). Kept, the records of every
+        job ever submitted grew the server by ~0.8 KB a job for good (issue 27)."""
+        rounds.forget(self.scheduler, job_id)
+        self.promised.pop(job_id, None)
+        self.estimates.pop(job_id, None)
+        self.cgroups.pop(job_id, None)
 
     def progress(self, job_id: str, body: Any, caller: Caller) -> dict:
         row = self._visible(job_id, caller)
@@ -1151,7 +1160,7 @@ class Service:
                 for obs in ended:
                     at = obs.ended_at if obs.ended_at is not None else self.backend.now()
                     rounds.finish(self.scheduler, obs.id, at)
-                    self.promised.pop(obs.id, None)
+                    self._forget(obs.id)
                     self.db.set_state(obs.id, _ENDED[obs.state], finished=at, starts=obs.starts)
                     self.db.decision(at, obs.id, _ENDED[obs.state], None, "observed")
                     decision_log(_ENDED[obs.state], job=obs.id, at=at)

@@ -222,6 +222,13 @@ def withdraw(scheduler: Scheduler, job_id: str, now: float) -> JobState:
     return scheduler.withdraw(job_id, now)
 
 
+def forget(scheduler: Scheduler, job_id: str) -> None:
+    """Drop the record of a job that ended (``Scheduler.forget``), if the scheduler held one:
+    the service's database keeps ended jobs."""
+    if job_id in scheduler.jobs:
+        scheduler.forget(job_id)
+
+
 def progress(scheduler: Scheduler, job_id: str, fraction: float, now: float) -> float | None:
     """Re-estimate a job from the share of its iterations done: the work it has received over
     that share. Returns the new estimate, or None if it has not received work to judge from.

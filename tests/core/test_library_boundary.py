@@ -240,6 +240,31 @@ def test_reports_about_a_job_not_held_say_why():
         sched.report_progress("zz", 1.0, 20.0)
 
 
+def test_an_ended_job_can_be_forgotten_and_only_an_ended_one():
+    """``forget`` is for a caller that keeps ended jobs elsewhere (``chronus serve``'s
+    database): the record goes, the job is then as never submitted, and the next job's ``seq``
+    still follows every job ever taken in."""
+    sched = scheduler()
+    sched.submit(be("a"))
+    sched.submit(be("w", gpus=16))
+    run_round(sched, 0.0)
+    refused(
+        lambda: sched.forget("a"),
+        "Scheduler.forget: job_id: 'a' has not ended (withdraw() ends a job)",
+        JobIdError,
+    )
+    sched.finish("a", 10.0)
+    sched.withdraw("w", 10.0)
+    sched.forget("a")
+    sched.forget("w")
+    assert not sched.jobs and not sched.active
+    refused(
+        lambda: sched.forget("a"), "Scheduler.forget: job_id: 'a' was never submitted", JobIdError
+    )
+    assert sched.submit(be("b")).seq == 2
+    assert sched.submit(be("a")).seq == 3  # its uniqueness is the caller's to keep, once forgotten
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

@@ -6,13 +6,14 @@ everything in memory. The real service and sim backend in-process."""
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
 
 import pytest
 
 from chronus_py.backends.sim import SimBackend
 from chronus_py.jobs.model import Job, JobKind
-from chronus_py.jobs.state import NOWHERE
+from chronus_py.jobs.state import NOWHERE, JobState
 from chronus_py.service.core import ApiError, Caller, Service
 from chronus_py.service.db import Database
 from chronus_py.service.rounds import SchedulerSettings, active_job
@@ -66,7 +67,7 @@ def test_tenants_are_the_scheduler_records_and_plans_show_only_ones_own(svc):
     ids = {svc.scoped("a1", TEAM): "team-a", "b1": "team-b"}
     assert dict(svc.tenants) == ids
     svc.cancel("b1", ADMIN)
-    assert dict(svc.tenants) == ids  # held until a rebuild, as before: ended jobs too
+    assert dict(svc.tenants) == {svc.scoped("a1", TEAM): "team-a"}  # as after a rebuild
     svc.rebuild()
     assert dict(svc.tenants) == {svc.scoped("a1", TEAM): "team-a"}
 
@@ -85,3 +86,57 @@ def test_records_of_jobs_alike_share_their_per_size_parts(svc):
     assert copy.deepcopy(waiting[0]).placement is NOWHERE
     first = Job("x", "t", 4, 0.0, JobKind.BEST_EFFORT, duration=1.0)
     assert first.sizes == (4,) and first.sizes is Job("y", "u", 4, 1.0, JobKind.BEST_EFFORT).sizes
+
+
+def records_held(svc: Service) -> int:
+    """Job records alive in the process, wherever held (the cyclic collector finds them all)."""
+    gc.collect()
+    return sum(type(o) is JobState for o in gc.get_objects())
+
+
+def test_ended_jobs_leave_no_record_in_memory_however_they_end(svc):
+    """Cancelled while waiting, cancelled while running, or finished: the database serves each
+    one's record, as after a restart, and nothing of it stays in the scheduler. Held, every job
+    ever submitted stayed in memory for good (issue 27's churn: ~1.2 KB a cancelled job)."""
+    bodies = {
+        "waits": {"gpus": 8, "estimate_seconds": 9e4, "duration_seconds": 9e4},
+        "runs": {"gpus": 8, "estimate_seconds": 9e4, "duration_seconds": 9e4},
+        "done": {"gpus": 8, "estimate_seconds": 60.0, "duration_seconds": 60.0},
+    }
+    assert svc.submit({"id": "runs", **bodies["runs"]}, TEAM)[0] == 201
+    svc.tick()
+    assert svc.get_job("runs", TEAM)["state"] == "running"
+    assert svc.submit({"id": "waits", **bodies["waits"]}, TEAM)[0] == 201
+    svc.cancel("waits", TEAM)
+    svc.cancel("runs", TEAM)
+    assert svc.submit({"id": "done", **bodies["done"]}, TEAM)[0] == 201
+    for _ in range(200):
+        svc.tick()
+        if svc.get_job("done", TEAM)["state"] == "finished":
+            break
+    assert [svc.get_job(j, TEAM)["state"] for j in bodies] == ["cancelled", "cancelled", "finished"]
+    assert not svc.scheduler.jobs and not svc.estimates and not svc.promised
+    for job_id, body in bodies.items():
+        with pytest.raises(ApiError) as again:
+            svc.submit({"id": job_id, **body}, TEAM)
+        assert again.value.status == 409
+
+
+def test_churn_holds_the_records_of_the_waiting_jobs_only(svc):
+    """Submissions and cancellations at one level of waiting jobs: the records alive stay those
+    of the jobs still waiting, however many came and went."""
+
+    def churn(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            body = {"id": f"c{i}", "gpus": 8, "estimate_seconds": 9e4, "deadlines": [{"at": 1e6}]}
+            assert svc.submit(body, TEAM)[0] == 201
+            if i >= 20:
+                svc.cancel(f"c{i - 20}", TEAM)
+            if i % 25 == 0:
+                svc.tick()
+
+    churn(0, 50)
+    level = records_held(svc)
+    churn(50, 300)
+    assert records_held(svc) <= level
+    assert len(svc.scheduler.jobs) == 20
