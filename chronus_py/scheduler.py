@@ -306,7 +306,9 @@ class Scheduler:
         changed = set(self.policy.prepare(self.view(now)))
         self._arrived.clear()
         for job_id, option in self.policy.take_guarantee_changes().items():
-            state = self.jobs[job_id]
+            state = self.jobs.get(job_id)
+            if state is None:  # ended and forgotten (``forget``): no record to write it in
+                continue
             state.guaranteed = option
             if option is not None:
                 state.was_guaranteed = option

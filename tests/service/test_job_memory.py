@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
+import time
 
 import pytest
 
@@ -101,7 +102,12 @@ def test_ended_jobs_leave_no_record_in_memory_however_they_end(svc):
     bodies = {
         "waits": {"gpus": 8, "estimate_seconds": 9e4, "duration_seconds": 9e4},
         "runs": {"gpus": 8, "estimate_seconds": 9e4, "duration_seconds": 9e4},
-        "done": {"gpus": 8, "estimate_seconds": 60.0, "duration_seconds": 60.0},
+        "done": {
+            "gpus": 8,
+            "estimate_seconds": 60.0,
+            "duration_seconds": 60.0,
+            "deadlines": [{"at": 5e5}],
+        },
     }
     assert svc.submit({"id": "runs", **bodies["runs"]}, TEAM)[0] == 201
     svc.tick()
@@ -115,6 +121,9 @@ def test_ended_jobs_leave_no_record_in_memory_however_they_end(svc):
         if svc.get_job("done", TEAM)["state"] == "finished":
             break
     assert [svc.get_job(j, TEAM)["state"] for j in bodies] == ["cancelled", "cancelled", "finished"]
+    assert svc.get_job("done", TEAM)["guaranteed"] is not None
+    svc.tick()
+    assert not svc.needs_resync
     assert not svc.scheduler.jobs and not svc.estimates and not svc.promised
     for job_id, body in bodies.items():
         with pytest.raises(ApiError) as again:
@@ -140,3 +149,20 @@ def test_churn_holds_the_records_of_the_waiting_jobs_only(svc):
     churn(50, 300)
     assert records_held(svc) <= level
     assert len(svc.scheduler.jobs) == 20
+
+
+def test_a_promise_restored_by_a_rebuild_to_a_job_that_then_ends_is_no_error(svc):
+    """A rebuild gives the running job its promise again, the planner reports that as a change,
+    and the job ends before the next round takes the change: the round found no record to
+    write it in (KeyError), failed, and set the service re-reading the cluster, so the next
+    submission got a 503 (a CI run's crash test, session 32)."""
+    body = {"id": "g", "gpus": 8, "estimate_seconds": 3600.0, "deadlines": [{"at": 1e6}]}
+    assert svc.submit(body, TEAM)[0] == 201
+    svc.tick()
+    assert svc.get_job("g", TEAM)["state"] == "running"
+    svc.rebuild()
+    time.sleep(0.1)  # 10,000 s of the sim's clock: its hour of work is done
+    svc.tick()
+    assert svc.get_job("g", TEAM)["state"] == "finished"
+    assert not svc.needs_resync
+    assert svc.submit({**body, "id": "next"}, TEAM)[0] == 201
