@@ -34,6 +34,7 @@ from chronus_py.jobs.model import Job
 from chronus_py.jobs.overhead import restart_overhead
 from chronus_py.jobs.state import NOWHERE
 from chronus_py.service.json_codec import encode_text
+from chronus_py.service.wal import Checkpoints
 
 CANNOT_RESIZE = "it runs each job at the size it started with and has no resize command yet"
 
@@ -441,6 +442,12 @@ class SimBackend:
                 self._together -= 1
                 if self._together == 0 and self.db.in_transaction:
                     self._commit()
+
+    def checkpoints(self) -> Checkpoints:
+        """Optional hook (``chronus serve``): the world's file checkpointed by the caller rather
+        than by the commands' commits, which run in the requests' batches (``wal.py``)."""
+        with self._db_lock:
+            return Checkpoints(self.db, self.path)
 
     def _commit(self) -> None:
         try:

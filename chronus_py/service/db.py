@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from chronus_py.errors import InputError
 from chronus_py.service.json_codec import decode_row, encode_text
+from chronus_py.service.wal import Checkpoints
 
 MIGRATIONS = (
     """
@@ -146,6 +147,11 @@ class Database:
 
     def transaction(self):
         return _Transaction(self.conn)
+
+    def checkpoints(self) -> Checkpoints:
+        """This file's WAL checkpoints, taken by the caller from now on instead of by the
+        commits (``chronus serve``: ``wal.py`` says why)."""
+        return Checkpoints(self.conn, self.path)
 
     def close(self) -> None:
         self.conn.close()

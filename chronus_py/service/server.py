@@ -30,6 +30,7 @@ import logging
 import math
 import signal
 import socket
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from chronus_py.cli.options import add_settings_arguments, settings_given
 from chronus_py.engine.loop import YOUNG_PASS
 from chronus_py.errors import ChronusError, InputError
 from chronus_py.inputs import load_yaml
+from chronus_py.service import wal
 from chronus_py.service.db import storage_error
 from chronus_py.service.rounds import SchedulerSettings, small_pages
 from chronus_py.service.worker import Worker
@@ -396,6 +398,8 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
     gc.freeze()
     gc.set_threshold(YOUNG_PASS, 20, 100)
     small_pages()
+    hook = getattr(backend, "checkpoints", None)
+    files = [db.checkpoints()] + ([] if hook is None else [hook()])
     lock = asyncio.Lock()
     app = build_app(
         service, tokens=tokens, metrics=metrics, layers=layers, wake=wake.set, lock=lock
@@ -417,10 +421,14 @@ def _serve_on(sock: socket.socket, options: Options) -> int:
             asyncio.get_running_loop().add_signal_handler(signum, lambda: end_serving[0]())
         stop = asyncio.Event()
         task = asyncio.create_task(_loop(service, wake, stop, lock, options.round_interval))
+        copying = asyncio.create_task(_checkpoints(files, stop))
         yield
         stop.set()
         wake.set()
         await task
+        await copying
+        for file in files:
+            file.close()
         db.close()
         backend.close()
         log.info('{"event": "stopped"}')
@@ -605,6 +613,21 @@ async def _loop(
         last = time.monotonic()
     if collecting is not None:
         await collecting
+
+
+async def _checkpoints(files: list[wal.Checkpoints], stop: asyncio.Event) -> None:
+    """Each file's WAL checkpoint every ``wal.INTERVAL`` seconds in a thread of its own, beside
+    the requests' commits rather than inside one of them (``wal.py``). A failed one is logged
+    and tried again at the next interval: the log keeps every commit meanwhile."""
+    copier = Worker("chronus-checkpoints")
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), wal.INTERVAL)
+        for file in files:
+            try:
+                await copier.run(file.run)
+            except sqlite3.Error as exc:
+                log.warning(json.dumps({"event": "checkpoint_failed", "error": str(exc)}))
 
 
 async def _fork(service, lock: asyncio.Lock, steps) -> None:
