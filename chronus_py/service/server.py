@@ -616,18 +616,24 @@ async def _loop(
 
 
 async def _checkpoints(files: list[wal.Checkpoints], stop: asyncio.Event) -> None:
-    """Each file's WAL checkpoint every ``wal.INTERVAL`` seconds in a thread of its own, beside
-    the requests' commits rather than inside one of them (``wal.py``). A failed one is logged
-    and tried again at the next interval: the log keeps every commit meanwhile."""
+    """Each file's WAL copied into it every ``wal.INTERVAL`` seconds in a thread of its own,
+    beside the requests' commits rather than inside one of them (``wal.py``). A failure (a full
+    disk) is logged once, not ten times a second, and tried again: the log keeps every commit
+    meanwhile, and the writers' own checkpoint still bounds it."""
     copier = Worker("chronus-checkpoints")
+    failing: list[str | None] = [None] * len(files)  # each file's error, as last logged
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), wal.INTERVAL)
-        for file in files:
+        for i, file in enumerate(files):
             try:
                 await copier.run(file.run)
             except sqlite3.Error as exc:
-                log.warning(json.dumps({"event": "checkpoint_failed", "error": str(exc)}))
+                if failing[i] != str(exc):
+                    log.warning(json.dumps({"event": "checkpoint_failed", "error": str(exc)}))
+                failing[i] = str(exc)
+            else:
+                failing[i] = None
 
 
 async def _fork(service, lock: asyncio.Lock, steps) -> None:

@@ -11,6 +11,7 @@ import time
 from serving import A, running
 
 from chronus_py.service.db import Database
+from chronus_py.service.wal import WRITER_PAGES
 
 PAGE = 4096
 
@@ -41,6 +42,17 @@ def test_commits_leave_the_copy_to_the_checkpoints_and_lose_nothing(tmp_path):
     reread = sqlite3.connect(tmp_path / "c.db")
     assert reread.execute("SELECT count(*) FROM meta WHERE key LIKE 'k%'").fetchone() == (3000,)
     reread.close()
+
+
+def test_the_log_is_started_again_by_the_writers_past_their_own_limit(tmp_path):
+    """Copies beside the writers cannot start the log again while writes go on (a minute of
+    churn grew it to 155 MB): a writer's commit still does, at ``WRITER_PAGES``."""
+    db = Database(tmp_path / "c.db")
+    checkpoints = db.checkpoints()
+    write(db, 0, WRITER_PAGES + 2000)
+    assert (tmp_path / "c.db-wal").stat().st_size < (WRITER_PAGES + 200) * PAGE
+    checkpoints.close()
+    db.close()
 
 
 def test_chronus_serve_copies_the_log_into_its_files_beside_the_requests(tmp_path):
