@@ -340,7 +340,9 @@ class Tenants(Mapping[str, str]):
 
 
 def held(scheduler: Scheduler, job_id: str) -> bool:
-    """Whether the scheduler ever held a job of this id, ended or not."""
+    """Whether the scheduler holds a record of this id: an active job, or an ended one not
+    forgotten yet (the service forgets a job once its end is in the database, which then
+    answers for it)."""
     return job_id in scheduler.jobs
 
 

@@ -618,8 +618,8 @@ async def _loop(
 async def _checkpoints(files: list[wal.Checkpoints], stop: asyncio.Event) -> None:
     """Each file's WAL copied into it every ``wal.INTERVAL`` seconds in a thread of its own,
     beside the requests' commits rather than inside one of them (``wal.py``). A failure (a full
-    disk) is logged once, not ten times a second, and tried again: the log keeps every commit
-    meanwhile, and the writers' own checkpoint still bounds it."""
+    disk) is logged once per file and error, not at every copy, and tried again: the log keeps
+    every commit meanwhile, and the writers' own checkpoint still bounds it."""
     copier = Worker("chronus-checkpoints")
     failing: list[str | None] = [None] * len(files)  # each file's error, as last logged
     while not stop.is_set():

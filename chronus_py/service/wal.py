@@ -4,9 +4,9 @@ service's database and the sim backend's world).
 Why: in WAL mode the connection whose commit fills the log past ``wal_autocheckpoint`` pages
 (1,000 by default) copies the log into the database file and fsyncs both, inside that commit.
 The service commits a batch of requests under the request lock, so each such commit held every
-request for the fsyncs: under issue 27's churn, commits of 17-28 ms came every ~0.5 s on the
-service's file and every ~1-1.5 s on the sim's, and one took 141 ms (session 32), where a commit
-otherwise takes well under a millisecond.
+request for the fsyncs: under issue 27's churn, such commits (a median of 22 ms) came every
+~0.5 s on the service's file and every ~1.2 s on the sim's, and one took 141 ms (session 32),
+where a commit otherwise takes well under a millisecond.
 
 So the copy is made beside the writers: a PASSIVE checkpoint on a connection of its own every
 ``INTERVAL``, while writers go on appending (SQLite lets one checkpointer run beside them).

@@ -100,8 +100,8 @@ def test_ended_jobs_leave_no_record_in_memory_however_they_end(svc):
     one's record, as after a restart, and nothing of it stays in the scheduler. Held, every job
     ever submitted stayed in memory for good (issue 27's churn: ~1.2 KB a cancelled job)."""
     bodies = {
-        "waits": {"gpus": 8, "estimate_seconds": 9e4, "duration_seconds": 9e4},
-        "runs": {"gpus": 8, "estimate_seconds": 9e4, "duration_seconds": 9e4},
+        "waits": {"gpus": 8, "estimate_seconds": 9e6, "duration_seconds": 9e6},
+        "runs": {"gpus": 8, "estimate_seconds": 9e6, "duration_seconds": 9e6},
         "done": {
             "gpus": 8,
             "estimate_seconds": 60.0,
@@ -137,7 +137,7 @@ def test_churn_holds_the_records_of_the_waiting_jobs_only(svc):
 
     def churn(first: int, count: int) -> None:
         for i in range(first, first + count):
-            body = {"id": f"c{i}", "gpus": 8, "estimate_seconds": 9e4, "deadlines": [{"at": 1e6}]}
+            body = {"id": f"c{i}", "gpus": 8, "estimate_seconds": 9e6, "deadlines": [{"at": 2e7}]}
             assert svc.submit(body, TEAM)[0] == 201
             if i >= 20:
                 svc.cancel(f"c{i - 20}", TEAM)
@@ -156,12 +156,12 @@ def test_a_promise_restored_by_a_rebuild_to_a_job_that_then_ends_is_no_error(svc
     and the job ends before the next round takes the change: the round found no record to
     write it in (KeyError), failed, and set the service re-reading the cluster, so the next
     submission got a 503 (a CI run's crash test, session 32)."""
-    body = {"id": "g", "gpus": 8, "estimate_seconds": 3600.0, "deadlines": [{"at": 1e6}]}
+    body = {"id": "g", "gpus": 8, "estimate_seconds": 36_000.0, "deadlines": [{"at": 1e6}]}
     assert svc.submit(body, TEAM)[0] == 201
     svc.tick()
-    assert svc.get_job("g", TEAM)["state"] == "running"
+    assert svc.get_job("g", TEAM)["state"] == "running"  # for 0.36 s of wall time
     svc.rebuild()
-    time.sleep(0.1)  # 10,000 s of the sim's clock: its hour of work is done
+    time.sleep(0.5)  # 50,000 s of the sim's clock: its ten hours of work are done
     svc.tick()
     assert svc.get_job("g", TEAM)["state"] == "finished"
     assert not svc.needs_resync
